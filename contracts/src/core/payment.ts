@@ -1,0 +1,76 @@
+import { UsdAmount, usdToAtomic } from './money';
+
+/** A price the server chooses per request, e.g. by the wallet's activity or by what the request asks for. */
+export interface PriceTier {
+  id: string;
+  usd: string;
+  description: string;
+}
+
+/** How a route is paid; lives in the route's metadata and drives the paywall, the SDK budgets and the documents. */
+export type PaymentMeta =
+  | { kind: 'free' }
+  | { kind: 'fixed'; usd: string }
+  | { kind: 'adaptive'; minUsd: string; maxUsd: string }
+  | { kind: 'tiered'; tiers: readonly PriceTier[] };
+
+/** Who may call a route: anyone, or only a caller that proves a wallet with SIGN-IN-WITH-X. */
+export type CallerAuth = 'none' | 'siwx';
+
+/** An example request, used for the OpenAPI documents and checked against the route's schemas by tests. */
+export interface RouteExample {
+  params?: Record<string, string>;
+  query?: Record<string, unknown>;
+  body?: unknown;
+}
+
+export interface RouteMeta {
+  payment: PaymentMeta;
+  auth?: CallerAuth;
+  example?: RouteExample;
+}
+
+function checkUsd(usd: string): string {
+  UsdAmount.parse(usd);
+  return usd;
+}
+
+export const free = (): PaymentMeta => ({ kind: 'free' });
+export const fixed = (usd: string): PaymentMeta => ({ kind: 'fixed', usd: checkUsd(usd) });
+export const adaptive = (minUsd: string, maxUsd: string): PaymentMeta => ({
+  kind: 'adaptive',
+  minUsd: checkUsd(minUsd),
+  maxUsd: checkUsd(maxUsd),
+});
+export const tiered = (tiers: readonly PriceTier[]): PaymentMeta => {
+  for (const tier of tiers) checkUsd(tier.usd);
+  return { kind: 'tiered', tiers };
+};
+
+export function isPaid(payment: PaymentMeta): boolean {
+  const { maxUsd } = priceRange(payment);
+  return usdToAtomic(maxUsd) > 0n;
+}
+
+/** The lowest and highest USD price a route can charge. */
+export function priceRange(payment: PaymentMeta): { minUsd: string; maxUsd: string } {
+  switch (payment.kind) {
+    case 'free':
+      return { minUsd: '0', maxUsd: '0' };
+    case 'fixed':
+      return { minUsd: payment.usd, maxUsd: payment.usd };
+    case 'adaptive':
+      return { minUsd: payment.minUsd, maxUsd: payment.maxUsd };
+    case 'tiered': {
+      const sorted = [...payment.tiers].sort((a, b) => (usdToAtomic(a.usd) < usdToAtomic(b.usd) ? -1 : 1));
+      return { minUsd: sorted[0]?.usd ?? '0', maxUsd: sorted.at(-1)?.usd ?? '0' };
+    }
+  }
+}
+
+/** Reads a route's metadata, which ts-rest types as unknown. */
+export function routeMeta(route: { metadata?: unknown }): RouteMeta {
+  const meta = route.metadata as RouteMeta | undefined;
+  if (!meta?.payment) throw new Error('route has no metadata.payment');
+  return meta;
+}

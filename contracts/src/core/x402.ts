@@ -1,0 +1,79 @@
+import { z } from 'zod';
+
+// x402 v2 over HTTP (research/x402.md §1): the 402 quote travels base64-encoded in PAYMENT-REQUIRED,
+// the payment in PAYMENT-SIGNATURE, the settlement receipt in PAYMENT-RESPONSE.
+export const PAYMENT_REQUIRED_HEADER = 'payment-required';
+export const PAYMENT_SIGNATURE_HEADER = 'payment-signature';
+export const PAYMENT_RESPONSE_HEADER = 'payment-response';
+export const SIGN_IN_WITH_X_HEADER = 'sign-in-with-x';
+
+export interface ResourceInfo {
+  url: string;
+  description?: string;
+  mimeType?: string;
+}
+
+export interface PaymentRequirements {
+  scheme: string;
+  network: string;
+  /** Atomic units of `asset`, as a decimal integer string. */
+  amount: string;
+  asset: string;
+  payTo: string;
+  maxTimeoutSeconds: number;
+  extra?: Record<string, unknown>;
+}
+
+export interface PaymentRequired {
+  x402Version: 2;
+  error?: string;
+  resource: ResourceInfo;
+  accepts: PaymentRequirements[];
+  extensions?: Record<string, unknown>;
+}
+
+export const ResourceInfoSchema: z.ZodType<ResourceInfo> = z.object({
+  url: z.string(),
+  description: z.string().optional(),
+  mimeType: z.string().optional(),
+});
+
+export const PaymentRequirementsSchema: z.ZodType<PaymentRequirements> = z.object({
+  scheme: z.string().min(1),
+  network: z.string().min(3).includes(':'),
+  amount: z.string().regex(/^\d+$/),
+  asset: z.string().min(1),
+  payTo: z.string().min(1),
+  maxTimeoutSeconds: z.number().int().positive(),
+  extra: z.record(z.unknown()).optional(),
+});
+
+export const PaymentRequiredSchema: z.ZodType<PaymentRequired> = z.object({
+  x402Version: z.literal(2),
+  error: z.string().optional(),
+  resource: ResourceInfoSchema,
+  accepts: z.array(PaymentRequirementsSchema).min(1),
+  extensions: z.record(z.unknown()).optional(),
+});
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** JSON -> UTF-8 -> standard base64, as every x402 header value is encoded. */
+export function encodeX402Header(value: unknown): string {
+  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+/** Decodes an x402 header value; undefined when it is not base64 JSON. */
+export function decodeX402Header(value: string): unknown {
+  if (!BASE64.test(value)) return undefined;
+  try {
+    const binary = atob(value);
+    const bytes = Uint8Array.from(binary, (ch) => ch.charCodeAt(0));
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    return undefined;
+  }
+}

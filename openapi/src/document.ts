@@ -1,0 +1,137 @@
+import { generateSchema } from '@anatine/zod-openapi';
+import { generateOpenApi } from '@ts-rest/open-api';
+import type { AppRoute } from '@ts-rest/core';
+import {
+  ErrorEnvelope,
+  isPaid,
+  listRoutes,
+  priceRange,
+  routeMeta,
+  type ServiceDefinition,
+} from '@agent-economy/contracts';
+
+export type OpenApiDocument = ReturnType<typeof generateOpenApi>;
+
+const STATUS_TEXT: Record<string, string> = {
+  '200': 'Success',
+  '201': 'Created',
+  '204': 'No content',
+  '400': 'Invalid input: `error.details.fields` lists each field and what is wrong',
+  '401': 'Authentication failed',
+  '402': 'Payment required, or the payment was refused: the x402 quote is in the PAYMENT-REQUIRED header',
+  '403': 'Not allowed for this caller',
+  '404': 'Not found',
+  '409': 'Conflicts with the current state',
+  '413': 'Request body too large',
+  '422': 'Breaks a domain rule',
+  '429': 'Rate limited: retry after the Retry-After header',
+  '500': 'Unexpected server error, logged with the request id',
+  '502': 'An upstream provider failed: retry after the Retry-After header',
+  '503': 'Settlement or a dependency is unavailable: nothing was charged; retry after the Retry-After header',
+};
+
+const ERROR_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
+
+type Operation = Record<string, any>;
+
+function paymentExtension(route: AppRoute) {
+  const payment = routeMeta(route).payment;
+  const range = priceRange(payment);
+  return {
+    ...payment,
+    ...(isPaid(payment) ? { currency: 'USD', minUsd: range.minUsd, maxUsd: range.maxUsd, protocol: 'x402', x402Version: 2, scheme: 'exact' } : {}),
+  };
+}
+
+function priceText(route: AppRoute): string {
+  const payment = routeMeta(route).payment;
+  switch (payment.kind) {
+    case 'free':
+      return 'Free.';
+    case 'fixed':
+      return `Price: ${payment.usd} USD per call.`;
+    case 'adaptive':
+      return `Price: adaptive, ${payment.minUsd} to ${payment.maxUsd} USD depending on demand.`;
+    case 'tiered':
+      return `Price by tier: ${payment.tiers.map((t) => `${t.id} ${t.usd} USD (${t.description})`).join('; ')}.`;
+  }
+}
+
+function decorate(serviceId: string, key: string, route: AppRoute, operation: Operation): Operation {
+  const meta = routeMeta(route);
+  const paid = isPaid(meta.payment);
+  operation.operationId = `${serviceId}.${key}`;
+  operation.tags = [serviceId];
+  operation.description = `${route.description ?? ''}\n\n${priceText(route)}`.trim();
+  operation['x-payment'] = paymentExtension(route);
+
+  for (const parameter of operation.parameters ?? []) {
+    const source = parameter.in === 'path' ? meta.example?.params : parameter.in === 'query' ? meta.example?.query : undefined;
+    if (source && parameter.name in source) parameter.example = source[parameter.name];
+  }
+  if (paid) {
+    operation.parameters = [
+      ...(operation.parameters ?? []),
+      {
+        name: 'PAYMENT-SIGNATURE',
+        in: 'header',
+        required: false,
+        description: 'x402 v2 payment: base64 JSON PaymentPayload answering the 402 quote',
+        schema: { type: 'string' },
+      },
+    ];
+  }
+  if (operation.requestBody) {
+    operation.requestBody.required = true;
+    operation.requestBody.description = 'JSON request body';
+    if (meta.example?.body !== undefined) operation.requestBody.content['application/json'].example = meta.example.body;
+  }
+
+  for (const [status, response] of Object.entries<Operation>(operation.responses)) {
+    const code = Number(status);
+    response.description = STATUS_TEXT[status] ?? response.description;
+    if (code >= 400) response.content = { 'application/json': { schema: ERROR_REF } };
+    if (code === 402) {
+      response.headers = {
+        'PAYMENT-REQUIRED': { description: 'base64 JSON x402 v2 PaymentRequired: what to pay, to whom, on which network', schema: { type: 'string' } },
+      };
+    }
+    if (paid && code >= 200 && code < 300) {
+      response.headers = {
+        'PAYMENT-RESPONSE': { description: 'base64 JSON x402 v2 SettleResponse: the settlement receipt', schema: { type: 'string' } },
+      };
+    }
+    if ((code === 429 || code === 502 || code === 503) && !response.headers) {
+      response.headers = { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer' } } };
+    }
+  }
+  return operation;
+}
+
+/** The OpenAPI 3 document of one service, generated from its contract alone. */
+export function buildOpenApiDocument(service: ServiceDefinition, options: { serverUrl: string }): OpenApiDocument {
+  const keys = new Map(listRoutes(service.router).map(({ key, route }) => [route, key]));
+  const document = generateOpenApi(
+    service.router,
+    {
+      info: {
+        title: service.title,
+        version: '1.0.0',
+        description:
+          `${service.description}\n\n` +
+          'Errors use one envelope: `{ "error": { "code", "message", "details" }, "requestId" }`. ' +
+          'Paid operations answer 402 with an x402 v2 quote in the PAYMENT-REQUIRED header; pay it by retrying with ' +
+          'PAYMENT-SIGNATURE. Each operation’s price is in its description and in its `x-payment` extension.',
+        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
+      },
+      servers: [{ url: options.serverUrl, description: 'this deployment' }],
+      tags: [{ name: service.id, description: service.title }],
+    },
+    { operationMapper: (operation, route) => decorate(service.id, keys.get(route)!, route, operation) as typeof operation },
+  );
+  const errorSchema = generateSchema(ErrorEnvelope as any) as Record<string, unknown>;
+  return {
+    ...document,
+    components: { ...document.components, schemas: { ...document.components?.schemas, ErrorEnvelope: errorSchema } },
+  } as OpenApiDocument;
+}

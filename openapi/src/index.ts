@@ -1,0 +1,1 @@
+export { buildOpenApiDocument, type OpenApiDocument } from './document';

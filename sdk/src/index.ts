@@ -1,0 +1,5 @@
+export { createClient, createServiceClient, buildUrl } from './client';
+export type { AgentEconomyClient, ClientOptions, RouteArgs, RouteMethod, RouteResult, ServiceClient, ServiceKey } from './client';
+export type { HttpResponse, RequestOptions } from './http';
+export * from './errors';
+export { decodeX402Header, type PaymentRequired, type PaymentRequirements } from '@agent-economy/contracts';

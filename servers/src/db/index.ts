@@ -1,0 +1,76 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
+import { PGliteDialect } from './pglite-dialect';
+
+// One schema, one set of migrations, two engines: embedded PGlite by default, PostgreSQL when a URL is given.
+export interface DatabaseOptions {
+  /** postgres://… to use PostgreSQL; absent for embedded PGlite. */
+  url?: string;
+  /** Directory for PGlite's files; absent for an in-memory database. */
+  dataDir?: string;
+  /** PostgreSQL schema to use (created if missing); tests give each server its own. */
+  schema?: string;
+  /** Drop the schema when closing (tests only). */
+  dropSchemaOnClose?: boolean;
+}
+
+export interface Database {
+  db: Kysely<any>;
+  engine: 'pglite' | 'postgres';
+  close(): Promise<void>;
+}
+
+const INT8_OID = 20;
+
+export async function openDatabase(options: DatabaseOptions = {}): Promise<Database> {
+  if (!options.url) {
+    if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+    // int8 columns hold money in atomic units: read them as bigint, exactly, on both engines.
+    const pglite = new PGlite(options.dataDir, { parsers: { [INT8_OID]: (value: string) => BigInt(value) } });
+    const db = new Kysely<any>({ dialect: new PGliteDialect(pglite) });
+    return { db, engine: 'pglite', close: () => db.destroy() };
+  }
+
+  const schema = options.schema;
+  if (schema && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
+  const types = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === INT8_OID ? (value: string) => BigInt(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: 10,
+    types,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  });
+  const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+  if (schema) await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  return {
+    db,
+    engine: 'postgres',
+    async close() {
+      if (schema && options.dropSchemaOnClose) await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
+      await db.destroy();
+    },
+  };
+}
+
+/**
+ * Runs a scope's migrations (a service's, the runtime's). Each scope keeps its own migration table,
+ * so services share one database without stepping on each other's history.
+ */
+export async function migrate(db: Kysely<any>, scope: string, migrations: Record<string, Migration>): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableName: `${scope}_migrations`,
+    migrationLockTableName: `${scope}_migrations_lock`,
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    throw new Error(`migrations of ${scope} failed${failed ? ` at ${failed}` : ''}: ${String(error)}`, { cause: error });
+  }
+}

@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import type { AppRoute, AppRouter } from '@ts-rest/core';
+import { createExpressEndpoints } from '@ts-rest/express';
+import { buildAgentCard, listRoutes, type ServiceDefinition } from '@agent-economy/contracts';
+import { buildOpenApiDocument } from '@agent-economy/openapi';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import { docsRouter } from './docs';
+import { HttpError, envelope } from './errors';
+import { createMetrics } from './metrics';
+import { answerPaidRequest, priceOf, type PaywallConfig, type PriceResolver } from './paywall';
+import { summarizeIssues, validateRequest, type ParsedRequest } from './validation';
+
+/** A service's handlers, typed by its contract (ts-rest does not export this type). */
+export type RouterImplementation<R extends AppRouter> = Parameters<typeof createExpressEndpoints<R>>[1];
+
+export interface ServiceAppOptions<R extends AppRouter> {
+  service: ServiceDefinition<R>;
+  handlers: RouterImplementation<R>;
+  /** The public base address callers use (descriptor, documents, payment resource URLs). */
+  publicUrl: string;
+  db: Kysely<any>;
+  logger: Logger;
+  paywall: PaywallConfig;
+  /** Price resolvers for routes whose price depends on the request (tiered or adaptive), by route key. */
+  pricing?: Partial<Record<keyof R & string, PriceResolver>>;
+  /** Largest JSON body accepted; larger ones get 413. */
+  bodyLimit?: string;
+}
+
+type RoutedRequest = Request & { tsRestRoute?: AppRoute; requestId: string };
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * One service as an Express app: request ids and logs, metrics, CORS, the descriptor, documents,
+ * health, then the contract's routes with input validated first and payment second.
+ */
+export function createServiceApp<R extends AppRouter>(options: ServiceAppOptions<R>): express.Express {
+  const { service, logger, db } = options;
+  const publicUrl = options.publicUrl.replace(/\/+$/, '');
+  const metrics = createMetrics(service.id);
+  const routeKeys = new Map(listRoutes(service.router).map(({ key, route }) => [route, key]));
+  const declares = (method: string, path: string) =>
+    [...routeKeys.keys()].some((route) => route.method === method && route.path === path);
+  const log = logger.child({ service: service.id });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', true);
+
+  app.use((req, res, next) => {
+    const incoming = req.header('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    (req as RoutedRequest).requestId = requestId;
+    res.setHeader('x-request-id', requestId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log.info({ requestId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    });
+    next();
+  });
+  app.use(metrics.middleware);
+  app.use((req, res, next) => {
+    // Browsers may call services directly: allow the payment headers in and let the receipts out.
+    res.setHeader('access-control-allow-origin', '*');
+    res.setHeader('access-control-expose-headers', 'payment-required, payment-response, x-request-id, retry-after');
+    if (req.method !== 'OPTIONS') return next();
+    res.setHeader('access-control-allow-methods', 'GET, POST, PATCH, PUT, DELETE, OPTIONS');
+    res.setHeader('access-control-allow-headers', 'content-type, payment-signature, sign-in-with-x, x-request-id, idempotency-key');
+    res.status(204).end();
+  });
+  app.use(express.json({ limit: options.bodyLimit ?? '256kb' }));
+
+  const card = () => buildAgentCard(service, { url: publicUrl });
+  app.get(['/.well-known/agent-card.json', '/.well-known/agent.json'], (_req, res) => {
+    res.json(card());
+  });
+  let document: unknown;
+  app.get('/openapi.json', (_req, res) => {
+    document ??= buildOpenApiDocument(service, { serverUrl: publicUrl });
+    res.json(document);
+  });
+  app.use(docsRouter(service.title));
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  if (!declares('GET', '/health')) {
+    const started = Date.now();
+    app.get('/health', async (req, res) => {
+      try {
+        await sql`select 1`.execute(db);
+        res.json({ status: 'ok', service: service.id, version: '1.0.0', uptimeSeconds: Math.round((Date.now() - started) / 1000), database: 'ok' });
+      } catch (error) {
+        log.error({ err: error, requestId: (req as RoutedRequest).requestId }, 'health check: database unreachable');
+        res.setHeader('retry-after', '5');
+        res.status(503).json(envelope((req as RoutedRequest).requestId, 'database_unavailable', 'The database does not answer'));
+      }
+    });
+  }
+
+  // Validation runs before the paywall, so nobody is asked to pay for a request that would fail.
+  const validate = (req: Request, res: Response, next: NextFunction) => {
+    const routed = req as RoutedRequest;
+    const result = validateRequest(routed.tsRestRoute!, req);
+    if (!result.ok) {
+      res.status(400).json(envelope(routed.requestId, 'invalid_request', summarizeIssues(result.issues), { fields: result.issues }));
+      return;
+    }
+    res.locals.parsed = result.parsed;
+    next();
+  };
+  const paywall = async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const routed = req as RoutedRequest;
+      const route = routed.tsRestRoute!;
+      const key = routeKeys.get(route)!;
+      const resolver = (options.pricing as Record<string, PriceResolver> | undefined)?.[key];
+      const usd = await priceOf(route, res.locals.parsed as ParsedRequest, resolver);
+      if (usd === '0') return next();
+      metrics.payments.inc({ route: route.path });
+      answerPaidRequest(req, res, options.paywall, publicUrl + req.originalUrl, route, usd, routed.requestId);
+    } catch (error) {
+      next(error);
+    }
+  };
+
+  createExpressEndpoints(service.router, options.handlers, app, {
+    globalMiddleware: [validate, paywall],
+    responseValidation: false,
+    logInitialization: false,
+    jsonQuery: false,
+    requestValidationErrorHandler: (err, req, res) => {
+      // Not reached in practice (validate runs first); kept so ts-rest never answers with a raw ZodError.
+      res.status(400).json(envelope((req as unknown as RoutedRequest).requestId, 'invalid_request', err.message));
+    },
+  });
+
+  app.use((req, res) => {
+    res.status(404).json(envelope((req as RoutedRequest).requestId, 'route_not_found', `No route ${req.method} ${req.path}`));
+  });
+
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const requestId = (req as RoutedRequest).requestId;
+    if (error instanceof HttpError) {
+      for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+      res.status(error.status).json(envelope(requestId, error.code, error.message, error.details));
+      return;
+    }
+    const type = (error as { type?: string }).type;
+    if (type === 'entity.too.large') {
+      res.status(413).json(envelope(requestId, 'payload_too_large', `The request body is larger than ${options.bodyLimit ?? '256kb'}`));
+      return;
+    }
+    if (type === 'entity.parse.failed') {
+      res.status(400).json(envelope(requestId, 'invalid_json', 'The request body is not valid JSON'));
+      return;
+    }
+    if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+      res.status(415).json(envelope(requestId, 'unsupported_media_type', 'The request body encoding is not supported'));
+      return;
+    }
+    log.error({ err: error, requestId, method: req.method, path: req.path }, 'unhandled error');
+    res.status(500).json(envelope(requestId, 'internal_error', 'An unexpected error occurred; it has been logged with this request id'));
+  });
+
+  return app;
+}

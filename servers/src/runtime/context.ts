@@ -1,0 +1,13 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Reasoner } from '../ai';
+import type { PaywallConfig } from './paywall';
+
+/** What every service is built from: shared infrastructure, handed in by main.ts or a test. */
+export interface ServiceContext {
+  db: Kysely<any>;
+  logger: Logger;
+  reasoner: Reasoner;
+  publicUrl: string;
+  paywall: PaywallConfig;
+}
