@@ -1,4 +1,4 @@
-import type { AppRoute, AppRouter, ClientInferRequest, ClientInferResponseBody, SuccessfulHttpStatusCode } from '@ts-rest/core';
+import type { AppRoute, AppRouter, ClientInferResponseBody, PartialClientInferRequest, SuccessfulHttpStatusCode } from '@ts-rest/core';
 import { isAppRoute } from '@ts-rest/core';
 import type { AxiosInstance } from 'axios';
 import { DEFAULT_PORTS, services, type Service, type ServiceDefinition } from '@agent-economy/contracts';
@@ -7,7 +7,7 @@ import { send, type HttpResponse, type RequestOptions, type TransportSettings } 
 
 /** What a route takes: its path params, query, body and declared headers, typed from the contract. */
 export type RouteArgs<R extends AppRoute> = Omit<
-  ClientInferRequest<R>,
+  PartialClientInferRequest<R>,
   'extraHeaders' | 'fetchOptions' | 'overrideClientOptions' | 'cache' | 'next'
 >;
 

@@ -1,4 +1,7 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
@@ -22,13 +25,44 @@ export interface Database {
   close(): Promise<void>;
 }
 
+const PGLITE_VERSION: string = (() => {
+  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  const root = entry.slice(0, entry.lastIndexOf('@electric-sql/pglite') + '@electric-sql/pglite'.length);
+  return JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
+})();
 const INT8_OID = 20;
+const PARSERS = { [INT8_OID]: (value: string) => BigInt(value) };
+
+// Initialising a PGlite cluster (initdb in WebAssembly) takes several seconds; loading a copy of an
+// initialised one takes about one. In-memory databases (tests) are cloned from a template kept in the
+// system's temporary directory, made once per PGlite version.
+let template: Promise<Blob> | undefined;
+function memoryTemplate(): Promise<Blob> {
+  template ??= (async () => {
+    const file = join(tmpdir(), `agent-economy-pglite-${PGLITE_VERSION}.tar`);
+    if (existsSync(file)) return new Blob([readFileSync(file)]);
+    const pglite = new PGlite();
+    await pglite.waitReady;
+    const dump = await pglite.dumpDataDir('none');
+    await pglite.close();
+    const partial = `${file}.${process.pid}`;
+    writeFileSync(partial, Buffer.from(await dump.arrayBuffer()));
+    renameSync(partial, file);
+    return dump;
+  })();
+  return template;
+}
 
 export async function openDatabase(options: DatabaseOptions = {}): Promise<Database> {
   if (!options.url) {
-    if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
     // int8 columns hold money in atomic units: read them as bigint, exactly, on both engines.
-    const pglite = new PGlite(options.dataDir, { parsers: { [INT8_OID]: (value: string) => BigInt(value) } });
+    let pglite: PGlite;
+    if (options.dataDir) {
+      mkdirSync(options.dataDir, { recursive: true });
+      pglite = new PGlite(options.dataDir, { parsers: PARSERS });
+    } else {
+      pglite = new PGlite({ loadDataDir: await memoryTemplate(), parsers: PARSERS });
+    }
     const db = new Kysely<any>({ dialect: new PGliteDialect(pglite) });
     return { db, engine: 'pglite', close: () => db.destroy() };
   }

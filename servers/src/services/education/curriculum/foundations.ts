@@ -333,7 +333,8 @@ const script: Decision[] = [
   { type: 'tool', tool: 'lookup_order', args: { id: '1182' } },
   { type: 'final', answer: 'Order 1182 shipped on 3 May.' },
 ];
-const fakeModel: Model = async (messages) => script[Math.min(messages.length >> 1, script.length - 1)];
+const fakeModel: Model = async (messages) =>
+  script[Math.min(messages.length >> 1, script.length - 1)] ?? { type: 'final', answer: '(empty script)' };
 runAgent('When did order 1182 ship?', fakeModel, { lookup_order: async () => '{"shipped":"3 May"}' })
   .then(console.log);
 `,
@@ -566,7 +567,7 @@ export async function runAgent(
 // A scripted model returns its decisions in order and then repeats the last one.
 function scripted(decisions: Decision[]): Model {
   let i = 0;
-  return async () => decisions[Math.min(i++, decisions.length - 1)];
+  return async () => decisions[Math.min(i++, decisions.length - 1)] ?? { type: 'final', answer: '(empty script)' };
 }
 
 const tools: Record<string, Tool> = {
@@ -643,7 +644,7 @@ export async function runAgent(
 // A scripted model returns its decisions in order and then repeats the last one.
 function scripted(decisions: Decision[]): Model {
   let i = 0;
-  return async () => decisions[Math.min(i++, decisions.length - 1)];
+  return async () => decisions[Math.min(i++, decisions.length - 1)] ?? { type: 'final', answer: '(empty script)' };
 }
 
 const tools: Record<string, Tool> = {
@@ -960,7 +961,7 @@ export type ParseResult = { ok: true; value: z.infer<typeof Decision> } | { ok: 
 
 export function parseDecision(raw: string): ParseResult {
   const fenced = /^\`\`\`(?:json)?\\s*([\\s\\S]*?)\\s*\`\`\`$/.exec(raw.trim());
-  const text = fenced ? fenced[1] : raw.trim();
+  const text = fenced?.[1] ?? raw.trim();
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -1392,8 +1393,9 @@ executePlan(
 // Grade the environment, not the transcript: exactly one invoice, right customer, right amount.
 export function gradeInvoiceTask(invoices: Invoice[]): { passed: boolean; reason: string } {
   const mine = invoices.filter((i) => i.customerId === 'cus_77');
-  if (mine.length !== 1) return { passed: false, reason: \`expected 1 invoice for cus_77, found \${mine.length}\` };
-  if (mine[0].amountCents !== 12_500) return { passed: false, reason: \`amount \${mine[0].amountCents}, expected 12500\` };
+  const only = mine[0];
+  if (mine.length !== 1 || !only) return { passed: false, reason: \`expected 1 invoice for cus_77, found \${mine.length}\` };
+  if (only.amountCents !== 12_500) return { passed: false, reason: \`amount \${only.amountCents}, expected 12500\` };
   return { passed: true, reason: 'ok' };
 }
 
@@ -1492,7 +1494,11 @@ export async function runSuite(tasks: SuiteTask[], trials: number): Promise<Reco
 }
 
 export function regressions(current: Record<string, number>, baseline: Record<string, number>, tolerance = 0.2): string[] {
-  return Object.keys(current).filter((id) => id in baseline && baseline[id] - current[id] > tolerance);
+  return Object.keys(current).filter((id) => {
+    const before = baseline[id];
+    const now = current[id];
+    return before !== undefined && now !== undefined && before - now > tolerance;
+  });
 }
 
 const tasks: SuiteTask[] = [
@@ -1529,7 +1535,7 @@ const PRICE_PER_MILLION = { input: 3.0, output: 15.0 }; // USD, example prices
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   const rank = Math.max(1, Math.ceil((p / 100) * sorted.length)); // nearest-rank method
-  return sorted[rank - 1];
+  return sorted[rank - 1] ?? NaN; // NaN for an empty list
 }
 
 export function runCost(r: RunRecord): number {
@@ -1710,7 +1716,7 @@ export function percentile(values: number[], p: number): number {
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);
   const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[rank - 1];
+  return sorted[rank - 1] ?? 0;
 }
 
 export async function evaluate(
@@ -1736,7 +1742,10 @@ export async function evaluate(
     reports.push({ id: task.id, passRate: passed / trials, passAll: passed === trials });
   }
   const regressions = reports
-    .filter((r) => r.id in baseline && baseline[r.id] - r.passRate > tolerance)
+    .filter((r) => {
+      const before = baseline[r.id];
+      return before !== undefined && before - r.passRate > tolerance;
+    })
     .map((r) => r.id);
   return {
     tasks: reports,

@@ -166,9 +166,9 @@ console.log(ctx.system);
           prompt: 'What is consolidation in agent memory?',
           correct: 'Extracting durable facts from recent episodes into semantic memory',
           distractors: [
-            'Merging all memory kinds into one vector collection',
-            'Compressing the system prompt to save tokens',
-            'Copying working memory verbatim into a database',
+            'Merging all memory kinds into a single vector collection',
+            'Compressing the system prompt so that it uses fewer tokens',
+            'Copying working memory verbatim into a database table',
           ],
           explanation:
             'Consolidation is a reflection step that turns events into facts, ideally with provenance back to the source episodes.',
@@ -177,9 +177,9 @@ console.log(ctx.system);
           prompt: 'Why should procedural memory be versioned and reviewed before activation?',
           correct: 'A wrong procedure changes behaviour on every future task that loads it',
           distractors: [
-            'Procedures are too large to fit into the context window',
-            'Procedures cannot be retrieved without a version number',
-            'Embedding models reject unversioned instruction text',
+            'Procedures are usually too large to fit into the context window',
+            'Procedures cannot be retrieved from storage without a version number',
+            'Embedding models reject instruction text that has no version field',
           ],
           explanation:
             'A bad episode misleads one retrieval, but a bad procedure has a global blast radius, so changes need review and rollback.',
@@ -377,11 +377,7 @@ console.log(planBudget(128_000, 'You are a careful deployment assistant. '.repea
           code: {
             language: 'typescript',
             caption: 'A sliding window that keeps system messages and pinned messages and never separates a tool result from its call.',
-            source: `interface Msg {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string;
-  pinned?: boolean;
-}
+            source: `interface Msg { role: 'system' | 'user' | 'assistant' | 'tool'; content: string; pinned?: boolean }
 
 const tokens = (m: Msg): number => Math.ceil(m.content.length / 4) + 4; // +4 for role and formatting overhead
 
@@ -395,12 +391,11 @@ export function slidingWindow(messages: Msg[], budget: number): Msg[] {
   const cost = (u: Msg[]) => u.reduce((n, m) => n + tokens(m), 0);
   const keep = new Set<number>();
   let used = 0;
-  units.forEach((u, i) => {
-    if (u.some((m) => m.pinned || m.role === 'system')) {
-      keep.add(i);
-      used += cost(u);
-    }
-  });
+  for (const [i, u] of units.entries()) {
+    if (!u.some((m) => m.pinned || m.role === 'system')) continue;
+    keep.add(i);
+    used += cost(u);
+  }
   for (let i = units.length - 1; i >= 0; i--) {
     if (keep.has(i)) continue;
     const c = cost(units[i]!);
@@ -488,7 +483,7 @@ console.log(h.summary, h.turns.length);
       questions: [
         {
           prompt: 'Why must a tool result be dropped together with the assistant message that requested it?',
-          correct: 'APIs reject orphaned tool results and the model cannot interpret a result without its call',
+          correct: 'Without its call, the result is rejected by the API and meaningless to the model',
           distractors: [
             'Tool results are cached by the provider and must match the cached call',
             'Tool results are always shorter than the calls that produce them',
@@ -510,7 +505,7 @@ console.log(h.summary, h.turns.length);
         },
         {
           prompt: 'What does the "Lost in the Middle" result imply for context assembly?',
-          correct: 'Place critical content at the start or end of the context, not in the middle',
+          correct: 'Put critical content at the start or end, not in the middle',
           distractors: [
             'Split every long context into two separate model calls',
             'Put the newest turns in the middle to balance attention',
@@ -521,7 +516,7 @@ console.log(h.summary, h.turns.length);
         },
         {
           prompt: 'Why use separate high-water and low-water marks for summarization?',
-          correct: 'So each summarization frees enough room to avoid summarizing again on the next turn',
+          correct: 'So each summarization call frees room for many later turns',
           distractors: [
             'So the summarizer model can use a larger context window',
             'So the summary is always longer than the turns it replaces',
@@ -534,9 +529,9 @@ console.log(h.summary, h.turns.length);
           prompt: 'Which content should never be replaced by a summary?',
           correct: 'Exact identifiers such as resource IDs, file paths and version numbers',
           distractors: [
-            'Small talk and greetings from early in the conversation',
-            'Narrative descriptions of steps that already succeeded',
-            'Explanations the assistant gave in earlier answers',
+            'Small talk and greetings from early in the conversation history',
+            'Narrative descriptions of earlier steps that already succeeded',
+            'Explanations that the assistant gave in its earlier answers',
           ],
           explanation:
             'Summarizers easily alter identifiers, and the agent copies them into tool arguments, so a slightly wrong ID causes wrong actions.',
@@ -788,7 +783,7 @@ console.log(q.text, q.values.slice(1));
       questions: [
         {
           prompt: 'You switch from one embedding model to another. What must happen to the stored vectors?',
-          correct: 'Re-embed the whole corpus, because vectors from different models are not comparable',
+          correct: 'Re-embed everything, since vectors from different models are not comparable',
           distractors: [
             'Nothing, because cosine similarity is independent of the model used',
             'Normalize the old vectors again so they match the new model scale',
@@ -1117,7 +1112,7 @@ console.log(merged.map((m) => m.id + ' imp=' + m.importance + ' acc=' + m.access
         },
         {
           prompt: 'Why should relevance, importance and recency be min-max normalized before they are summed?',
-          correct: 'They are on different scales, so the widest-ranging component would dominate the sum',
+          correct: 'They use different scales, so the widest-ranging one would dominate',
           distractors: [
             'Normalization makes the retrieval score independent of the query',
             'Vector indexes can only sort by values between 0 and 1',
@@ -1128,7 +1123,7 @@ console.log(merged.map((m) => m.id + ' imp=' + m.importance + ' acc=' + m.access
         },
         {
           prompt: 'Two semantic records say the user runs Postgres 15 and Postgres 16. What should compression do?',
-          correct: 'Keep the newer fact and mark the older one as superseded with a valid-until time',
+          correct: 'Keep the newer fact and mark the older one as superseded',
           distractors: [
             'Merge them into one record that keeps both values as a list',
             'Delete both, because contradictory facts cannot be trusted',
@@ -1150,7 +1145,7 @@ console.log(merged.map((m) => m.id + ' imp=' + m.importance + ' acc=' + m.access
         },
         {
           prompt: 'What does summarize-then-forget achieve?',
-          correct: 'It keeps the gist of a cluster of old episodes in one summary before deleting them',
+          correct: 'It keeps the gist of old episodes in one summary, then deletes them',
           distractors: [
             'It deletes a memory only after the user confirms in a summary screen',
             'It re-embeds old episodes with a smaller model to save storage',
@@ -1272,6 +1267,388 @@ console.log(result.kept.map((m) => m.id), result.forgotten);
         ],
       },
     },
-    // LESSON-5
+    // ---------------------------------------------------------------------------------------------
+    {
+      id: 'persistent-memory',
+      title: 'Persistent Memory: Storage, Isolation and Privacy',
+      preview:
+        'Memory that outlives a process needs a database, a schema, strict per-user isolation and a plan for retention and deletion. This lesson builds that layer.',
+      estimatedMinutes: 25,
+      objectives: [
+        'Choose a storage layout for agent memory and design its schema',
+        'Enforce per-user isolation in application code and with Postgres row-level security',
+        'Minimize and redact personal data before it is stored or embedded',
+        'Implement retention expiry and complete user erasure across derived data',
+      ],
+      sections: [
+        {
+          heading: 'Choosing a store',
+          body: [
+            "For most agents, Postgres with the pgvector extension is the right default for long-term memory. Memories live next to the users, sessions and permissions they belong to, so you get transactions, foreign keys with ON DELETE CASCADE, joins, row-level security, point-in-time backups and one system to operate. pgvector's HNSW index comfortably serves millions of vectors on ordinary hardware.",
+            "Dedicated vector databases (Qdrant, Weaviate, Pinecone, Milvus) earn their place at tens or hundreds of millions of vectors, with heavy filtered-search workloads, or when you need features such as built-in quantization and sharding. If you adopt one, keep the relational row as the source of truth and treat the vector collection as a derived index that can be rebuilt from it. Embeddings are regenerable; the content, provenance and consent records are not.",
+            "Short-lived working state (the current session's scratchpad, in-flight tool results, a rolling summary) fits a key-value store such as Redis with a TTL, so abandoned sessions expire on their own. Whatever the mix, every store that holds memory content or anything derived from it must appear in your data inventory, because retention and deletion have to reach all of them.",
+          ].join('\n\n'),
+        },
+        {
+          heading: 'Designing the memory schema',
+          body: [
+            "A memory row needs more than text and a vector. Give it an owner (user_id, plus tenant_id in multi-tenant products), a kind (episodic, semantic, procedural), the content, the embedding and the embedding model that produced it, an importance score, provenance (which session, tool or document it came from and whether the source was trusted), timestamps for creation and last access, and an expires_at for retention.",
+            "Index for the queries you run. A B-tree index on (user_id, kind, created_at) serves 'this user's recent episodes'; an HNSW index serves similarity search; a partial index on expires_at WHERE expires_at IS NOT NULL lets the purge job find expired rows cheaply. Record the embedding model per row so a model migration can proceed incrementally and queries never compare vectors from two models.",
+            "Validate rows at the application boundary as well as in the database. A zod schema for the row type catches a missing owner or an invalid kind before the insert and documents the contract for everyone writing memory, including the agent's own memory-writing tools.",
+          ].join('\n\n'),
+          code: {
+            language: 'typescript',
+            caption: 'Postgres DDL for a memory table with ownership, provenance, model tracking and retention, plus the matching zod row schema.',
+            source: `import { z } from 'zod';
+
+export const memoryDdl = [
+  'CREATE EXTENSION IF NOT EXISTS vector',
+  'CREATE TABLE IF NOT EXISTS memories (' +
+    'id uuid PRIMARY KEY DEFAULT gen_random_uuid(), ' +
+    'user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE, ' +
+    "kind text NOT NULL CHECK (kind IN ('episodic', 'semantic', 'procedural')), " +
+    'content text NOT NULL, embedding vector(1536), embedding_model text NOT NULL, ' +
+    'importance smallint NOT NULL CHECK (importance BETWEEN 1 AND 10), ' +
+    'source text NOT NULL, source_trusted boolean NOT NULL DEFAULT false, ' +
+    'created_at timestamptz NOT NULL DEFAULT now(), last_accessed_at timestamptz NOT NULL DEFAULT now(), ' +
+    'expires_at timestamptz)',
+  'CREATE INDEX IF NOT EXISTS memories_owner ON memories (user_id, kind, created_at DESC)',
+  'CREATE INDEX IF NOT EXISTS memories_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL',
+  'CREATE INDEX IF NOT EXISTS memories_hnsw ON memories USING hnsw (embedding vector_cosine_ops)',
+];
+
+export const MemoryRow = z.object({
+  id: z.string().uuid(),
+  userId: z.string().uuid(),
+  kind: z.enum(['episodic', 'semantic', 'procedural']),
+  content: z.string().min(1).max(8_000),
+  embeddingModel: z.string().min(1),
+  importance: z.number().int().min(1).max(10),
+  source: z.string().min(1),
+  sourceTrusted: z.boolean(),
+  createdAt: z.coerce.date(),
+  expiresAt: z.coerce.date().nullable(),
+});
+export type MemoryRow = z.infer<typeof MemoryRow>;
+
+console.log(memoryDdl.length + ' statements; kinds = ' + MemoryRow.shape.kind.options.join(', '));
+`,
+          },
+        },
+        {
+          heading: 'Per-user isolation',
+          body: [
+            "Cross-user leakage is the most serious memory bug an agent can have: one customer's data surfacing in another customer's answer. The first rule is that the owner id comes from the authenticated session, never from model output or tool arguments. If a memory-search tool accepts a userId parameter, a prompt injection can ask for someone else's memories. Bind the user when you construct the tool, so the model can only choose what to search for, not whose memory to search.",
+            "Add defense in depth in the database. Postgres row-level security (RLS) attaches a policy to the table, for example USING (user_id = current_setting('app.user_id')::uuid), and the application sets that variable per transaction with set_config('app.user_id', $1, true). Table owners bypass RLS unless you also run ALTER TABLE ... FORCE ROW LEVEL SECURITY, and superusers and roles with BYPASSRLS always bypass it, so the application must connect as a dedicated non-owner role. With a connection pool, set the variable inside the transaction (the third argument true makes it transaction-local) so it cannot leak to the next request that reuses the connection.",
+            "Isolation also covers caches keyed by query text, shared summaries and logs. And it covers memory poisoning: content from untrusted sources (web pages, inbound email, other agents) written into memory can carry instructions that fire later. Store provenance and a trusted flag, and present untrusted memories to the model as quoted data rather than as instructions.",
+          ].join('\n\n'),
+          code: {
+            language: 'typescript',
+            caption: 'A user-scoped memory handle that sets the RLS variable transaction-locally and never accepts a user id from the model.',
+            source: `export const rlsSetup = [
+  'ALTER TABLE memories ENABLE ROW LEVEL SECURITY',
+  'ALTER TABLE memories FORCE ROW LEVEL SECURITY',
+  "CREATE POLICY memories_owner ON memories USING (user_id = current_setting('app.user_id')::uuid) " +
+    "WITH CHECK (user_id = current_setting('app.user_id')::uuid)",
+];
+
+interface Client {
+  query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+  release(): void;
+}
+interface Pool { connect(): Promise<Client> }
+
+// userId comes from the verified session. The model-facing tool only receives the query text.
+export function memoryFor(pool: Pool, userId: string) {
+  async function tx<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+    const c = await pool.connect();
+    try {
+      await c.query('BEGIN');
+      await c.query("SELECT set_config('app.user_id', $1, true)", [userId]); // transaction-local
+      const result = await fn(c);
+      await c.query('COMMIT');
+      return result;
+    } catch (err) {
+      await c.query('ROLLBACK');
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+  return {
+    recent: (limit: number) =>
+      tx((c) => c.query('SELECT id, content FROM memories WHERE user_id = $1 ORDER BY created_at DESC LIMIT $2', [userId, limit])),
+  };
+}
+
+const fakeClient: Client = { query: async (text) => { console.log('SQL:', text); return { rows: [] }; }, release: () => {} };
+await memoryFor({ connect: async () => fakeClient }, '3f6c1f8e-2a4b-4d7e-9c1a-5b8e7d6f4a21').recent(5);
+`,
+          },
+        },
+        {
+          heading: 'Privacy, retention and deletion',
+          body: [
+            "Store less. Data minimization (GDPR Article 5(1)(c)) means keeping only what the agent needs: drop secrets, passwords, API keys and full card numbers before writing, and redact personal identifiers that carry no value for the task. Redact before embedding too. Embeddings are personal data, not anonymized data: Morris et al. (2023, 'Text Embeddings Reveal (Almost) As Much As Text') reconstructed 92% of 32-token inputs exactly from their embeddings.",
+            "Set retention per kind and enforce it mechanically: an expires_at on each row and a scheduled purge job that deletes expired rows and their vectors. Raw episodes might live 90 days, consolidated facts until the user deletes them or closes the account. Tell users what the agent remembers and let them view, correct and delete individual memories; besides being required in many jurisdictions, it catches wrong memories early.",
+            "Erasure must follow the data into every derived copy. Under GDPR Article 17 a user can request deletion, and Article 12(3) requires a response within one month. Deleting the memories table rows is not enough: summaries and consolidated facts built from them, vector collections in other systems, caches, search indexes, analytics exports and logs may all contain the content. Backups are usually handled by letting them expire on a fixed rotation, or by crypto-shredding: encrypting each user's content with a per-user key and deleting the key. Record an erasure receipt (who, when, which stores, how many rows) without any of the deleted content.",
+          ].join('\n\n'),
+          code: {
+            language: 'typescript',
+            caption: 'User erasure across every store that holds memory or derived data, producing a content-free receipt.',
+            source: `interface ErasableStore {
+  name: string;
+  deleteUser(userId: string): Promise<number>; // returns rows or items removed
+}
+
+interface ErasureReceipt {
+  userId: string;
+  requestedAt: string;
+  completedAt: string;
+  results: { store: string; removed?: number; error?: string }[];
+}
+
+export async function eraseUser(userId: string, stores: ErasableStore[], requestedAt: Date): Promise<ErasureReceipt> {
+  const settled = await Promise.allSettled(stores.map((s) => s.deleteUser(userId)));
+  const results = settled.map((r, i) => {
+    const store = stores[i]!.name;
+    return r.status === 'fulfilled' ? { store, removed: r.value } : { store, error: String(r.reason) };
+  });
+  const receipt = { userId, requestedAt: requestedAt.toISOString(), completedAt: new Date().toISOString(), results };
+  if (results.some((r) => r.error)) console.error('Erasure incomplete; schedule a retry', receipt);
+  return receipt;
+}
+
+const memories = new Map([['m1', 'u1'], ['m2', 'u2'], ['m3', 'u1']]);
+const summaries = new Map([['u1', ['Week 12 summary']], ['u2', ['Week 12 summary']]]);
+const stores: ErasableStore[] = [
+  { name: 'memories', deleteUser: async (u) => [...memories].filter(([id, owner]) => owner === u && memories.delete(id)).length },
+  { name: 'summaries', deleteUser: async (u) => { const n = summaries.get(u)?.length ?? 0; summaries.delete(u); return n; } },
+  { name: 'vector-index', deleteUser: async () => { throw new Error('vector service unavailable'); } },
+];
+console.log(JSON.stringify(await eraseUser('u1', stores, new Date()), null, 2));
+`,
+          },
+        },
+      ],
+      keyTakeaways: [
+        'Keep the relational row as the source of truth and treat vector collections as derived indexes that can be rebuilt.',
+        'The owner id must come from the authenticated session, never from model output or tool arguments.',
+        'Postgres RLS is bypassed by table owners unless FORCE ROW LEVEL SECURITY is set, and always by superusers and BYPASSRLS roles.',
+        'Embeddings can be inverted to recover much of the original text, so they are personal data and need the same protection and deletion.',
+        'Erasure must reach summaries, other vector stores, caches, logs and backups, and should leave a content-free receipt.',
+      ],
+      questions: [
+        {
+          prompt: 'Where should a memory-search tool get the user id it searches for?',
+          correct: 'From the authenticated session, bound when the tool is constructed',
+          distractors: [
+            'From a userId argument that the model fills in for each call',
+            'From the most recent user message in the conversation history',
+            'From the metadata of the top result returned by the vector index',
+          ],
+          explanation:
+            'If the model can supply the user id, a prompt injection can request another user\'s memories; binding it from the session removes that path.',
+        },
+        {
+          prompt: 'The application connects to Postgres as the owner of the memories table, which has RLS enabled. What happens?',
+          correct: 'The policies are bypassed unless FORCE ROW LEVEL SECURITY is also set',
+          distractors: [
+            'The policies apply normally because RLS is enabled on the table',
+            'Every query fails until a policy is added for the owner role',
+            'Only INSERT statements are checked against the policies',
+          ],
+          explanation:
+            'Table owners bypass RLS by default; FORCE ROW LEVEL SECURITY applies policies to the owner, and a dedicated non-owner role is safer still.',
+        },
+        {
+          prompt: 'Why must embeddings be treated as personal data?',
+          correct: 'Inversion attacks can reconstruct much of the original text from them',
+          distractors: [
+            'Embeddings contain the raw text in their metadata fields',
+            'Embedding models store every input they receive permanently',
+            'Vectors are always linked to the user by the index structure',
+          ],
+          explanation:
+            'Morris et al. (2023) reconstructed 92% of 32-token inputs exactly from their embeddings, so vectors can leak content.',
+        },
+        {
+          prompt: 'A user requests erasure. Which set of actions is complete?',
+          correct: 'Delete rows, derived summaries, other indexes and caches; expire or crypto-shred backups',
+          distractors: [
+            'Delete the rows in the memories table and rely on foreign-key cascades for the rest',
+            'Set a deleted flag on the user account so the agent stops retrieving their memories',
+            'Remove the user\'s vectors from every index but keep the raw text for later auditing',
+          ],
+          explanation:
+            'Derived copies such as summaries, external indexes, caches and backups still contain the data; all of them must be covered.',
+        },
+        {
+          prompt: 'Why store the embedding model name on every memory row?',
+          correct: 'So vectors from different models are never compared, and re-embedding can be incremental',
+          distractors: [
+            'So the database can pick different HNSW index parameters for each row',
+            'So the model provider can bill each embedding call to the right customer',
+            'So cosine similarities can be converted between the scales of two models',
+          ],
+          explanation:
+            'Vectors from different models are incomparable; tracking the model per row makes mixed states visible and migrations safe.',
+        },
+      ],
+      exercise: {
+        title: 'A user-scoped repository with redaction and retention',
+        challenge:
+          'Implement an in-memory memory repository with the same guarantees you would build on Postgres: all reads and writes go through a handle bound to one user, content is redacted before storage, rows expire according to a per-row TTL, and erasing a user removes both their memories and the summaries derived from them.',
+        requirements: [
+          'redact(text) replaces email addresses with [email] and runs of 13 to 19 digits with [number]',
+          'forUser(userId) returns a handle with add(kind, content, ttlDays?), list() and search(term); the handle never reads or writes another user\'s rows',
+          'list() and search() exclude expired rows; search is a case-insensitive substring match on the redacted content',
+          'purgeExpired() deletes every expired row and returns how many it removed',
+          'eraseUser(userId) deletes the user\'s memories and summaries and returns { memories, summaries } counts',
+        ],
+        starterCode: `import { randomUUID } from 'node:crypto';
+
+export type Kind = 'episodic' | 'semantic';
+export interface MemoryRow {
+  id: string;
+  userId: string;
+  kind: Kind;
+  content: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+}
+
+export function redact(text: string): string {
+  // TODO: replace emails with [email] and 13-19 digit runs with [number]
+  throw new Error('not implemented');
+}
+
+export class MemoryRepository {
+  private rows = new Map<string, MemoryRow>();
+  private summaries = new Map<string, string[]>(); // userId -> derived summaries
+
+  constructor(private readonly clock: () => Date = () => new Date()) {}
+
+  addSummary(userId: string, summary: string): void {
+    this.summaries.set(userId, [...(this.summaries.get(userId) ?? []), summary]);
+  }
+
+  forUser(userId: string) {
+    // TODO: return { add, list, search } bound to userId
+    return {
+      add: (kind: Kind, content: string, ttlDays?: number): MemoryRow => {
+        throw new Error('not implemented');
+      },
+      list: (): MemoryRow[] => {
+        throw new Error('not implemented');
+      },
+      search: (term: string): MemoryRow[] => {
+        throw new Error('not implemented');
+      },
+    };
+  }
+
+  purgeExpired(): number {
+    // TODO
+    throw new Error('not implemented');
+  }
+
+  eraseUser(userId: string): { memories: number; summaries: number } {
+    // TODO
+    throw new Error('not implemented');
+  }
+}
+`,
+        solution: `import { randomUUID } from 'node:crypto';
+
+export type Kind = 'episodic' | 'semantic';
+export interface MemoryRow {
+  id: string;
+  userId: string;
+  kind: Kind;
+  content: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+}
+
+const EMAIL = /[^\\s@]+@[^\\s@]+\\.[^\\s@]+/g;
+const LONG_NUMBER = /\\b\\d{13,19}\\b/g;
+
+export function redact(text: string): string {
+  return text.replace(EMAIL, '[email]').replace(LONG_NUMBER, '[number]');
+}
+
+export class MemoryRepository {
+  private rows = new Map<string, MemoryRow>();
+  private summaries = new Map<string, string[]>(); // userId -> derived summaries
+
+  constructor(private readonly clock: () => Date = () => new Date()) {}
+
+  addSummary(userId: string, summary: string): void {
+    this.summaries.set(userId, [...(this.summaries.get(userId) ?? []), summary]);
+  }
+
+  private live(row: MemoryRow): boolean {
+    return row.expiresAt === null || row.expiresAt.getTime() > this.clock().getTime();
+  }
+
+  forUser(userId: string) {
+    const own = () => [...this.rows.values()].filter((r) => r.userId === userId && this.live(r));
+    return {
+      add: (kind: Kind, content: string, ttlDays?: number): MemoryRow => {
+        const now = this.clock();
+        const expiresAt = ttlDays === undefined ? null : new Date(now.getTime() + ttlDays * 86_400_000);
+        const row: MemoryRow = { id: randomUUID(), userId, kind, content: redact(content), createdAt: now, expiresAt };
+        this.rows.set(row.id, row);
+        return row;
+      },
+      list: (): MemoryRow[] => own(),
+      search: (term: string): MemoryRow[] => own().filter((r) => r.content.toLowerCase().includes(term.toLowerCase())),
+    };
+  }
+
+  purgeExpired(): number {
+    let removed = 0;
+    for (const [id, row] of this.rows) {
+      if (!this.live(row)) {
+        this.rows.delete(id);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  eraseUser(userId: string): { memories: number; summaries: number } {
+    let memories = 0;
+    for (const [id, row] of this.rows) {
+      if (row.userId === userId) {
+        this.rows.delete(id);
+        memories++;
+      }
+    }
+    const summaries = this.summaries.get(userId)?.length ?? 0;
+    this.summaries.delete(userId);
+    return { memories, summaries };
+  }
+}
+
+let now = new Date('2025-06-01T00:00:00Z');
+const repo = new MemoryRepository(() => now);
+const alice = repo.forUser('alice');
+alice.add('semantic', 'Contact: alice@example.com, card 4111111111111111');
+alice.add('episodic', 'Asked about invoice 8841', 30);
+repo.forUser('bob').add('semantic', 'Prefers invoices in EUR');
+repo.addSummary('alice', 'Alice handles billing questions');
+console.log(alice.list().map((r) => r.content), repo.forUser('bob').search('invoice').length);
+now = new Date('2025-08-01T00:00:00Z');
+console.log(repo.purgeExpired(), repo.eraseUser('alice'), repo.forUser('bob').list().length);
+`,
+        hints: [
+          'Use a global regular expression with String.replace for each redaction; apply redaction inside add so nothing unredacted is ever stored.',
+          'Build the handle as a closure over userId, and route list and search through one private helper that filters by owner and expiry.',
+          'Deleting from a Map while iterating it with for...of is safe in JavaScript; already-visited entries are not revisited.',
+        ],
+      },
+    },
   ],
 };
