@@ -108,6 +108,20 @@ function decorate(serviceId: string, key: string, route: AppRoute, operation: Op
   return operation;
 }
 
+/**
+ * Repairs two things the zod converter writes that OpenAPI 3.0 readers reject: `nullable` on an untyped
+ * schema (z.unknown(), which admits null anyway) and a discriminator over inline oneOf members (a
+ * discriminator can only select $ref schemas; the members' own enums still tell them apart).
+ */
+function tidySchemas(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(tidySchemas);
+  if (!node || typeof node !== 'object') return;
+  const schema = node as Record<string, unknown>;
+  if (schema.nullable && !('type' in schema) && !schema.$ref && !schema.allOf && !schema.oneOf && !schema.anyOf) delete schema.nullable;
+  if (schema.discriminator && Array.isArray(schema.oneOf) && schema.oneOf.some((m) => !(m as { $ref?: string }).$ref)) delete schema.discriminator;
+  Object.values(schema).forEach(tidySchemas);
+}
+
 /** The OpenAPI 3 document of one service, generated from its contract alone. */
 export function buildOpenApiDocument(service: ServiceDefinition, options: { serverUrl: string }): OpenApiDocument {
   const keys = new Map(listRoutes(service.router).map(({ key, route }) => [route, key]));
@@ -130,6 +144,8 @@ export function buildOpenApiDocument(service: ServiceDefinition, options: { serv
     { operationMapper: (operation, route) => decorate(service.id, keys.get(route)!, route, operation) as typeof operation },
   );
   const errorSchema = generateSchema(ErrorEnvelope as any) as Record<string, unknown>;
+  tidySchemas(document.paths);
+  tidySchemas(errorSchema);
   return {
     ...document,
     components: { ...document.components, schemas: { ...document.components?.schemas, ErrorEnvelope: errorSchema } },

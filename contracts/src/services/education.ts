@@ -250,7 +250,7 @@ const router = c.router({
     method: 'GET',
     path: '/api/catalog',
     summary: 'All courses with lesson previews',
-    description: 'Every course with its title, description, difficulty level, lesson count and a preview of each lesson. Free.',
+    description: 'Every course with its title, description, difficulty level, lesson count and a preview of each lesson.',
     responses: { 200: CatalogSchema, ...standardErrors },
     metadata: { payment: free() } satisfies RouteMeta,
   },
@@ -259,7 +259,7 @@ const router = c.router({
     path: '/api/course/:courseId',
     pathParams: z.object({ courseId: Slug }),
     summary: 'Course detail with lesson list and previews',
-    description: 'One course with every lesson’s title, preview, estimated time and learning objectives. Free.',
+    description: 'One course with every lesson’s title, preview, estimated time and learning objectives.',
     responses: { 200: CourseDetailSchema, 404: ErrorEnvelope, ...standardErrors },
     metadata: { payment: free(), example: { params: { courseId: 'tool-use' } } } satisfies RouteMeta,
   },
@@ -272,7 +272,7 @@ const router = c.router({
     summary: 'Full AI-generated lesson',
     description:
       'The complete lesson: an introduction, sections with explanations and code examples, key takeaways and the next lesson. ' +
-      'With `focus`, the sections most relevant to that topic come first. 0.05 USD.',
+      'With `focus`, the sections most relevant to that topic come first.',
     responses: { 200: LessonSchema, 404: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
       payment: fixed('0.05'),
@@ -300,9 +300,9 @@ const router = c.router({
     ]),
     summary: 'Interactive quiz on a lesson: questions generated, answers graded',
     description:
-      'Two steps on one route. `action: "generate"` (0.03 USD) generates a quiz for a lesson and stores it: you get a quizId ' +
-      'and questions with choices but no answers. `action: "grade"` (free: the quiz is already paid for) grades your answers ' +
-      'against that quiz and explains each one; you may submit several attempts.',
+      'Two steps on one route. `action: "generate"` generates a quiz for a lesson and stores it: you get a quizId ' +
+      'and questions with choices but no answers. `action: "grade"` grades your answers to a quiz already bought ' +
+      'and explains each one; you may submit several attempts.',
     responses: { 200: z.union([QuizSchema, QuizResultSchema]), 404: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
       payment: tiered([
@@ -317,7 +317,7 @@ const router = c.router({
     path: '/api/exercise',
     body: LessonAddress,
     summary: 'Coding exercise for a lesson',
-    description: 'A TypeScript challenge for the lesson: requirements, starter code with TODOs, hints and a working solution. 0.05 USD.',
+    description: 'A TypeScript challenge for the lesson: requirements, starter code with TODOs, hints and a working solution.',
     responses: { 200: ExerciseSchema, 404: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: { payment: fixed('0.05'), example: { body: { courseId: 'rag', lessonId: 'chunking' } } } satisfies RouteMeta,
   },
@@ -334,7 +334,7 @@ const router = c.router({
     description:
       'Answers one question from the course material: lesson sections are ranked against the question with BM25 and the ' +
       'answer cites the lessons it used. A question the material does not cover gets 422 question_out_of_scope and is not ' +
-      'charged. 0.03 USD per question.',
+      'charged.',
     responses: { 200: TutorAnswerSchema, 404: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
       payment: fixed('0.03'),

@@ -8,11 +8,14 @@ const STOPWORDS = new Set(
     'were would yours').split(' '),
 );
 
-/** Light suffix stripping so "agents", "agent's" and "agent" meet; not a full Porter stemmer. */
+/** Light suffix stripping so "agents", "stopping" and "finishes" meet "agent", "stop", "finish"; not a full Porter stemmer. */
 function stem(word: string): string {
+  // "stopping" -> "stopp" -> "stop"; keeps "ll", "ss" and "zz", which English doubles in the base word too.
+  const undouble = (w: string) => (/([^aeioulsz])\1$/.test(w) ? w.slice(0, -1) : w);
   if (word.length > 4 && word.endsWith('ies')) return `${word.slice(0, -3)}y`;
-  if (word.length > 5 && word.endsWith('ing')) return word.slice(0, -3);
-  if (word.length > 4 && word.endsWith('ed')) return word.slice(0, -2);
+  if (word.length > 5 && word.endsWith('ing')) return undouble(word.slice(0, -3));
+  if (word.length > 4 && word.endsWith('ed')) return undouble(word.slice(0, -2));
+  if (word.length > 4 && /(sh|ch|x|ss|z)es$/.test(word)) return word.slice(0, -2);
   if (word.length > 3 && word.endsWith('s') && !word.endsWith('ss')) return word.slice(0, -1);
   return word;
 }

@@ -369,6 +369,9 @@ const TutorOutputSchema: z.ZodType<TutorOutput> = z.object({
   excerpts: z.array(z.string()),
 });
 
+/** The best passage must contain at least this share of the question's terms, or the question is out of scope. */
+export const MIN_QUESTION_COVERAGE = 0.4;
+
 /** The course material cut into sections and indexed for BM25, built once per process. */
 export class TutorIndex {
   private readonly index: Bm25Index<Passage>;
@@ -409,10 +412,10 @@ export class TutorIndex {
    * section shares enough of its terms) is refused with 422, before any charge.
    */
   retrieve(question: string, courseId?: string): Passage[] {
-    const known = this.index.knownTerms(question);
+    const terms = new Set(tokenize(question));
     const hits = this.index.search(question, 8, courseId ? (p) => p.courseId === courseId : undefined);
     const top = hits[0];
-    if (!top || known.length === 0 || top.matched.length < Math.min(2, known.length)) {
+    if (!top || top.matched.length < Math.max(1, MIN_QUESTION_COVERAGE * terms.size)) {
       throw unprocessable(
         'question_out_of_scope',
         courseId
