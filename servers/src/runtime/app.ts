@@ -26,6 +26,11 @@ export interface ServiceAppOptions<R extends AppRouter> {
   paywall: PaywallConfig;
   /** Price resolvers for routes whose price depends on the request (tiered or adaptive), by route key. */
   pricing?: Partial<Record<keyof R & string, PriceResolver>>;
+  /**
+   * Checks that can fail a request before it is priced, by route key (unknown ids, out-of-scope
+   * questions): they throw an HttpError, so nobody pays for a request that was bound to fail.
+   */
+  preflight?: Partial<Record<keyof R & string, (request: ParsedRequest) => void | Promise<void>>>;
   /** Largest JSON body accepted; larger ones get 413. */
   bodyLimit?: string;
 }
@@ -102,7 +107,7 @@ export function createServiceApp<R extends AppRouter>(options: ServiceAppOptions
     });
   }
 
-  // Validation runs before the paywall, so nobody is asked to pay for a request that would fail.
+  // Validation and preflight checks run before the paywall, so nobody is asked to pay for a request that would fail.
   const validate = (req: Request, res: Response, next: NextFunction) => {
     const routed = req as RoutedRequest;
     const result = validateRequest(routed.tsRestRoute!, req);
@@ -118,8 +123,10 @@ export function createServiceApp<R extends AppRouter>(options: ServiceAppOptions
       const routed = req as RoutedRequest;
       const route = routed.tsRestRoute!;
       const key = routeKeys.get(route)!;
+      const parsed = res.locals.parsed as ParsedRequest;
+      await (options.preflight as Record<string, (request: ParsedRequest) => unknown> | undefined)?.[key]?.(parsed);
       const resolver = (options.pricing as Record<string, PriceResolver> | undefined)?.[key];
-      const usd = await priceOf(route, res.locals.parsed as ParsedRequest, resolver);
+      const usd = await priceOf(route, parsed, resolver);
       if (usd === '0') return next();
       metrics.payments.inc({ route: route.path });
       answerPaidRequest(req, res, options.paywall, publicUrl + req.originalUrl, route, usd, routed.requestId);

@@ -23,14 +23,14 @@ import type { EducationStore } from './store';
 
 export interface EducationDeps {
   courses: readonly CourseMaterial[];
+  tutorIndex: TutorIndex;
   store: EducationStore;
   reasoner: Reasoner;
 }
 
 // Handlers only translate between the contract and the domain.
-export function educationHandlers({ courses, store, reasoner }: EducationDeps): RouterImplementation<typeof education.router> {
+export function educationHandlers({ courses, tutorIndex, store, reasoner }: EducationDeps): RouterImplementation<typeof education.router> {
   const catalog = buildCatalog(courses);
-  const tutorIndex = new TutorIndex(courses);
 
   return {
     catalog: async () => ({ status: 200, body: catalog }),

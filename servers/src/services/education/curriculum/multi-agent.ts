@@ -152,7 +152,7 @@ for (const subagents of [2, 5, 10]) {
         },
         {
           prompt: 'Why should the web-browsing agent not hold the production deploy credentials?',
-          correct: 'It reads untrusted pages, so prompt injection could trigger privileged actions',
+          correct: 'It reads untrusted pages, so injected text could trigger privileged actions',
           distractors: [
             'Browsing agents run out of context before they can use credentials',
             'Deploy credentials expire faster when used by several agents',
@@ -163,7 +163,7 @@ for (const subagents of [2, 5, 10]) {
         },
         {
           prompt: 'Which task is the best fit for a single agent rather than several?',
-          correct: 'Debugging one failing test where each step depends on the previous result',
+          correct: 'Debugging a failing test where each step depends on the last',
           distractors: [
             'Summarizing pricing pages of eight independent competitors',
             'Reviewing twenty unrelated files for the same style issue',
@@ -1150,7 +1150,7 @@ console.log(outcome, 'reputation', betaReputation(8, 1).toFixed(2), 'new agent',
         },
         {
           prompt: 'Why use escrow for a multi-hour $40 research job instead of paying per call up front?',
-          correct: 'Funds stay locked until the deliverable is accepted, so neither side bears all the risk',
+          correct: 'Funds stay locked until acceptance, so neither side bears all the risk',
           distractors: [
             'Escrow avoids network fees, which are too high for amounts over $10',
             'x402 cannot express amounts larger than one dollar per request',
@@ -1553,11 +1553,11 @@ console.log('trust', t.toFixed(2), 'spot-check $5 job', spotCheckRate(t, 5).toFi
         },
         {
           prompt: 'What happens when a circuit breaker is half-open?',
-          correct: 'A single trial call is allowed; success closes the circuit and failure reopens it',
+          correct: 'One trial call decides: success closes it, failure reopens it',
           distractors: [
-            'Half of all calls are allowed through until the failure rate drops',
+            'Half of all calls pass through until the failure rate drops',
             'All calls pass through but failures are no longer counted',
-            'Calls are queued until the dependency reports that it is healthy',
+            'Calls are queued until the dependency reports it is healthy',
           ],
           explanation:
             'After the cooldown the breaker probes the dependency with a trial request and decides from its outcome.',
