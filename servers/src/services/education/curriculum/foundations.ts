@@ -125,7 +125,7 @@ console.log(fixTests.isDone({ failingTests: [], editedFiles: ['tests/parser.test
       questions: [
         {
           prompt: 'What distinguishes an agent from a workflow that also calls a model and tools?',
-          correct: 'The model chooses the next step at run time instead of following a route fixed in code.',
+          correct: 'The model picks each next step at run time; no route is fixed in code.',
           distractors: [
             'The agent uses a larger model with a longer context window than the workflow.',
             'The agent may call tools, while a workflow may only call the model.',
@@ -138,9 +138,9 @@ console.log(fixTests.isDone({ failingTests: [], editedFiles: ['tests/parser.test
           prompt: 'Which goal statement is best suited to an agent?',
           correct: 'Make every test in tests/ pass without editing any file under tests/.',
           distractors: [
-            'Look into the test suite and find out what is going on with it.',
-            'Work on improving the overall quality and coverage of the tests.',
-            'Spend some time debugging whichever tests seem to be failing.',
+            'Look into the test suite and find out what is going on with the tests.',
+            'Work on improving the overall quality and the coverage of the tests.',
+            'Spend some time debugging whichever of the tests seem to be failing.',
           ],
           explanation:
             'A good goal is a checkable end state. Only the correct option can be verified by a program, so the runtime can confirm success instead of trusting the model.',
@@ -154,7 +154,7 @@ console.log(fixTests.isDone({ failingTests: [], editedFiles: ['tests/parser.test
         },
         {
           prompt: 'How does a language-model agent learn about the state of its environment?',
-          correct: 'Only through observations such as tool results, error messages and new user messages.',
+          correct: 'Only through observations: tool results, error messages and new messages.',
           distractors: [
             'By reading the environment directly between steps, without going through tools.',
             'From its training data, which already describes the current environment state.',
@@ -165,11 +165,11 @@ console.log(fixTests.isDone({ failingTests: [], editedFiles: ['tests/parser.test
         },
         {
           prompt: 'When is a deterministic workflow the better design than an agent?',
-          correct: 'When the steps are known in advance and do not depend on intermediate results.',
+          correct: 'When the steps are known in advance and do not depend on what is found.',
           distractors: [
-            'When the task needs more than three different tools to complete.',
-            'When the task involves reading documentation or other long text.',
-            'When the user expects a natural-language answer rather than data.',
+            'When the task needs more than three different tools to be completed.',
+            'When the task involves reading documentation or other long documents.',
+            'When the user expects a natural-language answer rather than raw data.',
           ],
           explanation:
             'If the same steps apply to every input, a workflow is cheaper, faster and testable. Agents pay off when the path depends on what is discovered along the way.',
@@ -474,7 +474,7 @@ for (const args of [{ q: 'refund policy', page: 1 }, { page: 1, q: 'refund polic
       questions: [
         {
           prompt: 'In a well-built agent, what decides whether the loop runs another iteration?',
-          correct: 'The runtime, which checks budgets and stopping conditions around each model call.',
+          correct: 'The runtime, which checks budgets and stop conditions around each call.',
           distractors: [
             'The model alone, which can be trusted to stop once it believes it is finished.',
             'The last tool called, which signals completion through its return value.',
@@ -486,7 +486,7 @@ for (const args of [{ q: 'refund policy', page: 1 }, { page: 1, q: 'refund polic
         {
           prompt:
             'A run starts with 2,000 tokens of context and each step adds about 500. Why does total input cost grow faster than the step count?',
-          correct: 'Every step re-sends the whole growing message list, so total input grows roughly quadratically.',
+          correct: 'Each step re-sends the growing message list, so the total grows quadratically.',
           distractors: [
             'Providers charge a higher rate per token once a conversation passes ten steps.',
             'Tool results are billed twice, once as output and once as input on the next call.',
@@ -497,7 +497,7 @@ for (const args of [{ q: 'refund policy', page: 1 }, { page: 1, q: 'refund polic
         },
         {
           prompt: 'The model returns the final answer "all tests pass", but two tests still fail. What should the runtime do?',
-          correct: 'Run the check, and feed the failed result back as an observation so the loop can continue within budget.',
+          correct: 'Feed the failed check back as an observation and let the loop continue.',
           distractors: [
             'Accept the answer, because the model has already seen the output of the test run.',
             'Restart the whole run from the beginning with a higher sampling temperature.',
@@ -508,21 +508,21 @@ for (const args of [{ q: 'refund policy', page: 1 }, { page: 1, q: 'refund polic
         },
         {
           prompt: 'When should an agent loop check its step, token and time budgets?',
-          correct: 'Before each model call, so the agent never starts a step it cannot afford.',
+          correct: 'Before each model call, so no step starts that the run cannot afford.',
           distractors: [
             'After the run finishes, to report how much of each budget was used.',
             'Only when a tool fails, since budgets matter only on the error path.',
-            'Once at the start of the run, when the goal and context are known.',
+            'Once at the start of the run, when the goal and the context are known.',
           ],
           explanation: 'Checking before each call stops the run at the limit and lets it report which budget ran out.',
         },
         {
           prompt: 'Which pattern most commonly indicates that an agent is stuck?',
-          correct: 'The same tool called with the same arguments several times in one run.',
+          correct: 'The same tool called with the same arguments several times.',
           distractors: [
-            'A run that uses more than half of its step budget before finishing.',
+            'A run that uses more than half of its step budget before it finishes.',
             'A model response that contains both reasoning text and a tool call.',
-            'A tool result that is longer than the original goal statement.',
+            'A tool result that is much longer than the original goal statement.',
           ],
           explanation:
             'Repeated identical calls mean the agent is not learning from its observations; detect them by keying calls on tool name plus sorted arguments.',
@@ -832,7 +832,7 @@ console.log(wrapUntrusted('web:example.com/pricing', page));
       questions: [
         {
           prompt: 'Why should a run id or timestamp not be placed at the top of the system prompt?',
-          correct: 'It changes the prompt prefix on every call and defeats provider prompt caching.',
+          correct: 'It changes the prefix on every call, which defeats prompt caching.',
           distractors: [
             'Models ignore any line that contains digits at the start of the prompt.',
             'Providers reject system prompts that contain values changing between calls.',
@@ -845,15 +845,15 @@ console.log(wrapUntrusted('web:example.com/pricing', page));
           prompt: 'Which constraint is written the way an agent system prompt needs?',
           correct: 'Never issue a refund above $50 without calling request_approval first.',
           distractors: [
-            'Be careful with refunds and use good judgement about large amounts.',
+            'Be careful with refunds and use good judgement about the large amounts.',
             'Try to avoid refunds where possible, since they are expensive for us.',
-            'Refunds are sensitive, so think hard before deciding to issue one.',
+            'Refunds are sensitive, so think very hard before deciding to issue one.',
           ],
           explanation: 'Good constraints are specific and checkable in the trace; vague exhortations change nothing.',
         },
         {
           prompt: 'You use strict JSON Schema structured output. What does it guarantee?',
-          correct: 'The output parses and matches the schema shape, but its values can still be wrong.',
+          correct: 'The output parses and matches the schema, but values can still be wrong.',
           distractors: [
             'The output is factually correct because decoding is checked against the schema.',
             'The output needs no further validation before your code acts on it.',
@@ -864,7 +864,7 @@ console.log(wrapUntrusted('web:example.com/pricing', page));
         },
         {
           prompt: 'Why put a short reasoning field before the decision field in a structured output schema?',
-          correct: 'The model generates left to right, so it can reason before it commits to a decision.',
+          correct: 'Output is generated in order, so the model reasons before it decides.',
           distractors: [
             'JSON parsers read fields in order and need the reasoning to parse the decision.',
             'Strict mode requires string fields to appear before enum fields in the schema.',
@@ -875,11 +875,11 @@ console.log(wrapUntrusted('web:example.com/pricing', page));
         },
         {
           prompt: 'What is the most dependable defence against prompt injection in tool results?',
-          correct: 'Limiting what the agent can do, with scoped tools, read-only credentials and confirmations.',
+          correct: 'Limiting what the agent can do: scoped tools, read-only keys, confirmations.',
           distractors: [
             'Telling the model in capital letters to ignore any instructions it finds in data.',
             'Wrapping untrusted content in delimiters, which makes injections impossible.',
-            'Using a larger model, which can always tell instructions from data.',
+            'Using a larger model, which can always tell instructions apart from data.',
           ],
           explanation:
             'Delimiters and prompt rules reduce injection success but do not eliminate it; tool permissions bound the damage when one succeeds.',
@@ -1177,21 +1177,21 @@ console.log(chooseRecovery({ code: 'unsupported' }, 2)); // stop
       questions: [
         {
           prompt: 'In a plan modelled as a dependency graph, which subtasks can run next?',
-          correct: 'Pending subtasks whose dependencies are all done, in parallel if they are independent.',
+          correct: 'Pending subtasks whose dependencies are all done, in parallel if independent.',
           distractors: [
-            'Only the first pending subtask in the list, strictly one at a time.',
-            'Every pending subtask, since dependencies only matter for reporting.',
-            'Subtasks chosen at random, so that the agent explores the plan evenly.',
+            'Only the first pending subtask in the list, strictly one at a time in order.',
+            'Every pending subtask at once, since dependencies only matter for reporting.',
+            'Subtasks picked at random, so that the agent explores the whole plan evenly.',
           ],
           explanation:
             'Dependencies define what must finish first; any pending subtask whose dependencies are done is runnable, and independent ones can run concurrently.',
         },
         {
           prompt: 'What does the ReAct pattern add compared with chain-of-thought reasoning alone?',
-          correct: 'It interleaves reasoning with tool actions, so conclusions rest on fetched observations.',
+          correct: 'It interleaves reasoning with actions, so conclusions rest on observations.',
           distractors: [
             'It removes the need for tools by having the model reason more carefully.',
-            'It hides the reasoning from the trace so that it cannot leak to users.',
+            'It hides the reasoning from the trace so that it cannot leak to the users.',
             'It plans all actions up front and never revises them during the run.',
           ],
           explanation:
@@ -1199,10 +1199,10 @@ console.log(chooseRecovery({ code: 'unsupported' }, 2)); // stop
         },
         {
           prompt: 'Why keep task state in an explicit structure instead of relying on the transcript?',
-          correct: 'Models use facts buried in long contexts unreliably, and explicit state can be persisted and resumed.',
+          correct: 'Long contexts bury facts, and explicit state can be persisted and resumed.',
           distractors: [
             'Transcripts are deleted by the provider after each call, so nothing is kept.',
-            'Providers do not allow tool results to remain in the message history.',
+            'Providers do not allow tool results to stay in the message history for long.',
             'Explicit state makes the model respond faster because it skips reasoning.',
           ],
           explanation:
@@ -1210,7 +1210,7 @@ console.log(chooseRecovery({ code: 'unsupported' }, 2)); // stop
         },
         {
           prompt: 'A step fails because the supplier API has no bulk endpoint the plan assumed. What is the right response?',
-          correct: 'Re-plan the remaining work, keeping completed subtasks done and passing the failure to the model.',
+          correct: 'Re-plan only the remaining work, keeping the completed subtasks as done.',
           distractors: [
             'Retry the same step with exponential backoff until the endpoint responds.',
             'Restart the whole run and ask the model for a completely fresh plan.',
@@ -1574,11 +1574,11 @@ console.log(summarise(runs)); // passRate 0.75, p50 8700 ms, p95 70000 ms, cost 
       questions: [
         {
           prompt: 'What is the most reliable way to grade whether an agent completed an invoicing task?',
-          correct: 'Check the final state: exactly one invoice exists for the right customer and amount.',
+          correct: 'Check the final state: one invoice for the right customer and amount.',
           distractors: [
             'Check that the final message says the invoice was created successfully.',
             'Check that the agent called the create_invoice tool at least once.',
-            'Ask the agent to rate its own confidence that the task succeeded.',
+            'Ask the agent to rate its own confidence that the task has succeeded.',
           ],
           explanation:
             'Outcome checks on the environment catch wrong amounts and duplicates; transcripts and tool-call counts do not prove the right end state.',
@@ -1596,10 +1596,10 @@ console.log(summarise(runs)); // passRate 0.75, p50 8700 ms, p95 70000 ms, cost 
         },
         {
           prompt: 'What should a trace span for a tool call contain?',
-          correct: 'The tool name, arguments, result or error, duration, and the run id and step index.',
+          correct: 'Tool name, arguments, result or error, duration, run id and step index.',
           distractors: [
-            'Only the final answer of the run, so that traces stay small.',
-            "Only the model's reasoning text that preceded the tool call.",
+            'Only the final answer of the run, so that the stored traces stay small.',
+            'Only the reasoning text the model wrote just before the tool call.',
             'The raw API keys used, so that failing calls can be replayed exactly.',
           ],
           explanation:
@@ -1607,10 +1607,10 @@ console.log(summarise(runs)); // passRate 0.75, p50 8700 ms, p95 70000 ms, cost 
         },
         {
           prompt: 'Your suite has 20 tasks and the pass rate drops from 80% to 75% after a prompt change, one trial each. What is the right reading?',
-          correct: 'The drop is one task and within noise; run several trials and compare per-task rates.',
+          correct: "One task's worth of noise; run several trials and compare per-task rates.",
           distractors: [
             'The prompt change is a clear regression and must be reverted at once.',
-            'The suite is too large and should be cut down to reduce the noise.',
+            'The suite is too large and should be cut down so that it is less noisy.',
             'The change improved the agent, since lower pass rates mean harder tasks.',
           ],
           explanation:
@@ -1618,10 +1618,10 @@ console.log(summarise(runs)); // passRate 0.75, p50 8700 ms, p95 70000 ms, cost 
         },
         {
           prompt: 'Why is cost per successful task more informative than cost per run?',
-          correct: 'It accounts for failures, so a cheap configuration that often fails is not mistaken for efficient.',
+          correct: 'It includes failures, so a cheap but unreliable setup looks as costly as it is.',
           distractors: [
-            'It excludes tool costs, which vary too much to compare between versions.',
-            'It is always lower than cost per run, which makes reports easier to read.',
+            'It excludes tool costs, which vary too much to compare between model versions.',
+            'It is always lower than cost per run, which makes the weekly reports easier to read.',
             'It removes the need to measure latency percentiles separately.',
           ],
           explanation:

@@ -177,7 +177,7 @@ runBatch(
       questions: [
         {
           prompt: 'Who executes a tool when a model makes a function call?',
-          correct: 'Your runtime, after receiving the tool name and arguments the model proposed.',
+          correct: 'Your runtime, after it receives the tool name and arguments.',
           distractors: [
             'The model provider, which runs the function on its own servers.',
             'The model itself, by generating and evaluating the code of the function.',
@@ -203,14 +203,14 @@ runBatch(
           distractors: [
             'Nothing; omit the failed call so the model does not get confused.',
             'A new user message asking the user to fix the tool and try again.',
-            'The same tool call again, repeated until it succeeds.',
+            'The same tool call again, repeated until the call finally succeeds.',
           ],
           explanation:
             'Providers require a result for every call id, and an error result lets the model recover, for example by correcting arguments or choosing another tool.',
         },
         {
           prompt: 'Why use Promise.allSettled rather than Promise.all for a batch of parallel tool calls?',
-          correct: 'One failing call becomes an error result instead of rejecting the whole batch.',
+          correct: 'A failing call becomes an error result instead of rejecting the batch.',
           distractors: [
             'Promise.allSettled runs the calls faster because it skips error handling.',
             'Promise.all cannot run more than two asynchronous calls at the same time.',
@@ -531,26 +531,26 @@ Promise.all([
           prompt: 'Which parameter definition is least likely to produce a wrong amount?',
           correct: 'amount_cents: integer, described as "number of cents, e.g. 1999 for $19.99".',
           distractors: [
-            'amount: number, described as "the amount to use for the operation".',
+            'amount: number, described as "the amount of money to use for the operation".',
             'value: string, described as "the value, formatted however is convenient".',
-            'amt: number, with no description because the name is self-explanatory.',
+            'amt: number, with no description, since the short name is self-explanatory.',
           ],
           explanation: 'Units in the name and a concrete example in the description remove the cents-versus-dollars ambiguity.',
         },
         {
           prompt: 'Why is a get_order(order_id) tool usually preferable to a run_sql(query) tool for an agent?',
-          correct: 'It does one job with a constrained input, so it is hard to misuse and cannot be turned into arbitrary SQL.',
+          correct: 'It does one job with a constrained input, so it cannot become arbitrary SQL.',
           distractors: [
-            'It returns more data per call, which saves the agent additional tool calls.',
-            'It is faster because providers cache narrow tools between requests.',
-            'It lets the model write its own queries while hiding the schema.',
+            'It returns more data per call, which saves the agent several extra tool calls.',
+            'It is faster because providers cache narrow tools between their requests.',
+            'It lets the model write its own queries while the schema stays hidden.',
           ],
           explanation:
             'Broad tools require schema knowledge, invite wrong or slow queries and can be abused through injection; narrow tools bound what can happen.',
         },
         {
           prompt: 'What should a tool description cover beyond what the tool does?',
-          correct: 'When to use it, when not to and what to use instead, what it returns, and any side effects.',
+          correct: 'When to use it, when not to, what it returns and any side effects.',
           distractors: [
             'The internal implementation details and the database tables it touches.',
             'A list of every customer it has been used for in the past week.',
@@ -561,7 +561,7 @@ Promise.all([
         },
         {
           prompt: 'What does an idempotency key achieve for a refund tool?',
-          correct: 'A repeated request with the same key returns the first result instead of refunding again.',
+          correct: 'A repeat with the same key returns the first result instead of refunding.',
           distractors: [
             'It encrypts the refund request so that it cannot be read in transit.',
             'It lets the model choose a new key for each retry to force a fresh refund.',
@@ -572,11 +572,11 @@ Promise.all([
         },
         {
           prompt: 'A key was derived from the tool call id, and the model later re-issues the same refund as a new call. What happens?',
-          correct: 'The new call has a new id and key, so it can refund again unless the key also reflects the business operation.',
+          correct: 'It gets a new key, so it can refund again unless the key reflects the operation.',
           distractors: [
-            'The provider detects the duplicate from the model name and rejects it.',
-            'Nothing, because tool call ids stay the same across re-plans.',
-            'The refund fails because keys derived from call ids expire after one use.',
+            'The payment provider detects the duplicate from the model name and rejects it.',
+            'Nothing happens, because tool call ids stay the same when the model re-plans.',
+            'The refund fails, because keys derived from call ids expire after a single use.',
           ],
           explanation:
             'Call-id keys only cover runtime retries of one call. For money, derive the key from the operation (order and amount in this run) or check for an existing refund.',
@@ -900,11 +900,11 @@ getStock.execute({ sku: 'ABC-1234' }).then(console.log);
       questions: [
         {
           prompt: 'What does .strict() add to a zod object schema for tool arguments?',
-          correct: 'It rejects keys that the schema does not declare instead of silently dropping them.',
+          correct: 'It rejects undeclared keys instead of silently stripping them.',
           distractors: [
-            'It makes every optional field in the schema required.',
+            'It makes every optional field in the schema a required one.',
             'It coerces strings such as "42" into numbers before validation.',
-            'It makes the provider constrain decoding to the schema.',
+            'It makes the provider constrain its decoding to the schema.',
           ],
           explanation:
             'By default z.object strips unknown keys; .strict() reports them, which often reveals that the model confused two tools.',
@@ -913,16 +913,16 @@ getStock.execute({ sku: 'ABC-1234' }).then(console.log);
           prompt: 'Which validation error message best helps the model recover?',
           correct: '"order_id: must look like ord_8KX2PQ (use search_orders to find the id)"',
           distractors: [
-            '"Invalid input. Please try again with correct arguments."',
-            '"ZodError at Object.parse (node_modules/zod/lib/types.js:160)"',
-            '"400 Bad Request returned by the order service"',
+            '"Invalid input. Please try the call again with the correct arguments."',
+            '"ZodError: validation failed at Object.parse (node_modules/zod/lib/types.js)"',
+            '"400 Bad Request was returned by the order service for this call"',
           ],
           explanation:
             'A recoverable message names the field, the expected format and where to get a valid value; stack traces and generic errors give the model nothing to act on.',
         },
         {
           prompt: 'A tool call fails with HTTP 503. Who should retry it and how?',
-          correct: 'The runtime, with exponential backoff and jitter, without involving the model.',
+          correct: 'The runtime, with jittered exponential backoff, without the model.',
           distractors: [
             'The model, after being told to change the arguments of the call.',
             'Nobody; 503 is a permanent error and retrying only wastes budget.',
@@ -933,10 +933,10 @@ getStock.execute({ sku: 'ABC-1234' }).then(console.log);
         },
         {
           prompt: 'The model has made three invalid calls to the same tool in a row. What should happen next?',
-          correct: 'Stop offering corrections and tell the model to explain the problem or escalate.',
+          correct: 'Stop offering corrections; tell the model to explain or to escalate.',
           distractors: [
             'Keep returning the validation errors until the step budget runs out.',
-            'Loosen the schema so that the next call is accepted as it is.',
+            'Loosen the schema so that the next call is accepted exactly as it is.',
             'Silently fill the invalid fields with default values and run the tool.',
           ],
           explanation:
@@ -944,11 +944,11 @@ getStock.execute({ sku: 'ABC-1234' }).then(console.log);
         },
         {
           prompt: 'Why should a tool wrapper return { ok, content } rather than a bare string?',
-          correct: 'The loop can set is_error correctly and count validation and handler failures separately.',
+          correct: 'The loop can set is_error and count the two failure kinds separately.',
           distractors: [
             'Providers reject tool results that are plain strings without an ok field.',
             'It makes the tool result shorter, which saves tokens on every step.',
-            'It lets the handler skip validation when ok is already true.',
+            'It lets the handler skip validation whenever ok is already true.',
           ],
           explanation:
             'A discriminated result carries the error status explicitly, which the loop needs for is_error, metrics and tracing.',
@@ -1283,54 +1283,54 @@ try { ledger.reserve('lookup-acme', 10_000n); } catch (e) { console.log((e as Er
       questions: [
         {
           prompt: 'In x402 version 2, where does the server put its payment requirements?',
-          correct: 'In a PAYMENT-REQUIRED header on the 402 response, as base64-encoded JSON.',
+          correct: 'In a PAYMENT-REQUIRED header on the 402 response, as base64 JSON.',
           distractors: [
-            'In an X-PAYMENT header on the 200 response, as plain JSON text.',
+            'In an X-PAYMENT header on the 200 response, as plain JSON in the header.',
             'In a WWW-Authenticate header on a 401 response, as a bearer challenge.',
-            'In the query string of a redirect to the payment provider.',
+            "In the query string of a 302 redirect to the payment provider's page.",
           ],
           explanation:
             'Version 2 carries all protocol data in headers: PAYMENT-REQUIRED (server to client), PAYMENT-SIGNATURE (client to server) and PAYMENT-RESPONSE (settlement).',
         },
         {
           prompt: 'A requirement says amount "10000" with asset USDC. How much is that?',
-          correct: '0.01 USDC, because USDC has 6 decimals and amounts are atomic units.',
+          correct: '0.01 USDC: USDC has 6 decimals and amounts are atomic units.',
           distractors: [
-            '10,000 USDC, because amounts are given in whole tokens.',
-            '100 USDC, because amounts are given in cents of a token.',
-            '0.0001 USDC, because amounts are given with 8 decimals.',
+            '10,000 USDC, because amounts are always given in whole tokens.',
+            '100 USDC, because amounts are given in cents of one token.',
+            '0.0001 USDC, because amounts are given with 8 decimal places.',
           ],
           explanation: 'Atomic units divide by 10 to the power of the decimals: 10,000 / 1,000,000 = 0.01.',
         },
         {
           prompt: 'What does the network value solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1 identify?',
-          correct: 'Solana devnet, as a CAIP-2 id whose reference comes from the genesis hash.',
+          correct: 'Solana devnet, as a CAIP-2 id built from its genesis hash.',
           distractors: [
-            'The USDC token mint that the payment must be made in.',
-            'The wallet address of the server that receives the payment.',
-            'The facilitator that pays the transaction fee for the client.',
+            'The USDC token mint address that the payment must be made in.',
+            'The wallet address of the server that receives the payment on chain.',
+            'The facilitator account that pays the transaction fee for the client.',
           ],
           explanation:
             'CAIP-2 ids are namespace:reference; for Solana the reference is the first 32 characters of the genesis hash, here devnet. The mint is asset, the recipient payTo, the fee payer extra.feePayer.',
         },
         {
           prompt: 'The client sent PAYMENT-SIGNATURE and the request timed out. What should it do?',
-          correct: 'Keep the amount reserved, mark the outcome unknown and reconcile before any new payment.',
+          correct: 'Keep the amount reserved, mark it unknown, and reconcile before paying.',
           distractors: [
             'Build and sign a fresh transaction immediately and retry the request.',
-            'Release the reserved amount, since no response means no payment.',
-            'Ask the model whether it wants to pay again for the same call.',
+            'Release the reserved amount, since no response means no payment was made.',
+            'Ask the model whether it wants to pay again for the same logical call.',
           ],
           explanation:
             'The payment may have settled. A new transaction would be a second payment; resending the identical bytes or checking the signature on chain resolves it safely.',
         },
         {
           prompt: 'When should an agent check its per-call cap and total budget?',
-          correct: 'Before signing, against settled spend plus payments with unknown outcomes.',
+          correct: 'Before signing, counting settled spend and payments of unknown outcome.',
           distractors: [
             'After settlement, by reading the amount in the PAYMENT-RESPONSE header.',
             'Once a day, by comparing the wallet balance with the expected balance.',
-            'Only when the quoted amount is larger than the previous quote.',
+            'Only when the quoted amount is larger than the previous quote was.',
           ],
           explanation:
             'Once a payment is signed and sent it may settle; limits only protect the wallet if they are enforced before signing, counting reservations too.',
@@ -1733,7 +1733,7 @@ withTimeout(200, slowTool).catch((err: Error) => console.log(\`Error: \${err.mes
       questions: [
         {
           prompt: 'An HTTP tool allows hosts by checking hostname.endsWith("github.com"). What is wrong with that?',
-          correct: 'It also accepts hosts such as evilgithub.com; compare the parsed hostname for exact equality.',
+          correct: 'It also accepts evilgithub.com; compare parsed hostnames for equality.',
           distractors: [
             'It is too strict, because it rejects api.github.com and other subdomains.',
             'endsWith is slower than a regular expression for checking hostnames.',
@@ -1743,7 +1743,7 @@ withTimeout(200, slowTool).catch((err: Error) => console.log(\`Error: \${err.mes
         },
         {
           prompt: "Why is Node's vm module not enough to run model-written code safely?",
-          correct: 'Its documentation says it is not a security mechanism; code can escape to the host process.',
+          correct: 'Its own documentation says it is not a security mechanism.',
           distractors: [
             'It cannot run asynchronous code, so most generated programs fail in it.',
             'It only supports CommonJS modules and not ECMAScript modules.',
@@ -1754,7 +1754,7 @@ withTimeout(200, slowTool).catch((err: Error) => console.log(\`Error: \${err.mes
         },
         {
           prompt: 'Which confirmation design for send_payment is safe?',
-          correct: 'A human approves the exact arguments in the UI, and the approval is bound to their hash, single use and expiring.',
+          correct: 'Approval of the exact arguments in the UI, bound to their hash, single use.',
           distractors: [
             "The model summarises the payment and the human replies 'approved' in the chat.",
             'The model confirms the payment with itself in a second call before sending it.',
@@ -1765,7 +1765,7 @@ withTimeout(200, slowTool).catch((err: Error) => console.log(\`Error: \${err.mes
         },
         {
           prompt: 'Why pass an AbortSignal to the work when a tool call times out, instead of only racing a timer?',
-          correct: 'So the underlying work actually stops instead of finishing unobserved in the background.',
+          correct: 'So the work actually stops instead of running on in the background.',
           distractors: [
             'Because Promise.race does not work with promises that call fetch.',
             'Because the provider requires an AbortSignal for every tool result.',
