@@ -1,0 +1,98 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { isZodType } from '@ts-rest/core';
+import { describe, expect, it } from 'vitest';
+import { isPaid, listRoutes, routeMeta, services, usdToAtomic } from '@agent-economy/contracts';
+import { renderDocuments, renderIndex } from '../openapi/src/files';
+
+const run = promisify(execFile);
+const committed = (file: string) => readFileSync(new URL(`../openapi/${file}`, import.meta.url), 'utf8');
+
+describe('contracts', () => {
+  for (const service of services) {
+    it(`${service.id}: every route has a summary, a description, payment metadata and typed errors`, () => {
+      const routes = listRoutes(service.router);
+      expect(routes.length).toBeGreaterThan(0);
+      for (const { key, route } of routes) {
+        expect(route.summary, key).toBeTruthy();
+        expect(route.description, key).toBeTruthy();
+        const { payment } = routeMeta(route);
+        expect(['free', 'fixed', 'adaptive', 'tiered']).toContain(payment.kind);
+        expect(Object.keys(route.responses)).toEqual(expect.arrayContaining(['400', '500']));
+        if (isPaid(payment)) expect(Object.keys(route.responses)).toEqual(expect.arrayContaining(['402', '503']));
+      }
+    });
+
+    it(`${service.id}: each route's example request passes the route's own schemas`, () => {
+      for (const { key, route } of listRoutes(service.router)) {
+        const example = routeMeta(route).example;
+        const parts = { params: route.pathParams, query: route.query, body: 'body' in route ? route.body : undefined };
+        for (const [part, schema] of Object.entries(parts)) {
+          const value = example?.[part as keyof typeof example];
+          if (value === undefined || !isZodType(schema)) continue;
+          const result = schema.safeParse(value);
+          expect(result.success, `${key}.${part}: ${JSON.stringify(!result.success && result.error.issues)}`).toBe(true);
+        }
+      }
+    });
+  }
+
+  it('education charges the spec prices', () => {
+    const prices = Object.fromEntries(listRoutes(services[0].router).map(({ key, route }) => [key, routeMeta(route).payment]));
+    expect(prices).toEqual({
+      catalog: { kind: 'free' },
+      course: { kind: 'free' },
+      lesson: { kind: 'fixed', usd: '0.05' },
+      quiz: {
+        kind: 'tiered',
+        tiers: [
+          { id: 'generate', usd: '0.03', description: 'generate a quiz for a lesson' },
+          { id: 'grade', usd: '0', description: 'grade answers to a quiz you generated' },
+        ],
+      },
+      exercise: { kind: 'fixed', usd: '0.05' },
+      tutor: { kind: 'fixed', usd: '0.03' },
+    });
+  });
+});
+
+describe('OpenAPI documents', () => {
+  it('are committed exactly as the contracts generate them (run `npm run openapi` after changing a contract)', () => {
+    for (const [file, text] of Object.entries(renderDocuments())) expect(committed(file), file).toBe(text);
+    expect(committed('README.md')).toBe(renderIndex());
+  });
+
+  it('document prices, the 402 quote header and the error envelope', () => {
+    for (const service of services) {
+      const document = JSON.parse(committed(`${service.id}.json`));
+      expect(document.components.schemas.ErrorEnvelope.required).toEqual(['error', 'requestId']);
+      for (const { key, route } of listRoutes(service.router)) {
+        const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+        const operation = document.paths[path][route.method.toLowerCase()];
+        expect(operation.operationId).toBe(`${service.id}.${key}`);
+        const payment = routeMeta(route).payment;
+        expect(operation['x-payment'].kind).toBe(payment.kind);
+        expect(operation.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ErrorEnvelope' });
+        if (isPaid(payment)) {
+          expect(operation.responses['402'].headers['PAYMENT-REQUIRED']).toBeDefined();
+          expect(usdToAtomic(operation['x-payment'].maxUsd)).toBeGreaterThan(0n);
+        } else {
+          expect(operation.responses['402']).toBeUndefined();
+        }
+        if (operation.requestBody) expect(operation.requestBody.content['application/json'].example).toEqual(routeMeta(route).example?.body);
+      }
+    }
+  });
+
+  it('pass the Redocly linter with no error or warning', async () => {
+    const files = services.map((s) => `openapi/${s.id}.json`);
+    const { stdout, stderr } = await run(process.execPath, ['node_modules/@redocly/cli/bin/cli.js', 'lint', '--format=stylish', ...files], {
+      cwd: new URL('..', import.meta.url),
+    });
+    const output = stdout + stderr;
+    // Problems print as "line:column  error|warning  rule  message"; a non-zero exit would have thrown.
+    expect(output).not.toMatch(/\d+:\d+\s+(error|warning)\s/);
+    for (const file of files) expect(output).toContain(`${file}: validated`);
+  }, 120_000);
+});
