@@ -33,7 +33,9 @@ export class ConfigError extends Error {
 }
 
 /** Reads and checks the environment once, at start; every bad value is named with what is wrong. */
-export function loadConfig(ids: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(ids: readonly string[], environment: NodeJS.ProcessEnv = process.env): Config {
+  // An empty variable (FOO= in an env file) means unset, as most tools read it.
+  const env = Object.fromEntries(Object.entries(environment).filter(([, value]) => value !== '')) as NodeJS.ProcessEnv;
   const problems: string[] = [];
   const base = Env.safeParse(env);
   if (!base.success) for (const issue of base.error.issues) problems.push(`${issue.path.join('.')}: ${issue.message}`);

@@ -25,7 +25,7 @@ async function main() {
   const logger = createLogger(config.LOG_LEVEL);
   mkdirSync(config.DATA_DIR, { recursive: true });
   const database = await openDatabase(config.DATABASE_URL ? { url: config.DATABASE_URL } : { dataDir: join(config.DATA_DIR, 'db') });
-  const reasoner = reasonerFromEnv();
+  const reasoner = reasonerFromEnv({ LLM_BASE_URL: config.LLM_BASE_URL, LLM_MODEL: config.LLM_MODEL, LLM_API_KEY: config.LLM_API_KEY });
 
   const running: { id: string; title: string; server: RunningServer; publicUrl: string; payTo: string }[] = [];
   for (const service of mounted) {
