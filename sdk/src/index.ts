@@ -2,4 +2,10 @@ export { createClient, createServiceClient, buildUrl } from './client';
 export type { AgentEconomyClient, ClientOptions, RouteArgs, RouteMethod, RouteResult, ServiceClient, ServiceKey } from './client';
 export type { HttpResponse, RequestOptions } from './http';
 export * from './errors';
-export { decodeX402Header, type PaymentRequired, type PaymentRequirements } from '@agent-economy/contracts';
+export {
+  atomicToUsd,
+  decodeX402Header,
+  usdToAtomic,
+  type PaymentRequired,
+  type PaymentRequirements,
+} from '@agent-economy/contracts';
