@@ -81,6 +81,10 @@ function decorate(serviceId: string, key: string, route: AppRoute, operation: Op
       },
     ];
   }
+  if (meta.auth === 'siwx') {
+    operation.security = [{ siwx: [] }];
+    operation.description += '\n\nCaller identity: SIGN-IN-WITH-X header (CAIP-122 / SIWS wallet proof); a missing or failed proof is 401 siwx_invalid.';
+  }
   if (operation.requestBody) {
     operation.requestBody.required = true;
     operation.requestBody.description = 'JSON request body';
@@ -90,7 +94,7 @@ function decorate(serviceId: string, key: string, route: AppRoute, operation: Op
   for (const [status, response] of Object.entries<Operation>(operation.responses)) {
     const code = Number(status);
     response.description = STATUS_TEXT[status] ?? response.description;
-    if (code >= 400) response.content = { 'application/json': { schema: ERROR_REF } };
+    if (code >= 400 && meta.wire !== 'x402') response.content = { 'application/json': { schema: ERROR_REF } };
     if (code === 402) {
       response.headers = {
         'PAYMENT-REQUIRED': { description: 'base64 JSON x402 v2 PaymentRequired: what to pay, to whom, on which network', schema: { type: 'string' } },
@@ -146,8 +150,24 @@ export function buildOpenApiDocument(service: ServiceDefinition, options: { serv
   const errorSchema = generateSchema(ErrorEnvelope as any) as Record<string, unknown>;
   tidySchemas(document.paths);
   tidySchemas(errorSchema);
+  const usesSiwx = listRoutes(service.router).some(({ route }) => routeMeta(route).auth === 'siwx');
   return {
     ...document,
-    components: { ...document.components, schemas: { ...document.components?.schemas, ErrorEnvelope: errorSchema } },
+    components: {
+      ...document.components,
+      schemas: { ...document.components?.schemas, ErrorEnvelope: errorSchema },
+      ...(usesSiwx
+        ? {
+            securitySchemes: {
+              siwx: {
+                type: 'apiKey',
+                in: 'header',
+                name: 'SIGN-IN-WITH-X',
+                description: 'base64 JSON CAIP-122 / Sign-In-With-Solana proof of wallet ownership, Ed25519 signature in base58',
+              },
+            },
+          }
+        : {}),
+    },
   } as OpenApiDocument;
 }

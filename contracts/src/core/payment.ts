@@ -26,8 +26,14 @@ export interface RouteExample {
 
 export interface RouteMeta {
   payment: PaymentMeta;
+  /** 'siwx': the caller proves a wallet with the SIGN-IN-WITH-X header; a bad or missing proof is 401 siwx_invalid. */
   auth?: CallerAuth;
   example?: RouteExample;
+  /**
+   * 'x402': errors follow the x402 wire format declared on the route (the facilitator's /verify,
+   * /settle and /supported), not the error envelope.
+   */
+  wire?: 'x402';
 }
 
 function checkUsd(usd: string): string {

@@ -1,4 +1,8 @@
 import { z } from 'zod';
+import { ErrorEnvelope } from '../core/errors';
+import { Timestamp } from '../core/chain';
+
+// Schemas several services share. A service's own schemas live in its own file.
 
 /** Which engine produced an AI output: the built-in rules engine or an LLM behind an OpenAI-compatible API. */
 export interface Generator {
@@ -8,3 +12,35 @@ export interface Generator {
 export const Generator: z.ZodType<Generator> = z
   .object({ engine: z.enum(['builtin', 'llm']), model: z.string() })
   .describe('which engine produced this output');
+
+/** Where a data service's answer came from, so simulated data is never mistaken for live data. */
+export interface DataSource {
+  /** live: third-party APIs or a real cluster; embedded: the local ledger or the seeded market model. */
+  mode: 'live' | 'embedded';
+  providers: string[];
+  asOf: string;
+}
+export const DataSource: z.ZodType<DataSource> = z
+  .object({
+    mode: z.enum(['live', 'embedded']),
+    providers: z.array(z.string()).describe('the upstream sources read, e.g. "coingecko" or "local-ledger"'),
+    asOf: Timestamp.describe('when the data was read'),
+  })
+  .describe('where the data came from');
+
+/** Query of every list that can grow: `limit` (1 to 100, default 20) and an opaque `cursor` from `nextCursor`. */
+export const PageQuery = {
+  limit: z.coerce.number().int().min(1).max(100).default(20).describe('items per page, 1 to 100'),
+  cursor: z.string().min(1).max(200).optional().describe('the nextCursor of the previous page'),
+};
+
+/** A page of items; `nextCursor` is null on the last page. */
+export function page<T extends z.ZodTypeAny>(item: T) {
+  return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+}
+
+/** Responses of a route that only an identified caller may use (SIGN-IN-WITH-X): 401 bad or missing proof, 403 not yours. */
+export const authErrors = {
+  401: ErrorEnvelope,
+  403: ErrorEnvelope,
+} as const;
