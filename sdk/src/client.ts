@@ -80,7 +80,8 @@ export function buildUrl(baseUrl: string, route: AppRoute, args: { params?: unkn
 }
 
 function routeMethod(route: AppRoute, baseUrl: string, settings: TransportSettings, baseHeaders: Record<string, string>) {
-  const call = (args: Partial<RouteArgs<AppRoute>> = {}, options: RequestOptions = {}) => {
+  // async, so that a bad path parameter rejects the returned promise rather than throwing synchronously
+  const call = async (args: Partial<RouteArgs<AppRoute>> = {}, options: RequestOptions = {}) => {
     const { params, query, body, headers } = args as { params?: unknown; query?: unknown; body?: unknown; headers?: Record<string, string> };
     return send(
       { method: route.method, url: buildUrl(baseUrl, route, { params, query }), body: route.method === 'GET' ? undefined : (body ?? {}), headers: { ...baseHeaders, ...headers } },
@@ -117,7 +118,8 @@ export function createServiceClient<R extends AppRouter>(
 
 function envUrl(id: string): string | undefined {
   const env = typeof process === 'undefined' ? undefined : process.env;
-  return env?.[`AGENT_ECONOMY_${id.toUpperCase().replace(/-/g, '_')}_URL`];
+  // An empty variable (FOO= in an env file) means unset, as in the servers' configuration.
+  return env?.[`AGENT_ECONOMY_${id.toUpperCase().replace(/-/g, '_')}_URL`] || undefined;
 }
 
 /** The whole economy: one typed sub-client per service, each at its configured or default address. */

@@ -87,7 +87,8 @@ export async function send(request: HttpRequest, options: RequestOptions, settin
   const headers: Record<string, string> = { accept: 'application/json', ...request.headers, ...options.headers };
   if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
   const paid = Object.keys(headers).some((h) => h.toLowerCase() === PAYMENT_SIGNATURE_HEADER);
-  const idempotent = IDEMPOTENT.has(request.method) || options.idempotencyKey !== undefined;
+  // Only a key actually sent makes a POST safe to retry; an empty one is not sent.
+  const idempotent = IDEMPOTENT.has(request.method) || Boolean(options.idempotencyKey);
   const maxRetries = paid ? 0 : (options.maxRetries ?? settings.maxRetries);
   const timeoutMs = options.timeoutMs ?? settings.timeoutMs;
 
