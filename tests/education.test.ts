@@ -179,3 +179,26 @@ describe('bad input gets a 400 naming the field, and stores nothing', () => {
     expect(error.fields).toEqual([{ field: 'params.courseId', message: 'must be a lowercase slug such as "tool-use"' }]);
   });
 });
+
+describe('a deployment with its own prices', () => {
+  let repriced: RunningService;
+  beforeAll(async () => {
+    repriced = await startService((context) => createEducationApp({ ...context, prices: { lesson: { kind: 'fixed', usd: '0.04' }, catalog: { kind: 'fixed', usd: '0.001' } } }));
+  });
+  afterAll(() => repriced?.close());
+
+  it('quotes, describes and documents the overridden prices alike', async () => {
+    const lesson = await repriced.client.education.lesson({ body: { courseId: 'rag', lessonId: 'chunking' } }).catch((e) => e);
+    expect(lesson.quote.accepts[0].amount).toBe('40000');
+    const catalog = await repriced.client.education.catalog().catch((e) => e);
+    expect(catalog).toBeInstanceOf(PaymentRequiredError);
+    expect(catalog.quote.accepts[0].amount).toBe('1000');
+    const card = (await fetch(`${repriced.url}/.well-known/agent-card.json`).then((r) => r.json())) as any;
+    expect(card.skills[0]).toMatchObject({ name: 'GET /api/catalog', tags: ['x402', 'education', 'paid'] });
+    const document = (await fetch(`${repriced.url}/openapi.json`).then((r) => r.json())) as any;
+    expect(document.paths['/api/lesson'].post['x-payment']).toMatchObject({ kind: 'fixed', usd: '0.04' });
+    // The contract itself is untouched: the default deployment still charges the spec's price.
+    const original = await education().lesson({ body: { courseId: 'rag', lessonId: 'chunking' } }).catch((e) => e);
+    expect(original.quote.accepts[0].amount).toBe('50000');
+  });
+});

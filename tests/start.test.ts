@@ -90,8 +90,15 @@ describe('npm start', () => {
   }, 240_000);
 
   it('refuses bad configuration with a message naming each variable', async () => {
-    const run = start({ EDUCATION_PORT: 'eighty', SOLANA_NETWORK: 'devnet', LLM_BASE_URL: 'http://127.0.0.1:1/v1' });
+    const run = start({
+      EDUCATION_PORT: 'eighty',
+      SOLANA_NETWORK: 'devnet',
+      LLM_BASE_URL: 'http://127.0.0.1:1/v1',
+      EDUCATION_PRICES: '{"lesso":"0.04","tutor":"ten cents"}',
+    });
     expect(await run.exit).toBe(2);
+    expect(run.output()).toContain('EDUCATION_PRICES: "lesso" is not a route of education');
+    expect(run.output()).toContain('EDUCATION_PRICES: "tutor": usd must be a USD decimal string');
     expect(run.output()).toContain('EDUCATION_PORT: must be a port number 0-65535');
     expect(run.output()).toContain('SOLANA_NETWORK: must be a CAIP-2 chain id');
     expect(run.output()).toContain('LLM_MODEL: required when LLM_BASE_URL is set');

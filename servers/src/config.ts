@@ -1,6 +1,16 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Caip2Network, DEFAULT_PORTS, SOLANA_DEVNET, SolanaAddress, USDC_DEVNET } from '@agent-economy/contracts';
+import {
+  Caip2Network,
+  DEFAULT_PORTS,
+  PaymentMetaSchema,
+  SOLANA_DEVNET,
+  SolanaAddress,
+  USDC_DEVNET,
+  listRoutes,
+  type PaymentMeta,
+  type ServiceDefinition,
+} from '@agent-economy/contracts';
 import { z } from 'zod';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
@@ -24,16 +34,48 @@ const Env = z.object({
   LLM_API_KEY: z.string().optional(),
 });
 
-export type Config = z.infer<typeof Env> & {
-  services: Record<string, { port: number; publicUrl: string; walletSecret?: string }>;
-};
+export interface ServiceSettings {
+  port: number;
+  publicUrl: string;
+  walletSecret?: string;
+  prices?: Record<string, PaymentMeta>;
+}
+
+export type Config = z.infer<typeof Env> & { services: Record<string, ServiceSettings> };
+
+/**
+ * `<ID>_PRICES`: a JSON object from route key to a USD string (a fixed price) or full payment metadata,
+ * e.g. {"lesson":"0.04","quiz":{"kind":"tiered","tiers":[…]}}. Returns the prices or the problems found.
+ */
+function parsePrices(name: string, text: string, service: ServiceDefinition): Record<string, PaymentMeta> | string[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return [`${name}: must be a JSON object of route key to price`];
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return [`${name}: must be a JSON object of route key to price`];
+  const keys = new Set(listRoutes(service.router).map((r) => r.key));
+  const problems: string[] = [];
+  const prices: Record<string, PaymentMeta> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (!keys.has(key)) {
+      problems.push(`${name}: "${key}" is not a route of ${service.id} (routes: ${[...keys].join(', ')})`);
+      continue;
+    }
+    const parsed = PaymentMetaSchema.safeParse(typeof value === 'string' ? { kind: 'fixed', usd: value } : value);
+    if (parsed.success) prices[key] = parsed.data;
+    else problems.push(`${name}: "${key}": ${parsed.error.issues.map((i) => `${i.path.join('.') || 'price'} ${i.message}`).join('; ')}`);
+  }
+  return problems.length ? problems : prices;
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
 /** Reads and checks the environment once, at start; every bad value is named with what is wrong. */
-export function loadConfig(ids: readonly string[], environment: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(mounted: readonly ServiceDefinition[], environment: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable (FOO= in an env file) means unset, as most tools read it.
   const env = Object.fromEntries(Object.entries(environment).filter(([, value]) => value !== '')) as NodeJS.ProcessEnv;
   const problems: string[] = [];
@@ -42,18 +84,24 @@ export function loadConfig(ids: readonly string[], environment: NodeJS.ProcessEn
   if (env.LLM_BASE_URL && !env.LLM_MODEL) problems.push('LLM_MODEL: required when LLM_BASE_URL is set');
 
   const services: Config['services'] = {};
-  for (const id of ids) {
+  for (const service of mounted) {
+    const id = service.id;
     const prefix = envPrefix(id);
     const port = Port.safeParse(env[`${prefix}_PORT`] ?? DEFAULT_PORTS[id as keyof typeof DEFAULT_PORTS]);
-    if (!port.success) {
-      problems.push(`${prefix}_PORT: must be a port number 0-65535`);
-      continue;
-    }
+    if (!port.success) problems.push(`${prefix}_PORT: must be a port number 0-65535`);
     const host = base.success ? base.data.HOST : '127.0.0.1';
-    const publicUrl = env[`${prefix}_PUBLIC_URL`] ?? `http://${host}:${port.data}`;
+    const publicUrl = env[`${prefix}_PUBLIC_URL`] ?? `http://${host}:${port.data ?? 0}`;
     if (!z.string().url().safeParse(publicUrl).success) problems.push(`${prefix}_PUBLIC_URL: must be an absolute URL`);
     const walletSecret = env[`${prefix}_WALLET_SECRET`];
-    services[id] = { port: port.data, publicUrl, ...(walletSecret ? { walletSecret } : {}) };
+    const pricesText = env[`${prefix}_PRICES`];
+    const prices = pricesText ? parsePrices(`${prefix}_PRICES`, pricesText, service) : undefined;
+    if (Array.isArray(prices)) problems.push(...prices);
+    services[id] = {
+      port: port.data ?? 0,
+      publicUrl,
+      ...(walletSecret ? { walletSecret } : {}),
+      ...(prices && !Array.isArray(prices) ? { prices } : {}),
+    };
   }
   if (problems.length || !base.success) {
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);

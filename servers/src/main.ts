@@ -14,7 +14,7 @@ async function main() {
   const mounted = registry.filter((s) => serviceApps[s.id]);
   let config;
   try {
-    config = loadConfig(mounted.map((s) => s.id));
+    config = loadConfig(mounted);
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);
@@ -39,6 +39,7 @@ async function main() {
       logger,
       reasoner,
       publicUrl: settings.publicUrl,
+      ...(settings.prices ? { prices: settings.prices } : {}),
       paywall: {
         payTo: wallet.address,
         network: config.SOLANA_NETWORK,

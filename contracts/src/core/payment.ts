@@ -1,4 +1,8 @@
+import type { AppRouter } from '@ts-rest/core';
+import { isAppRoute } from '@ts-rest/core';
+import { z } from 'zod';
 import { UsdAmount, usdToAtomic } from './money';
+import type { ServiceDefinition } from './service';
 
 /** A price the server chooses per request, e.g. by the wallet's activity or by what the request asks for. */
 export interface PriceTier {
@@ -79,4 +83,30 @@ export function routeMeta(route: { metadata?: unknown }): RouteMeta {
   const meta = route.metadata as RouteMeta | undefined;
   if (!meta?.payment) throw new Error('route has no metadata.payment');
   return meta;
+}
+
+const PriceTierSchema = z.object({ id: z.string().min(1), usd: UsdAmount, description: z.string() }).strict();
+/** A route's payment metadata as an operator writes it to override a price. */
+export const PaymentMetaSchema: z.ZodType<PaymentMeta> = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('free') }).strict(),
+  z.object({ kind: z.literal('fixed'), usd: UsdAmount }).strict(),
+  z.object({ kind: z.literal('adaptive'), minUsd: UsdAmount, maxUsd: UsdAmount }).strict(),
+  z.object({ kind: z.literal('tiered'), tiers: z.array(PriceTierSchema).min(1) }).strict(),
+]);
+
+/**
+ * The service with some routes re-priced for one deployment (route key -> payment metadata). The
+ * paywall, descriptor and documents all read the result, so they cannot disagree.
+ */
+export function withPrices<S extends ServiceDefinition>(service: S, overrides: Record<string, PaymentMeta>): S {
+  if (!Object.keys(overrides).length) return service;
+  const reprice = (router: AppRouter, prefix: string): AppRouter =>
+    Object.fromEntries(
+      Object.entries(router).map(([key, value]) => {
+        if (!isAppRoute(value)) return [key, reprice(value as AppRouter, `${prefix}${key}.`)];
+        const payment = overrides[prefix + key];
+        return [key, payment ? { ...value, metadata: { ...(value.metadata as object), payment } } : value];
+      }),
+    );
+  return { ...service, router: reprice(service.router, '') };
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppRoute, AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';
-import { buildAgentCard, listRoutes, type ServiceDefinition } from '@agent-economy/contracts';
+import { buildAgentCard, listRoutes, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
 import { buildOpenApiDocument } from '@agent-economy/openapi';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Kysely } from 'kysely';
@@ -24,6 +24,8 @@ export interface ServiceAppOptions<R extends AppRouter> {
   db: Kysely<any>;
   logger: Logger;
   paywall: PaywallConfig;
+  /** Route prices of this deployment that differ from the contract's, by route key. */
+  prices?: Record<string, PaymentMeta>;
   /** Price resolvers for routes whose price depends on the request (tiered or adaptive), by route key. */
   pricing?: Partial<Record<keyof R & string, PriceResolver>>;
   /**
@@ -44,7 +46,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * health, then the contract's routes with input validated first and payment second.
  */
 export function createServiceApp<R extends AppRouter>(options: ServiceAppOptions<R>): express.Express {
-  const { service, logger, db } = options;
+  const { logger, db } = options;
+  const service = withPrices(options.service, options.prices ?? {});
   const publicUrl = options.publicUrl.replace(/\/+$/, '');
   const metrics = createMetrics(service.id);
   const routeKeys = new Map(listRoutes(service.router).map(({ key, route }) => [route, key]));

@@ -1,3 +1,4 @@
+import type { PaymentMeta } from '@agent-economy/contracts';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Reasoner } from '../ai';
@@ -10,4 +11,6 @@ export interface ServiceContext {
   reasoner: Reasoner;
   publicUrl: string;
   paywall: PaywallConfig;
+  /** This deployment's prices by route key, where they differ from the contract's (`<ID>_PRICES`). */
+  prices?: Record<string, PaymentMeta>;
 }

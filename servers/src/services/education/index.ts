@@ -18,6 +18,7 @@ export async function createEducationApp(context: ServiceContext) {
     db: context.db,
     logger: context.logger,
     paywall: context.paywall,
+    ...(context.prices ? { prices: context.prices } : {}),
     // Generating a quiz is the paid act; grading answers to a quiz already bought is free.
     pricing: { quiz: ({ body }) => ({ tier: body.action }) },
     // Unknown lessons and questions the material does not cover fail before the 402, not after payment.
