@@ -30,6 +30,13 @@ const STATUS_TEXT: Record<string, string> = {
   '503': 'Settlement or a dependency is unavailable: nothing was charged; retry after the Retry-After header',
 };
 
+/** x402 wire routes answer errors in the x402 shape the route declares, not the envelope. */
+const X402_STATUS_TEXT: Record<string, string> = {
+  '400': 'Malformed request: the x402 body names the reason (invalid_payload, invalid_payment_requirements, invalid_x402_version)',
+  '500': 'Unexpected failure, in the x402 shape',
+  '503': 'The chain is unreachable, in the x402 shape; retry after the Retry-After header',
+};
+
 const ERROR_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
 
 type Operation = Record<string, any>;
@@ -51,7 +58,7 @@ function priceText(route: AppRoute): string {
     case 'fixed':
       return `Price: ${payment.usd} USD per call.`;
     case 'adaptive':
-      return `Price: adaptive, ${payment.minUsd} to ${payment.maxUsd} USD depending on demand.`;
+      return `Price: ${payment.minUsd} to ${payment.maxUsd} USD, set per request (adaptive).`;
     case 'tiered':
       return `Price by tier: ${payment.tiers.map((t) => `${t.id} ${t.usd} USD (${t.description})`).join('; ')}.`;
   }
@@ -93,7 +100,8 @@ function decorate(serviceId: string, key: string, route: AppRoute, operation: Op
 
   for (const [status, response] of Object.entries<Operation>(operation.responses)) {
     const code = Number(status);
-    response.description = STATUS_TEXT[status] ?? response.description;
+    response.description =
+      meta.wire === 'x402' && code >= 400 ? (X402_STATUS_TEXT[status] ?? response.description) : (STATUS_TEXT[status] ?? response.description);
     if (code >= 400 && meta.wire !== 'x402') response.content = { 'application/json': { schema: ERROR_REF } };
     if (code === 402) {
       response.headers = {

@@ -126,9 +126,9 @@ function envUrl(id: string): string | undefined {
 export function createClient(options: ClientOptions = {}): AgentEconomyClient {
   const host = (options.host ?? 'http://127.0.0.1').replace(/\/+$/, '');
   return Object.fromEntries(
-    services.map((service) => {
+    services.map((service: ServiceDefinition & { id: ServiceKey }) => {
       const baseUrl = options.baseUrls?.[service.id] ?? envUrl(service.id) ?? `${host}:${DEFAULT_PORTS[service.id]}`;
       return [camelCase(service.id), createServiceClient(service, baseUrl, options)];
     }),
-  ) as AgentEconomyClient;
+  ) as unknown as AgentEconomyClient;
 }

@@ -44,7 +44,7 @@ export const PaymentRequirementsSchema: z.ZodType<PaymentRequirements> = z.objec
   amount: z.string().regex(/^\d+$/),
   asset: z.string().min(1),
   payTo: z.string().min(1),
-  maxTimeoutSeconds: z.number().int().positive(),
+  maxTimeoutSeconds: z.number().int().min(1),
   extra: z.record(z.unknown()).optional(),
 });
 
