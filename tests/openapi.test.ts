@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { isZodType } from '@ts-rest/core';
 import { describe, expect, it } from 'vitest';
-import { isPaid, listRoutes, routeMeta, services, usdToAtomic } from '@agent-economy/contracts';
-import { renderDocuments, renderIndex } from '../openapi/src/files';
+import { buildAgentCard, isPaid, listRoutes, routeMeta, services, usdToAtomic } from '@agent-economy/contracts';
+import { createClient } from '@agent-economy/sdk';
+import { renderDocuments, renderIndex, renderReadme } from '../openapi/src/files';
 
 const run = promisify(execFile);
 const committed = (file: string) => readFileSync(new URL(`../openapi/${file}`, import.meta.url), 'utf8');
@@ -38,6 +39,23 @@ describe('contracts', () => {
     });
   }
 
+  it('derive a descriptor and an SDK sub-client for every service', () => {
+    const client = createClient() as unknown as Record<string, Record<string, unknown>>;
+    for (const service of services) {
+      const routes = listRoutes(service.router);
+      const card = buildAgentCard(service, { url: 'https://example.test/svc' });
+      expect(card.skills.map((s) => s.id)).toEqual(routes.map((_, n) => `endpoint-${n}`));
+      expect(card.skills.map((s) => s.name)).toEqual(routes.map(({ route }) => `${route.method} ${route.path}`));
+      for (const skill of card.skills) expect(skill.tags).toContain('x402');
+      const sub = client[service.id.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())]!;
+      for (const { key } of routes) {
+        const method = key.split('.').reduce<any>((node, part) => node?.[part], sub);
+        expect(typeof method, `${service.id}.${key}`).toBe('function');
+        expect(typeof method.withResponse).toBe('function');
+      }
+    }
+  });
+
   it('education charges the spec prices', () => {
     const prices = Object.fromEntries(listRoutes(services.find((s) => s.id === 'education')!.router).map(({ key, route }) => [key, routeMeta(route).payment]));
     expect(prices).toEqual({
@@ -61,6 +79,8 @@ describe('OpenAPI documents', () => {
   it('are committed exactly as the contracts generate them (run `npm run openapi` after changing a contract)', () => {
     for (const [file, text] of Object.entries(renderDocuments())) expect(committed(file), file).toBe(text);
     expect(committed('README.md')).toBe(renderIndex());
+    const readme = committed('../README.md');
+    expect(readme).toBe(renderReadme(readme));
   });
 
   it('document prices, the 402 quote header and the error envelope', () => {
