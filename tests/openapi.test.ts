@@ -28,6 +28,8 @@ describe('contracts', () => {
     it(`${service.id}: each route's example request passes the route's own schemas`, () => {
       for (const { key, route } of listRoutes(service.router)) {
         const example = routeMeta(route).example;
+        const takesInput = (route.method !== 'GET' && 'body' in route) || route.path.includes(':');
+        if (takesInput) expect(example, `${key} has no example request`).toBeDefined();
         const parts = { params: route.pathParams, query: route.query, body: 'body' in route ? route.body : undefined };
         for (const [part, schema] of Object.entries(parts)) {
           const value = example?.[part as keyof typeof example];

@@ -225,6 +225,9 @@ describe('service surface', () => {
     const html = await page.text();
     expect(html).toContain("url: 'openapi.json'");
     expect(html).not.toMatch(/https?:\/\//);
+    const slash = await fetch(`${service.url}/docs/`, { redirect: 'manual' });
+    expect(slash.status).toBe(301);
+    expect(new URL(slash.headers.get('location')!, `${service.url}/docs/`).href).toBe(`${service.url}/docs`);
     const bundle = await fetch(`${service.url}/docs/assets/swagger-ui-bundle.js`);
     expect(bundle.status).toBe(200);
     expect((await bundle.text()).length).toBeGreaterThan(100_000);

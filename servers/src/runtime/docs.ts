@@ -8,7 +8,9 @@ export function docsRouter(title: string): Router {
   const router = express.Router();
   const assets: string = require('swagger-ui-dist').getAbsoluteFSPath();
   router.use('/docs/assets', express.static(assets, { index: false, maxAge: '1h' }));
-  router.get('/docs', (_req, res) => {
+  router.get('/docs', (req, res) => {
+    // The page's links are relative (it may sit behind a path prefix): /docs/ would resolve them wrongly.
+    if (req.path.endsWith('/')) return res.redirect(301, '../docs');
     res.type('html').send(`<!doctype html>
 <html lang="en">
 <head>
