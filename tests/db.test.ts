@@ -78,3 +78,19 @@ describe('PGlite on disk', () => {
     await second.close();
   });
 });
+
+describe('migrations beside another schema', () => {
+  it('create their tables in their own schema even when another schema has them already', async () => {
+    const [first, second] = [await testDatabase(), await testDatabase()];
+    try {
+      await migrate(first.db, 'demo', migrations);
+      await migrate(second.db, 'demo', migrations);
+      await second.db.insertInto('demo_entries').values({ id: 'own', amount: 1n }).execute();
+      expect(await second.db.selectFrom('demo_entries').selectAll().execute()).toEqual([{ id: 'own', amount: 1n }]);
+      expect(await first.db.selectFrom('demo_entries').selectAll().execute()).toEqual([]);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+});

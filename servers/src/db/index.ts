@@ -96,11 +96,15 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Datab
  * so services share one database without stepping on each other's history.
  */
 export async function migrate(db: Kysely<any>, scope: string, migrations: Record<string, Migration>): Promise<void> {
+  // Kysely looks for its migration tables in every schema unless told which one: with several schemas in
+  // one database (replicas of other deployments, parallel tests) it would find another schema's tables.
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
     migrationTableName: `${scope}_migrations`,
     migrationLockTableName: `${scope}_migrations_lock`,
+    migrationTableSchema: rows[0]!.schema,
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
