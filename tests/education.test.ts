@@ -183,7 +183,7 @@ describe('bad input gets a 400 naming the field, and stores nothing', () => {
 describe('a deployment with its own prices', () => {
   let repriced: RunningService;
   beforeAll(async () => {
-    repriced = await startService((context) => createEducationApp({ ...context, prices: { lesson: { kind: 'fixed', usd: '0.04' }, catalog: { kind: 'fixed', usd: '0.001' } } }));
+    repriced = await startService((context) => createEducationApp({ ...context, prices: { lesson: { kind: 'fixed', usd: '0.04' }, catalog: { kind: 'fixed', usd: '0.001' }, exercise: { kind: 'fixed', usd: '0.000' } } }));
   });
   afterAll(() => repriced?.close());
 
@@ -197,6 +197,9 @@ describe('a deployment with its own prices', () => {
     expect(card.skills[0]).toMatchObject({ name: 'GET /api/catalog', tags: ['x402', 'education', 'paid'] });
     const document = (await fetch(`${repriced.url}/openapi.json`).then((r) => r.json())) as any;
     expect(document.paths['/api/lesson'].post['x-payment']).toMatchObject({ kind: 'fixed', usd: '0.04' });
+    // A route priced at zero, however written, is free: it serves instead of quoting 0.
+    const exercise = await repriced.client.education.exercise({ body: { courseId: 'rag', lessonId: 'chunking' } });
+    expect(exercise.solution.length).toBeGreaterThan(0);
     // The contract itself is untouched: the default deployment still charges the spec's price.
     const original = await education().lesson({ body: { courseId: 'rag', lessonId: 'chunking' } }).catch((e) => e);
     expect(original.quote.accepts[0].amount).toBe('50000');

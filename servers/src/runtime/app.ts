@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppRoute, AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';
-import { buildAgentCard, listRoutes, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
+import { buildAgentCard, listRoutes, usdToAtomic, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
 import { buildOpenApiDocument } from '@agent-economy/openapi';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Kysely } from 'kysely';
@@ -130,7 +130,7 @@ export function createServiceApp<R extends AppRouter>(options: ServiceAppOptions
       await (options.preflight as Record<string, (request: ParsedRequest) => unknown> | undefined)?.[key]?.(parsed);
       const resolver = (options.pricing as Record<string, PriceResolver> | undefined)?.[key];
       const usd = await priceOf(route, parsed, resolver);
-      if (usd === '0') return next();
+      if (usdToAtomic(usd) === 0n) return next();
       metrics.payments.inc({ route: route.path });
       answerPaidRequest(req, res, options.paywall, publicUrl + req.originalUrl, route, usd, routed.requestId);
     } catch (error) {
