@@ -5,7 +5,7 @@ import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { UsdAmount } from '../core/money';
 import { isBase58OfLength, Timestamp } from '../core/chain';
-import { DataSource, Generator } from './shared';
+import { DataSource, Generator, DataServiceHealth } from './shared';
 
 const c = initContract();
 
@@ -150,19 +150,6 @@ export interface ConvictionInfo {
   limits: { compareMinTokens: number; compareMaxTokens: number };
   dataSources: string[];
   endpoints: { method: 'GET' | 'POST'; path: string; priceUsd: string; summary: string }[];
-}
-export interface ConvictionUpstreamStatus {
-  name: string;
-  status: 'ok' | 'failing' | 'unknown';
-  lastSuccessAt: string | null;
-}
-export interface ConvictionHealth {
-  status: 'ok' | 'degraded';
-  service: string;
-  version: string;
-  uptimeSeconds: number;
-  database: 'ok';
-  upstream: { mode: 'live' | 'embedded'; providers: ConvictionUpstreamStatus[] };
 }
 
 /** A token as the caller names it: a Solana mint address or a ticker such as BONK (case-insensitive). */
@@ -326,23 +313,6 @@ const ConvictionInfoSchema: z.ZodType<ConvictionInfo> = z.object({
     z.object({ method: z.enum(['GET', 'POST']), path: z.string(), priceUsd: UsdAmount.describe('"0" when free'), summary: z.string() }),
   ),
 });
-const ServiceHealthSchema: z.ZodType<ConvictionHealth> = z.object({
-  status: z.enum(['ok', 'degraded']).describe('degraded when an upstream provider is failing'),
-  service: z.string(),
-  version: z.string(),
-  uptimeSeconds: Count,
-  database: z.literal('ok'),
-  upstream: z.object({
-    mode: z.enum(['live', 'embedded']),
-    providers: z.array(
-      z.object({
-        name: z.string(),
-        status: z.enum(['ok', 'failing', 'unknown']).describe('from the last call to the provider; unknown before the first'),
-        lastSuccessAt: Timestamp.nullable(),
-      }),
-    ),
-  }),
-});
 
 const TokenBody = z.object({ token: TokenRef }).strict();
 const analysisErrors = { 404: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors } as const;
@@ -420,7 +390,7 @@ const router = c.router({
     description:
       'Liveness for monitors: free, because monitors poll it. Design: status degraded when an upstream provider’s last call ' +
       'failed (the service still answers from the others); 503 database_unavailable when the database does not answer.',
-    responses: { 200: ServiceHealthSchema, 503: ErrorEnvelope, ...standardErrors },
+    responses: { 200: DataServiceHealth, 503: ErrorEnvelope, ...standardErrors },
     metadata: { payment: free(), example: {} } satisfies RouteMeta,
   },
 });

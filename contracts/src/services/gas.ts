@@ -4,7 +4,7 @@ import { defineService } from '../core/service';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { SolanaAddress, Timestamp } from '../core/chain';
-import { DataSource } from './shared';
+import { DataSource, DataServiceHealth } from './shared';
 
 const c = initContract();
 
@@ -115,19 +115,6 @@ export interface FeeHistory {
   trend: { direction: 'rising' | 'falling' | 'flat'; slopePerSlot: number; changePercent: number };
   perBlock: BlockFee[];
   source: DataSource;
-}
-export interface GasUpstreamStatus {
-  name: string;
-  status: 'ok' | 'failing' | 'unknown';
-  lastSuccessAt: string | null;
-}
-export interface GasHealth {
-  status: 'ok' | 'degraded';
-  service: string;
-  version: string;
-  uptimeSeconds: number;
-  database: 'ok';
-  upstream: { mode: 'live' | 'embedded'; providers: GasUpstreamStatus[] };
 }
 
 const UrgencySchema = z.enum(['low', 'normal', 'high', 'urgent']);
@@ -270,23 +257,6 @@ const FeeHistorySchema: z.ZodType<FeeHistory> = z.object({
   }),
   perBlock: z.array(z.object({ slot: Slot, prioritizationFee: MicroLamports })).describe('oldest first'),
   source: DataSource,
-});
-const ServiceHealthSchema: z.ZodType<GasHealth> = z.object({
-  status: z.enum(['ok', 'degraded']).describe('degraded when an upstream provider is failing'),
-  service: z.string(),
-  version: z.string(),
-  uptimeSeconds: Count,
-  database: z.literal('ok'),
-  upstream: z.object({
-    mode: z.enum(['live', 'embedded']),
-    providers: z.array(
-      z.object({
-        name: z.string(),
-        status: z.enum(['ok', 'failing', 'unknown']).describe('from the last call to the provider; unknown before the first'),
-        lastSuccessAt: Timestamp.nullable(),
-      }),
-    ),
-  }),
 });
 
 const Accounts = z
@@ -441,7 +411,7 @@ const router = c.router({
     description:
       'Liveness for monitors: free. Design: status degraded when the chain RPC’s last call failed; 503 ' +
       'database_unavailable when the database does not answer.',
-    responses: { 200: ServiceHealthSchema, 503: ErrorEnvelope, ...standardErrors },
+    responses: { 200: DataServiceHealth, 503: ErrorEnvelope, ...standardErrors },
     metadata: { payment: free(), example: {} } satisfies RouteMeta,
   },
 });

@@ -44,3 +44,38 @@ export const authErrors = {
   401: ErrorEnvelope,
   403: ErrorEnvelope,
 } as const;
+
+/** A provider a data service reads, as its health route reports it. */
+export interface UpstreamStatus {
+  name: string;
+  status: 'ok' | 'failing' | 'unknown';
+  lastSuccessAt: string | null;
+}
+
+/** The health body of a data service whose contract declares its own health route. */
+export interface DataServiceHealth {
+  status: 'ok' | 'degraded';
+  service: string;
+  version: string;
+  uptimeSeconds: number;
+  database: 'ok';
+  upstream: { mode: 'live' | 'embedded'; providers: UpstreamStatus[] };
+}
+
+export const DataServiceHealth: z.ZodType<DataServiceHealth> = z.object({
+  status: z.enum(['ok', 'degraded']).describe('degraded when an upstream provider is failing'),
+  service: z.string(),
+  version: z.string(),
+  uptimeSeconds: z.number().int().min(0),
+  database: z.literal('ok'),
+  upstream: z.object({
+    mode: z.enum(['live', 'embedded']),
+    providers: z.array(
+      z.object({
+        name: z.string(),
+        status: z.enum(['ok', 'failing', 'unknown']).describe('from the last call to the provider; unknown before the first'),
+        lastSuccessAt: Timestamp.nullable(),
+      }),
+    ),
+  }),
+});
