@@ -1,9 +1,11 @@
 import type { AppRoute, AppRouter, ClientInferResponseBody, PartialClientInferRequest, SuccessfulHttpStatusCode } from '@ts-rest/core';
 import { isAppRoute } from '@ts-rest/core';
 import type { AxiosInstance } from 'axios';
-import { DEFAULT_PORTS, services, type Service, type ServiceDefinition } from '@agent-economy/contracts';
+import { DEFAULT_PORTS, SIGN_IN_WITH_X_HEADER, services, type RouteMeta, type Service, type ServiceDefinition } from '@agent-economy/contracts';
+import { createSiwxHeader } from './auth/siwx';
 import { AgentEconomyError } from './errors';
 import { send, type HttpResponse, type RequestOptions, type TransportSettings } from './http';
+import type { Signer } from './wallet';
 
 /** What a route takes: its path params, query, body and declared headers, typed from the contract. */
 export type RouteArgs<R extends AppRoute> = Omit<
@@ -47,6 +49,15 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** A preconfigured axios instance (proxies, agents, interceptors). */
   axios?: AxiosInstance;
+  /** Your wallet: proves who calls on routes that need it (SIGN-IN-WITH-X), and later pays. */
+  wallet?: Signer;
+  /** CAIP-2 id of the Solana network the services run on; default devnet's. */
+  network?: string;
+}
+
+interface Identity {
+  wallet?: Signer;
+  network?: string;
 }
 
 const camelCase = (id: string) => id.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
@@ -79,25 +90,42 @@ export function buildUrl(baseUrl: string, route: AppRoute, args: { params?: unkn
   return `${baseUrl.replace(/\/+$/, '')}${path}${query ? `?${query}` : ''}`;
 }
 
-function routeMethod(route: AppRoute, baseUrl: string, settings: TransportSettings, baseHeaders: Record<string, string>) {
+function routeMethod(route: AppRoute, baseUrl: string, settings: TransportSettings, baseHeaders: Record<string, string>, identity: Identity) {
+  const needsProof = (route.metadata as RouteMeta | undefined)?.auth === 'siwx';
   // async, so that a bad path parameter rejects the returned promise rather than throwing synchronously
   const call = async (args: Partial<RouteArgs<AppRoute>> = {}, options: RequestOptions = {}) => {
     const { params, query, body, headers } = args as { params?: unknown; query?: unknown; body?: unknown; headers?: Record<string, string> };
+    const url = buildUrl(baseUrl, route, { params, query });
+    const { wallet, network } = identity;
+    // A fresh proof for every attempt: the service accepts each nonce once.
+    const proof =
+      needsProof && wallet
+        ? async () => ({ [SIGN_IN_WITH_X_HEADER]: await createSiwxHeader(wallet, { url, ...(network ? { chainId: network } : {}) }) })
+        : undefined;
     return send(
-      { method: route.method, url: buildUrl(baseUrl, route, { params, query }), body: route.method === 'GET' ? undefined : (body ?? {}), headers: { ...baseHeaders, ...headers } },
+      { method: route.method, url, body: route.method === 'GET' ? undefined : (body ?? {}), headers: { ...baseHeaders, ...headers } },
       options,
       settings,
+      proof,
     );
   };
   const method = async (args?: Partial<RouteArgs<AppRoute>>, options?: RequestOptions) => (await call(args, options)).data;
   return Object.assign(method, { withResponse: call });
 }
 
-function buildServiceClient(router: AppRouter, baseUrl: string, settings: TransportSettings, headers: Record<string, string>): Record<string, unknown> {
+function buildServiceClient(
+  router: AppRouter,
+  baseUrl: string,
+  settings: TransportSettings,
+  headers: Record<string, string>,
+  identity: Identity,
+): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(router).map(([key, value]) => [
       key,
-      isAppRoute(value) ? routeMethod(value, baseUrl, settings, headers) : buildServiceClient(value as AppRouter, baseUrl, settings, headers),
+      isAppRoute(value)
+        ? routeMethod(value, baseUrl, settings, headers, identity)
+        : buildServiceClient(value as AppRouter, baseUrl, settings, headers, identity),
     ]),
   );
 }
@@ -113,7 +141,8 @@ export function createServiceClient<R extends AppRouter>(
     maxRetries: options.maxRetries ?? 2,
     ...(options.axios ? { axios: options.axios } : {}),
   };
-  return buildServiceClient(service.router, baseUrl, settings, options.headers ?? {}) as ServiceClient<R>;
+  const identity: Identity = { ...(options.wallet ? { wallet: options.wallet } : {}), ...(options.network ? { network: options.network } : {}) };
+  return buildServiceClient(service.router, baseUrl, settings, options.headers ?? {}, identity) as ServiceClient<R>;
 }
 
 function envUrl(id: string): string | undefined {

@@ -82,7 +82,13 @@ function flatHeaders(headers: unknown): Record<string, string> {
  * idempotent requests, 429 and 503 (the service did nothing) for any request. A request carrying a
  * payment is never retried: paying twice for one call is worse than failing once.
  */
-export async function send(request: HttpRequest, options: RequestOptions, settings: TransportSettings): Promise<HttpResponse> {
+export async function send(
+  request: HttpRequest,
+  options: RequestOptions,
+  settings: TransportSettings,
+  /** Headers made anew for each attempt, e.g. a SIGN-IN-WITH-X proof whose nonce is good once. */
+  perAttempt?: () => Promise<Record<string, string>>,
+): Promise<HttpResponse> {
   const client = settings.axios ?? axios;
   const headers: Record<string, string> = { accept: 'application/json', ...request.headers, ...options.headers };
   if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
@@ -105,11 +111,12 @@ export async function send(request: HttpRequest, options: RequestOptions, settin
 
     let response;
     try {
+      const attemptHeaders = { ...headers, ...(await perAttempt?.()) };
       response = await client.request({
         method: request.method,
         url: request.url,
         data: request.body === undefined ? undefined : JSON.stringify(request.body),
-        headers: request.body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+        headers: request.body === undefined ? attemptHeaders : { 'content-type': 'application/json', ...attemptHeaders },
         signal: controller.signal,
         validateStatus: () => true,
         responseType: 'text',

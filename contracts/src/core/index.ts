@@ -7,3 +7,4 @@ export * from './service';
 export * from './descriptor';
 export * from './x402';
 export * from './ports';
+export * from './siwx';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppRoute, AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';
-import { buildAgentCard, listRoutes, usdToAtomic, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
+import { SIGN_IN_WITH_X_HEADER, buildAgentCard, listRoutes, routeMeta, usdToAtomic, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
 import { buildOpenApiDocument } from '@agent-economy/openapi';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Kysely } from 'kysely';
@@ -11,7 +11,9 @@ import { docsRouter } from './docs';
 import { HttpError, envelope } from './errors';
 import { createMetrics } from './metrics';
 import { answerPaidRequest, priceOf, type PaywallConfig, type PriceResolver } from './paywall';
+import { runtimeMigrations, verifySiwx } from './siwx';
 import { summarizeIssues, validateRequest, type ParsedRequest } from './validation';
+import { migrate } from '../db';
 
 /** A service's handlers, typed by its contract (ts-rest does not export this type). */
 export type RouterImplementation<R extends AppRouter> = Parameters<typeof createExpressEndpoints<R>>[1];
@@ -41,11 +43,19 @@ type RoutedRequest = Request & { tsRestRoute?: AppRoute; requestId: string };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The wallet a request to an `auth: 'siwx'` route proved, for its handler. */
+export function callerOf(res: Response): string {
+  const caller = res.locals.caller as string | undefined;
+  if (!caller) throw new Error('callerOf() used on a route without auth: siwx');
+  return caller;
+}
+
 /**
  * One service as an Express app: request ids and logs, metrics, CORS, the descriptor, documents,
- * health, then the contract's routes with input validated first and payment second.
+ * health, then the contract's routes: input validated first, then the caller's proof, then payment.
  */
-export function createServiceApp<R extends AppRouter>(options: ServiceAppOptions<R>): express.Express {
+export async function createServiceApp<R extends AppRouter>(options: ServiceAppOptions<R>): Promise<express.Express> {
+  await migrate(options.db, 'runtime', runtimeMigrations);
   const { logger, db } = options;
   const service = withPrices(options.service, options.prices ?? {});
   const publicUrl = options.publicUrl.replace(/\/+$/, '');
@@ -121,6 +131,15 @@ export function createServiceApp<R extends AppRouter>(options: ServiceAppOptions
     res.locals.parsed = result.parsed;
     next();
   };
+  const authenticate = async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      if (routeMeta((req as RoutedRequest).tsRestRoute!).auth !== 'siwx') return next();
+      res.locals.caller = await verifySiwx(req.header(SIGN_IN_WITH_X_HEADER), { origin: publicUrl, network: options.paywall.network, db });
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
   const paywall = async (req: Request, res: Response, next: NextFunction) => {
     try {
       const routed = req as RoutedRequest;
@@ -139,7 +158,7 @@ export function createServiceApp<R extends AppRouter>(options: ServiceAppOptions
   };
 
   createExpressEndpoints(service.router, options.handlers, app, {
-    globalMiddleware: [validate, paywall],
+    globalMiddleware: [validate, authenticate, paywall],
     responseValidation: false,
     logInitialization: false,
     jsonQuery: false,

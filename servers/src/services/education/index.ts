@@ -11,7 +11,7 @@ export async function createEducationApp(context: ServiceContext) {
   await migrate(context.db, 'education', migrations);
   const tutorIndex = new TutorIndex(curriculum);
   const lessonExists = ({ body }: { body: { courseId: string; lessonId: string } }) => void locateLesson(curriculum, body.courseId, body.lessonId);
-  return createServiceApp({
+  return await createServiceApp({
     service: education,
     handlers: educationHandlers({ courses: curriculum, tutorIndex, store: educationStore(context.db), reasoner: context.reasoner }),
     publicUrl: context.publicUrl,
