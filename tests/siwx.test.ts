@@ -151,5 +151,7 @@ describe('SIGN-IN-WITH-X', () => {
     const mismatched = new Uint8Array(secretKey);
     mismatched.set(generateWallet().secretKey.subarray(32), 32);
     await expect(walletFromSecretKey(mismatched)).rejects.toThrow('does not match');
+    // A JSON key with a value outside 0-255 is refused, not silently wrapped into another key.
+    await expect(walletFromSecretKey(JSON.stringify([300, ...secretKey.subarray(1)]))).rejects.toThrow('array of 64 bytes');
   });
 });

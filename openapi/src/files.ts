@@ -1,4 +1,4 @@
-import { DEFAULT_PORTS, isPaid, listRoutes, priceRange, routeMeta, services, usdToAtomic } from '@agent-economy/contracts';
+import { DEFAULT_PORTS, compareUsd, isPaid, listRoutes, priceRange, routeMeta, services, usdToAtomic } from '@agent-economy/contracts';
 import { buildOpenApiDocument } from './document';
 import { renderPriceTable } from './prices';
 
@@ -18,7 +18,7 @@ export function renderIndex(): string {
     const routes = listRoutes(service.router);
     const paid = routes.filter(({ route }) => isPaid(routeMeta(route).payment));
     const prices = paid.flatMap(({ route }) => Object.values(priceRange(routeMeta(route).payment))).filter((usd) => usdToAtomic(usd) > 0n);
-    prices.sort((a, b) => (usdToAtomic(a) < usdToAtomic(b) ? -1 : usdToAtomic(a) > usdToAtomic(b) ? 1 : 0));
+    prices.sort(compareUsd);
     const range = prices.length ? (prices[0] === prices.at(-1) ? `${prices[0]} USD` : `${prices[0]} to ${prices.at(-1)} USD`) : 'free';
     return `| [${service.id}](${service.id}.json) | ${service.title} | ${routes.length} | ${routes.length - paid.length} | ${range} |`;
   });

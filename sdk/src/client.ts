@@ -1,7 +1,7 @@
 import type { AppRoute, AppRouter, ClientInferResponseBody, PartialClientInferRequest, SuccessfulHttpStatusCode } from '@ts-rest/core';
 import { isAppRoute } from '@ts-rest/core';
 import type { AxiosInstance } from 'axios';
-import { DEFAULT_PORTS, SIGN_IN_WITH_X_HEADER, services, type RouteMeta, type Service, type ServiceDefinition } from '@agent-economy/contracts';
+import { DEFAULT_PORTS, SIGN_IN_WITH_X_HEADER, envPrefix, services, type RouteMeta, type Service, type ServiceDefinition } from '@agent-economy/contracts';
 import { createSiwxHeader } from './auth/siwx';
 import { AgentEconomyError } from './errors';
 import { send, type HttpResponse, type RequestOptions, type TransportSettings } from './http';
@@ -148,7 +148,7 @@ export function createServiceClient<R extends AppRouter>(
 function envUrl(id: string): string | undefined {
   const env = typeof process === 'undefined' ? undefined : process.env;
   // An empty variable (FOO= in an env file) means unset, as in the servers' configuration.
-  return env?.[`AGENT_ECONOMY_${id.toUpperCase().replace(/-/g, '_')}_URL`] || undefined;
+  return env?.[`AGENT_ECONOMY_${envPrefix(id)}_URL`] || undefined;
 }
 
 /** The whole economy: one typed sub-client per service, each at its configured or default address. */

@@ -1,4 +1,4 @@
-import { base58Decode, base58Encode } from '@agent-economy/contracts';
+import { ED25519_PKCS8_PREFIX, base58Encode, parseSecretKey } from '@agent-economy/contracts';
 import { AgentEconomyError } from './errors';
 
 /** What the SDK needs of a wallet: its address and Ed25519 signatures. */
@@ -7,17 +7,20 @@ export interface Signer {
   signMessage(message: Uint8Array): Promise<Uint8Array>;
 }
 
-const PKCS8_ED25519_PREFIX = Uint8Array.from([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]);
-
 /**
  * A wallet from a Solana secret key: 64 bytes (seed then public key, as solana-keygen writes them), as
  * bytes, a JSON array or base58. Signing uses WebCrypto's Ed25519 (Node 20+, modern browsers).
  */
 export async function walletFromSecretKey(secret: Uint8Array | string): Promise<Signer> {
-  const bytes = typeof secret === 'string' ? parseSecret(secret) : secret;
+  let bytes: Uint8Array;
+  try {
+    bytes = typeof secret === 'string' ? parseSecretKey(secret) : secret;
+  } catch (error) {
+    throw new AgentEconomyError((error as Error).message);
+  }
   if (bytes.length !== 64) throw new AgentEconomyError(`a Solana secret key has 64 bytes, not ${bytes.length}`);
   const pkcs8 = new Uint8Array(48);
-  pkcs8.set(PKCS8_ED25519_PREFIX, 0);
+  pkcs8.set(ED25519_PKCS8_PREFIX, 0);
   pkcs8.set(bytes.subarray(0, 32), 16);
   const key = await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'Ed25519' }, false, ['sign']);
   const address = base58Encode(bytes.subarray(32));
@@ -34,12 +37,4 @@ export async function walletFromSecretKey(secret: Uint8Array | string): Promise<
       return new Uint8Array(await crypto.subtle.sign('Ed25519', key, message));
     },
   };
-}
-
-function parseSecret(text: string): Uint8Array {
-  const trimmed = text.trim();
-  if (trimmed.startsWith('[')) return Uint8Array.from(JSON.parse(trimmed) as number[]);
-  const decoded = base58Decode(trimmed);
-  if (!decoded) throw new AgentEconomyError('a secret key must be base58 or a JSON array of 64 bytes');
-  return decoded;
 }

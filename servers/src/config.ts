@@ -7,6 +7,7 @@ import {
   SOLANA_DEVNET,
   SolanaAddress,
   USDC_DEVNET,
+  envPrefix,
   listRoutes,
   type PaymentMeta,
   type ServiceDefinition,
@@ -15,9 +16,6 @@ import { z } from 'zod';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 
-
-/** education -> EDUCATION, btc-metrics -> BTC_METRICS: the prefix of a service's environment variables. */
-export const envPrefix = (id: string) => id.toUpperCase().replace(/-/g, '_');
 
 const Port = z.coerce.number().int().min(0).max(65535);
 

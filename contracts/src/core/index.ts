@@ -8,3 +8,4 @@ export * from './descriptor';
 export * from './x402';
 export * from './ports';
 export * from './siwx';
+export * from './keys';

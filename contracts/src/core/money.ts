@@ -78,3 +78,9 @@ export function scaleAtomic(amount: bigint, factor: string, rounding: Rounding):
   const decimals = match[2] ?? '';
   return mulDiv(amount, BigInt(match[1]! + decimals), 10n ** BigInt(decimals.length), rounding);
 }
+
+/** Orders USD decimal strings by value ("0.05" before "0.4"), for sorting. */
+export function compareUsd(a: string, b: string): number {
+  const [x, y] = [usdToAtomic(a), usdToAtomic(b)];
+  return x < y ? -1 : x > y ? 1 : 0;
+}

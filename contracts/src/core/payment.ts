@@ -1,7 +1,7 @@
 import type { AppRouter } from '@ts-rest/core';
 import { isAppRoute } from '@ts-rest/core';
 import { z } from 'zod';
-import { UsdAmount, usdToAtomic } from './money';
+import { UsdAmount, compareUsd, usdToAtomic } from './money';
 import type { ServiceDefinition } from './service';
 
 /** A price the server chooses per request, e.g. by the wallet's activity or by what the request asks for. */
@@ -72,7 +72,7 @@ export function priceRange(payment: PaymentMeta): { minUsd: string; maxUsd: stri
     case 'adaptive':
       return { minUsd: payment.minUsd, maxUsd: payment.maxUsd };
     case 'tiered': {
-      const sorted = [...payment.tiers].sort((a, b) => (usdToAtomic(a.usd) < usdToAtomic(b.usd) ? -1 : 1));
+      const sorted = [...payment.tiers].sort((a, b) => compareUsd(a.usd, b.usd));
       return { minUsd: sorted[0]?.usd ?? '0', maxUsd: sorted.at(-1)?.usd ?? '0' };
     }
   }

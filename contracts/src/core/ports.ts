@@ -29,3 +29,6 @@ export const DEFAULT_PORTS = {
   reputation: 4121,
   verification: 4122,
 } as const satisfies Record<string, number>;
+
+/** The prefix of a service's environment variables: education -> EDUCATION, btc-metrics -> BTC_METRICS. */
+export const envPrefix = (id: string) => id.toUpperCase().replace(/-/g, '_');

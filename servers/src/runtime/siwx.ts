@@ -1,5 +1,5 @@
 import { createPublicKey, verify } from 'node:crypto';
-import { SiwxProofSchema, base58Decode, decodeX402Header, siwsMessage } from '@agent-economy/contracts';
+import { ED25519_SPKI_PREFIX, SiwxProofSchema, base58Decode, decodeX402Header, siwsMessage } from '@agent-economy/contracts';
 import { sql, type Kysely, type Migration } from 'kysely';
 import { HttpError } from './errors';
 
@@ -8,7 +8,6 @@ import { HttpError } from './errors';
 
 export const MAX_PROOF_AGE_MS = 5 * 60_000;
 const CLOCK_SKEW_MS = 30_000;
-const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
 export const runtimeMigrations: Record<string, Migration> = {
   '001_siwx_nonces': {
@@ -39,7 +38,7 @@ function verifySignature(address: string, message: string, signature: string): b
   const sig = base58Decode(signature);
   if (publicKey?.length !== 32 || sig?.length !== 64) return false;
   try {
-    const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, publicKey]), format: 'der', type: 'spki' });
+    const key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
     return verify(null, Buffer.from(message, 'utf8'), key, sig);
   } catch {
     return false;

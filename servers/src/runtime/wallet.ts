@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { base58Decode, base58Encode } from '@agent-economy/contracts';
+import { ED25519_PKCS8_PREFIX, base58Encode, parseSecretKey } from '@agent-economy/contracts';
 
 /** A Solana keypair: the 64-byte secret (seed then public key, as solana-keygen writes it) and its address. */
 export interface Wallet {
@@ -9,10 +9,8 @@ export interface Wallet {
   secretKey: Uint8Array;
 }
 
-const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
-
 function publicKeyOf(seed: Uint8Array): Uint8Array {
-  const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+  const privateKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
   return new Uint8Array(createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(-32));
 }
 
@@ -30,21 +28,6 @@ export function generateWallet(): Wallet {
   secretKey.set(seed, 0);
   secretKey.set(publicKeyOf(seed), 32);
   return walletFromSecretKey(secretKey);
-}
-
-/** Reads a secret key written as a solana-keygen JSON array of 64 numbers or as base58. */
-export function parseSecretKey(text: string): Uint8Array {
-  const trimmed = text.trim();
-  if (trimmed.startsWith('[')) {
-    const numbers: unknown = JSON.parse(trimmed);
-    if (!Array.isArray(numbers) || !numbers.every((n) => Number.isInteger(n) && n >= 0 && n <= 255)) {
-      throw new Error('a JSON secret key must be an array of 64 bytes');
-    }
-    return Uint8Array.from(numbers as number[]);
-  }
-  const bytes = base58Decode(trimmed);
-  if (!bytes) throw new Error('a secret key must be base58 or a JSON array of bytes');
-  return bytes;
 }
 
 /**
