@@ -1,7 +1,7 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ED25519_PKCS8_PREFIX, base58Encode, parseSecretKey } from '@agent-economy/contracts';
+import { ED25519_PKCS8_PREFIX, ED25519_SPKI_PREFIX, base58Encode, parseSecretKey } from '@agent-economy/contracts';
 
 /** A Solana keypair: the 64-byte secret (seed then public key, as solana-keygen writes it) and its address. */
 export interface Wallet {
@@ -44,4 +44,42 @@ export function loadOrCreateWallet(name: string, options: { dataDir?: string; en
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeFileSync(file, JSON.stringify([...wallet.secretKey]), { mode: 0o600 });
   return wallet;
+}
+
+// Key objects are cached: the ledger and the facilitator sign and verify on every transaction.
+const privateKeys = new Map<string, KeyObject>();
+const publicKeys = new Map<string, KeyObject | null>();
+
+function cached<T>(cache: Map<string, T>, key: string, make: () => T): T {
+  if (cache.has(key)) return cache.get(key)!;
+  if (cache.size > 10_000) cache.clear();
+  const value = make();
+  cache.set(key, value);
+  return value;
+}
+
+/** Ed25519 signature of `message` by the wallet (a Solana transaction signature when `message` is its message bytes). */
+export function signEd25519(wallet: Wallet, message: Uint8Array): Uint8Array {
+  const key = cached(privateKeys, wallet.address, () =>
+    createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, wallet.secretKey.subarray(0, 32)]), format: 'der', type: 'pkcs8' }),
+  );
+  return new Uint8Array(sign(null, message, key));
+}
+
+/** Whether `signature` is the Ed25519 signature of `message` by the 32-byte `publicKey`; false for malformed input. */
+export function verifyEd25519(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
+  if (publicKey.length !== 32 || signature.length !== 64) return false;
+  const key = cached(publicKeys, Buffer.from(publicKey).toString('hex'), () => {
+    try {
+      return createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
+    } catch {
+      return null;
+    }
+  });
+  if (!key) return false;
+  try {
+    return verify(null, message, key, signature);
+  } catch {
+    return false;
+  }
 }

@@ -1,0 +1,196 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { LedgerError, type LocalLedger } from './ledger';
+import { MAX_AIRDROP_LAMPORTS, handleRpcBody } from './rpc';
+import { isAddress } from './wire';
+
+// The ledger's HTTP face: Solana JSON-RPC on POST /, GET /health, and a local faucet on POST /faucet.
+
+const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_FAUCET_USD_ATOMIC = 10_000n * 1_000_000n;
+
+export interface LedgerRpcOptions {
+  host?: string;
+  port: number;
+  /** Called with unexpected errors (they are answered as JSON-RPC internal errors, never thrown). */
+  onError?: (error: unknown) => void;
+}
+
+export interface LedgerRpcServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
+      reject(new BodyTooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new BodyTooLarge());
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: string, contentType = 'application/json; charset=utf-8'): void {
+  if (res.headersSent) return;
+  res.writeHead(status, {
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(body),
+    'access-control-allow-origin': '*',
+  });
+  res.end(body);
+}
+
+const faucetError = (message: string, details?: Record<string, string>) =>
+  JSON.stringify({ error: { code: 'invalid_request', message, ...(details ? { details } : {}) } });
+
+/** A positive decimal string ("2.5") as atomic units with `decimals` places, or an explanation. */
+function parseAmount(value: unknown, decimals: number, cap: bigint, unit: string): bigint | string {
+  if (typeof value !== 'string') return `must be a decimal string such as "2.5", not ${value === null ? 'null' : typeof value}`;
+  const match = /^(\d{1,12})(?:\.(\d+))?$/.exec(value);
+  if (!match) return `must be a decimal string such as "2.5", not "${value.slice(0, 40)}"`;
+  const fraction = match[2] ?? '';
+  if (fraction.length > decimals) return `has more than ${decimals} decimal places`;
+  const atomic = BigInt(match[1]!) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, '0') || '0');
+  if (atomic === 0n) return 'must be more than zero';
+  if (atomic > cap) return `is more than the ${cap / 10n ** BigInt(decimals)} ${unit} a request may ask for`;
+  return atomic;
+}
+
+function faucet(ledger: LocalLedger, text: string): { status: number; body: string } {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { status: 400, body: faucetError('the body must be JSON: {"address": "...", "sol": "2.5", "usd": "100"}') };
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return { status: 400, body: faucetError('the body must be a JSON object: {"address": "...", "sol": "2.5", "usd": "100"}') };
+  }
+  const request = body as Record<string, unknown>;
+  const details: Record<string, string> = {};
+  if (!isAddress(request.address)) details.address = 'must be a base58 Solana address (32 bytes)';
+  let lamports: bigint | undefined;
+  let atomic: bigint | undefined;
+  if (request.sol !== undefined) {
+    const parsed = parseAmount(request.sol, 9, MAX_AIRDROP_LAMPORTS, 'SOL');
+    if (typeof parsed === 'string') details.sol = parsed;
+    else lamports = parsed;
+  }
+  if (request.usd !== undefined) {
+    const parsed = parseAmount(request.usd, 6, MAX_FAUCET_USD_ATOMIC, 'USD');
+    if (typeof parsed === 'string') details.usd = parsed;
+    else atomic = parsed;
+  }
+  if (request.sol === undefined && request.usd === undefined) details.amount = 'give sol, usd or both';
+  const unknown = Object.keys(request).filter((key) => !['address', 'sol', 'usd'].includes(key));
+  if (unknown.length > 0) details[unknown[0]!] = 'is not a faucet field (address, sol, usd)';
+  if (Object.keys(details).length > 0) {
+    const [field, reason] = Object.entries(details)[0]!;
+    return { status: 400, body: faucetError(`${field} ${reason}`, details) };
+  }
+  const address = request.address as string;
+  const signatures: string[] = [];
+  if (lamports !== undefined) signatures.push(ledger.airdropNow(address, lamports));
+  if (atomic !== undefined) signatures.push(ledger.mintToNow(address, atomic));
+  return {
+    status: 200,
+    body: JSON.stringify({ signatures, sol: ledger.lamports(address).toString(), usd: ledger.tokenBalance(address).toString() }),
+  };
+}
+
+/** Serves the ledger over HTTP; resolves once listening (port 0 picks a free port). */
+export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOptions): Promise<LedgerRpcServer> {
+  const host = options.host ?? '127.0.0.1';
+  const server = createServer((req, res) => {
+    void route(req, res).catch((error: unknown) => {
+      options.onError?.(error);
+      send(res, 500, JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }));
+    });
+  });
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, {
+        'access-control-allow-origin': '*',
+        'access-control-allow-methods': 'POST, GET, OPTIONS',
+        'access-control-allow-headers': 'content-type, solana-client',
+        'access-control-max-age': '86400',
+      });
+      res.end();
+      return;
+    }
+    if (path === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {
+      send(res, 200, 'ok', 'text/plain; charset=utf-8');
+      return;
+    }
+    if (path !== '/' && path !== '/faucet') {
+      send(res, 404, 'Not Found', 'text/plain; charset=utf-8');
+      return;
+    }
+    if (req.method !== 'POST') {
+      send(res, 405, 'Used HTTP Method is not allowed. POST or OPTIONS is required', 'text/plain; charset=utf-8');
+      return;
+    }
+    let text: string;
+    try {
+      text = await readBody(req);
+    } catch (error) {
+      if (error instanceof BodyTooLarge) send(res, 413, 'Payload Too Large', 'text/plain; charset=utf-8');
+      else res.destroy();
+      return;
+    }
+    if (path === '/faucet') {
+      try {
+        const { status, body } = faucet(ledger, text);
+        send(res, status, body);
+      } catch (error) {
+        if (!(error instanceof LedgerError)) options.onError?.(error);
+        send(res, error instanceof LedgerError ? 503 : 500, JSON.stringify({ error: { code: 'faucet_failed', message: (error as Error).message } }));
+      }
+      return;
+    }
+    const response = handleRpcBody(ledger, text, options.onError);
+    send(res, 200, response ?? '');
+  }
+
+  server.on('clientError', (_error, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close: () =>
+      (closing ??= new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      })),
+  };
+}
