@@ -7,7 +7,8 @@ import { builtinReasoner, type Reasoner } from '../../servers/src/ai';
 import { openDatabase, type Database } from '../../servers/src/db';
 import type { ServiceContext } from '../../servers/src/runtime/context';
 import { createLogger } from '../../servers/src/runtime/logger';
-import { generateWallet } from '../../servers/src/runtime/wallet';
+import type { PaywallConfig } from '../../servers/src/runtime/paywall';
+import { generateWallet, type Wallet } from '../../servers/src/runtime/wallet';
 
 /** An in-memory PGlite database, or a fresh schema on PostgreSQL when TEST_DATABASE_URL is set. */
 export function testDatabase(): Promise<Database> {
@@ -20,40 +21,49 @@ export interface RunningService {
   database: Database;
   context: ServiceContext;
   client: AgentEconomyClient;
+  /** Stops the HTTP server only (for services sharing a database). */
+  stopServer(): Promise<void>;
   close(): Promise<void>;
 }
 
 /** Starts a real service on a free loopback port, with its own database and pay-to wallet. */
 export async function startService(
   factory: (context: ServiceContext) => Promise<Express>,
-  options: { reasoner?: Reasoner; id?: string } = {},
+  options: { reasoner?: Reasoner; id?: string; wallet?: Wallet; rpcUrl?: string; paywall?: Partial<PaywallConfig>; database?: Database } = {},
 ): Promise<RunningService> {
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const database = await testDatabase();
+  const database = options.database ?? (await testDatabase());
+  const wallet = options.wallet ?? generateWallet();
   const context: ServiceContext = {
     db: database.db,
     logger: createLogger('silent'),
     reasoner: options.reasoner ?? builtinReasoner(),
     publicUrl: url,
-    paywall: { payTo: generateWallet().address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60 },
+    wallet,
+    // No chain unless the test brings one: nothing listens on port 9.
+    rpcUrl: options.rpcUrl ?? 'http://127.0.0.1:9',
+    paywall: { payTo: wallet.address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60, ...options.paywall },
   };
   const app = await factory(context);
   server.on('request', app);
   const id = options.id ?? 'education';
+  const stopServer = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
   return {
     url,
     database,
     context,
     client: createClient({ baseUrls: { [id]: url } as never, maxRetries: 0 }),
+    stopServer,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      await database.close();
+      await stopServer();
+      if (!options.database) await database.close();
     },
   };
 }

@@ -1,0 +1,65 @@
+import type { X402FacilitatorRequest, X402SettleResponse, X402SupportedResponse, X402VerifyResponse } from '@agent-economy/contracts';
+
+/** The facilitator did not give a usable answer (down, timed out, 5xx, or not x402): nothing was charged. */
+export class FacilitatorUnavailable extends Error {
+  override name = 'FacilitatorUnavailable';
+  constructor(
+    message: string,
+    /** Seconds the facilitator asked us to wait, when it said. */
+    readonly retryAfterSeconds = 5,
+  ) {
+    super(message);
+  }
+}
+
+const VERIFY_TIMEOUT_MS = 15_000;
+// Settlement waits for confirmation (up to 30 s on a cluster), so it gets more room than verification.
+const SETTLE_TIMEOUT_MS = 45_000;
+
+/** A resource server's HTTP client for an x402 facilitator (/supported, /verify, /settle). */
+export function facilitatorClient(baseUrl: string) {
+  const root = baseUrl.replace(/\/+$/, '');
+
+  async function call<T>(path: string, timeoutMs: number, body?: unknown, accept?: (value: unknown) => value is T): Promise<T> {
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(`${root}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      text = await response.text();
+    } catch (error) {
+      throw new FacilitatorUnavailable(`the facilitator at ${root} does not answer (${(error as Error).message})`);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    // A 400 from the facilitator still carries an x402 verdict (the payload was malformed): use it.
+    if (response.status < 500 && accept?.(value)) return value;
+    if (response.ok && !accept) return value as T;
+    const retryAfter = Number(response.headers.get('retry-after'));
+    throw new FacilitatorUnavailable(
+      `the facilitator answered ${path} with HTTP ${response.status}`,
+      Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) : 5,
+    );
+  }
+
+  const isVerify = (v: unknown): v is X402VerifyResponse => typeof (v as X402VerifyResponse)?.isValid === 'boolean';
+  const isSettle = (v: unknown): v is X402SettleResponse => typeof (v as X402SettleResponse)?.success === 'boolean';
+  const isSupported = (v: unknown): v is X402SupportedResponse => Array.isArray((v as X402SupportedResponse)?.kinds);
+
+  return {
+    url: root,
+    supported: () => call('/supported', VERIFY_TIMEOUT_MS, undefined, isSupported),
+    verify: (request: X402FacilitatorRequest) => call('/verify', VERIFY_TIMEOUT_MS, request, isVerify),
+    settle: (request: X402FacilitatorRequest) => call('/settle', SETTLE_TIMEOUT_MS, request, isSettle),
+  };
+}
+
+export type FacilitatorClient = ReturnType<typeof facilitatorClient>;

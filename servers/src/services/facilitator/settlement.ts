@@ -1,0 +1,256 @@
+import type { PaymentRequirements, X402FacilitatorRequest, X402SettleResponse, X402SupportedResponse, X402VerifyResponse } from '@agent-economy/contracts';
+import { base58Encode } from '@agent-economy/contracts';
+import { getBase64Decoder, isSolanaError, type Rpc, type SolanaRpcApi, type Signature, type Base64EncodedWireTransaction } from '@solana/kit';
+import type { Logger } from 'pino';
+import { unavailable } from '../../runtime/errors';
+import { signEd25519, type Wallet } from '../../runtime/wallet';
+import type { SettlementStore } from './store';
+import { PaymentRejected, checkTransaction, type CheckedPayment, type VerifyPolicy } from './verify';
+
+// Verify, co-sign, simulate, send and confirm (research/x402.md §2.5). A payment is claimed in the
+// database before it is broadcast, so it settles once however many replicas or requests race for it.
+
+export interface FacilitatorOptions {
+  rpc: Rpc<SolanaRpcApi>;
+  store: SettlementStore;
+  feePayer: Wallet;
+  policy: VerifyPolicy;
+  logger: Logger;
+  /** How long to wait for `confirmed` before answering settlement_pending; default 30 s. */
+  confirmTimeoutMs?: number;
+  now?: () => Date;
+}
+
+/** The chain's JSON-RPC endpoint did not answer: a 503 with Retry-After, nothing broadcast. */
+function chainDown(error: unknown): boolean {
+  if (error instanceof TypeError) return true; // fetch failed: refused, reset, DNS
+  return isSolanaError(error) && (error.context as { statusCode?: number }).statusCode !== undefined && (error.context as { statusCode: number }).statusCode >= 500;
+}
+
+async function onChain<T>(action: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (chainDown(error)) throw unavailable('chain_unavailable', `The Solana RPC endpoint does not answer (${action}); nothing was broadcast`, 5);
+    throw error;
+  }
+}
+
+const stringify = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
+
+/** Reads a simulation or transaction error in the node's JSON form as an x402 reason. */
+function chainRejection(err: unknown, logs: readonly string[] | null | undefined, payer: string): PaymentRejected {
+  if (err === 'BlockhashNotFound') {
+    return new PaymentRejected('invalid_exact_svm_blockhash_expired', 'the transaction’s blockhash has expired; build the payment again with a recent blockhash', payer);
+  }
+  if (err === 'AlreadyProcessed') return new PaymentRejected('duplicate_settlement', 'this transaction has already been processed on chain', payer);
+  const instruction = (err as { InstructionError?: [number, unknown] })?.InstructionError;
+  // Token program error 1 in the transfer (instruction 2) is InsufficientFunds.
+  // kit reads the node's integers as bigint, hence Number().
+  if (instruction && Number(instruction[0]) === 2 && Number((instruction[1] as { Custom?: number | bigint })?.Custom) === 1) {
+    return new PaymentRejected('insufficient_funds', 'the payer’s token account holds less than the amount', payer);
+  }
+  const tail = logs?.length ? `; logs: ${logs.slice(-3).join(' | ')}` : '';
+  return new PaymentRejected('invalid_exact_svm_transaction_simulation_failed', `simulation failed: ${stringify(err)}${tail}`, payer);
+}
+
+export function createFacilitator(options: FacilitatorOptions) {
+  const { rpc, store, feePayer, policy, logger } = options;
+  const now = options.now ?? (() => new Date());
+  const confirmTimeoutMs = options.confirmTimeoutMs ?? 30_000;
+
+  async function simulate(payment: CheckedPayment): Promise<void> {
+    const wire = getBase64Decoder().decode(payment.wire) as Base64EncodedWireTransaction;
+    const { value } = await onChain('simulateTransaction', () =>
+      rpc.simulateTransaction(wire, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }).send(),
+    );
+    if (value.err) throw chainRejection(value.err, value.logs, payment.payer);
+  }
+
+  /** Every rule, then the chain's view; the payment stays unsent. */
+  async function check(request: X402FacilitatorRequest): Promise<CheckedPayment> {
+    const payment = await checkTransaction(request.paymentPayload, request.paymentRequirements, policy);
+    const settled = await store.get(payment.key);
+    if (settled) throw new PaymentRejected('duplicate_settlement', `this payment was already submitted for settlement (transaction ${settled.transaction})`, payment.payer);
+    await simulate(payment);
+    return payment;
+  }
+
+  /** Polls the signature until confirmed, failed or the timeout: 250 ms for 2 s, then every second. */
+  async function confirm(signature: string): Promise<{ state: 'confirmed' } | { state: 'failed'; err: unknown } | { state: 'unseen' }> {
+    const started = Date.now();
+    for (let attempt = 0; ; attempt++) {
+      const { value } = await rpc.getSignatureStatuses([signature as Signature], { searchTransactionHistory: true }).send();
+      const status = value[0];
+      if (status?.err) return { state: 'failed', err: status.err };
+      if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized')) return { state: 'confirmed' };
+      const elapsed = Date.now() - started;
+      if (elapsed >= confirmTimeoutMs) return { state: 'unseen' };
+      await new Promise((resolve) => setTimeout(resolve, elapsed < 2000 ? 250 : 1000));
+    }
+  }
+
+  const failure = (requirements: PaymentRequirements, reason: string, message: string, extra: Partial<X402SettleResponse> = {}): X402SettleResponse => ({
+    success: false,
+    errorReason: reason,
+    errorMessage: message,
+    transaction: '',
+    network: requirements.network,
+    ...extra,
+  });
+
+  async function finish(payment: { key: string; transaction: string; payer: string; amount: bigint }, requirements: PaymentRequirements): Promise<X402SettleResponse> {
+    let outcome: Awaited<ReturnType<typeof confirm>>;
+    try {
+      outcome = await confirm(payment.transaction);
+    } catch (error) {
+      if (!chainDown(error)) throw error;
+      // Sent, but the chain stopped answering while we watched: pending, to be reconciled.
+      return failure(requirements, 'settlement_pending', 'the transaction was sent but the chain stopped answering before its confirmation; settle the same payment again to reconcile', {
+        transaction: payment.transaction,
+        payer: payment.payer,
+      });
+    }
+    const at = now();
+    if (outcome.state === 'confirmed') {
+      await store.finish(payment.key, 'settled', at);
+      logger.info({ transaction: payment.transaction, payer: payment.payer, payTo: requirements.payTo, amount: payment.amount.toString() }, 'payment settled');
+      return { success: true, transaction: payment.transaction, network: requirements.network, payer: payment.payer, amount: payment.amount.toString() };
+    }
+    if (outcome.state === 'failed') {
+      await store.finish(payment.key, 'failed', at, stringify(outcome.err));
+      return failure(requirements, 'invalid_exact_svm_transaction_failed', `the transaction failed on chain: ${stringify(outcome.err)}`, {
+        transaction: payment.transaction,
+        payer: payment.payer,
+      });
+    }
+    return failure(requirements, 'settlement_pending', 'the transaction was sent but its confirmation was not seen in time; settle the same payment again to reconcile', {
+      transaction: payment.transaction,
+      payer: payment.payer,
+    });
+  }
+
+  return {
+    supported(): X402SupportedResponse {
+      return {
+        kinds: [{ x402Version: 2, scheme: 'exact', network: policy.network, extra: { feePayer: feePayer.address } }],
+        extensions: [],
+        signers: { 'solana:*': [feePayer.address] },
+      };
+    },
+
+    async verify(request: X402FacilitatorRequest): Promise<X402VerifyResponse> {
+      try {
+        const payment = await check(request);
+        return { isValid: true, payer: payment.payer };
+      } catch (error) {
+        if (!(error instanceof PaymentRejected)) throw error;
+        return { isValid: false, invalidReason: error.reason, invalidMessage: error.message, ...(error.payer ? { payer: error.payer } : {}) };
+      }
+    },
+
+    async settle(request: X402FacilitatorRequest): Promise<X402SettleResponse> {
+      const requirements = request.paymentRequirements;
+      let payment: CheckedPayment;
+      try {
+        payment = await checkTransaction(request.paymentPayload, requirements, policy);
+      } catch (error) {
+        if (!(error instanceof PaymentRejected)) throw error;
+        return failure(requirements, 'invalid_exact_svm_verification_failed', `${error.reason}: ${error.message}`, error.payer ? { payer: error.payer } : {});
+      }
+      const existing = await store.get(payment.key);
+      if (existing?.status === 'pending' && now().getTime() - existing.createdAt.getTime() > confirmTimeoutMs) {
+        // Settling a payment left pending reconciles it: its transaction was sent once, we only look for it.
+        return finish(existing, requirements);
+      }
+      if (existing?.status === 'pending') {
+        // Sent (or being sent) moments ago: its outcome is not known yet, so it is pending, not refused.
+        return failure(requirements, 'settlement_pending', 'this payment is being settled by another request; settle it again shortly to learn the outcome', {
+          transaction: existing.transaction,
+          payer: existing.payer,
+        });
+      }
+      if (existing?.status === 'failed') {
+        return failure(requirements, 'invalid_exact_svm_transaction_failed', `this payment was tried and failed on chain (${existing.error}); nothing moved`, {
+          transaction: existing.transaction,
+          payer: existing.payer,
+        });
+      }
+      if (existing) {
+        return failure(requirements, 'duplicate_settlement', `this payment was already settled (transaction ${existing.transaction})`, {
+          transaction: existing.transaction,
+          payer: existing.payer,
+        });
+      }
+      try {
+        await simulate(payment);
+      } catch (error) {
+        if (!(error instanceof PaymentRejected)) throw error;
+        return failure(requirements, 'invalid_exact_svm_verification_failed', `${error.reason}: ${error.message}`, { payer: payment.payer });
+      }
+
+      // Co-sign: the fee payer's signature goes in slot 0; it is also the transaction's id.
+      const feePayerSignature = signEd25519(feePayer, payment.messageBytes);
+      const signed = new Uint8Array(payment.wire);
+      signed.set(feePayerSignature, 1); // after the one-byte signature count
+      const transaction = base58Encode(feePayerSignature);
+      const claimed = await store.claim({
+        key: payment.key,
+        scheme: requirements.scheme,
+        network: requirements.network,
+        payer: payment.payer,
+        payTo: requirements.payTo,
+        amount: payment.amount,
+        asset: requirements.asset,
+        resource: request.paymentPayload.resource?.url ?? null,
+        description: request.paymentPayload.resource?.description ?? null,
+        transaction,
+        blockhash: payment.blockhash,
+        createdAt: now(),
+      });
+      if (!claimed) return failure(requirements, 'duplicate_settlement', 'this payment is already being settled by another request', { payer: payment.payer });
+
+      try {
+        await rpc
+          .sendTransaction(getBase64Decoder().decode(signed) as Base64EncodedWireTransaction, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' })
+          .send();
+      } catch (error) {
+        const refused = error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause));
+        if (refused || (isSolanaError(error) && !chainDown(error))) {
+          // The node refused it or never saw it: nothing can land, so the payment is free to settle later.
+          await store.release(payment.key);
+          if (refused) throw unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; nothing was broadcast', 5);
+          return failure(requirements, 'invalid_exact_svm_transaction_failed', `the node refused the transaction: ${(error as Error).message}`, { payer: payment.payer });
+        }
+        // The request may have reached the node: keep the claim; reconciliation or a repeated settle resolves it.
+        logger.warn({ err: error, transaction }, 'sendTransaction outcome unknown');
+        return failure(requirements, 'settlement_pending', 'the transaction may have been sent; settle the same payment again to reconcile', { transaction, payer: payment.payer });
+      }
+      return finish({ key: payment.key, transaction, payer: payment.payer, amount: payment.amount }, requirements);
+    },
+
+    /**
+     * Settles the fate of payments left pending (a confirmation not seen in time, a crash between send and
+     * confirm): confirmed ones are recorded, and ones whose blockhash expired unseen are marked failed.
+     */
+    async reconcile(olderThanMs = 10_000): Promise<number> {
+      const pending = await store.pending(new Date(now().getTime() - olderThanMs));
+      let resolved = 0;
+      for (const row of pending) {
+        const { value } = await rpc.getSignatureStatuses([row.transaction as Signature], { searchTransactionHistory: true }).send();
+        const status = value[0];
+        if (status?.err) await store.finish(row.key, 'failed', now(), stringify(status.err));
+        else if (status && status.confirmationStatus !== 'processed') await store.finish(row.key, 'settled', now());
+        else {
+          const { value: valid } = await rpc.isBlockhashValid(row.blockhash as never, { commitment: 'confirmed' }).send();
+          if (valid) continue;
+          await store.finish(row.key, 'failed', now(), 'blockhash expired before the transaction was seen');
+        }
+        resolved++;
+      }
+      return resolved;
+    },
+  };
+}
+
+export type Facilitator = ReturnType<typeof createFacilitator>;

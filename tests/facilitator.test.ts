@@ -1,0 +1,213 @@
+import { SOLANA_DEVNET, USDC_DEVNET, usdToAtomic, type PaymentRequirements } from '@agent-economy/contracts';
+import { createSolanaRpc } from '@solana/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateWallet, type Wallet } from '../servers/src/runtime/wallet';
+import { ata, buildPaymentTransaction, type PaymentShape } from './support/payments';
+import { startEconomy, type Economy } from './support/economy';
+
+// The facilitator's x402 routes, driven through the SDK against the local ledger: every verification
+// rule refuses what it should, with its reason, and nothing moves on chain unless a payment settles.
+
+let economy: Economy;
+let rpc: ReturnType<typeof createSolanaRpc>;
+let requirements: PaymentRequirements;
+
+const facilitator = () => economy.facilitator.client.facilitator;
+
+async function recentBlockhash() {
+  const { value } = await rpc.getLatestBlockhash().send();
+  return value;
+}
+
+async function payment(overrides: Partial<PaymentShape> = {}) {
+  const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: await recentBlockhash(), ...overrides });
+  const accepted = overrides.requirements ?? requirements;
+  return {
+    x402Version: 2 as const,
+    paymentPayload: { x402Version: 2 as const, resource: { url: `${economy.education.url}/api/lesson`, description: 'a lesson' }, accepted, payload: { transaction } },
+    paymentRequirements: accepted,
+  };
+}
+
+async function expectRefused(body: Awaited<ReturnType<typeof payment>>, reason: string) {
+  const verdict = await facilitator().verify({ body });
+  expect(verdict, JSON.stringify(verdict)).toMatchObject({ isValid: false, invalidReason: reason });
+  expect(verdict.invalidMessage).toBeTruthy();
+  const settlement = await facilitator().settle({ body });
+  expect(settlement).toMatchObject({ success: false, errorReason: 'invalid_exact_svm_verification_failed', transaction: '', network: SOLANA_DEVNET });
+  expect(settlement.errorMessage).toContain(reason);
+}
+
+beforeAll(async () => {
+  economy = await startEconomy();
+  rpc = createSolanaRpc(economy.rpcUrl);
+  requirements = {
+    scheme: 'exact',
+    network: SOLANA_DEVNET,
+    amount: usdToAtomic('0.05').toString(),
+    asset: USDC_DEVNET,
+    payTo: economy.education.context.wallet.address,
+    maxTimeoutSeconds: 60,
+    extra: { feePayer: economy.feePayer.address },
+  };
+});
+afterAll(async () => {
+  await economy?.close();
+});
+
+describe('facilitator /supported', () => {
+  it('advertises exact on devnet with its fee payer', async () => {
+    const supported = await facilitator().supported();
+    expect(supported).toEqual({
+      kinds: [{ x402Version: 2, scheme: 'exact', network: SOLANA_DEVNET, extra: { feePayer: economy.feePayer.address } }],
+      extensions: [],
+      signers: { 'solana:*': [economy.feePayer.address] },
+    });
+  });
+});
+
+describe('facilitator verification rules', () => {
+  it('accepts an honest payment and names the payer, moving nothing', async () => {
+    const before = economy.ledger.tokenBalance(economy.buyer.address);
+    const verdict = await facilitator().verify({ body: await payment() });
+    expect(verdict).toEqual({ isValid: true, payer: economy.buyer.address });
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before);
+  });
+
+  it('refuses the wrong mint', async () => {
+    await expectRefused(await payment({ mint: generateWallet().address }), 'invalid_exact_svm_payload_mint_mismatch');
+  });
+
+  it('refuses the wrong destination', async () => {
+    await expectRefused(await payment({ destination: await ata(generateWallet().address, USDC_DEVNET) }), 'invalid_exact_svm_payload_recipient_mismatch');
+  });
+
+  it('refuses a short amount, and an overpayment (the exact scheme is exact)', async () => {
+    await expectRefused(await payment({ amount: 49_999n }), 'invalid_exact_svm_payload_amount_mismatch');
+    await expectRefused(await payment({ amount: 50_001n }), 'invalid_exact_svm_payload_amount_mismatch');
+  });
+
+  it('refuses the fee payer as the transfer authority', async () => {
+    await expectRefused(await payment({ authority: economy.feePayer }), 'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds');
+  });
+
+  it('refuses an extra instruction after the transfer that is not a memo', async () => {
+    const transfer = { programAddress: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' as never, data: new Uint8Array([9]) };
+    await expectRefused(await payment({ extraInstruction: transfer }), 'invalid_exact_svm_payload_unknown_fifth_instruction');
+  });
+
+  it('refuses a priority fee above the cap', async () => {
+    await expectRefused(await payment({ computeUnitPrice: 5_000_001n }), 'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high');
+  });
+
+  it('refuses a signature that is not the payer’s', async () => {
+    await expectRefused(await payment({ signWith: generateWallet() }), 'invalid_exact_svm_payload_signature_invalid');
+  });
+
+  it('refuses a fee payer it does not hold', async () => {
+    const foreign: PaymentRequirements = { ...requirements, extra: { feePayer: generateWallet().address } };
+    await expectRefused(await payment({ requirements: foreign }), 'invalid_exact_svm_fee_payer_not_managed_by_facilitator');
+  });
+
+  it('refuses a memo other than the one required', async () => {
+    const withMemo: PaymentRequirements = { ...requirements, extra: { ...requirements.extra, memo: 'inv_123' } };
+    await expectRefused(await payment({ requirements: withMemo, memo: 'inv_999' }), 'invalid_exact_svm_payload_memo_mismatch');
+  });
+
+  it('refuses a payer without the funds, found by simulation', async () => {
+    const poor = generateWallet();
+    await economy.ledger.mintTo(poor.address, 10n);
+    await expectRefused(await payment({ payer: poor }), 'insufficient_funds');
+  });
+
+  it('refuses an expired blockhash', async () => {
+    const stale = await recentBlockhash();
+    economy.ledger.warp(151);
+    await expectRefused(await payment({ blockhash: stale }), 'invalid_exact_svm_blockhash_expired');
+  });
+
+  it('answers a malformed body in the x402 shape, not the envelope', async () => {
+    const response = await fetch(`${economy.facilitator.url}/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ x402Version: 2, paymentPayload: { x402Version: 2 }, paymentRequirements: requirements }),
+    });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { invalidMessage: string };
+    expect(body).toMatchObject({ isValid: false, invalidReason: 'invalid_payload' });
+    expect(body.invalidMessage).toContain('paymentPayload');
+
+    const version = await fetch(`${economy.facilitator.url}/settle`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...(await payment()), x402Version: 1 }),
+    });
+    expect(version.status).toBe(400);
+    expect(await version.json()).toMatchObject({ success: false, errorReason: 'invalid_x402_version', transaction: '', network: SOLANA_DEVNET });
+  });
+});
+
+describe('facilitator settlement', () => {
+  it('settles an honest payment once: the tokens move, the record is kept, a replay is refused', async () => {
+    const payTo = requirements.payTo;
+    const [buyerBefore, sellerBefore] = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(payTo)];
+    const feesBefore = economy.ledger.lamports(economy.feePayer.address);
+    const body = await payment();
+
+    const settlement = await facilitator().settle({ body });
+    expect(settlement).toMatchObject({ success: true, network: SOLANA_DEVNET, payer: economy.buyer.address, amount: '50000' });
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - 50_000n);
+    expect(economy.ledger.tokenBalance(payTo)).toBe(sellerBefore + 50_000n);
+    // The fee payer paid the two signatures' fees in SOL; the buyer paid only the stablecoin.
+    expect(economy.ledger.lamports(economy.feePayer.address)).toBeLessThan(feesBefore);
+
+    const { value } = await rpc.getSignatureStatuses([settlement.transaction as never]).send();
+    expect(value[0]?.err).toBeNull();
+
+    const row = await economy.facilitator.database.db.selectFrom('facilitator_settlements').selectAll().where('transaction', '=', settlement.transaction).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'settled', payer: economy.buyer.address, pay_to: payTo, amount: 50_000n, asset: USDC_DEVNET, network: SOLANA_DEVNET, resource: `${economy.education.url}/api/lesson`, description: 'a lesson' });
+    expect(row.settled_at).toBeInstanceOf(Date);
+
+    // Replayed: verify and settle both refuse it, and nothing moves again.
+    expect(await facilitator().verify({ body })).toMatchObject({ isValid: false, invalidReason: 'duplicate_settlement' });
+    expect(await facilitator().settle({ body })).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: settlement.transaction });
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - 50_000n);
+  });
+
+  it('settles one of two concurrent settlements of the same payment', async () => {
+    const before = economy.ledger.tokenBalance(economy.buyer.address);
+    const body = await payment();
+    const results = await Promise.all([facilitator().settle({ body }), facilitator().settle({ body })]);
+    const settled = results.find((r) => r.success);
+    expect(results.filter((r) => r.success)).toHaveLength(1);
+    // The loser sees the winner's claim: still in flight (settlement_pending) or already landed
+    // (duplicate_settlement), depending on which engine and scheduler win the race.
+    expect(['duplicate_settlement', 'settlement_pending']).toContain(results.find((r) => !r.success)?.errorReason);
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before - 50_000n);
+    // Once the winner has landed, asking again names its transaction.
+    expect(await facilitator().settle({ body })).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: settled?.transaction });
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before - 50_000n);
+  });
+});
+
+describe('facilitator without its chain', () => {
+  it('answers 503 in the x402 shape with Retry-After, and records nothing', async () => {
+    const { startService, testDatabase } = await import('./support/servers');
+    const { createFacilitatorApp } = await import('../servers/src/services/facilitator');
+    const feePayer: Wallet = economy.feePayer;
+    const database = await testDatabase();
+    const orphan = await startService(createFacilitatorApp, { id: 'facilitator', wallet: feePayer, database });
+    try {
+      const response = await fetch(`${orphan.url}/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(await payment()) });
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBe('5');
+      expect(await response.json()).toMatchObject({ success: false, errorReason: 'unexpected_settle_error', transaction: '', network: SOLANA_DEVNET });
+      const rows = await database.db.selectFrom('facilitator_settlements').selectAll().execute();
+      expect(rows).toEqual([]);
+    } finally {
+      await orphan.close();
+      await database.close();
+    }
+  });
+});
+
