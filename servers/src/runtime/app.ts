@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppRoute, AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';
-import { SIGN_IN_WITH_X_HEADER, buildAgentCard, listRoutes, routeMeta, usdToAtomic, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
+import { PAYMENT_SIGNATURE_HEADER, SIGN_IN_WITH_X_HEADER, buildAgentCard, listRoutes, routeMeta, usdToAtomic, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
 import { buildOpenApiDocument } from '@agent-economy/openapi';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Kysely } from 'kysely';
@@ -10,7 +10,8 @@ import type { Logger } from 'pino';
 import { docsRouter } from './docs';
 import { HttpError, envelope } from './errors';
 import { createMetrics } from './metrics';
-import { answerPaidRequest, priceOf, type PaywallConfig, type PriceResolver } from './paywall';
+import { facilitatorClient } from './facilitator-client';
+import { buildQuote, buildRequirements, collectPayment, paymentMigrations, priceOf, quotePaidRequest, type PaywallConfig, type PriceResolver } from './paywall';
 import { runtimeMigrations, verifySiwx } from './siwx';
 import { summarizeIssues, validateRequest, type ParsedRequest } from './validation';
 import { migrate } from '../db';
@@ -37,6 +38,19 @@ export interface ServiceAppOptions<R extends AppRouter> {
   preflight?: Partial<Record<keyof R & string, (request: ParsedRequest) => void | Promise<void>>>;
   /** Largest JSON body accepted; larger ones get 413. */
   bodyLimit?: string;
+  /**
+   * Error bodies for routes that speak another wire format than the envelope (the facilitator's x402
+   * routes), by route key: given the error and the request body, returns the body to send.
+   */
+  wireErrors?: Partial<Record<keyof R & string, (error: WireError, body: unknown) => unknown>>;
+}
+
+/** An error as the runtime would put it in the envelope, for a route that renders errors its own way. */
+export interface WireError {
+  status: number;
+  code: string;
+  message: string;
+  details?: unknown;
 }
 
 type RoutedRequest = Request & { tsRestRoute?: AppRoute; requestId: string };
@@ -55,7 +69,7 @@ export function callerOf(res: Response): string {
  * health, then the contract's routes: input validated first, then the caller's proof, then payment.
  */
 export async function createServiceApp<R extends AppRouter>(options: ServiceAppOptions<R>): Promise<express.Express> {
-  await migrate(options.db, 'runtime', runtimeMigrations);
+  await migrate(options.db, 'runtime', { ...runtimeMigrations, ...paymentMigrations });
   const { logger, db } = options;
   const service = withPrices(options.service, options.prices ?? {});
   const publicUrl = options.publicUrl.replace(/\/+$/, '');
@@ -64,6 +78,15 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   const declares = (method: string, path: string) =>
     [...routeKeys.keys()].some((route) => route.method === method && route.path === path);
   const log = logger.child({ service: service.id });
+  const facilitator = options.paywall.facilitatorUrl ? facilitatorClient(options.paywall.facilitatorUrl) : undefined;
+  const wireErrors = (options.wireErrors ?? {}) as Record<string, (error: WireError, body: unknown) => unknown>;
+  /** Sends an error in the envelope, or in the route's own wire format where it declares one. */
+  const sendError = (req: Request, res: Response, error: WireError, headers: Record<string, string> = {}) => {
+    const route = (req as RoutedRequest).tsRestRoute;
+    const render = route ? wireErrors[routeKeys.get(route) ?? ''] : undefined;
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.status(error.status).json(render ? render(error, req.body) : envelope((req as RoutedRequest).requestId, error.code, error.message, error.details));
+  };
 
   const app = express();
   app.disable('x-powered-by');
@@ -88,7 +111,7 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     res.setHeader('access-control-expose-headers', 'payment-required, payment-response, x-request-id, retry-after');
     if (req.method !== 'OPTIONS') return next();
     res.setHeader('access-control-allow-methods', 'GET, POST, PATCH, PUT, DELETE, OPTIONS');
-    res.setHeader('access-control-allow-headers', 'content-type, payment-signature, sign-in-with-x, x-request-id, idempotency-key');
+    res.setHeader('access-control-allow-headers', 'content-type, payment-signature, sign-in-with-x, x-request-id, idempotency-key, access-control-expose-headers');
     res.status(204).end();
   });
   app.use(express.json({ limit: options.bodyLimit ?? '256kb' }));
@@ -125,7 +148,7 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     const routed = req as RoutedRequest;
     const result = validateRequest(routed.tsRestRoute!, req);
     if (!result.ok) {
-      res.status(400).json(envelope(routed.requestId, 'invalid_request', summarizeIssues(result.issues), { fields: result.issues }));
+      sendError(req, res, { status: 400, code: 'invalid_request', message: summarizeIssues(result.issues), details: { fields: result.issues } });
       return;
     }
     res.locals.parsed = result.parsed;
@@ -148,10 +171,15 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
       const parsed = res.locals.parsed as ParsedRequest;
       await (options.preflight as Record<string, (request: ParsedRequest) => unknown> | undefined)?.[key]?.(parsed);
       const resolver = (options.pricing as Record<string, PriceResolver> | undefined)?.[key];
-      const usd = await priceOf(route, parsed, resolver);
-      if (usdToAtomic(usd) === 0n) return next();
+      const price = await priceOf(route, parsed, resolver);
+      if (usdToAtomic(price.usd) === 0n) return next();
       metrics.payments.inc({ route: route.path });
-      answerPaidRequest(req, res, options.paywall, publicUrl + req.originalUrl, route, usd, routed.requestId);
+      const requirements = buildRequirements(options.paywall, price);
+      const paid = req.header(PAYMENT_SIGNATURE_HEADER);
+      const quote = buildQuote(requirements, publicUrl + req.originalUrl, route, paid ? 'Payment refused' : 'Payment required');
+      // A HEAD delivers no content, so it is quoted, never charged.
+      if (!paid || req.method === 'HEAD') return quotePaidRequest(res, routed.requestId, quote, price.usd);
+      await collectPayment(res, () => next(), { db, facilitator, logger: log, requestId: routed.requestId, requirements, quote, header: paid });
     } catch (error) {
       next(error);
     }
@@ -175,8 +203,7 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = (req as RoutedRequest).requestId;
     if (error instanceof HttpError) {
-      for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-      res.status(error.status).json(envelope(requestId, error.code, error.message, error.details));
+      sendError(req, res, { status: error.status, code: error.code, message: error.message, details: error.details }, error.headers);
       return;
     }
     const type = (error as { type?: string }).type;
@@ -193,7 +220,7 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
       return;
     }
     log.error({ err: error, requestId, method: req.method, path: req.path }, 'unhandled error');
-    res.status(500).json(envelope(requestId, 'internal_error', 'An unexpected error occurred; it has been logged with this request id'));
+    sendError(req, res, { status: 500, code: 'internal_error', message: 'An unexpected error occurred; it has been logged with this request id' });
   });
 
   return app;

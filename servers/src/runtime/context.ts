@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Reasoner } from '../ai';
 import type { PaywallConfig } from './paywall';
+import type { Wallet } from './wallet';
 
 /** What every service is built from: shared infrastructure, handed in by main.ts or a test. */
 export interface ServiceContext {
@@ -11,6 +12,10 @@ export interface ServiceContext {
   reasoner: Reasoner;
   publicUrl: string;
   paywall: PaywallConfig;
+  /** The service's own wallet: where it is paid, or what it signs with (the facilitator's fee payer). */
+  wallet: Wallet;
+  /** Solana JSON-RPC endpoint of the deployment's chain (the local ledger, or a cluster). */
+  rpcUrl: string;
   /** This deployment's prices by route key, where they differ from the contract's (`<ID>_PRICES`). */
   prices?: Record<string, PaymentMeta>;
 }

@@ -1,7 +1,7 @@
-import { createPublicKey, verify } from 'node:crypto';
-import { ED25519_SPKI_PREFIX, SiwxProofSchema, base58Decode, decodeX402Header, siwsMessage } from '@agent-economy/contracts';
+import { SiwxProofSchema, base58Decode, decodeX402Header, siwsMessage } from '@agent-economy/contracts';
 import { sql, type Kysely, type Migration } from 'kysely';
 import { HttpError } from './errors';
+import { verifyEd25519 } from './wallet';
 
 // Verifies SIGN-IN-WITH-X proofs (research/x402.md §4): bound to this deployment's origin and network,
 // fresh, signed by the address it names, and used once.
@@ -36,13 +36,7 @@ const refuse = (reason: string, message: string) => new HttpError(401, 'siwx_inv
 function verifySignature(address: string, message: string, signature: string): boolean {
   const publicKey = base58Decode(address);
   const sig = base58Decode(signature);
-  if (publicKey?.length !== 32 || sig?.length !== 64) return false;
-  try {
-    const key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
-    return verify(null, Buffer.from(message, 'utf8'), key, sig);
-  } catch {
-    return false;
-  }
+  return !!publicKey && !!sig && verifyEd25519(publicKey, new TextEncoder().encode(message), sig);
 }
 
 /** The wallet address a SIGN-IN-WITH-X header proves, or a 401 siwx_invalid naming the reason. */
