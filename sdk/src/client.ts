@@ -1,10 +1,12 @@
 import type { AppRoute, AppRouter, ClientInferResponseBody, PartialClientInferRequest, SuccessfulHttpStatusCode } from '@ts-rest/core';
 import { isAppRoute } from '@ts-rest/core';
 import type { AxiosInstance } from 'axios';
-import { DEFAULT_PORTS, SIGN_IN_WITH_X_HEADER, envPrefix, services, type RouteMeta, type Service, type ServiceDefinition } from '@agent-economy/contracts';
+import { DEFAULT_PORTS, PAYMENT_SIGNATURE_HEADER, SIGN_IN_WITH_X_HEADER, envPrefix, services, type RouteMeta, type Service, type ServiceDefinition } from '@agent-economy/contracts';
 import { createSiwxHeader } from './auth/siwx';
 import { AgentEconomyError } from './errors';
 import { send, type HttpResponse, type RequestOptions, type TransportSettings } from './http';
+import { PaymentLedger, type PaymentOptions, type Payments } from './payments/ledger';
+import { sendPaying } from './payments/pay';
 import type { Signer } from './wallet';
 
 /** What a route takes: its path params, query, body and declared headers, typed from the contract. */
@@ -31,8 +33,11 @@ export type ServiceClient<R extends AppRouter> = {
 
 type CamelCase<S extends string> = S extends `${infer Head}-${infer Tail}` ? `${Head}${Capitalize<CamelCase<Tail>>}` : S;
 
-/** One typed sub-client per service: `client.education.lesson(...)`, `client.btcMetrics...`. */
-export type AgentEconomyClient = { [S in Service as CamelCase<S['id']>]: ServiceClient<S['router']> };
+/**
+ * One typed sub-client per service: `client.education.lesson(...)`, `client.btcMetrics...`; and
+ * `client.payments`, the spend log and budgets (no service is named payments).
+ */
+export type AgentEconomyClient = { [S in Service as CamelCase<S['id']>]: ServiceClient<S['router']> } & { readonly payments: Payments };
 
 export type ServiceKey = Service['id'];
 
@@ -49,15 +54,28 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** A preconfigured axios instance (proxies, agents, interceptors). */
   axios?: AxiosInstance;
-  /** Your wallet: proves who calls on routes that need it (SIGN-IN-WITH-X), and later pays. */
+  /**
+   * Your wallet: proves who calls on routes that need it (SIGN-IN-WITH-X) and pays x402 quotes within
+   * the `payments` budgets. Without a wallet a 402 is thrown as PaymentRequiredError.
+   */
   wallet?: Signer;
+  /**
+   * How the wallet pays: budgets, networks, assets, prepaying, RPC (see PaymentOptions; defaults: at
+   * most 1 USD per call, USDC on `network`). A `createPayments()` object shares one spend log and
+   * budget between clients; `false` never pays (the wallet only signs in).
+   */
+  payments?: PaymentOptions | Payments | false;
   /** CAIP-2 id of the Solana network the services run on; default devnet's. */
   network?: string;
 }
 
 interface Identity {
+  /** The service's id, for budgets and receipts. */
+  service: string;
   wallet?: Signer;
   network?: string;
+  /** Set when the wallet pays. */
+  ledger?: PaymentLedger;
 }
 
 const camelCase = (id: string) => id.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
@@ -96,18 +114,17 @@ function routeMethod(route: AppRoute, baseUrl: string, settings: TransportSettin
   const call = async (args: Partial<RouteArgs<AppRoute>> = {}, options: RequestOptions = {}) => {
     const { params, query, body, headers } = args as { params?: unknown; query?: unknown; body?: unknown; headers?: Record<string, string> };
     const url = buildUrl(baseUrl, route, { params, query });
-    const { wallet, network } = identity;
+    const { wallet, network, ledger } = identity;
     // A fresh proof for every attempt: the service accepts each nonce once.
     const proof =
       needsProof && wallet
         ? async () => ({ [SIGN_IN_WITH_X_HEADER]: await createSiwxHeader(wallet, { url, ...(network ? { chainId: network } : {}) }) })
         : undefined;
-    return send(
-      { method: route.method, url, body: route.method === 'GET' ? undefined : (body ?? {}), headers: { ...baseHeaders, ...headers } },
-      options,
-      settings,
-      proof,
-    );
+    const request = { method: route.method, url, body: route.method === 'GET' ? undefined : (body ?? {}), headers: { ...baseHeaders, ...headers } };
+    // A caller who sends their own PAYMENT-SIGNATURE pays by hand.
+    const manual = Object.keys({ ...request.headers, ...options.headers }).some((name) => name.toLowerCase() === PAYMENT_SIGNATURE_HEADER);
+    if (!wallet || !ledger || manual) return send(request, options, settings, proof);
+    return sendPaying(ledger, { service: identity.service, route, request, options, settings, perAttempt: proof, wallet });
   };
   const method = async (args?: Partial<RouteArgs<AppRoute>>, options?: RequestOptions) => (await call(args, options)).data;
   return Object.assign(method, { withResponse: call });
@@ -130,6 +147,14 @@ function buildServiceClient(
   );
 }
 
+/** The ledger the options name, or a new one from their payment options. */
+function paymentsOf(options: Pick<ClientOptions, 'payments' | 'network'>): PaymentLedger {
+  const { payments } = options;
+  if (payments instanceof PaymentLedger) return payments;
+  if (payments && 'receipts' in payments) throw new AgentEconomyError('payments: pass PaymentOptions or an object from createPayments()');
+  return new PaymentLedger((payments || {}) as PaymentOptions, options.network);
+}
+
 /** A client for one service only, e.g. for a deployment that is not at its default address. */
 export function createServiceClient<R extends AppRouter>(
   service: ServiceDefinition<R>,
@@ -141,7 +166,13 @@ export function createServiceClient<R extends AppRouter>(
     maxRetries: options.maxRetries ?? 2,
     ...(options.axios ? { axios: options.axios } : {}),
   };
-  const identity: Identity = { ...(options.wallet ? { wallet: options.wallet } : {}), ...(options.network ? { network: options.network } : {}) };
+  const ledger = options.payments === false ? undefined : paymentsOf(options);
+  const identity: Identity = {
+    service: service.id,
+    ...(options.wallet ? { wallet: options.wallet } : {}),
+    ...(options.network ? { network: options.network } : {}),
+    ...(ledger ? { ledger } : {}),
+  };
   return buildServiceClient(service.router, baseUrl, settings, options.headers ?? {}, identity) as ServiceClient<R>;
 }
 
@@ -154,10 +185,14 @@ function envUrl(id: string): string | undefined {
 /** The whole economy: one typed sub-client per service, each at its configured or default address. */
 export function createClient(options: ClientOptions = {}): AgentEconomyClient {
   const host = (options.host ?? 'http://127.0.0.1').replace(/\/+$/, '');
-  return Object.fromEntries(
+  // One ledger for every service, so budgets and the spend log span the whole client.
+  const payments = paymentsOf(options);
+  const shared = { ...options, payments: options.payments === false ? (false as const) : payments };
+  const clients = Object.fromEntries(
     services.map((service: ServiceDefinition & { id: ServiceKey }) => {
       const baseUrl = options.baseUrls?.[service.id] ?? envUrl(service.id) ?? `${host}:${DEFAULT_PORTS[service.id]}`;
-      return [camelCase(service.id), createServiceClient(service, baseUrl, options)];
+      return [camelCase(service.id), createServiceClient(service, baseUrl, shared)];
     }),
-  ) as unknown as AgentEconomyClient;
+  );
+  return Object.assign(clients, { payments }) as unknown as AgentEconomyClient;
 }

@@ -1,4 +1,5 @@
 import { PAYMENT_REQUIRED_HEADER, PaymentRequiredSchema, decodeX402Header, type PaymentRequired } from '@agent-economy/contracts';
+import type { BudgetLimit, SentPayment } from './payments/types';
 
 /** Every error the SDK throws extends this. */
 export class AgentEconomyError extends Error {
@@ -107,4 +108,97 @@ export class ConnectionTimeoutError extends ConnectionError {
 /** The caller's AbortSignal fired. */
 export class UserAbortError extends AgentEconomyError {
   override name = 'UserAbortError';
+}
+
+type ApiErrorArgs = ConstructorParameters<typeof ApiError>;
+/** The service's own message from its error envelope (ApiError.message has status and code in front). */
+const serviceMessage = (error: ApiError): string => {
+  const message = (error.body as { error?: { message?: unknown } } | undefined)?.error?.message;
+  return typeof message === 'string' ? message : '';
+};
+const argsOf = (error: ApiError): ApiErrorArgs => [error.status, error.code, serviceMessage(error), error.details, error.requestId, error.headers, error.body];
+
+/**
+ * The client would not pay this quote: a price above one of your budgets. Nothing was built, signed or
+ * sent. Still a PaymentRequiredError (the service's 402 and its `quote` are kept).
+ */
+export class BudgetExceededError extends PaymentRequiredError {
+  override name = 'BudgetExceededError';
+  constructor(
+    from: ApiError,
+    /** The budget the price breaks. */
+    readonly limit: BudgetLimit,
+    /** That budget, USD. */
+    readonly limitUsd: string,
+    /** The quoted price, USD. */
+    readonly priceUsd: string,
+    /** What that budget still allows, USD, counting payments in flight. */
+    readonly remainingUsd: string,
+    readonly service: string,
+    readonly route: string,
+  ) {
+    super(...argsOf(from));
+    const what = { perCall: 'per-call', perService: `per-service (${service})`, total: 'total' }[limit];
+    this.message = `${route} costs ${priceUsd} USD; the ${what} budget of ${limitUsd} USD allows ${remainingUsd} USD more`;
+  }
+}
+
+/**
+ * No element of the quote is one this client pays: network or asset not allowed, another scheme, no fee
+ * payer (the service has no facilitator), or a mint that is not a 6-decimal token. Nothing was sent.
+ */
+export class PaymentNotAcceptableError extends PaymentRequiredError {
+  override name = 'PaymentNotAcceptableError';
+  constructor(
+    from: ApiError,
+    /** Why each element of `accepts` was refused, in order. */
+    readonly reasons: string[],
+  ) {
+    super(...argsOf(from));
+    this.message = `no acceptable payment option: ${reasons.join('; ')}`;
+  }
+}
+
+/**
+ * The service refused the payment the client sent (a 402 after paying): `code` and `reason` say why,
+ * `quote` is its fresh quote, `payment` what was sent. Nothing settled and the client does not pay again.
+ */
+export class PaymentRefusedError extends PaymentRequiredError {
+  override name = 'PaymentRefusedError';
+  constructor(
+    from: ApiError,
+    readonly payment: SentPayment,
+  ) {
+    super(...argsOf(from));
+    const said = serviceMessage(from);
+    this.message = `payment refused by the service: ${this.reason}${said ? ` (${said})` : ''}`;
+  }
+  /** The facilitator's reason when the service gives one (details.reason), else the error code. */
+  get reason(): string {
+    const reason = (this.details as { reason?: unknown } | undefined)?.reason;
+    return typeof reason === 'string' ? reason : this.code;
+  }
+}
+
+/**
+ * The payment was sent but the answer does not say whether it settled: none came back, or the service
+ * reports a settlement still pending (then `payment.transaction` is its id), or a gateway gave up. The
+ * SDK does not pay again; check the chain for `payment` (see SentPayment) and then tell the client with
+ * `client.payments.resolve(payment, transaction | null)`. Until then its amount counts as spent.
+ * Deliberately not a ConnectionError, so that generic retry-on-connection-error code does not pay twice.
+ */
+export class PaymentOutcomeUnknownError extends AgentEconomyError {
+  override name = 'PaymentOutcomeUnknownError';
+  constructor(
+    message: string,
+    readonly payment: SentPayment,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** The Solana RPC (blockhash, mint lookup) failed before anything was signed or sent; safe to retry. */
+export class SolanaRpcError extends ConnectionError {
+  override name = 'SolanaRpcError';
 }

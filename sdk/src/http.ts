@@ -1,6 +1,7 @@
 import axios, { AxiosError, type AxiosInstance } from 'axios';
 import { PAYMENT_SIGNATURE_HEADER } from '@agent-economy/contracts';
 import { ApiError, ConnectionError, ConnectionTimeoutError, UserAbortError } from './errors';
+import type { PaymentReceipt } from './payments/types';
 
 export interface RequestOptions {
   /** Cancels the call, including any wait between retries. */
@@ -26,6 +27,8 @@ export interface HttpResponse<T = unknown> {
   data: T;
   headers: Record<string, string>;
   requestId: string | undefined;
+  /** The receipt when this call paid (x402), else absent. */
+  payment?: PaymentReceipt;
 }
 
 export interface TransportSettings {

@@ -38,3 +38,49 @@ export async function walletFromSecretKey(secret: Uint8Array | string): Promise<
     },
   };
 }
+
+const BASE58_KEY = /^[1-9A-HJ-NP-Za-km-z]{64,90}$/;
+
+/**
+ * A wallet from a solana-keygen JSON file (a leading `~/` means your home directory). Node only: the
+ * file system is loaded when called, so the SDK stays importable in browsers.
+ */
+export async function walletFromFile(path: string): Promise<Signer> {
+  let text: string;
+  try {
+    // Specifiers in variables, so that browser bundlers do not try to bundle Node's modules.
+    const fsModule = 'node:fs/promises';
+    const osModule = 'node:os';
+    const { readFile } = (await import(/* webpackIgnore: true */ /* @vite-ignore */ fsModule)) as typeof import('node:fs/promises');
+    let resolved = path;
+    if (path.startsWith('~/')) {
+      const { homedir } = (await import(/* webpackIgnore: true */ /* @vite-ignore */ osModule)) as typeof import('node:os');
+      resolved = `${homedir()}${path.slice(1)}`;
+    }
+    text = await readFile(resolved, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    throw new AgentEconomyError(`cannot read the wallet file ${path}: ${typeof code === 'string' ? code : (error as Error).message}`, { cause: error });
+  }
+  try {
+    return await walletFromSecretKey(text);
+  } catch (error) {
+    // The message names the file, never its contents.
+    throw new AgentEconomyError(`the wallet file ${path} holds no usable key: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * A wallet from an environment variable (default AGENT_ECONOMY_WALLET) holding a secret key (base58 or
+ * a solana-keygen JSON array) or the path of a solana-keygen file.
+ */
+export async function walletFromEnv(name = 'AGENT_ECONOMY_WALLET'): Promise<Signer> {
+  const value = (typeof process === 'undefined' ? undefined : process.env[name])?.trim();
+  if (!value) throw new AgentEconomyError(`the environment variable ${name} is not set`);
+  if (!value.startsWith('[') && !BASE58_KEY.test(value)) return walletFromFile(value);
+  try {
+    return await walletFromSecretKey(value);
+  } catch (error) {
+    throw new AgentEconomyError(`${name} holds no usable key: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,52 @@
+import type { PaymentRequirements } from '@agent-economy/contracts';
+
+/** What a settled payment bought, as `client.payments.receipts` and `.withResponse().payment` report it. */
+export interface PaymentReceipt {
+  /** Service id, e.g. 'education'. */
+  service: string;
+  /** The contract route paid for: 'METHOD /path', e.g. 'POST /api/lesson'. */
+  route: string;
+  /** Atomic units of `asset` that settled, as a decimal integer string. */
+  amount: string;
+  /** The same amount in USD, an exact decimal string (the stablecoin has 6 decimals). */
+  amountUsd: string;
+  /** Mint of the stablecoin paid with. */
+  asset: string;
+  /** CAIP-2 id of the network. */
+  network: string;
+  /** The service's wallet that was paid. */
+  payTo: string;
+  /** Your wallet. */
+  payer: string;
+  /** The settled transaction's id on chain (base58), from the service's PAYMENT-RESPONSE. */
+  transaction: string;
+  /** When the SDK received the settlement, ISO 8601. */
+  at: string;
+}
+
+/**
+ * A payment the SDK signed and sent: enough to find it on chain when its outcome is unknown. The
+ * chain's id of a Solana transaction is its first signature, the fee payer's, which only the
+ * facilitator adds: use `transaction` when the service reported it, else look for `payerSignature`
+ * among the transactions of your token account, or for the `memo`, which is unique to this payment.
+ */
+export interface SentPayment {
+  service: string;
+  /** 'METHOD /path'. */
+  route: string;
+  /** The quote element paid against, as sent in `accepted`. */
+  requirements: PaymentRequirements;
+  payer: string;
+  /** Your Ed25519 signature of the transaction (its signatures[1]), base58. */
+  payerSignature: string;
+  memo: string;
+  /** The partially signed wire transaction as sent, base64 (the fee payer's slot left empty). */
+  signedTransaction: string;
+  /** The transaction's id on chain (base58), when the service reported one (a settlement still pending). */
+  transaction?: string;
+  /** True when it was sent up front, before any 402 for this call. */
+  prepaid: boolean;
+}
+
+/** Which budget a price would break. */
+export type BudgetLimit = 'perCall' | 'perService' | 'total';
