@@ -1,8 +1,13 @@
 // `npm run bench [-- name…]`: latency and throughput figures to compare between changes, on loopback.
 // Figures depend on the machine; nothing here asserts them.
 import { createServer } from 'node:http';
-import { SOLANA_DEVNET, USDC_DEVNET } from '@agent-economy/contracts';
-import { createClient, PaymentRequiredError } from '@agent-economy/sdk';
+import { SOLANA_DEVNET, USDC_DEVNET, usdToAtomic, type X402FacilitatorRequest } from '@agent-economy/contracts';
+import { createClient, PaymentRequiredError, walletFromSecretKey } from '@agent-economy/sdk';
+import { createKeyPairSignerFromBytes, createSolanaRpc } from '@solana/kit';
+import { wrapFetchWithPayment, x402Client, x402HTTPClient } from '@x402/fetch';
+import { ExactSvmScheme } from '@x402/svm/exact/client';
+import { startEconomy } from '../tests/support/economy';
+import { buildPaymentTransaction } from '../tests/support/payments';
 import { builtinReasoner } from '../servers/src/ai';
 import { openDatabase } from '../servers/src/db';
 import { createLogger } from '../servers/src/runtime/logger';
@@ -39,12 +44,15 @@ async function education(): Promise<Row[]> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const wallet = generateWallet();
   const app = await createEducationApp({
     db: database.db,
     logger: createLogger('silent'),
     reasoner: builtinReasoner(),
     publicUrl: url,
-    paywall: { payTo: generateWallet().address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60 },
+    wallet,
+    rpcUrl: 'http://127.0.0.1:9',
+    paywall: { payTo: wallet.address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60 },
   });
   server.on('request', app);
   const client = createClient({ baseUrls: { education: url }, maxRetries: 0 });
@@ -65,7 +73,56 @@ async function education(): Promise<Row[]> {
   return rows;
 }
 
-const benchmarks: Record<string, () => Promise<Row[]>> = { education };
+/** The payment path end to end on loopback: ledger, facilitator and a paid service, our SDK and the official client. */
+async function payments(): Promise<Row[]> {
+  const economy = await startEconomy();
+  await economy.ledger.mintTo(economy.buyer.address, usdToAtomic('1000'));
+  const wallet = await walletFromSecretKey(economy.buyer.secretKey);
+  const baseUrls = { education: economy.education.url };
+  const lesson = { body: { courseId: 'tool-use', lessonId: 'function-calling' } };
+  const free = createClient({ baseUrls, maxRetries: 0 });
+  const roundTrip = createClient({ baseUrls, wallet, maxRetries: 0, payments: { prepay: false, maxPerCallUsd: '0.10', rpcUrl: economy.rpcUrl } });
+  const upFront = createClient({ baseUrls, wallet, maxRetries: 0, payments: { prepay: true, maxPerCallUsd: '0.10', rpcUrl: economy.rpcUrl } });
+
+  const signer = await createKeyPairSignerFromBytes(economy.buyer.secretKey);
+  const official = wrapFetchWithPayment(fetch, new x402HTTPClient(new x402Client().register(SOLANA_DEVNET, new ExactSvmScheme(signer, { rpcUrl: economy.rpcUrl }))));
+  const officialCall = async () => {
+    const response = await official(`${economy.education.url}/api/lesson`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(lesson.body) });
+    if (response.status !== 200) throw new Error(`official client got ${response.status}`);
+    await response.arrayBuffer();
+  };
+
+  // Settlements alone: payments built beforehand, settled one after another through the facilitator.
+  const rpc = createSolanaRpc(economy.rpcUrl);
+  const requirements = {
+    scheme: 'exact', network: SOLANA_DEVNET, amount: '10000', asset: USDC_DEVNET,
+    payTo: economy.education.context.wallet.address, maxTimeoutSeconds: 60, extra: { feePayer: economy.feePayer.address },
+  };
+  const settleRuns = 200;
+  const bodies: X402FacilitatorRequest[] = [];
+  for (let i = 0; i < settleRuns + 20; i++) {
+    const { value } = await rpc.getLatestBlockhash().send();
+    const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value });
+    bodies.push({ x402Version: 2 as const, paymentPayload: { x402Version: 2 as const, accepted: requirements, payload: { transaction } }, paymentRequirements: requirements });
+  }
+  const facilitator = economy.facilitator.client.facilitator;
+  const settle = async () => {
+    const result = await facilitator.settle({ body: bodies.pop()! });
+    if (!result.success) throw new Error(`settlement failed: ${result.errorReason}`);
+  };
+
+  const rows = [
+    await measure('payments: free call (GET /api/catalog)', 300, () => free.education.catalog()),
+    await measure('payments: paid call, 402 round trip (POST /api/lesson, 0.05 USD)', 100, () => roundTrip.education.lesson(lesson)),
+    await measure('payments: paid call, paid up front (POST /api/lesson)', 100, () => upFront.education.lesson(lesson)),
+    await measure('payments: official @x402/fetch client, paid call (POST /api/lesson)', 100, officialCall),
+    await measure('facilitator: /settle of a prepared payment (verify, co-sign, send, confirm)', settleRuns, settle),
+  ];
+  await economy.close();
+  return rows;
+}
+
+const benchmarks: Record<string, () => Promise<Row[]>> = { education, payments };
 
 const asked = process.argv.slice(2);
 const names = asked.length ? asked : Object.keys(benchmarks);

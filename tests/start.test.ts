@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createClient } from '@agent-economy/sdk';
+import { SOLANA_DEVNET, USDC_DEVNET } from '@agent-economy/contracts';
+import { createClient, walletFromFile } from '@agent-economy/sdk';
+import { address, createSolanaRpc } from '@solana/kit';
 import { builtinReasoner } from '../servers/src/ai';
 import { openDatabase } from '../servers/src/db';
 import { curriculum } from '../servers/src/services/education/curriculum';
@@ -40,8 +42,9 @@ function start(env: Record<string, string>): { child: ChildProcess; output: () =
 }
 
 async function ready(run: ReturnType<typeof start>): Promise<void> {
-  // Waits for the table the process prints once every service listens (bounded, not a timing assertion).
-  for (let i = 0; i < 600 && !run.output().includes('Ctrl-C stops'); i++) {
+  // Waits for the table the process prints once every service listens: bounded at 3 minutes, for a machine
+  // busy with the rest of the suite (alone it takes about 8 s), and not a timing assertion.
+  for (let i = 0; i < 1800 && !run.output().includes('Ctrl-C stops'); i++) {
     if (run.child.exitCode !== null) throw new Error(`npm start exited: ${run.output()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -52,19 +55,42 @@ describe('npm start', () => {
   const quizId = 'quiz_5a5a5a5a5a5a5a5a5a5a5a5a';
 
   it('serves, writes the service table, stops on SIGINT and keeps its state across restarts', async () => {
-    const port = await freePort();
-    const env = { EDUCATION_PORT: String(port) };
+    const [port, facilitatorPort, ledgerPort] = [await freePort(), await freePort(), await freePort()];
+    const env = { EDUCATION_PORT: String(port), FACILITATOR_PORT: String(facilitatorPort), LEDGER_PORT: String(ledgerPort) };
 
     const first = start(env);
     await ready(first);
     const table = JSON.parse(readFileSync(join(dataDir, 'services.json'), 'utf8'));
     expect(table.services).toEqual([
+      expect.objectContaining({ id: 'facilitator', url: `http://127.0.0.1:${facilitatorPort}` }),
       expect.objectContaining({ id: 'education', url: `http://127.0.0.1:${port}`, docs: `http://127.0.0.1:${port}/docs` }),
     ]);
-    expect(first.output()).toContain(`education  http://127.0.0.1:${port}`);
+    expect(table.chain).toMatchObject({ rpcUrl: `http://127.0.0.1:${ledgerPort}`, network: SOLANA_DEVNET, stablecoin: USDC_DEVNET, local: true });
+    expect(table.demoWallet).toMatchObject({ usd: '100', keyFile: join(dataDir, 'keys', 'demo-agent.json') });
+    expect(first.output()).toContain(`education    http://127.0.0.1:${port}`);
+    expect(first.output()).toContain(`local Solana ledger posing as devnet`);
     const client = createClient({ baseUrls: { education: `http://127.0.0.1:${port}` }, maxRetries: 0 });
     expect((await client.education.catalog()).totalCourses).toBe(6);
-    expect(existsSync(join(dataDir, 'keys', 'education-payto.json'))).toBe(true);
+    expect(existsSync(join(dataDir, 'keys', 'education.json'))).toBe(true);
+
+    // The demo wallet buys a lesson on the local ledger; the balances must survive the restarts below.
+    const buyer = createClient({
+      baseUrls: { education: `http://127.0.0.1:${port}` },
+      maxRetries: 0,
+      wallet: await walletFromFile(table.demoWallet.keyFile),
+      payments: { rpcUrl: table.chain.rpcUrl },
+    });
+    const lesson = await buyer.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } });
+    expect(lesson.payment).toMatchObject({ amountUsd: '0.05', payer: table.demoWallet.address, payTo: table.services[1].wallet });
+    const balances = async () => {
+      const rpc = createSolanaRpc(table.chain.rpcUrl);
+      const of = async (owner: string) => {
+        const { value } = await rpc.getTokenAccountsByOwner(address(owner), { mint: address(USDC_DEVNET) }, { encoding: 'jsonParsed' }).send();
+        return value[0]!.account.data.parsed.info.tokenAmount.amount;
+      };
+      return { demo: await of(table.demoWallet.address), education: await of(table.services[1].wallet) };
+    };
+    expect(await balances()).toEqual({ demo: '99950000', education: '50000' });
     first.child.kill('SIGINT');
     expect(await first.exit).toBe(0);
 
@@ -83,11 +109,13 @@ describe('npm start', () => {
       const result = await client.education.quiz({ body: { action: 'grade', quizId, answers } });
       expect(result).toMatchObject({ quizId, attempt, score: 3, passed: true });
       const again = JSON.parse(readFileSync(join(dataDir, 'services.json'), 'utf8'));
-      expect(again.services[0].payTo).toBe(table.services[0].payTo);
+      expect(again.services[1].wallet).toBe(table.services[1].wallet);
+      // The ledger kept its accounts: the payment is still there and the demo wallet was not topped up again.
+      expect(await balances()).toEqual({ demo: '99950000', education: '50000' });
       run.child.kill('SIGINT');
       expect(await run.exit).toBe(0);
     }
-  }, 240_000);
+  }, 600_000);
 
   it('refuses bad configuration with a message naming each variable', async () => {
     const run = start({

@@ -16,7 +16,6 @@ import { z } from 'zod';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 
-
 const Port = z.coerce.number().int().min(0).max(65535);
 
 const Env = z.object({
@@ -27,6 +26,11 @@ const Env = z.object({
   SOLANA_NETWORK: Caip2Network.default(SOLANA_DEVNET),
   STABLECOIN_MINT: SolanaAddress.default(USDC_DEVNET),
   PAYMENT_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(600).default(60),
+  // Unset: `npm start` runs the local ledger on LEDGER_PORT and every service settles through the local facilitator.
+  SOLANA_RPC_URL: z.string().url().optional(),
+  LEDGER_PORT: Port.default(DEFAULT_PORTS.ledger),
+  FACILITATOR_URL: z.string().url().optional(),
+  DEMO_WALLET_SECRET: z.string().min(1).optional(),
   LLM_BASE_URL: z.string().url().optional(),
   LLM_MODEL: z.string().min(1).optional(),
   LLM_API_KEY: z.string().optional(),
