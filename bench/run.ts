@@ -52,6 +52,7 @@ async function education(): Promise<Row[]> {
     publicUrl: url,
     wallet,
     rpcUrl: 'http://127.0.0.1:9',
+    localChain: true,
     paywall: { payTo: wallet.address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60 },
   });
   server.on('request', app);

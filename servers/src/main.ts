@@ -91,6 +91,7 @@ async function main() {
       publicUrl: settings.publicUrl,
       wallet: own,
       rpcUrl,
+      localChain: !!ledger,
       ...(settings.prices ? { prices: settings.prices } : {}),
       paywall: {
         payTo: own.address,

@@ -45,6 +45,7 @@ export async function startService(
     wallet,
     // No chain unless the test brings one: nothing listens on port 9.
     rpcUrl: options.rpcUrl ?? 'http://127.0.0.1:9',
+    localChain: true,
     paywall: { payTo: wallet.address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60, ...options.paywall },
   };
   const app = await factory(context);

@@ -16,6 +16,8 @@ export interface ServiceContext {
   wallet: Wallet;
   /** Solana JSON-RPC endpoint of the deployment's chain (the local ledger, or a cluster). */
   rpcUrl: string;
+  /** True when rpcUrl is the local ledger (data from it is `embedded`), false for a real cluster (`live`). */
+  localChain: boolean;
   /** This deployment's prices by route key, where they differ from the contract's (`<ID>_PRICES`). */
   prices?: Record<string, PaymentMeta>;
 }
