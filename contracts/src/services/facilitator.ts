@@ -967,12 +967,14 @@ const router = c.router({
       'Success: 200 with `success` and `ok` true, the signature, the payer and `settlement`. Failure: the error envelope: ' +
       '409 blockhash_expired (rebuild with a fresh blockhash from /mpp/prepare); 422 invalid_transaction (the transaction ' +
       'violates the policy; details.reason: invalid_transaction_encoding, program_not_allowed, fee_payer_not_isolated, ' +
-      'fee_payer_mismatch, no_transfer_instruction, multiple_transfers, mint_mismatch, recipient_mismatch, ' +
+      'fee_payer_mismatch, signature_invalid (a signature other than the fee payer’s is missing or does not verify), ' +
+      'no_transfer_instruction, multiple_transfers, mint_mismatch, recipient_mismatch, ' +
       'amount_mismatch, compute_price_too_high or duplicate_settlement: a transaction already settled is never settled ' +
       'or reported settled again); 422 simulation_failed (details.error, details.logs); 422 insufficient_balance (the ' +
       'payer’s token balance is below the transfer; details.required, details.available); 422 transaction_failed ' +
       '(broadcast, failed on chain; details.signature); 422 unsupported_network; 429 global_settle_cap_exceeded or ' +
-      'seller_settle_cap_exceeded (Retry-After); 503 chain_unavailable (nothing was broadcast) or settlement_pending ' +
+      'seller_settle_cap_exceeded (Retry-After; by default 600 settlements a minute in all and 120 to one recipient, ' +
+      'per deployment); 503 chain_unavailable (nothing was broadcast) or settlement_pending ' +
       '(broadcast, confirmation not yet seen; details.signature: send the same transaction again to learn its outcome). ' +
       `${ERROR_STATUS_WHY} Design: bodies, statuses, policy reasons. No caller identity: the buyer’s signature in the ` +
       `transaction is the authorisation, and the facilitator only adds its fee-payer signature. ${FREE_WHY}`,

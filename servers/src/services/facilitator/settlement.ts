@@ -1,14 +1,17 @@
 import type { PaymentRequirements, X402FacilitatorRequest, X402SettleResponse, X402SupportedResponse, X402VerifyResponse } from '@agent-economy/contracts';
-import { base58Encode } from '@agent-economy/contracts';
-import { getBase64Decoder, isSolanaError, type Rpc, type SolanaRpcApi, type Signature, type Base64EncodedWireTransaction } from '@solana/kit';
+import { isSolanaError, type Rpc, type SolanaRpcApi, type Signature, type Base64EncodedWireTransaction } from '@solana/kit';
 import type { Logger } from 'pino';
+import { toBase64 } from '../../ledger/wire';
 import { unavailable } from '../../runtime/errors';
-import { signEd25519, type Wallet } from '../../runtime/wallet';
-import type { SettlementStore } from './store';
+import type { Wallet } from '../../runtime/wallet';
+import type { SettlementKind, SettlementStore } from './store';
+import { coSign, type ReadTransaction } from './transaction';
 import { PaymentRejected, checkTransaction, type CheckedPayment, type VerifyPolicy } from './verify';
 
 // Verify, co-sign, simulate, send and confirm (research/x402.md §2.5). A payment is claimed in the
 // database before it is broadcast, so it settles once however many replicas or requests race for it.
+// simulate / submit / follow are the one pipeline every kind of settlement goes through (x402 /settle
+// here, charges in charge.ts); each route only words the outcome its own way.
 
 export interface FacilitatorOptions {
   rpc: Rpc<SolanaRpcApi>;
@@ -21,13 +24,40 @@ export interface FacilitatorOptions {
   now?: () => Date;
 }
 
+/** A payment that passed its rules, ready to be co-signed and sent. */
+export interface Submission {
+  tx: ReadTransaction;
+  kind: SettlementKind;
+  scheme: string;
+  network: string;
+  payer: string;
+  payTo: string;
+  amount: bigint;
+  asset: string;
+  resource: string | null;
+  description: string | null;
+}
+
+/** What became of a submitted (or re-examined) payment. */
+export type SubmitOutcome =
+  /** Seen `confirmed` on chain, recorded settled. */
+  | { state: 'confirmed'; transaction: string; slot: number; at: Date }
+  /** Landed with an error: nothing moved but the fee. */
+  | { state: 'failed'; transaction: string; error: string }
+  /** Sent (or maybe sent), confirmation not seen: reconciliation or a repeated request settles its fate. */
+  | { state: 'pending'; transaction: string; message: string }
+  /** The node refused it before broadcasting: nothing can land, the claim was released. */
+  | { state: 'refused'; message: string }
+  /** Another request (on any replica) claimed the same payment first. */
+  | { state: 'taken' };
+
 /** The chain's JSON-RPC endpoint did not answer: a 503 with Retry-After, nothing broadcast. */
-function chainDown(error: unknown): boolean {
+export function chainDown(error: unknown): boolean {
   if (error instanceof TypeError) return true; // fetch failed: refused, reset, DNS
   return isSolanaError(error) && (error.context as { statusCode?: number }).statusCode !== undefined && (error.context as { statusCode: number }).statusCode >= 500;
 }
 
-async function onChain<T>(action: string, call: () => Promise<T>): Promise<T> {
+export async function onChain<T>(action: string, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
@@ -36,7 +66,7 @@ async function onChain<T>(action: string, call: () => Promise<T>): Promise<T> {
   }
 }
 
-const stringify = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
+export const stringify = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
 
 /** Reads a simulation or transaction error in the node's JSON form as an x402 reason. */
 function chainRejection(err: unknown, logs: readonly string[] | null | undefined, payer: string): PaymentRejected {
@@ -59,35 +89,104 @@ export function createFacilitator(options: FacilitatorOptions) {
   const now = options.now ?? (() => new Date());
   const confirmTimeoutMs = options.confirmTimeoutMs ?? 30_000;
 
-  async function simulate(payment: CheckedPayment): Promise<void> {
-    const wire = getBase64Decoder().decode(payment.wire) as Base64EncodedWireTransaction;
+  /** The chain's verdict on the transaction as it stands (fee-payer slot not yet signed): null when it would succeed. */
+  async function simulate(tx: ReadTransaction): Promise<{ err: unknown; logs: readonly string[] } | null> {
+    const wire = toBase64(tx.wire) as Base64EncodedWireTransaction;
     const { value } = await onChain('simulateTransaction', () =>
       rpc.simulateTransaction(wire, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }).send(),
     );
-    if (value.err) throw chainRejection(value.err, value.logs, payment.payer);
+    return value.err ? { err: value.err, logs: value.logs ?? [] } : null;
+  }
+
+  async function simulatePayment(payment: CheckedPayment): Promise<void> {
+    const rejection = await simulate(payment.tx);
+    if (rejection) throw chainRejection(rejection.err, rejection.logs, payment.payer);
   }
 
   /** Every rule, then the chain's view; the payment stays unsent. */
   async function check(request: X402FacilitatorRequest): Promise<CheckedPayment> {
     const payment = await checkTransaction(request.paymentPayload, request.paymentRequirements, policy);
-    const settled = await store.get(payment.key);
+    const settled = await store.get(payment.tx.key);
     if (settled) throw new PaymentRejected('duplicate_settlement', `this payment was already submitted for settlement (transaction ${settled.transaction})`, payment.payer);
-    await simulate(payment);
+    await simulatePayment(payment);
     return payment;
   }
 
   /** Polls the signature until confirmed, failed or the timeout: 250 ms for 2 s, then every second. */
-  async function confirm(signature: string): Promise<{ state: 'confirmed' } | { state: 'failed'; err: unknown } | { state: 'unseen' }> {
+  async function confirm(signature: string): Promise<{ state: 'confirmed'; slot: number } | { state: 'failed'; err: unknown } | { state: 'unseen' }> {
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       const { value } = await rpc.getSignatureStatuses([signature as Signature], { searchTransactionHistory: true }).send();
       const status = value[0];
       if (status?.err) return { state: 'failed', err: status.err };
-      if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized')) return { state: 'confirmed' };
+      if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized')) return { state: 'confirmed', slot: Number(status.slot) };
       const elapsed = Date.now() - started;
       if (elapsed >= confirmTimeoutMs) return { state: 'unseen' };
       await new Promise((resolve) => setTimeout(resolve, elapsed < 2000 ? 250 : 1000));
     }
+  }
+
+  /** Watches a sent payment until its fate is known or the timeout, and records it. */
+  async function follow(key: string, transaction: string): Promise<SubmitOutcome> {
+    let outcome: Awaited<ReturnType<typeof confirm>>;
+    try {
+      outcome = await confirm(transaction);
+    } catch (error) {
+      if (!chainDown(error)) throw error;
+      // Sent, but the chain stopped answering while we watched: pending, to be reconciled.
+      return { state: 'pending', transaction, message: 'the transaction was sent but the chain stopped answering before its confirmation' };
+    }
+    const at = now();
+    if (outcome.state === 'confirmed') {
+      await store.finish(key, 'settled', at);
+      return { state: 'confirmed', transaction, slot: outcome.slot, at };
+    }
+    if (outcome.state === 'failed') {
+      const error = stringify(outcome.err);
+      await store.finish(key, 'failed', at, error);
+      return { state: 'failed', transaction, error };
+    }
+    return { state: 'pending', transaction, message: 'the transaction was sent but its confirmation was not seen in time' };
+  }
+
+  /** Co-signs, claims (at most once across replicas), sends and follows a payment that passed its rules. */
+  async function submit(s: Submission): Promise<SubmitOutcome> {
+    const { wire, signature: transaction } = coSign(s.tx, feePayer);
+    const claimed = await store.claim({
+      key: s.tx.key,
+      kind: s.kind,
+      scheme: s.scheme,
+      network: s.network,
+      payer: s.payer,
+      payTo: s.payTo,
+      amount: s.amount,
+      asset: s.asset,
+      resource: s.resource,
+      description: s.description,
+      transaction,
+      blockhash: s.tx.blockhash,
+      createdAt: now(),
+    });
+    if (!claimed) return { state: 'taken' };
+    try {
+      await rpc.sendTransaction(toBase64(wire) as Base64EncodedWireTransaction, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }).send();
+    } catch (error) {
+      const refused = error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause));
+      if (refused || (isSolanaError(error) && !chainDown(error))) {
+        // The node refused it or never saw it: nothing can land, so the payment is free to settle later.
+        await store.release(s.tx.key);
+        if (refused) throw unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; nothing was broadcast', 5);
+        return { state: 'refused', message: `the node refused the transaction: ${(error as Error).message}` };
+      }
+      // The request may have reached the node: keep the claim; reconciliation or a repeated settle resolves it.
+      logger.warn({ err: error, transaction }, 'sendTransaction outcome unknown');
+      return { state: 'pending', transaction, message: 'the transaction may have been sent' };
+    }
+    const outcome = await follow(s.tx.key, transaction);
+    if (outcome.state === 'confirmed') {
+      logger.info({ kind: s.kind, transaction, payer: s.payer, payTo: s.payTo, amount: s.amount.toString() }, 'payment settled');
+    }
+    return outcome;
   }
 
   const failure = (requirements: PaymentRequirements, reason: string, message: string, extra: Partial<X402SettleResponse> = {}): X402SettleResponse => ({
@@ -99,38 +198,34 @@ export function createFacilitator(options: FacilitatorOptions) {
     ...extra,
   });
 
-  async function finish(payment: { key: string; transaction: string; payer: string; amount: bigint }, requirements: PaymentRequirements): Promise<X402SettleResponse> {
-    let outcome: Awaited<ReturnType<typeof confirm>>;
-    try {
-      outcome = await confirm(payment.transaction);
-    } catch (error) {
-      if (!chainDown(error)) throw error;
-      // Sent, but the chain stopped answering while we watched: pending, to be reconciled.
-      return failure(requirements, 'settlement_pending', 'the transaction was sent but the chain stopped answering before its confirmation; settle the same payment again to reconcile', {
-        transaction: payment.transaction,
-        payer: payment.payer,
-      });
+  /** An outcome of the pipeline in the x402 SettleResponse shape. */
+  function x402Outcome(outcome: SubmitOutcome, payer: string, amount: bigint, requirements: PaymentRequirements): X402SettleResponse {
+    switch (outcome.state) {
+      case 'confirmed':
+        return { success: true, transaction: outcome.transaction, network: requirements.network, payer, amount: amount.toString() };
+      case 'failed':
+        return failure(requirements, 'invalid_exact_svm_transaction_failed', `the transaction failed on chain: ${outcome.error}`, { transaction: outcome.transaction, payer });
+      case 'pending':
+        return failure(requirements, 'settlement_pending', `${outcome.message}; settle the same payment again to reconcile`, { transaction: outcome.transaction, payer });
+      case 'refused':
+        return failure(requirements, 'invalid_exact_svm_transaction_failed', outcome.message, { payer });
+      case 'taken':
+        return failure(requirements, 'duplicate_settlement', 'this payment is already being settled by another request', { payer });
     }
-    const at = now();
-    if (outcome.state === 'confirmed') {
-      await store.finish(payment.key, 'settled', at);
-      logger.info({ transaction: payment.transaction, payer: payment.payer, payTo: requirements.payTo, amount: payment.amount.toString() }, 'payment settled');
-      return { success: true, transaction: payment.transaction, network: requirements.network, payer: payment.payer, amount: payment.amount.toString() };
-    }
-    if (outcome.state === 'failed') {
-      await store.finish(payment.key, 'failed', at, stringify(outcome.err));
-      return failure(requirements, 'invalid_exact_svm_transaction_failed', `the transaction failed on chain: ${stringify(outcome.err)}`, {
-        transaction: payment.transaction,
-        payer: payment.payer,
-      });
-    }
-    return failure(requirements, 'settlement_pending', 'the transaction was sent but its confirmation was not seen in time; settle the same payment again to reconcile', {
-      transaction: payment.transaction,
-      payer: payment.payer,
-    });
   }
 
   return {
+    /** The fee payer this facilitator signs with. */
+    feePayer: feePayer.address,
+    network: policy.network,
+    rpc,
+    store,
+    now,
+    confirmTimeoutMs,
+    simulate,
+    submit,
+    follow,
+
     supported(): X402SupportedResponse {
       return {
         kinds: [{ x402Version: 2, scheme: 'exact', network: policy.network, extra: { feePayer: feePayer.address } }],
@@ -158,10 +253,10 @@ export function createFacilitator(options: FacilitatorOptions) {
         if (!(error instanceof PaymentRejected)) throw error;
         return failure(requirements, 'invalid_exact_svm_verification_failed', `${error.reason}: ${error.message}`, error.payer ? { payer: error.payer } : {});
       }
-      const existing = await store.get(payment.key);
+      const existing = await store.get(payment.tx.key);
       if (existing?.status === 'pending' && now().getTime() - existing.createdAt.getTime() > confirmTimeoutMs) {
         // Settling a payment left pending reconciles it: its transaction was sent once, we only look for it.
-        return finish(existing, requirements);
+        return x402Outcome(await follow(existing.key, existing.transaction), existing.payer, existing.amount, requirements);
       }
       if (existing?.status === 'pending') {
         // Sent (or being sent) moments ago: its outcome is not known yet, so it is pending, not refused.
@@ -183,19 +278,14 @@ export function createFacilitator(options: FacilitatorOptions) {
         });
       }
       try {
-        await simulate(payment);
+        await simulatePayment(payment);
       } catch (error) {
         if (!(error instanceof PaymentRejected)) throw error;
         return failure(requirements, 'invalid_exact_svm_verification_failed', `${error.reason}: ${error.message}`, { payer: payment.payer });
       }
-
-      // Co-sign: the fee payer's signature goes in slot 0; it is also the transaction's id.
-      const feePayerSignature = signEd25519(feePayer, payment.messageBytes);
-      const signed = new Uint8Array(payment.wire);
-      signed.set(feePayerSignature, 1); // after the one-byte signature count
-      const transaction = base58Encode(feePayerSignature);
-      const claimed = await store.claim({
-        key: payment.key,
+      const outcome = await submit({
+        tx: payment.tx,
+        kind: 'x402',
         scheme: requirements.scheme,
         network: requirements.network,
         payer: payment.payer,
@@ -204,29 +294,8 @@ export function createFacilitator(options: FacilitatorOptions) {
         asset: requirements.asset,
         resource: request.paymentPayload.resource?.url ?? null,
         description: request.paymentPayload.resource?.description ?? null,
-        transaction,
-        blockhash: payment.blockhash,
-        createdAt: now(),
       });
-      if (!claimed) return failure(requirements, 'duplicate_settlement', 'this payment is already being settled by another request', { payer: payment.payer });
-
-      try {
-        await rpc
-          .sendTransaction(getBase64Decoder().decode(signed) as Base64EncodedWireTransaction, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' })
-          .send();
-      } catch (error) {
-        const refused = error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause));
-        if (refused || (isSolanaError(error) && !chainDown(error))) {
-          // The node refused it or never saw it: nothing can land, so the payment is free to settle later.
-          await store.release(payment.key);
-          if (refused) throw unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; nothing was broadcast', 5);
-          return failure(requirements, 'invalid_exact_svm_transaction_failed', `the node refused the transaction: ${(error as Error).message}`, { payer: payment.payer });
-        }
-        // The request may have reached the node: keep the claim; reconciliation or a repeated settle resolves it.
-        logger.warn({ err: error, transaction }, 'sendTransaction outcome unknown');
-        return failure(requirements, 'settlement_pending', 'the transaction may have been sent; settle the same payment again to reconcile', { transaction, payer: payment.payer });
-      }
-      return finish({ key: payment.key, transaction, payer: payment.payer, amount: payment.amount }, requirements);
+      return x402Outcome(outcome, payment.payer, payment.amount, requirements);
     },
 
     /**

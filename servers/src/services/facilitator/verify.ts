@@ -1,20 +1,17 @@
-import { base58Decode, type PaymentRequirements } from '@agent-economy/contracts';
+import type { PaymentRequirements } from '@agent-economy/contracts';
 import type { X402PaymentPayload } from '@agent-economy/contracts';
 import { getSetComputeUnitLimitInstructionDataDecoder, getSetComputeUnitPriceInstructionDataDecoder } from '@solana-program/compute-budget';
 import { getTransferCheckedInstructionDataDecoder } from '@solana-program/token';
-import { getBase64Encoder, getCompiledTransactionMessageDecoder, getTransactionDecoder } from '@solana/kit';
-import { MEMO_PROGRAM, MEMO_V1_PROGRAM, TOKEN_2022_PROGRAM, TOKEN_PROGRAM, associatedTokenAddress } from '../../ledger/programs';
-import { messageKey } from '../../runtime/paywall';
-import { verifyEd25519 } from '../../runtime/wallet';
+import { COMPUTE_BUDGET_PROGRAM, MEMO_PROGRAM, MEMO_V1_PROGRAM, TOKEN_2022_PROGRAM, TOKEN_PROGRAM, associatedTokenAddress } from '../../ledger/programs';
+import { hasValidSignature, readTransaction, type ReadTransaction } from './transaction';
 
 // The Solana `exact` scheme's verification rules (research/x402.md §2.4), checked on the transaction's
 // bytes before anything touches the chain. Reason codes are the x402 SVM codes the official packages use.
 
-const COMPUTE_BUDGET_PROGRAM = 'ComputeBudget111111111111111111111111111111';
 /** Memo v2 (what x402 clients use) and v1. */
-const MEMO_PROGRAMS = new Set([MEMO_PROGRAM, MEMO_V1_PROGRAM]);
+export const MEMO_PROGRAMS = new Set([MEMO_PROGRAM, MEMO_V1_PROGRAM]);
 /** Wallet guard instructions some wallets (Phantom) add; they move no funds. */
-const LIGHTHOUSE_PROGRAM = 'L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95';
+export const LIGHTHOUSE_PROGRAM = 'L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95';
 
 export interface VerifyPolicy {
   /** CAIP-2 network this facilitator settles on. */
@@ -34,17 +31,13 @@ export const DEFAULT_VERIFY_POLICY: Omit<VerifyPolicy, 'network' | 'feePayers'> 
 
 /** A payment transaction that passed every static rule: what the chain is then asked about. */
 export interface CheckedPayment {
-  /** The wire transaction, fee-payer slot unsigned. */
-  wire: Uint8Array;
-  messageBytes: Uint8Array;
-  /** SHA-256 of the message bytes: one payment, however its unsigned fee-payer slot is filled. */
-  key: string;
+  /** The transaction, fee-payer slot unsigned. */
+  tx: ReadTransaction;
   payer: string;
   feePayer: string;
   amount: bigint;
   source: string;
   destination: string;
-  blockhash: string;
 }
 
 export class PaymentRejected extends Error {
@@ -95,31 +88,20 @@ export async function checkTransaction(payload: X402PaymentPayload, requirements
   const encoded = payload.payload.transaction;
   if (typeof encoded !== 'string' || !encoded) reject('invalid_exact_svm_payload_transaction', 'paymentPayload.payload.transaction must be a base64 transaction');
 
-  let wire: Uint8Array;
-  let messageBytes: Uint8Array;
-  let signatures: Record<string, Uint8Array | null>;
-  let message: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>;
+  let tx: ReadTransaction;
   try {
-    wire = new Uint8Array(getBase64Encoder().encode(encoded as string));
-    const transaction = getTransactionDecoder().decode(wire);
-    messageBytes = new Uint8Array(transaction.messageBytes);
-    signatures = transaction.signatures as Record<string, Uint8Array | null>;
-    message = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
+    tx = readTransaction(encoded as string);
   } catch (error) {
     return reject('invalid_exact_svm_payload_transaction_could_not_be_decoded', `the transaction does not decode: ${(error as Error).message}`);
   }
-  if (message.version !== 0) reject('invalid_exact_svm_payload_transaction', 'the transaction must be a version 0 transaction');
-  if ('addressTableLookups' in message && message.addressTableLookups?.length) {
+  if (tx.version !== 0) reject('invalid_exact_svm_payload_transaction', 'the transaction must be a version 0 transaction');
+  if (tx.lookups > 0) {
     reject('invalid_exact_svm_payload_transaction', 'address lookup tables are not accepted: every account must be in the message');
   }
-  const accounts = message.staticAccounts as string[];
+  const accounts = tx.accounts;
   if (accounts[0] !== feePayer) reject('invalid_exact_svm_invalid_fee_payer', `the transaction's fee payer is ${accounts[0]}, not ${feePayer}`);
 
-  const instructions = message.instructions.map((ix) => ({
-    program: accounts[ix.programAddressIndex]!,
-    accounts: (ix.accountIndices ?? []).map((i) => accounts[i]!),
-    data: new Uint8Array(ix.data ?? []),
-  }));
+  const instructions = tx.instructions;
   if (instructions.length < 3 || instructions.length > 7) {
     reject('invalid_exact_svm_payload_transaction_instructions_length', `a payment has 3 to 7 instructions, this one has ${instructions.length}`);
   }
@@ -156,8 +138,8 @@ export async function checkTransaction(payload: X402PaymentPayload, requirements
   if (instructions.some((ix) => ix.accounts.includes(feePayer))) {
     reject('invalid_exact_svm_payload_transaction_fee_payer_included_in_instruction_accounts', 'the fee payer may not appear in any instruction', payer);
   }
-  if (message.header.numSignerAccounts !== 2) {
-    reject('invalid_exact_svm_payload_excessive_signers', `the transaction needs ${message.header.numSignerAccounts} signatures; a payment has exactly two: the fee payer and the payer`, payer);
+  if (tx.numRequiredSignatures !== 2) {
+    reject('invalid_exact_svm_payload_excessive_signers', `the transaction needs ${tx.numRequiredSignatures} signatures; a payment has exactly two: the fee payer and the payer`, payer);
   }
   if (accounts[1] !== payer) reject('invalid_exact_svm_payload_transaction', 'the transfer authority must be the transaction’s second signer', payer);
 
@@ -184,22 +166,9 @@ export async function checkTransaction(payload: X402PaymentPayload, requirements
     if (Buffer.from(memos[0]!).toString('utf8') !== memo) reject('invalid_exact_svm_payload_memo_mismatch', 'the memo differs from the one the requirements set', payer);
   }
 
-  for (const [signer, signature] of Object.entries(signatures)) {
-    if (signer === feePayer) continue;
-    if (!signature || !verifyEd25519(base58Decode(signer)!, messageBytes, signature)) {
-      reject('invalid_exact_svm_payload_signature_invalid', `the signature of ${signer} is missing or does not match the transaction`, payer);
-    }
+  for (let i = 1; i < tx.numRequiredSignatures; i++) {
+    if (!hasValidSignature(tx, i)) reject('invalid_exact_svm_payload_signature_invalid', `the signature of ${accounts[i]} is missing or does not match the transaction`, payer);
   }
 
-  return {
-    wire,
-    messageBytes,
-    key: messageKey(messageBytes),
-    payer,
-    feePayer,
-    amount,
-    source,
-    destination,
-    blockhash: (message as { lifetimeToken?: string }).lifetimeToken ?? '',
-  };
+  return { tx, payer, feePayer, amount, source, destination };
 }
