@@ -123,6 +123,7 @@ describe('npm start', () => {
       SOLANA_NETWORK: 'devnet',
       LLM_BASE_URL: 'http://127.0.0.1:1/v1',
       EDUCATION_PRICES: '{"lesso":"0.04","tutor":"ten cents"}',
+      FACILITATOR_SETTLE_CAP: '0',
     });
     expect(await run.exit).toBe(2);
     expect(run.output()).toContain('EDUCATION_PRICES: "lesso" is not a route of education');
@@ -130,5 +131,6 @@ describe('npm start', () => {
     expect(run.output()).toContain('EDUCATION_PORT: must be a port number 0-65535');
     expect(run.output()).toContain('SOLANA_NETWORK: must be a CAIP-2 chain id');
     expect(run.output()).toContain('LLM_MODEL: required when LLM_BASE_URL is set');
+    expect(run.output()).toContain('FACILITATOR_SETTLE_CAP:');
   }, 60_000);
 });

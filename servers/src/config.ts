@@ -26,6 +26,9 @@ const Env = z.object({
   SOLANA_NETWORK: Caip2Network.default(SOLANA_DEVNET),
   STABLECOIN_MINT: SolanaAddress.default(USDC_DEVNET),
   PAYMENT_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(600).default(60),
+  // The facilitator pays every settlement's fees: caps per minute bound what one burst can cost it.
+  FACILITATOR_SETTLE_CAP: z.coerce.number().int().min(1).default(600),
+  FACILITATOR_SELLER_SETTLE_CAP: z.coerce.number().int().min(1).default(120),
   // Unset: `npm start` runs the local ledger on LEDGER_PORT and every service settles through the local facilitator.
   SOLANA_RPC_URL: z.string().url().optional(),
   LEDGER_PORT: Port.default(DEFAULT_PORTS.ledger),

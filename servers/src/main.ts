@@ -9,7 +9,9 @@ import { facilitatorClient } from './runtime/facilitator-client';
 import { createLogger } from './runtime/logger';
 import { listen, type RunningServer } from './runtime/server';
 import { loadOrCreateWallet } from './runtime/wallet';
+import type { ServiceContext } from './runtime/context';
 import { serviceApps } from './services';
+import { createFacilitatorApp } from './services/facilitator';
 
 const FEE_PAYER_FLOOR_LAMPORTS = 10_000_000_000n; // 10 SOL: tops the fee payer up below this
 const DEMO_FLOOR = usdToAtomic('1');
@@ -84,7 +86,12 @@ async function main() {
   for (const service of mounted) {
     const settings = config.services[service.id]!;
     const own = wallets[service.id]!;
-    const app = await serviceApps[service.id]!({
+    const create =
+      service.id === 'facilitator'
+        ? (context: ServiceContext) =>
+            createFacilitatorApp(context, { settleCaps: { global: config.FACILITATOR_SETTLE_CAP, perSeller: config.FACILITATOR_SELLER_SETTLE_CAP } })
+        : serviceApps[service.id]!;
+    const app = await create({
       db: database.db,
       logger,
       reasoner,
