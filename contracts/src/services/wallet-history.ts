@@ -5,7 +5,7 @@ import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { UsdAmount } from '../core/money';
 import { free, tiered, type RouteMeta } from '../core/payment';
 import { Caip2Network, SolanaAddress, Timestamp } from '../core/chain';
-import { DataSource } from './shared';
+import { DataServiceHealth, DataSource } from './shared';
 
 const c = initContract();
 
@@ -95,14 +95,6 @@ export interface WalletQuote {
   validUntil: string;
   source: DataSource;
 }
-export interface WalletHistoryHealth {
-  status: 'ok' | 'degraded';
-  service: 'wallet-history';
-  version: '1.0.0';
-  uptimeSeconds: number;
-  database: 'ok';
-  rpc: 'ok' | 'unavailable';
-}
 export interface WalletHistoryRequest {
   wallet: string;
   since?: string;
@@ -183,15 +175,6 @@ const QuoteSchema: z.ZodType<WalletQuote> = z.object({
   validUntil: Timestamp.describe('estimatedAt + 10 minutes: a paid call before then is charged this tier'),
   source: DataSource,
 });
-const HealthSchema: z.ZodType<WalletHistoryHealth> = z.object({
-  status: z.enum(['ok', 'degraded']).describe('degraded: the chain RPC does not answer, so analyses fail with 502'),
-  service: z.literal('wallet-history'),
-  version: z.literal('1.0.0'),
-  uptimeSeconds: z.number().int().min(0),
-  database: z.literal('ok'),
-  rpc: z.enum(['ok', 'unavailable']),
-});
-
 const RequestBody: z.ZodType<WalletHistoryRequest> = z
   .object({
     wallet: SolanaAddress.describe('the wallet address to analyse'),
@@ -245,8 +228,9 @@ const router = c.router({
     summary: 'Health check',
     description:
       'Whether the service, its database and the chain RPC answer. Free: monitors poll it. Design: status degraded when ' +
-      'the RPC is unavailable; 503 database_unavailable (with Retry-After) when the database does not answer.',
-    responses: { 200: HealthSchema, 503: ErrorEnvelope, ...standardErrors },
+      'the last call to the chain RPC failed (analyses then fail with 502); 503 database_unavailable (with Retry-After) ' +
+      'when the database does not answer.',
+    responses: { 200: DataServiceHealth, 503: ErrorEnvelope, ...standardErrors },
     metadata: { payment: free(), example: {} } satisfies RouteMeta,
   },
 });
