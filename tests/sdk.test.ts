@@ -1,6 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import { Agent as HttpAgent } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { initContract } from '@ts-rest/core';
 import axios from 'axios';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -386,48 +385,6 @@ describe('timeouts, aborts and connection failures', () => {
     attempts.length = 0;
     await expect(refused.act({ body: { n: 1 } }, { headers: { 'payment-signature': 'sig' } })).rejects.toBeInstanceOf(ConnectionError);
     expect(attempts).toHaveLength(1);
-  });
-});
-
-describe('kept-alive sockets', () => {
-  // A raw server that answers the first request on a connection and then, like a server whose idle
-  // timeout fired just as the next request left the client, closes that connection without reading on.
-  async function closingServer() {
-    const bodies: string[] = [];
-    const server = createNetServer((socket) => {
-      let served = 0;
-      let buffer = '';
-      socket.on('data', (chunk) => {
-        buffer += chunk.toString('utf8');
-        const end = buffer.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const length = Number(/content-length: *(\d+)/i.exec(buffer.slice(0, end))?.[1] ?? 0);
-        if (buffer.length < end + 4 + length) return;
-        if (served++ > 0) return void socket.destroy();
-        bodies.push(buffer.slice(end + 4, end + 4 + length));
-        buffer = '';
-        const body = JSON.stringify({ done: true });
-        socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`);
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return { server, bodies, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-  }
-
-  it('sends a POST again on a fresh socket when the kept-alive one was closed before it was read, even with retries off', async () => {
-    const { server, bodies, url } = await closingServer();
-    const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
-    try {
-      const client = createServiceClient(fixture, url, { maxRetries: 0, axios: axios.create({ httpAgent: agent }) });
-      expect(await client.act({ body: { n: 1 } })).toEqual({ done: true });
-      // Same socket, closed under the request: sent once more on a new connection, and served there.
-      expect(await client.act({ body: { n: 2 } })).toEqual({ done: true });
-      expect(await client.act({ body: { n: 3 } }, { headers: { 'payment-signature': 'sig' } })).toEqual({ done: true });
-      expect(bodies.map((b) => JSON.parse(b))).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
-    } finally {
-      agent.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
   });
 });
 

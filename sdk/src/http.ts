@@ -80,12 +80,6 @@ function flatHeaders(headers: unknown): Record<string, string> {
   return out;
 }
 
-/** Whether the failed request went out on a kept-alive socket (node's ClientRequest, or axios' redirect wrapper around it). */
-function sentOnReusedSocket(error: AxiosError): boolean {
-  const request = error.request as { reusedSocket?: boolean; _currentRequest?: { reusedSocket?: boolean } } | undefined;
-  return request?.reusedSocket === true || request?._currentRequest?.reusedSocket === true;
-}
-
 /**
  * Sends one logical call, retrying what is safe to retry: connection failures and 408/429/5xx for
  * idempotent requests, 429 and 503 (the service did nothing) for any request. A request carrying a
@@ -106,7 +100,6 @@ export async function send(
   const idempotent = IDEMPOTENT.has(request.method) || Boolean(options.idempotencyKey);
   const maxRetries = paid ? 0 : (options.maxRetries ?? settings.maxRetries);
   const timeoutMs = options.timeoutMs ?? settings.timeoutMs;
-  let staleResent = false;
 
   for (let attempt = 0; ; attempt++) {
     if (options.signal?.aborted) throw new UserAbortError('aborted');
@@ -138,14 +131,6 @@ export async function send(
       const failure = timedOut
         ? new ConnectionTimeoutError(`${request.method} ${request.url} timed out after ${timeoutMs} ms`, { cause: error })
         : new ConnectionError(`${request.method} ${request.url} failed: ${(error as Error).message}`, { cause: error });
-      // A kept-alive socket the server closed while idle fails before the request reaches the service;
-      // Node's documented remedy is to send again once, on a fresh socket. A payment resent this way
-      // cannot be charged twice: the paywall serves one payment once.
-      if (!timedOut && !staleResent && code === 'ECONNRESET' && sentOnReusedSocket(error as AxiosError)) {
-        staleResent = true;
-        attempt--;
-        continue;
-      }
       // A refused connection never reached the service, so even a POST is safe to send again.
       const safe = idempotent || code === 'ECONNREFUSED';
       if (safe && attempt < maxRetries) {
