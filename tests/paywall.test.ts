@@ -1,7 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { PAYMENT_RESPONSE_HEADER, decodeX402Header, defineService, fixed, paymentErrors, standardErrors, type PaymentRequired, type X402PaymentPayload } from '@agent-economy/contracts';
+import { PAYMENT_RESPONSE_HEADER, SOLANA_DEVNET, decodeX402Header, defineService, fixed, paymentErrors, standardErrors, type PaymentRequired, type X402PaymentPayload } from '@agent-economy/contracts';
 import { InternalServerError, PaymentRequiredError, createServiceClient } from '@agent-economy/sdk';
 import { createSolanaRpc } from '@solana/kit';
 import { createServiceApp } from '../servers/src/runtime/app';
@@ -126,7 +126,15 @@ describe('paywall', () => {
     const header = await signedPayment(await quote());
     const domain = await client.buy({ body: { item: 'vase', fail: 'domain' } }, { headers: { 'payment-signature': header } }).catch((e) => e);
     expect(domain.status).toBe(422);
-    expect(domain.headers[PAYMENT_RESPONSE_HEADER]).toBeUndefined();
+    // The answer says nothing was settled, so a client knows its payment is still unspent.
+    expect(decodeX402Header(domain.headers[PAYMENT_RESPONSE_HEADER])).toEqual({
+      success: false,
+      errorReason: 'response_not_successful',
+      errorMessage: 'the service answered 422; the payment was not settled and may be used again',
+      transaction: '',
+      network: SOLANA_DEVNET,
+      payer: economy.buyer.address,
+    });
     const crash = await client.buy({ body: { item: 'vase', fail: 'crash' } }, { headers: { 'payment-signature': header } }).catch((e) => e);
     expect(crash.status).toBe(500);
     expect(balance()).toBe(before);

@@ -142,7 +142,10 @@ async function deliver(
       return { refused: error, payment };
     }
     const notDelivered = error instanceof ConnectionError && (error.cause as { code?: unknown } | undefined)?.code === 'ECONNREFUSED';
-    if ((error instanceof ApiError && !mayHaveSettled(error) && !mayHaveMoved) || notDelivered) {
+    // The service itself says it settled nothing (it failed before answering): nothing was spent.
+    const declared = error instanceof ApiError ? (decodeX402Header(error.headers[PAYMENT_RESPONSE_HEADER] ?? '') as { success?: unknown; transaction?: unknown } | undefined) : undefined;
+    const declaredUnsettled = declared?.success === false && !declared.transaction;
+    if ((error instanceof ApiError && ((!mayHaveSettled(error) && !mayHaveMoved) || declaredUnsettled)) || notDelivered) {
       reservation.release();
       throw error;
     }

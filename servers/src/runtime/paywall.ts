@@ -369,7 +369,16 @@ export async function collectPayment(res: Response, runHandler: () => void, opti
     // Only a success is paid for: an error, a redirect or a 304 (nothing delivered) settles nothing.
     if (status < 200 || status >= 300) {
       await release().catch((error: unknown) => logger.error({ requestId, err: error }, 'payment claim not released'));
-      return flush(body);
+      // Say so explicitly: a client cannot otherwise tell our 502 (nothing charged) from a proxy's after a settlement.
+      const unsettled: X402SettleResponse = {
+        success: false,
+        errorReason: 'response_not_successful',
+        errorMessage: `the service answered ${status}; the payment was not settled and may be used again`,
+        transaction: '',
+        network: requirements.network,
+        ...(payer ? { payer } : {}),
+      };
+      return flush(body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(unsettled) });
     }
     try {
       let settlement: X402SettleResponse = await facilitator!.settle(request);

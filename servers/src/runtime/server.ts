@@ -11,6 +11,11 @@ export interface RunningServer {
 export function listen(app: Express, port: number, host = '127.0.0.1'): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     const server: Server = app.listen(port, host);
+    // Idle connections must be closed by the client side first (Node's agent after 5 s, load balancers
+    // typically after 60 s): a request sent on a socket the server has just closed fails, and the client
+    // cannot tell whether a POST on it arrived, so it cannot safely send it again.
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
     server.once('error', reject);
     server.once('listening', () => {
       const address = server.address();
