@@ -229,7 +229,10 @@ const SimulationSchema: z.ZodType<TransactionSimulation> = z.object({
     .int()
     .min(1)
     .max(MAX_COMPUTE_UNITS)
-    .describe('ceil(unitsConsumed × 1.1), at most 1,400,000'),
+    .describe(
+      'ceil((unitsConsumed + 150 for each of SetComputeUnitLimit and SetComputeUnitPrice the transaction lacks) × 1.1), at most ' +
+        '1,400,000: the compute-budget instructions to prepend consume 150 compute units each',
+    ),
   requestedComputeUnitLimit: Count.nullable().describe('from a SetComputeUnitLimit in the transaction, if any'),
   requestedComputeUnitPrice: Count.nullable().describe('from a SetComputeUnitPrice in the transaction, if any'),
   urgency: UrgencySchema,

@@ -3,11 +3,13 @@ import type { ServiceId } from '@agent-economy/contracts';
 import type { ServiceContext } from '../runtime/context';
 import { createEducationApp } from './education';
 import { createFacilitatorApp } from './facilitator';
+import { createGasApp } from './gas';
 import { createWalletHistoryApp } from './wallet-history';
 
 /** Services with real handlers, by id. `npm start` mounts exactly these. */
 export const serviceApps: Partial<Record<ServiceId, (context: ServiceContext) => Promise<Express>>> = {
   facilitator: createFacilitatorApp,
   education: createEducationApp,
+  gas: createGasApp,
   'wallet-history': createWalletHistoryApp,
 };
