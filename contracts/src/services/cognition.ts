@@ -670,7 +670,7 @@ const DecisionProfileSchema: z.ZodType<DecisionProfile> = z
 const ArmSchema: z.ZodType<Arm> = z
   .object({
     id: ItemId.describe('an approach, strategy or tool'),
-    trials: count(),
+    trials: count().max(1_000_000_000).describe('times this arm was tried, at most 1,000,000,000'),
     meanReward: unit().describe('mean reward of the trials so far (ignored at 0 trials)'),
   })
   .strict();
@@ -904,7 +904,7 @@ const ContextRelevanceResultSchema: z.ZodType<ContextRelevanceResult> = z.object
     z.object({
       id: z.string(),
       rank: z.number().int().min(1),
-      relevance: unit().describe('0.8 × BM25 normalised to the best item + 0.2 × recency (recency weight 0 when addedAt is absent)'),
+      relevance: unit().describe('0.8 × BM25 normalised to the best item + 0.2 × recency (recency weight 0 when addedAt is absent); 0 for an item sharing no term with the goal'),
       bm25: z.number(),
       recency: unit().nullable(),
       matchedTerms: z.array(z.string()),
@@ -969,7 +969,7 @@ const ExploreExploitResultSchema: z.ZodType<ExploreExploitResult> = z.object({
       trials: count(),
       meanReward: unit(),
       index: z.number().describe('the strategy’s value: UCB1 bound, Thompson draw, or mean for epsilon-greedy'),
-      explorationBonus: z.number().describe('sqrt(2 ln N / n) for UCB1; 0 otherwise'),
+      explorationBonus: z.number().describe('sqrt(2 ln N / n) for UCB1 (an untried arm, whose bound is infinite, shows sqrt(4 ln max(N, 2)) and an index of 1 plus that); 0 otherwise'),
       probabilityBest: unit().describe('posterior probability of being the best arm (Beta posteriors, 10,000 seeded draws)'),
     }),
   ),
@@ -1209,7 +1209,8 @@ const exampleModels: ModelPair = {
   heavy: { name: 'frontier-large', inputUsdPerMTok: '3', outputUsdPerMTok: '15', expectedAccuracy: 0.93, latencyMs: 6500 },
 };
 
-const analysisResponses = (schema: z.ZodTypeAny) => ({
+/** Generic over the result schema so the SDK types each analysis's 200 body (a ZodTypeAny parameter made it any). */
+const analysisResponses = <T extends z.ZodTypeAny>(schema: T) => ({
   200: schema,
   422: ErrorEnvelope,
   ...standardErrors,
@@ -1275,7 +1276,7 @@ const router = c.router({
     summary: 'Where to allocate GPUs and CPUs now',
     description:
       'Schedules the task queue onto the free GPUs and CPUs: which tasks run now, which wait (with a simulated start and ' +
-      'finish as running tasks release their units), which can never fit. Reports utilization, idle units, deadline ' +
+      'finish as running tasks release their units; units busy outside the queue, total − available, are assumed free once none of the queue’s tasks runs), which can never fit. Reports utilization, idle units, deadline ' +
       'misses and the share of priority served now. Design: input is the compute group plus tasks.queue of the state. ' +
       'Errors: 422 nothing_schedulable when no task needs any GPU or CPU.',
     responses: analysisResponses(ComputeAllocationResultSchema),
@@ -1314,7 +1315,7 @@ const router = c.router({
     summary: 'What to forget and what to keep',
     description:
       'Scores each memory item for retention (importance, recency with a half-life, access frequency), then keeps the best ' +
-      'items, summarizes middling episodic and semantic items to summaryRatio of their size, and forgets the rest until ' +
+      'items, summarizes middling (retention score 0.3 or more) episodic and semantic items to summaryRatio of their size, and forgets the rest until ' +
       'the memory fits targetUtilization of its capacity. Pinned items are always kept. Design: input is the memory ' +
       'group of the state. Errors: 422 pinned_exceeds_target when pinned items alone exceed the target.',
     responses: analysisResponses(MemoryCompressionResultSchema),

@@ -33,9 +33,10 @@ export interface ServiceAppOptions<R extends AppRouter> {
   pricing?: Partial<Record<keyof R & string, PriceResolver>>;
   /**
    * Checks that can fail a request before it is priced, by route key (unknown ids, out-of-scope
-   * questions): they throw an HttpError, so nobody pays for a request that was bound to fail.
+   * questions): they throw an HttpError, so nobody pays for a request that was bound to fail. On an
+   * `auth: 'siwx'` route, `caller` is the wallet the request proved (checks such as "not about yourself").
    */
-  preflight?: Partial<Record<keyof R & string, (request: ParsedRequest) => void | Promise<void>>>;
+  preflight?: Partial<Record<keyof R & string, (request: ParsedRequest, caller?: string) => void | Promise<void>>>;
   /** Largest JSON body accepted; larger ones get 413. */
   bodyLimit?: string;
   /**
@@ -169,7 +170,7 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
       const route = routed.tsRestRoute!;
       const key = routeKeys.get(route)!;
       const parsed = res.locals.parsed as ParsedRequest;
-      await (options.preflight as Record<string, (request: ParsedRequest) => unknown> | undefined)?.[key]?.(parsed);
+      await (options.preflight as Record<string, (request: ParsedRequest, caller?: string) => unknown> | undefined)?.[key]?.(parsed, res.locals.caller as string | undefined);
       const resolver = (options.pricing as Record<string, PriceResolver> | undefined)?.[key];
       const price = await priceOf(route, parsed, resolver);
       if (usdToAtomic(price.usd) === 0n) return next();

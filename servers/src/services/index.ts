@@ -1,6 +1,7 @@
 import type { Express } from 'express';
 import type { ServiceId } from '@agent-economy/contracts';
 import type { ServiceContext } from '../runtime/context';
+import { createCognitionApp } from './cognition';
 import { createEducationApp } from './education';
 import { createFacilitatorApp } from './facilitator';
 import { createGasApp } from './gas';
@@ -9,6 +10,7 @@ import { createWalletHistoryApp } from './wallet-history';
 /** Services with real handlers, by id. `npm start` mounts exactly these. */
 export const serviceApps: Partial<Record<ServiceId, (context: ServiceContext) => Promise<Express>>> = {
   facilitator: createFacilitatorApp,
+  cognition: createCognitionApp,
   education: createEducationApp,
   gas: createGasApp,
   'wallet-history': createWalletHistoryApp,
