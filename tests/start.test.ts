@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SOLANA_DEVNET, USDC_DEVNET } from '@agent-economy/contracts';
+import { SOLANA_DEVNET, USDC_DEVNET, envPrefix, services as registry } from '@agent-economy/contracts';
 import { createClient, walletFromFile } from '@agent-economy/sdk';
 import { address, createSolanaRpc } from '@solana/kit';
 import { builtinReasoner } from '../servers/src/ai';
@@ -14,6 +14,7 @@ import { curriculum } from '../servers/src/services/education/curriculum';
 import { locateLesson, quizTask, toStoredQuestions } from '../servers/src/services/education/domain';
 import { educationStore, migrations } from '../servers/src/services/education/store';
 import { migrate } from '../servers/src/db';
+import { serviceApps } from '../servers/src/services';
 
 // `npm start` as an operator runs it: a real process, a data directory, Ctrl-C to stop.
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -55,19 +56,24 @@ describe('npm start', () => {
   const quizId = 'quiz_5a5a5a5a5a5a5a5a5a5a5a5a';
 
   it('serves, writes the service table, stops on SIGINT and keeps its state across restarts', async () => {
-    const [port, facilitatorPort, ledgerPort] = [await freePort(), await freePort(), await freePort()];
-    const env = { EDUCATION_PORT: String(port), FACILITATOR_PORT: String(facilitatorPort), LEDGER_PORT: String(ledgerPort) };
+    // Every service on a free port, so a running `npm start` on the default ports does not get in the way.
+    const mounted = registry.map((s) => s.id).filter((id) => serviceApps[id]);
+    const ports = Object.fromEntries(await Promise.all(mounted.map(async (id) => [id, await freePort()] as const)));
+    const port = ports.education!;
+    const ledgerPort = await freePort();
+    const env = { ...Object.fromEntries(mounted.map((id) => [`${envPrefix(id)}_PORT`, String(ports[id])])), LEDGER_PORT: String(ledgerPort) };
 
     const first = start(env);
     await ready(first);
     const table = JSON.parse(readFileSync(join(dataDir, 'services.json'), 'utf8'));
-    expect(table.services).toEqual([
-      expect.objectContaining({ id: 'facilitator', url: `http://127.0.0.1:${facilitatorPort}` }),
-      expect.objectContaining({ id: 'education', url: `http://127.0.0.1:${port}`, docs: `http://127.0.0.1:${port}/docs` }),
-    ]);
+    expect(table.services).toEqual(
+      mounted.map((id) => expect.objectContaining({ id, url: `http://127.0.0.1:${ports[id]}`, docs: `http://127.0.0.1:${ports[id]}/docs` })),
+    );
+    for (const { url } of table.services) expect((await fetch(`${url}/health`)).status).toBe(200);
+    const seller = table.services.find((s: { id: string }) => s.id === 'education').wallet;
     expect(table.chain).toMatchObject({ rpcUrl: `http://127.0.0.1:${ledgerPort}`, network: SOLANA_DEVNET, stablecoin: USDC_DEVNET, local: true });
     expect(table.demoWallet).toMatchObject({ usd: '100', keyFile: join(dataDir, 'keys', 'demo-agent.json') });
-    expect(first.output()).toContain(`education    http://127.0.0.1:${port}`);
+    expect(first.output()).toMatch(new RegExp(`education +http://127.0.0.1:${port}`));
     expect(first.output()).toContain(`local Solana ledger posing as devnet`);
     const client = createClient({ baseUrls: { education: `http://127.0.0.1:${port}` }, maxRetries: 0 });
     expect((await client.education.catalog()).totalCourses).toBe(6);
@@ -81,14 +87,14 @@ describe('npm start', () => {
       payments: { rpcUrl: table.chain.rpcUrl },
     });
     const lesson = await buyer.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } });
-    expect(lesson.payment).toMatchObject({ amountUsd: '0.05', payer: table.demoWallet.address, payTo: table.services[1].wallet });
+    expect(lesson.payment).toMatchObject({ amountUsd: '0.05', payer: table.demoWallet.address, payTo: seller });
     const balances = async () => {
       const rpc = createSolanaRpc(table.chain.rpcUrl);
       const of = async (owner: string) => {
         const { value } = await rpc.getTokenAccountsByOwner(address(owner), { mint: address(USDC_DEVNET) }, { encoding: 'jsonParsed' }).send();
         return value[0]!.account.data.parsed.info.tokenAmount.amount;
       };
-      return { demo: await of(table.demoWallet.address), education: await of(table.services[1].wallet) };
+      return { demo: await of(table.demoWallet.address), education: await of(seller) };
     };
     expect(await balances()).toEqual({ demo: '99950000', education: '50000' });
     first.child.kill('SIGINT');
@@ -109,7 +115,7 @@ describe('npm start', () => {
       const result = await client.education.quiz({ body: { action: 'grade', quizId, answers } });
       expect(result).toMatchObject({ quizId, attempt, score: 3, passed: true });
       const again = JSON.parse(readFileSync(join(dataDir, 'services.json'), 'utf8'));
-      expect(again.services[1].wallet).toBe(table.services[1].wallet);
+      expect(again.services.find((s: { id: string }) => s.id === 'education').wallet).toBe(seller);
       // The ledger kept its accounts: the payment is still there and the demo wallet was not topped up again.
       expect(await balances()).toEqual({ demo: '99950000', education: '50000' });
       run.child.kill('SIGINT');
@@ -124,6 +130,7 @@ describe('npm start', () => {
       LLM_BASE_URL: 'http://127.0.0.1:1/v1',
       EDUCATION_PRICES: '{"lesso":"0.04","tutor":"ten cents"}',
       FACILITATOR_SETTLE_CAP: '0',
+      IDENTITY_TRUST_ANCHORS: 'did:agent:6Qz8KjwA1Ef2Tr8LhM3vNx,did:web:example.com',
     });
     expect(await run.exit).toBe(2);
     expect(run.output()).toContain('EDUCATION_PRICES: "lesso" is not a route of education');
@@ -132,5 +139,6 @@ describe('npm start', () => {
     expect(run.output()).toContain('SOLANA_NETWORK: must be a CAIP-2 chain id');
     expect(run.output()).toContain('LLM_MODEL: required when LLM_BASE_URL is set');
     expect(run.output()).toContain('FACILITATOR_SETTLE_CAP:');
+    expect(run.output()).toContain('IDENTITY_TRUST_ANCHORS: "did:web:example.com" must be a did:agent DID');
   }, 60_000);
 });

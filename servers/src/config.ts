@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  AgentDid,
   Caip2Network,
   DEFAULT_PORTS,
   PaymentMetaSchema,
@@ -17,6 +18,20 @@ import { z } from 'zod';
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 
 const Port = z.coerce.number().int().min(0).max(65535);
+
+/** A comma-separated list, each item checked by `item`; empty when unset. */
+const listOf = (item: z.ZodTypeAny) =>
+  z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      const items = (text ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+      for (const value of items) {
+        const checked = item.safeParse(value);
+        if (!checked.success) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${value}" ${checked.error.issues[0]?.message ?? 'is not valid'}` });
+      }
+      return items;
+    });
 
 const Env = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -37,6 +52,8 @@ const Env = z.object({
   LLM_BASE_URL: z.string().url().optional(),
   LLM_MODEL: z.string().min(1).optional(),
   LLM_API_KEY: z.string().optional(),
+  // DIDs whose vouching makes an identity's trust chain verified (e.g. known auditors).
+  IDENTITY_TRUST_ANCHORS: listOf(AgentDid),
 });
 
 export interface ServiceSettings {

@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Express } from 'express';
 import { atomicToUsd, services as registry, usdToAtomic } from '@agent-economy/contracts';
 import { reasonerFromEnv } from './ai';
 import { ConfigError, loadConfig } from './config';
@@ -12,6 +13,7 @@ import { loadOrCreateWallet } from './runtime/wallet';
 import type { ServiceContext } from './runtime/context';
 import { serviceApps } from './services';
 import { createFacilitatorApp } from './services/facilitator';
+import { createIdentityApp } from './services/identity';
 
 const FEE_PAYER_FLOOR_LAMPORTS = 10_000_000_000n; // 10 SOL: tops the fee payer up below this
 const DEMO_FLOOR = usdToAtomic('1');
@@ -82,15 +84,18 @@ async function main() {
   const database = await openDatabase(config.DATABASE_URL ? { url: config.DATABASE_URL } : { dataDir: join(config.DATA_DIR, 'db') });
   const reasoner = reasonerFromEnv({ LLM_BASE_URL: config.LLM_BASE_URL, LLM_MODEL: config.LLM_MODEL, LLM_API_KEY: config.LLM_API_KEY });
 
+  // Services with settings of their own beyond the context.
+  const configured: Partial<Record<string, (context: ServiceContext) => Promise<Express>>> = {
+    facilitator: (context) =>
+      createFacilitatorApp(context, { settleCaps: { global: config.FACILITATOR_SETTLE_CAP, perSeller: config.FACILITATOR_SELLER_SETTLE_CAP } }),
+    identity: (context) => createIdentityApp(context, { trustAnchors: config.IDENTITY_TRUST_ANCHORS }),
+  };
+
   const running: { id: string; title: string; server: RunningServer; publicUrl: string; wallet: string }[] = [];
   for (const service of mounted) {
     const settings = config.services[service.id]!;
     const own = wallets[service.id]!;
-    const create =
-      service.id === 'facilitator'
-        ? (context: ServiceContext) =>
-            createFacilitatorApp(context, { settleCaps: { global: config.FACILITATOR_SETTLE_CAP, perSeller: config.FACILITATOR_SELLER_SETTLE_CAP } })
-        : serviceApps[service.id]!;
+    const create = configured[service.id] ?? serviceApps[service.id]!;
     const app = await create({
       db: database.db,
       logger,

@@ -416,7 +416,8 @@ export interface IdentityStats {
 export const MAX_BATCH_DIDS = 25;
 
 const BASE58 = '[1-9A-HJ-NP-Za-km-z]';
-const Did = z
+/** A did:agent DID, as this service mints them. */
+export const AgentDid = z
   .string()
   .regex(new RegExp(`^did:agent:${BASE58}{16,24}$`), 'must be a did:agent DID: "did:agent:" then 16 to 24 base58 characters')
   .describe('a did:agent DID: "did:agent:" + base58btc of 16 random bytes');
@@ -663,7 +664,7 @@ const CreateIdentityBody: z.ZodType<CreateIdentityRequest, z.ZodTypeDef, CreateI
   .strict();
 const UpdateIdentityBody: z.ZodType<UpdateIdentityRequest> = z
   .object({
-    did: Did,
+    did: AgentDid,
     expectedVersion: z.number().int().min(1).optional().describe('refuse with 409 version_conflict unless the identity is at this version'),
     name: Name.optional(),
     addCapabilities: capabilityList().optional().describe('added, or replaced when the id is already declared'),
@@ -689,8 +690,8 @@ const CredentialActionBody: z.ZodType<CredentialActionRequest> = z.discriminated
   z
     .object({
       action: z.literal('issue'),
-      issuer: Did.describe('the issuing DID; the caller must be its controller'),
-      subject: Did.describe('the DID receiving the credential'),
+      issuer: AgentDid.describe('the issuing DID; the caller must be its controller'),
+      subject: AgentDid.describe('the DID receiving the credential'),
       claims: CredentialClaimsSchema,
       validUntil: Timestamp.optional().describe('expiry, in the future and at most 5 years away; none when omitted'),
     })
@@ -838,7 +839,7 @@ const TrustScoreSchema: z.ZodType<TrustScore> = z.object({
 });
 const TrustScoreBody: z.ZodType<TrustScoreRequest> = z
   .object({
-    did: Did,
+    did: AgentDid,
     tradeHistory: z
       .object({
         completedTrades: count().max(10_000_000),
@@ -860,7 +861,7 @@ const TrustScoreBody: z.ZodType<TrustScoreRequest> = z
 const BatchResolveBody: z.ZodType<BatchResolveRequest> = z
   .object({
     dids: z
-      .array(Did)
+      .array(AgentDid)
       .min(1)
       .max(MAX_BATCH_DIDS)
       .refine((list) => new Set(list).size === list.length, 'DIDs must be unique')
@@ -930,7 +931,7 @@ const router = c.router({
   get: {
     method: 'GET',
     path: '/api/identity/:did',
-    pathParams: z.object({ did: Did }),
+    pathParams: z.object({ did: AgentDid }),
     summary: 'Resolve a DID to the full identity document',
     description:
       'The identity document of a did:agent DID: the W3C DID document (Multikey verification methods, service endpoints) ' +
@@ -1065,7 +1066,7 @@ const router = c.router({
   listCredentials: {
     method: 'GET',
     path: '/api/credentials/:did',
-    pathParams: z.object({ did: Did }),
+    pathParams: z.object({ did: AgentDid }),
     query: ListCredentialsQuerySchema,
     summary: 'Credentials held by the agent',
     description:
@@ -1080,7 +1081,7 @@ const router = c.router({
   trustChain: {
     method: 'GET',
     path: '/api/trust/chain/:did',
-    pathParams: z.object({ did: Did }),
+    pathParams: z.object({ did: AgentDid }),
     query: TrustChainQuerySchema,
     summary: 'Trace the trust chain',
     description:

@@ -30,6 +30,15 @@ export function generateWallet(): Wallet {
   return walletFromSecretKey(secretKey);
 }
 
+/** The keypair whose 32-byte Ed25519 seed is `seed` (e.g. a key derived from another for one purpose only). */
+export function walletFromSeed(seed: Uint8Array): Wallet {
+  if (seed.length !== 32) throw new Error(`an Ed25519 seed has 32 bytes, not ${seed.length}`);
+  const secretKey = new Uint8Array(64);
+  secretKey.set(seed, 0);
+  secretKey.set(publicKeyOf(seed), 32);
+  return walletFromSecretKey(secretKey);
+}
+
 /**
  * The wallet named `name`: from the environment variable if set, else from <dataDir>/keys/<name>.json,
  * generated there at first start (mode 0600). Without a data directory (tests) it lives in memory only.

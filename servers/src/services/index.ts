@@ -5,12 +5,14 @@ import { createCognitionApp } from './cognition';
 import { createEducationApp } from './education';
 import { createFacilitatorApp } from './facilitator';
 import { createGasApp } from './gas';
+import { createIdentityApp } from './identity';
 import { createWalletHistoryApp } from './wallet-history';
 
 /** Services with real handlers, by id. `npm start` mounts exactly these. */
 export const serviceApps: Partial<Record<ServiceId, (context: ServiceContext) => Promise<Express>>> = {
   facilitator: createFacilitatorApp,
   cognition: createCognitionApp,
+  identity: createIdentityApp,
   education: createEducationApp,
   gas: createGasApp,
   'wallet-history': createWalletHistoryApp,

@@ -1,0 +1,792 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import {
+  atomicToUsd,
+  base58Encode,
+  usdToAtomic,
+  type Capability,
+  type CreateIdentityRequest,
+  type CredentialClaims,
+  type CredentialKind,
+  type CredentialRecord,
+  type CredentialStatus,
+  type CredentialVerification,
+  type DidDocument,
+  type Identity,
+  type IdentityDocument,
+  type IdentitySummary,
+  type IssueCredentialRequest,
+  type KindCounts,
+  type TrustChain,
+  type TrustLink,
+  type TrustNode,
+  type TrustRiskFlag,
+  type TrustScore,
+  type TrustScoreRequest,
+  type UpdateIdentityRequest,
+  type VerifiableCredential,
+  type VerificationFailure,
+  type Voucher,
+} from '@agent-economy/contracts';
+import type { AiTask, Generator } from '../../ai';
+import { HttpError, conflict, unprocessable } from '../../runtime/errors';
+import type { Wallet } from '../../runtime/wallet';
+import { decodeEd25519Multikey, multikeyOfAddress, publicKeyOfDidKey, signDataIntegrity, verifyDataIntegrity, verifyKeyProof } from './crypto';
+import type { CredentialRow, IdentityChange, IdentityRecord, StoredCapability } from './store';
+
+// The identity domain: plain functions over plain data. Handlers load the data, call these, store the result.
+
+export const MAX_IDENTITIES_PER_CONTROLLER = 100;
+export const MAX_CAPABILITIES = 50;
+export const MAX_METADATA_KEYS = 20;
+/** Held credentials embedded in an identity document; GET /api/credentials/:did pages through the rest. */
+export const DOCUMENT_CREDENTIALS = 50;
+export const MAX_TRUST_NODES = 200;
+/** Depth of the trust chain summarized in identity documents and used by the trust score. */
+export const DOCUMENT_CHAIN_DEPTH = 3;
+const MAX_VALIDITY_MS = 5 * 365.25 * 86_400_000;
+const DAY_MS = 86_400_000;
+/** An identity younger than this is flagged new_identity. */
+const NEW_IDENTITY_DAYS = 7;
+/** A dispute rate above this is flagged high_dispute_rate. */
+const HIGH_DISPUTE_RATE = 0.1;
+
+const DID_PATTERN = /^did:agent:[1-9A-HJ-NP-Za-km-z]{16,24}$/;
+export const KIND_ORDER: CredentialKind[] = ['skill_attestation', 'trade_certification', 'audit_badge'];
+const KIND_TYPE: Record<CredentialKind, string> = {
+  skill_attestation: 'SkillAttestation',
+  trade_certification: 'TradeCertification',
+  audit_badge: 'AuditBadge',
+};
+const CREDENTIAL_URN = 'urn:agent-economy:credential:';
+
+const iso = (date: Date) => date.toISOString();
+
+/** A fresh did:agent DID: base58btc of 16 random bytes (it never changes, whatever keys rotate). */
+export function newDid(): string {
+  for (;;) {
+    const did = `did:agent:${base58Encode(randomBytes(16))}`;
+    if (DID_PATTERN.test(did)) return did;
+  }
+}
+
+export function newCredentialId(): string {
+  for (;;) {
+    const id = `cred_${base58Encode(randomBytes(16))}`;
+    if (id.length >= 21) return id;
+  }
+}
+
+export const credentialUrn = (credentialId: string) => `${CREDENTIAL_URN}${credentialId}`;
+
+/** A credential's status at `now`: revoked is final; otherwise it is expired once validUntil has passed. */
+export function effectiveStatus(credential: Pick<CredentialRow, 'status' | 'validUntil'>, now: Date): CredentialStatus {
+  if (credential.status === 'revoked') return 'revoked';
+  if (credential.validUntil && credential.validUntil.getTime() <= now.getTime()) return 'expired';
+  return credential.status;
+}
+
+const emptyKinds = (): KindCounts => ({ skill_attestation: 0, trade_certification: 0, audit_badge: 0 });
+
+// ---- identities ----
+
+/** The new identity a create request describes, for the calling wallet; throws the contract's 422s. */
+export function planCreate(
+  body: CreateIdentityRequest,
+  caller: string,
+  controlled: number,
+  now: Date,
+): { identity: Omit<IdentityRecord, 'seq' | 'keys'>; key: string } {
+  if (controlled >= MAX_IDENTITIES_PER_CONTROLLER) {
+    throw unprocessable('identity_limit_reached', `The wallet ${caller} already controls ${controlled} identities, the most one wallet may`, {
+      limit: MAX_IDENTITIES_PER_CONTROLLER,
+    });
+  }
+  if (body.key && !verifyKeyProof(caller, body.key.publicKeyMultibase, body.key.proof)) {
+    throw keyProofInvalid(caller, body.key.publicKeyMultibase);
+  }
+  const at = iso(now);
+  return {
+    identity: {
+      did: newDid(),
+      type: body.type,
+      status: 'active',
+      name: body.name,
+      controller: caller,
+      capabilities: body.capabilities.map((c) => ({ ...c, declaredAt: at })),
+      metadata: body.metadata,
+      serviceEndpoints: body.serviceEndpoints,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    },
+    // Without a key of its own, the DID's key is the controller wallet's Ed25519 key (a Solana address is one).
+    key: body.key?.publicKeyMultibase ?? multikeyOfAddress(caller),
+  };
+}
+
+function keyProofInvalid(controller: string, key: string) {
+  return unprocessable(
+    'key_proof_invalid',
+    'The key proof does not verify: sign "agent-economy identity key proof\\ncontroller: <your wallet>\\nkey: <publicKeyMultibase>" with the key',
+    { controller, publicKeyMultibase: key },
+  );
+}
+
+/** Checks that the caller may change the identity at all: 403 not_controller, 409 did_deactivated, 409 version_conflict. */
+export function assertMayUpdate(identity: IdentityRecord, caller: string, expectedVersion?: number): void {
+  if (identity.controller !== caller) {
+    throw new HttpError(403, 'not_controller', `Only the controller wallet of ${identity.did} may change it`, { did: identity.did });
+  }
+  if (identity.status === 'deactivated') throw conflict('did_deactivated', `${identity.did} is deactivated and can no longer change`, { did: identity.did });
+  if (expectedVersion !== undefined && expectedVersion !== identity.version) {
+    throw conflict('version_conflict', `${identity.did} is at version ${identity.version}, not ${expectedVersion}`, {
+      did: identity.did,
+      version: identity.version,
+      expectedVersion,
+    });
+  }
+}
+
+/** The identity after an update request, or the contract's 403/409/422; nothing is written here. */
+export function planUpdate(identity: IdentityRecord, body: UpdateIdentityRequest, caller: string, now: Date): IdentityChange {
+  assertMayUpdate(identity, caller, body.expectedVersion);
+  const at = iso(now);
+  let capabilities: StoredCapability[] = identity.capabilities;
+  if (body.removeCapabilities) {
+    const declared = new Set(capabilities.map((c) => c.id));
+    const missing = body.removeCapabilities.filter((id) => !declared.has(id));
+    if (missing.length) {
+      throw unprocessable('capability_not_declared', `${identity.did} does not declare ${missing.join(', ')}`, { capabilities: missing });
+    }
+    const removed = new Set(body.removeCapabilities);
+    capabilities = capabilities.filter((c) => !removed.has(c.id));
+  }
+  for (const added of body.addCapabilities ?? []) {
+    // A capability declared again is replaced in place: a new declaration, dated now.
+    const next = { ...added, declaredAt: at };
+    const index = capabilities.findIndex((c) => c.id === added.id);
+    capabilities = index < 0 ? [...capabilities, next] : capabilities.map((c, i) => (i === index ? next : c));
+  }
+  if (capabilities.length > MAX_CAPABILITIES) {
+    throw unprocessable('too_many_capabilities', `The change leaves ${capabilities.length} capabilities; at most ${MAX_CAPABILITIES}`, { count: capabilities.length, limit: MAX_CAPABILITIES });
+  }
+  const metadata: Record<string, string> = { ...identity.metadata };
+  for (const [key, value] of Object.entries(body.metadata ?? {})) {
+    if (value === null) delete metadata[key];
+    else metadata[key] = value;
+  }
+  if (Object.keys(metadata).length > MAX_METADATA_KEYS) {
+    throw unprocessable('too_many_metadata_keys', `The change leaves ${Object.keys(metadata).length} metadata keys; at most ${MAX_METADATA_KEYS}`, {
+      count: Object.keys(metadata).length,
+      limit: MAX_METADATA_KEYS,
+    });
+  }
+  if (body.rotateKey) {
+    const { publicKeyMultibase, proof } = body.rotateKey;
+    if (!verifyKeyProof(identity.controller, publicKeyMultibase, proof)) throw keyProofInvalid(identity.controller, publicKeyMultibase);
+    if (identity.keys.some((k) => k.publicKeyMultibase === publicKeyMultibase)) {
+      throw unprocessable('key_reused', `${identity.did} has used this key before; rotate to a new key`, { publicKeyMultibase });
+    }
+  }
+  return {
+    name: body.name ?? identity.name,
+    status: body.deactivate ? 'deactivated' : identity.status,
+    capabilities,
+    metadata,
+    serviceEndpoints: body.serviceEndpoints ?? identity.serviceEndpoints,
+    ...(body.rotateKey ? { rotateTo: body.rotateKey.publicKeyMultibase } : {}),
+  };
+}
+
+/** The W3C DID document: the current key, the controller wallet's key and the registrar key, and the service endpoints. */
+export function didDocument(identity: IdentityRecord, registrarMultikey: string): DidDocument {
+  const { did } = identity;
+  const current = identity.keys.find((k) => k.status === 'current')!;
+  const keyId = `${did}#key-${current.n}`;
+  const method = (id: string, publicKeyMultibase: string) => ({ id, type: 'Multikey' as const, controller: did, publicKeyMultibase });
+  return {
+    '@context': ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/multikey/v1'],
+    id: did,
+    controller: did,
+    verificationMethod: [
+      method(keyId, current.publicKeyMultibase),
+      method(`${did}#controller`, multikeyOfAddress(identity.controller)),
+      method(`${did}#registrar`, registrarMultikey),
+    ],
+    authentication: [keyId, `${did}#controller`],
+    assertionMethod: [keyId, `${did}#registrar`],
+    capabilityInvocation: [`${did}#controller`],
+    service: identity.serviceEndpoints.map((e) => ({ id: `${did}#${e.id}`, type: e.type, serviceEndpoint: e.url })),
+  };
+}
+
+/** Active skill attestations from other DIDs, by skill, among the credentials a DID holds. */
+export function attestationCounts(did: string, held: CredentialRow[], now: Date): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const c of held) {
+    if (c.subject !== did || c.issuer === did || c.claims.kind !== 'skill_attestation' || effectiveStatus(c, now) !== 'active') continue;
+    counts.set(c.claims.skill, (counts.get(c.claims.skill) ?? 0) + 1);
+  }
+  return counts;
+}
+
+export function identityView(identity: IdentityRecord, held: CredentialRow[], now: Date): Identity {
+  const attested = attestationCounts(identity.did, held, now);
+  return {
+    did: identity.did,
+    type: identity.type,
+    status: identity.status,
+    name: identity.name,
+    controller: identity.controller,
+    capabilities: identity.capabilities.map(
+      (c): Capability => ({ ...c, attested: (attested.get(c.id) ?? 0) > 0, attestations: attested.get(c.id) ?? 0 }),
+    ),
+    metadata: identity.metadata,
+    serviceEndpoints: identity.serviceEndpoints,
+    keys: identity.keys.map((k) => ({
+      id: `${identity.did}#key-${k.n}`,
+      type: 'Multikey' as const,
+      publicKeyMultibase: k.publicKeyMultibase,
+      status: k.status,
+      createdAt: iso(k.createdAt),
+      rotatedAt: k.rotatedAt ? iso(k.rotatedAt) : null,
+    })),
+    version: identity.version,
+    createdAt: iso(identity.createdAt),
+    updatedAt: iso(identity.updatedAt),
+  };
+}
+
+export function identitySummary(identity: IdentityRecord, held: CredentialRow[], now: Date): IdentitySummary {
+  const attested = attestationCounts(identity.did, held, now);
+  return {
+    did: identity.did,
+    type: identity.type,
+    status: identity.status,
+    name: identity.name,
+    controller: identity.controller,
+    capabilities: identity.capabilities.map((c) => c.id),
+    attestedCapabilities: identity.capabilities.filter((c) => attested.has(c.id)).map((c) => c.id),
+    activeCredentials: held.filter((c) => c.subject === identity.did && effectiveStatus(c, now) === 'active').length,
+    createdAt: iso(identity.createdAt),
+    updatedAt: iso(identity.updatedAt),
+  };
+}
+
+export function identityDocument(
+  identity: IdentityRecord,
+  held: CredentialRow[],
+  chain: Pick<TrustChain, 'vouchers' | 'verified'>,
+  registrarMultikey: string,
+  now: Date,
+): IdentityDocument {
+  return {
+    ...identityView(identity, held, now),
+    didDocument: didDocument(identity, registrarMultikey),
+    didDocumentMetadata: {
+      created: iso(identity.createdAt),
+      updated: iso(identity.updatedAt),
+      versionId: String(identity.version),
+      deactivated: identity.status === 'deactivated',
+    },
+    credentials: held.slice(0, DOCUMENT_CREDENTIALS).map((c) => credentialRecord(c, now)),
+    trustChain: { vouchers: chain.vouchers, verified: chain.verified },
+  };
+}
+
+// ---- credentials ----
+
+export function credentialRecord(row: CredentialRow, now: Date): CredentialRecord {
+  return {
+    credentialId: row.credentialId,
+    kind: row.kind,
+    issuer: row.issuer,
+    subject: row.subject,
+    status: effectiveStatus(row, now),
+    statusReason: row.statusReason,
+    statusChangedAt: row.statusChangedAt ? iso(row.statusChangedAt) : null,
+    issuedAt: iso(row.issuedAt),
+    validUntil: row.validUntil ? iso(row.validUntil) : null,
+    claims: row.claims,
+    credential: row.document,
+  };
+}
+
+/**
+ * The checks an issue request must pass, in the contract's order: who may issue (403), who exists
+ * (404 by the caller), who is active (409), then the domain rules (422). Nothing is written.
+ */
+export function checkIssue(body: IssueCredentialRequest, issuer: IdentityRecord, subject: IdentityRecord, caller: string, now: Date): void {
+  if (issuer.controller !== caller) {
+    throw new HttpError(403, 'not_issuer_controller', `Only the controller wallet of ${issuer.did} may issue as it`, { issuer: issuer.did });
+  }
+  for (const identity of [issuer, subject]) {
+    if (identity.status === 'deactivated') throw conflict('did_deactivated', `${identity.did} is deactivated`, { did: identity.did });
+  }
+  if (issuer.did === subject.did) throw unprocessable('self_attestation', 'A DID cannot issue a credential to itself', { did: issuer.did });
+  const claims = body.claims;
+  if (claims.kind === 'skill_attestation' && !subject.capabilities.some((c) => c.id === claims.skill)) {
+    throw unprocessable('capability_not_declared', `${subject.did} does not declare the capability "${claims.skill}"`, {
+      skill: claims.skill,
+      declared: subject.capabilities.map((c) => c.id),
+    });
+  }
+  // The wire format only checks the shape of a time; a date such as 2026-02-30 is caught here, as a domain rule.
+  if (claims.kind === 'trade_certification' && !(realTime(claims.periodStart) <= realTime(claims.periodEnd))) {
+    throw unprocessable('invalid_period', 'periodEnd must be a real time no earlier than periodStart', { periodStart: claims.periodStart, periodEnd: claims.periodEnd });
+  }
+  if (body.validUntil !== undefined) {
+    const until = realTime(body.validUntil);
+    if (Number.isNaN(until) || until <= now.getTime() || until - now.getTime() > MAX_VALIDITY_MS) {
+      throw unprocessable('invalid_validity', 'validUntil must be in the future and at most 5 years away', { validUntil: body.validUntil });
+    }
+  }
+}
+
+/** Milliseconds of an ISO time that names a real calendar moment (it round-trips), else NaN. */
+function realTime(text: string): number {
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) || new Date(ms).toISOString() !== text ? NaN : ms;
+}
+
+/** The subject's claims in the credential: the request's claims without the kind, which the type carries. */
+function subjectClaims(claims: CredentialClaims): Record<string, unknown> {
+  const { kind: _kind, ...rest } = claims;
+  return rest;
+}
+
+/** A W3C VC Data Model 2.0 credential, signed with eddsa-jcs-2022 by the registrar key as `issuer#registrar`. */
+export function issueCredential(
+  input: { credentialId: string; issuer: string; subject: string; claims: CredentialClaims; validUntil?: string; statusUrl: string },
+  registrar: Wallet,
+  now: Date,
+): VerifiableCredential {
+  const unsigned = {
+    '@context': ['https://www.w3.org/ns/credentials/v2'],
+    id: credentialUrn(input.credentialId),
+    type: ['VerifiableCredential', KIND_TYPE[input.claims.kind]],
+    issuer: input.issuer,
+    validFrom: iso(now),
+    ...(input.validUntil ? { validUntil: input.validUntil } : {}),
+    credentialSubject: { id: input.subject, ...subjectClaims(input.claims) },
+    credentialStatus: { id: input.statusUrl, type: 'RegistryStatus' as const, statusPurpose: 'revocation' as const },
+  };
+  return signDataIntegrity(
+    unsigned,
+    { type: 'DataIntegrityProof', cryptosuite: 'eddsa-jcs-2022', created: iso(now), verificationMethod: `${input.issuer}#registrar`, proofPurpose: 'assertionMethod' },
+    registrar,
+  ) as VerifiableCredential;
+}
+
+/** The credential id a presented document names, when it is one of ours. */
+export function credentialIdOf(document: { id: string }): string | undefined {
+  if (!document.id.startsWith(CREDENTIAL_URN)) return undefined;
+  const id = document.id.slice(CREDENTIAL_URN.length);
+  return /^cred_[A-Za-z0-9]{16,40}$/.test(id) ? id : undefined;
+}
+
+export function issuerOf(document: Record<string, unknown>): string | undefined {
+  const issuer = document.issuer;
+  if (typeof issuer === 'string') return issuer;
+  if (issuer && typeof issuer === 'object' && typeof (issuer as { id?: unknown }).id === 'string') return (issuer as { id: string }).id;
+  return undefined;
+}
+
+export function subjectOf(document: Record<string, unknown>): string | undefined {
+  const subject = document.credentialSubject;
+  if (subject && typeof subject === 'object' && !Array.isArray(subject) && typeof (subject as { id?: unknown }).id === 'string') return (subject as { id: string }).id;
+  return undefined;
+}
+
+export function kindOf(document: Record<string, unknown>): CredentialKind | null {
+  const types = Array.isArray(document.type) ? document.type : [];
+  return KIND_ORDER.find((k) => types.includes(KIND_TYPE[k])) ?? null;
+}
+
+/**
+ * The public key a proof's verificationMethod names, if the issuer's DID document lists it for
+ * assertions: `<did:agent>#registrar`, `<did:agent>#key-<n>` (the current key), or a did:key's own key.
+ */
+export function assertionKey(issuerDid: string, verificationMethod: unknown, issuer: IdentityRecord | undefined, registrarPublicKey: Uint8Array): Uint8Array | undefined {
+  if (typeof verificationMethod !== 'string') return undefined;
+  const [did, fragment] = verificationMethod.split('#');
+  if (did !== issuerDid || !fragment) return undefined;
+  if (issuerDid.startsWith('did:key:')) return fragment === issuerDid.slice('did:key:'.length) ? publicKeyOfDidKey(issuerDid) : undefined;
+  if (!issuer) return undefined;
+  if (fragment === 'registrar') return registrarPublicKey;
+  const current = issuer.keys.find((k) => k.status === 'current');
+  return current && fragment === `key-${current.n}` ? decodeEd25519Multikey(current.publicKeyMultibase) : undefined;
+}
+
+/**
+ * Verifies a credential document as presented: its signature, whether this registry issued it (and
+ * then its live status), its issuer and subject, its validity period. Never throws for bad content.
+ */
+export function verifyCredential(input: {
+  document: Record<string, unknown>;
+  /** The registry's record of the id the document names, if any. */
+  record: CredentialRow | undefined;
+  identities: Map<string, IdentityRecord>;
+  registrarPublicKey: Uint8Array;
+  now: Date;
+}): CredentialVerification {
+  const { document, record, identities, now } = input;
+  const issuerDid = issuerOf(document) ?? '';
+  const issuer = identities.get(issuerDid);
+  const proof = document.proof as { verificationMethod?: unknown } | undefined;
+  const key = assertionKey(issuerDid, proof?.verificationMethod, issuer, input.registrarPublicKey);
+  const signature = !!key && verifyDataIntegrity(document, key);
+  // Ours only if the record's issuer signed it through the registrar, as everything issued here is.
+  const registered =
+    !!record && record.issuer === issuerDid && proof?.verificationMethod === record.document.proof.verificationMethod;
+  const subjectDid = registered ? record!.subject : subjectOf(document);
+  const subject = subjectDid ? identities.get(subjectDid) : undefined;
+  const validUntilText = registered ? (record!.validUntil ? iso(record!.validUntil) : undefined) : (document.validUntil as unknown);
+  const notExpired =
+    validUntilText === undefined || (typeof validUntilText === 'string' && Date.parse(validUntilText) > now.getTime());
+  const status: CredentialStatus | 'unknown' = registered ? effectiveStatus(record!, now) : 'unknown';
+  const checks = {
+    registered,
+    signature,
+    issuerActive: issuer?.status === 'active' || false,
+    subjectActive: subject?.status === 'active' || false,
+    notExpired,
+    notSuspended: !(registered && record!.status === 'suspended'),
+    notRevoked: !(registered && record!.status === 'revoked'),
+  };
+  const failures: VerificationFailure[] = [];
+  if (!registered) failures.push('not_registered');
+  if (!signature) failures.push('signature_invalid');
+  if (!issuer) failures.push('issuer_unknown');
+  else if (issuer.status === 'deactivated') failures.push('issuer_deactivated');
+  if (subject?.status === 'deactivated') failures.push('subject_deactivated');
+  if (!notExpired) failures.push('expired');
+  if (!checks.notSuspended) failures.push('suspended');
+  if (!checks.notRevoked) failures.push('revoked');
+  return {
+    valid: failures.length === 0 && Object.values(checks).every(Boolean),
+    credentialId: registered ? record!.credentialId : (credentialIdOf(document as { id: string }) ?? null),
+    kind: registered ? record!.kind : kindOf(document),
+    issuer: issuerDid || null,
+    subject: subjectDid ?? null,
+    status,
+    checks,
+    failures,
+    verifiedAt: iso(now),
+  };
+}
+
+// ---- trust chains ----
+
+export interface ChainLoader {
+  /** Every credential held by these DIDs, newest first. */
+  held(subjects: string[]): Promise<CredentialRow[]>;
+  identities(dids: string[]): Promise<Map<string, IdentityRecord>>;
+}
+
+/** The DID's direct vouchers: issuers of its active credentials, most credentials first. */
+export function vouchersOf(did: string, held: CredentialRow[], identities: Map<string, IdentityRecord>, anchors: ReadonlySet<string>, now: Date): Voucher[] {
+  const byIssuer = new Map<string, CredentialRow[]>();
+  for (const c of held) {
+    if (c.subject !== did || effectiveStatus(c, now) !== 'active') continue;
+    byIssuer.set(c.issuer, [...(byIssuer.get(c.issuer) ?? []), c]);
+  }
+  return [...byIssuer.entries()]
+    .map(([issuer, credentials]) => ({
+      did: issuer,
+      name: identities.get(issuer)?.name ?? '',
+      kinds: KIND_ORDER.filter((k) => credentials.some((c) => c.kind === k)),
+      credentials: credentials.length,
+      anchor: anchors.has(issuer),
+    }))
+    .sort((a, b) => b.credentials - a.credentials || a.name.localeCompare(b.name) || a.did.localeCompare(b.did));
+}
+
+/**
+ * Breadth-first over "who issued credentials to whom", from the DID up through its issuers to
+ * maxDepth; every DID is expanded once (cycles end there), at most MAX_TRUST_NODES nodes. Anchors
+ * count as reached only along active credentials from active issuers; paths are the shortest such.
+ */
+export async function traceTrustChain(
+  root: IdentityRecord,
+  options: { maxDepth: number; includeInactive: boolean; anchors: ReadonlySet<string>; now: Date },
+  load: ChainLoader,
+): Promise<TrustChain> {
+  const { maxDepth, includeInactive, anchors, now } = options;
+  const nodes = new Map<string, { identity: IdentityRecord; depth: number }>([[root.did, { identity: root, depth: 0 }]]);
+  const links: TrustLink[] = [];
+  /** subject → issuers, along links that carry trust (active credential, active issuer). */
+  const trusted = new Map<string, string[]>();
+  let rootHeld: CredentialRow[] = [];
+  let frontier = [root.did];
+  let truncated = false;
+  const followed = (c: CredentialRow) => includeInactive || effectiveStatus(c, now) === 'active';
+
+  for (let depth = 1; depth <= maxDepth && frontier.length; depth++) {
+    const held = await load.held(frontier);
+    if (depth === 1) rootHeld = held;
+    const unseen = [...new Set(held.filter(followed).map((c) => c.issuer))].filter((d) => !nodes.has(d));
+    const issuers = await load.identities(unseen);
+    const next: string[] = [];
+    // Subjects in frontier order, so nearer, older branches claim the node budget first.
+    const order = new Map(frontier.map((d, i) => [d, i]));
+    for (const c of [...held].sort((a, b) => order.get(a.subject)! - order.get(b.subject)!)) {
+      if (!followed(c)) continue;
+      if (!nodes.has(c.issuer)) {
+        const identity = issuers.get(c.issuer);
+        if (!identity) continue;
+        if (nodes.size >= MAX_TRUST_NODES) {
+          truncated = true;
+          continue;
+        }
+        nodes.set(c.issuer, { identity, depth });
+        next.push(c.issuer);
+      }
+      const status = effectiveStatus(c, now);
+      links.push({ issuer: c.issuer, subject: c.subject, credentialId: c.credentialId, kind: c.kind, status, issuedAt: iso(c.issuedAt), depth });
+      if (status === 'active' && nodes.get(c.issuer)!.identity.status === 'active') {
+        trusted.set(c.subject, [...(trusted.get(c.subject) ?? []), c.issuer]);
+      }
+    }
+    frontier = next;
+  }
+  // Issuers left beyond maxDepth make the chain truncated too.
+  if (!truncated && frontier.length) {
+    const beyond = await load.held(frontier);
+    truncated = beyond.some((c) => followed(c) && !nodes.has(c.issuer));
+  }
+
+  // Shortest trusted path from the DID to each anchor (breadth-first over trusted links).
+  const parent = new Map<string, string | null>();
+  if (root.status === 'active') {
+    parent.set(root.did, null);
+    const queue = [root.did];
+    while (queue.length) {
+      const did = queue.shift()!;
+      for (const issuer of trusted.get(did) ?? []) {
+        if (parent.has(issuer)) continue;
+        parent.set(issuer, did);
+        queue.push(issuer);
+      }
+    }
+  }
+  const anchorsReached = [...parent.keys()].filter((d) => anchors.has(d));
+  const paths = anchorsReached.map((anchor) => {
+    const path: string[] = [];
+    for (let at: string | null = anchor; at; at = parent.get(at) ?? null) path.unshift(at);
+    return path;
+  });
+
+  const active = rootHeld.filter((c) => c.subject === root.did && effectiveStatus(c, now) === 'active');
+  const byKind = emptyKinds();
+  for (const c of active) byKind[c.kind]++;
+  const identities = new Map([...nodes.entries()].map(([d, n]) => [d, n.identity]));
+  return {
+    did: root.did,
+    maxDepth,
+    verified: anchorsReached.length > 0,
+    anchorsReached,
+    vouchers: vouchersOf(root.did, rootHeld, identities, anchors, now),
+    endorsements: { total: active.length, distinctIssuers: new Set(active.map((c) => c.issuer)).size, byKind },
+    nodes: [...nodes.values()].map(
+      ({ identity, depth }): TrustNode => ({
+        did: identity.did,
+        name: identity.name,
+        type: identity.type,
+        status: identity.status,
+        depth,
+        anchor: anchors.has(identity.did),
+      }),
+    ),
+    links,
+    paths,
+    truncated,
+    computedAt: iso(now),
+  };
+}
+
+// ---- trust score ----
+
+const WEIGHTS = { didAge: 0.15, credentials: 0.3, tradeHistory: 0.3, reputation: 0.25 } as const;
+const KIND_POINTS: Record<CredentialKind, number> = { skill_attestation: 15, trade_certification: 25, audit_badge: 35 };
+const round = (value: number, places = 2) => Math.round(value * 10 ** places) / 10 ** places;
+
+export function band(score: number): TrustScore['band'] {
+  if (score < 20) return 'untrusted';
+  if (score < 40) return 'low';
+  if (score < 60) return 'moderate';
+  if (score < 80) return 'high';
+  return 'excellent';
+}
+
+export type ScoreFacts = Omit<TrustScore, 'summary' | 'generator'>;
+
+/** The trust score's factors, weights and flags (the contract's formulas), without the written summary. */
+export function scoreTrust(identity: IdentityRecord, held: CredentialRow[], chainVerified: boolean, request: TrustScoreRequest, now: Date): ScoreFacts {
+  const mine = held.filter((c) => c.subject === identity.did);
+  const active = mine.filter((c) => effectiveStatus(c, now) === 'active');
+  const suspended = mine.filter((c) => effectiveStatus(c, now) === 'suspended').length;
+  const revoked = mine.filter((c) => effectiveStatus(c, now) === 'revoked').length;
+
+  const days = Math.max(0, (now.getTime() - identity.createdAt.getTime()) / DAY_MS);
+  const ageScore = 100 * (1 - Math.exp(-days / 90));
+
+  // Each issuer counts once per kind, so one issuer cannot inflate the score with many credentials.
+  const byKind = emptyKinds();
+  for (const c of active) byKind[c.kind]++;
+  const pairs = new Set(active.map((c) => `${c.issuer} ${c.kind}`));
+  const points = [...pairs].reduce((sum, pair) => sum + KIND_POINTS[pair.split(' ')[1] as CredentialKind], 0);
+  const credentialScore = Math.max(0, Math.min(100, points) - 20 * revoked);
+
+  let completedTrades: number;
+  let disputedTrades: number;
+  let volume: bigint;
+  let tradeSource: 'caller' | 'registry';
+  if (request.tradeHistory) {
+    ({ completedTrades, disputedTrades } = request.tradeHistory);
+    volume = usdToAtomic(request.tradeHistory.volumeUsd);
+    tradeSource = 'caller';
+  } else {
+    // From the DID's active trade certifications: disputes are among the certified trades.
+    completedTrades = 0;
+    disputedTrades = 0;
+    volume = 0n;
+    for (const c of active) {
+      if (c.claims.kind !== 'trade_certification') continue;
+      const disputes = Math.min(c.claims.disputes, c.claims.trades);
+      completedTrades += c.claims.trades - disputes;
+      disputedTrades += disputes;
+      volume += usdToAtomic(c.claims.volumeUsd);
+    }
+    tradeSource = 'registry';
+  }
+  const trades = completedTrades + disputedTrades;
+  const disputeRate = trades ? disputedTrades / trades : 0;
+  const tradeScore = 100 * (1 - disputeRate) * Math.min(1, Math.log10(1 + trades) / 2);
+
+  const reputation = request.reputation;
+  const reputationScore = reputation ? reputation.score * Math.min(1, reputation.ratings / 10) : 0;
+
+  // Reputation left out: its weight is shared among the other factors in proportion to theirs.
+  // Weights are rounded to 4 places before use, so the score is exactly the sum the response shows.
+  const scale = reputation ? 1 : 1 / (1 - WEIGHTS.reputation);
+  const weights = {
+    didAge: round(WEIGHTS.didAge * scale, 4),
+    credentials: round(WEIGHTS.credentials * scale, 4),
+    tradeHistory: round(WEIGHTS.tradeHistory * scale, 4),
+    reputation: reputation ? WEIGHTS.reputation : 0,
+  };
+  const factor = (score: number, weight: number) => ({ score: round(score), weight, contribution: round(score * weight) });
+  const raw = ageScore * weights.didAge + credentialScore * weights.credentials + tradeScore * weights.tradeHistory + reputationScore * weights.reputation;
+  const deactivated = identity.status === 'deactivated';
+  const score = deactivated ? 0 : round(Math.min(100, raw));
+
+  const riskFlags: TrustRiskFlag[] = [];
+  if (days < NEW_IDENTITY_DAYS) riskFlags.push('new_identity');
+  if (deactivated) riskFlags.push('deactivated');
+  if (!active.length) riskFlags.push('no_credentials');
+  if (revoked) riskFlags.push('revoked_credentials');
+  if (trades && disputeRate > HIGH_DISPUTE_RATE) riskFlags.push('high_dispute_rate');
+  if (!chainVerified) riskFlags.push('unverified_chain');
+  if (!trades) riskFlags.push('no_trade_history');
+
+  return {
+    did: identity.did,
+    score,
+    band: band(score),
+    factors: {
+      didAge: { ...factor(ageScore, weights.didAge), source: 'registry', days: round(days, 2) },
+      credentials: {
+        ...factor(credentialScore, weights.credentials),
+        source: 'registry',
+        active: active.length,
+        suspended,
+        revoked,
+        distinctIssuers: new Set(active.map((c) => c.issuer)).size,
+        byKind,
+      },
+      tradeHistory: {
+        ...factor(tradeScore, weights.tradeHistory),
+        source: tradeSource,
+        completedTrades,
+        disputedTrades,
+        disputeRate: round(disputeRate, 4),
+        volumeUsd: atomicToUsd(volume),
+      },
+      reputation: {
+        ...factor(reputationScore, weights.reputation),
+        source: reputation ? 'caller' : 'none',
+        reputationScore: reputation ? reputation.score : null,
+        ratings: reputation ? reputation.ratings : 0,
+      },
+    },
+    riskFlags,
+    computedAt: iso(now),
+  };
+}
+
+export interface TrustSummaryInput {
+  name: string;
+  facts: ScoreFacts;
+  firstTradeAt?: string;
+}
+
+const FLAG_TEXT: Record<TrustRiskFlag, string> = {
+  new_identity: `the identity is less than ${NEW_IDENTITY_DAYS} days old`,
+  deactivated: 'the DID is deactivated, so it scores 0',
+  no_credentials: 'it holds no active credentials',
+  revoked_credentials: 'issuers have revoked credentials they gave it',
+  high_dispute_rate: `more than ${HIGH_DISPUTE_RATE * 100}% of its trades were disputed`,
+  unverified_chain: 'no trust anchor vouches for it through active credentials',
+  no_trade_history: 'it has no trade history',
+};
+
+/** The built-in explanation: the score, the strongest and weakest factors, and every risk flag, in plain words. */
+export function composeTrustSummary({ name, facts, firstTradeAt }: TrustSummaryInput): { summary: string } {
+  const f = facts.factors;
+  const parts = [
+    ['DID age', f.didAge],
+    ['credentials', f.credentials],
+    ['trade history', f.tradeHistory],
+    ['reputation', f.reputation],
+  ] as const;
+  const counted = parts.filter(([, p]) => p.weight > 0);
+  const strongest = [...counted].sort((a, b) => b[1].contribution - a[1].contribution)[0]!;
+  const weakest = [...counted].sort((a, b) => a[1].score - b[1].score)[0]!;
+  const sentences = [
+    `${name || facts.did} scores ${facts.score} of 100 (${facts.band}).`,
+    `The largest contribution is ${strongest[0]} (${strongest[1].score} × ${strongest[1].weight} = ${strongest[1].contribution}); the weakest factor is ${weakest[0]} at ${weakest[1].score}.`,
+    `It is ${Math.floor(f.didAge.days)} days old and holds ${f.credentials.active} active credential${f.credentials.active === 1 ? '' : 's'} from ${f.credentials.distinctIssuers} issuer${f.credentials.distinctIssuers === 1 ? '' : 's'}.`,
+  ];
+  const trades = f.tradeHistory.completedTrades + f.tradeHistory.disputedTrades;
+  if (trades) {
+    const from = f.tradeHistory.source === 'caller' ? 'as reported by the caller' : 'from its trade certifications';
+    sentences.push(
+      `Trade history ${from}: ${trades} trades worth ${f.tradeHistory.volumeUsd} USD, ${round(f.tradeHistory.disputeRate * 100, 1)}% disputed${firstTradeAt ? `, trading since ${firstTradeAt.slice(0, 10)}` : ''}.`,
+    );
+  }
+  sentences.push(
+    f.reputation.source === 'none'
+      ? 'No reputation was supplied, so its weight is shared among the other factors.'
+      : `Reputation ${f.reputation.reputationScore} from ${f.reputation.ratings} rating${f.reputation.ratings === 1 ? '' : 's'}.`,
+  );
+  if (facts.riskFlags.length) sentences.push(`Risks: ${facts.riskFlags.map((flag) => FLAG_TEXT[flag]).join('; ')}.`);
+  return { summary: sentences.join(' ') };
+}
+
+export function trustSummaryTask(input: TrustSummaryInput): AiTask<TrustSummaryInput, { summary: string }> {
+  return {
+    name: 'trust-score-summary',
+    instructions:
+      'Explain this agent trust score to a person deciding whether to trade with the agent, in 3 to 6 sentences: the score ' +
+      'and band, which factors raise or lower it and why, and every risk flag. Use only the numbers given; invent nothing.',
+    input,
+    output: z.object({ summary: z.string().min(1).max(2000) }),
+    builtin: composeTrustSummary,
+  };
+}
+
+export function withSummary(facts: ScoreFacts, summary: string, generator: Generator): TrustScore {
+  return { ...facts, summary, generator };
+}
