@@ -54,6 +54,8 @@ const Env = z.object({
   LLM_API_KEY: z.string().optional(),
   // DIDs whose vouching makes an identity's trust chain verified (e.g. known auditors).
   IDENTITY_TRUST_ANCHORS: listOf(AgentDid),
+  // Wallets whose reputation reports count as verified: the escrow and gateway of other processes.
+  REPUTATION_TRUSTED_REPORTERS: listOf(SolanaAddress),
 });
 
 export interface ServiceSettings {

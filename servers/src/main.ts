@@ -14,6 +14,7 @@ import type { ServiceContext } from './runtime/context';
 import { serviceApps } from './services';
 import { createFacilitatorApp } from './services/facilitator';
 import { createIdentityApp } from './services/identity';
+import { createReputationApp } from './services/reputation';
 
 const FEE_PAYER_FLOOR_LAMPORTS = 10_000_000_000n; // 10 SOL: tops the fee payer up below this
 const DEMO_FLOOR = usdToAtomic('1');
@@ -89,6 +90,11 @@ async function main() {
     facilitator: (context) =>
       createFacilitatorApp(context, { settleCaps: { global: config.FACILITATOR_SETTLE_CAP, perSeller: config.FACILITATOR_SELLER_SETTLE_CAP } }),
     identity: (context) => createIdentityApp(context, { trustAnchors: config.IDENTITY_TRUST_ANCHORS }),
+    // The escrow and the gateway report trades they saw settle; run here, their wallets are trusted as they are.
+    reputation: (context) =>
+      createReputationApp(context, {
+        trustedReporters: [...config.REPUTATION_TRUSTED_REPORTERS, ...(['escrow', 'gateway'] as const).flatMap((id) => (wallets[id] ? [wallets[id].address] : []))],
+      }),
   };
 
   const running: { id: string; title: string; server: RunningServer; publicUrl: string; wallet: string }[] = [];

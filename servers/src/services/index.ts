@@ -6,6 +6,8 @@ import { createEducationApp } from './education';
 import { createFacilitatorApp } from './facilitator';
 import { createGasApp } from './gas';
 import { createIdentityApp } from './identity';
+import { createReputationApp } from './reputation';
+import { createVerificationApp } from './verification';
 import { createWalletHistoryApp } from './wallet-history';
 
 /** Services with real handlers, by id. `npm start` mounts exactly these. */
@@ -16,4 +18,6 @@ export const serviceApps: Partial<Record<ServiceId, (context: ServiceContext) =>
   education: createEducationApp,
   gas: createGasApp,
   'wallet-history': createWalletHistoryApp,
+  reputation: createReputationApp,
+  verification: createVerificationApp,
 };

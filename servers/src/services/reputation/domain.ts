@@ -1,0 +1,330 @@
+import type {
+  ReputationOutcome,
+  ReputationProfile,
+  ReputationRankedAgent,
+  ReputationReport,
+  ReputationRole,
+  ReputationRoleStats,
+  ReputationStats,
+  ReputationTier,
+} from '@agent-economy/contracts';
+
+// Reputation as plain functions over plain report data. The formulas are the contract's:
+//   points  = outcome points, averaged with (rating - 1) × 25 when rated
+//   weight  = 1 verified, 0.25 unverified, halved every 180 days of age
+//   score   = (50 × 5 + Σ weight × points) / (5 + Σ weight)     (Bayesian average, prior 50 with weight 5)
+//   confidence = Σ weight / (Σ weight + 5)
+
+export const PRIOR_SCORE = 50;
+export const PRIOR_WEIGHT = 5;
+export const VERIFIED_WEIGHT = 1;
+export const UNVERIFIED_WEIGHT = 0.25;
+export const HALF_LIFE_DAYS = 180;
+const DAY_MS = 86_400_000;
+
+export const OUTCOME_POINTS: Record<ReputationOutcome, number> = {
+  completed: 100,
+  auto_released: 80,
+  dispute_won: 90,
+  dispute_split: 50,
+  dispute_lost: 0,
+  expired: 0,
+};
+export const OUTCOMES = Object.keys(OUTCOME_POINTS) as ReputationOutcome[];
+export const TIERS: ReputationTier[] = ['unrated', 'new', 'bronze', 'silver', 'gold', 'platinum'];
+
+/** A stored report, as the domain reads it (money as bigint, time as Date). */
+export interface StoredReport {
+  id: string;
+  reporter: string;
+  ratedBy: string;
+  subject: string;
+  subjectRole: ReputationRole;
+  outcome: ReputationOutcome;
+  rating: number | null;
+  comment: string | null;
+  amount: bigint | null;
+  escrowId: string | null;
+  moduleId: string | null;
+  signature: string | null;
+  verified: boolean;
+  weight: number;
+  points: number;
+  scoreBefore: number;
+  scoreAfter: number;
+  createdAt: Date;
+}
+
+/** The part of a report the score is computed from. */
+export type Scored = Pick<StoredReport, 'weight' | 'points' | 'createdAt'>;
+
+export const round = (value: number, places = 2) => {
+  const f = 10 ** places;
+  return Math.round(value * f) / f;
+};
+
+export function reportPoints(outcome: ReputationOutcome, rating?: number | null): number {
+  const base = OUTCOME_POINTS[outcome];
+  return rating == null ? base : (base + (rating - 1) * 25) / 2;
+}
+
+export const baseWeight = (verified: boolean) => (verified ? VERIFIED_WEIGHT : UNVERIFIED_WEIGHT);
+
+/** A report's weight at `now`: its base weight halved for every 180 days of age. */
+export function decayedWeight(report: Pick<Scored, 'weight' | 'createdAt'>, now: Date): number {
+  const ageDays = Math.max(0, now.getTime() - report.createdAt.getTime()) / DAY_MS;
+  return report.weight * 0.5 ** (ageDays / HALF_LIFE_DAYS);
+}
+
+/** Score (unrounded) and total decayed weight of a set of reports at `now`. */
+export function scoreOf(reports: readonly Scored[], now: Date): { score: number; totalWeight: number } {
+  let weight = 0;
+  let weighted = 0;
+  for (const r of reports) {
+    const w = decayedWeight(r, now);
+    weight += w;
+    weighted += w * r.points;
+  }
+  return { score: (PRIOR_SCORE * PRIOR_WEIGHT + weighted) / (PRIOR_WEIGHT + weight), totalWeight: weight };
+}
+
+export function tierOf(score: number, trades: number, reports: number): ReputationTier {
+  if (reports === 0) return 'unrated';
+  if (trades < 5) return 'new';
+  if (score < 60) return 'bronze';
+  if (score < 75) return 'silver';
+  if (score < 90 || trades < 20) return 'gold';
+  return 'platinum';
+}
+
+/**
+ * The trades behind a set of reports: several reports may describe one trade (the escrow's automatic one and
+ * the buyer's own), identified by escrow id or transaction; a report naming neither is a trade of its own.
+ * Each trade's outcome and amount come from its most authoritative report: verified first, then the newest.
+ */
+export function tradesOf(reports: readonly StoredReport[]): StoredReport[] {
+  const byKey = new Map<string, StoredReport>();
+  for (const r of reports) {
+    const key = r.escrowId ? `e:${r.escrowId}:${r.subjectRole}` : r.signature ? `s:${r.signature}:${r.subjectRole}` : `r:${r.id}`;
+    const held = byKey.get(key);
+    if (!held || (r.verified && !held.verified) || (r.verified === held.verified && r.createdAt > held.createdAt)) {
+      byKey.set(key, { ...r, amount: r.amount ?? held?.amount ?? null });
+    } else if (held.amount == null && r.amount != null) {
+      byKey.set(key, { ...held, amount: r.amount });
+    }
+  }
+  return [...byKey.values()];
+}
+
+const COMPLETED: ReadonlySet<ReputationOutcome> = new Set(['completed', 'auto_released']);
+const DISPUTED: ReadonlySet<ReputationOutcome> = new Set(['dispute_won', 'dispute_split', 'dispute_lost']);
+
+interface Summary {
+  score: number;
+  confidence: number;
+  trades: number;
+  verifiedTrades: number;
+  completed: number;
+  disputes: number;
+  disputesLost: number;
+  expired: number;
+  completionRate: number | null;
+  disputeRate: number | null;
+  averageRating: number | null;
+  ratingCount: number;
+  volume: bigint;
+  reports: number;
+  lastTradeAt: Date | null;
+  firstSeenAt: Date | null;
+}
+
+/** Everything the profile and the rankings show about one set of reports (all of an agent's, or one role's). */
+export function summarize(reports: readonly StoredReport[], now: Date): Summary {
+  const { score, totalWeight } = scoreOf(reports, now);
+  const trades = tradesOf(reports);
+  const ratings = reports.filter((r) => r.rating != null).map((r) => r.rating!);
+  const count = (set: ReadonlySet<ReputationOutcome>) => trades.filter((t) => set.has(t.outcome)).length;
+  const completed = count(COMPLETED);
+  const disputes = count(DISPUTED);
+  const times = reports.map((r) => r.createdAt.getTime());
+  return {
+    score: round(score),
+    confidence: round(totalWeight / (totalWeight + PRIOR_WEIGHT), 4),
+    trades: trades.length,
+    verifiedTrades: tradesOf(reports.filter((r) => r.verified)).length,
+    completed,
+    disputes,
+    disputesLost: trades.filter((t) => t.outcome === 'dispute_lost').length,
+    expired: trades.filter((t) => t.outcome === 'expired').length,
+    completionRate: trades.length ? round(completed / trades.length, 4) : null,
+    disputeRate: trades.length ? round(disputes / trades.length, 4) : null,
+    averageRating: ratings.length ? round(ratings.reduce((a, b) => a + b, 0) / ratings.length) : null,
+    ratingCount: ratings.length,
+    volume: trades.reduce((sum, t) => sum + (t.amount ?? 0n), 0n),
+    reports: reports.length,
+    lastTradeAt: times.length ? new Date(Math.max(...times)) : null,
+    firstSeenAt: times.length ? new Date(Math.min(...times)) : null,
+  };
+}
+
+function roleStats(reports: readonly StoredReport[], role: ReputationRole, now: Date): ReputationRoleStats {
+  const mine = reports.filter((r) => r.subjectRole === role);
+  const s = summarize(mine, now);
+  return {
+    score: mine.length ? s.score : null,
+    trades: s.trades,
+    completed: s.completed,
+    disputes: s.disputes,
+    disputesLost: s.disputesLost,
+    expired: s.expired,
+    completionRate: s.completionRate,
+    disputeRate: s.disputeRate,
+    volume: s.volume.toString(),
+  };
+}
+
+export function toReport(r: StoredReport): ReputationReport {
+  return {
+    id: r.id,
+    reporter: r.reporter,
+    ratedBy: r.ratedBy,
+    subject: r.subject,
+    subjectRole: r.subjectRole,
+    outcome: r.outcome,
+    rating: r.rating,
+    comment: r.comment,
+    amount: r.amount == null ? null : r.amount.toString(),
+    escrowId: r.escrowId,
+    moduleId: r.moduleId,
+    signature: r.signature,
+    verified: r.verified,
+    weight: r.weight,
+    points: round(r.points),
+    scoreBefore: round(r.scoreBefore),
+    scoreAfter: round(r.scoreAfter),
+    createdAt: r.createdAt.toISOString(),
+  };
+}
+
+/**
+ * An agent's profile from every report about it; `history` is the page of reports to show. The agent's
+ * first appearance counts reports it filed or was rated in as a counterparty too (`seenAt`).
+ */
+export function buildProfile(
+  agentId: string,
+  reports: readonly StoredReport[],
+  history: { items: StoredReport[]; nextCursor: string | null },
+  now: Date,
+  seenAt: Date | null = null,
+): ReputationProfile {
+  const s = summarize(reports, now);
+  const first = [s.firstSeenAt, seenAt].filter((d): d is Date => !!d).sort((a, b) => a.getTime() - b.getTime())[0] ?? null;
+  return {
+    agentId,
+    score: s.score,
+    tier: tierOf(s.score, s.trades, s.reports),
+    confidence: s.confidence,
+    tradeCount: s.trades,
+    verifiedTradeCount: s.verifiedTrades,
+    averageRating: s.averageRating,
+    ratingCount: s.ratingCount,
+    volume: s.volume.toString(),
+    asSeller: roleStats(reports, 'seller', now),
+    asBuyer: roleStats(reports, 'buyer', now),
+    firstSeenAt: first ? first.toISOString() : null,
+    lastTradeAt: s.lastTradeAt ? s.lastTradeAt.toISOString() : null,
+    history: { items: history.items.map(toReport), nextCursor: history.nextCursor },
+  };
+}
+
+export function groupBySubject(reports: readonly StoredReport[]): Map<string, StoredReport[]> {
+  const groups = new Map<string, StoredReport[]>();
+  for (const r of reports) {
+    const list = groups.get(r.subject) ?? [];
+    list.push(r);
+    groups.set(r.subject, list);
+  }
+  return groups;
+}
+
+/**
+ * Agents ranked by score in `role` (any: all their reports), then trade count, then volume, then address
+ * (so the order is total and pages are stable). Only agents with at least `minTrades` trades in that role.
+ */
+export function rankAgents(reports: readonly StoredReport[], role: ReputationRole | 'any', minTrades: number, now: Date): Omit<ReputationRankedAgent, 'rank'>[] {
+  const ranked: (Omit<ReputationRankedAgent, 'rank'> & { volumeAtomic: bigint })[] = [];
+  for (const [agentId, all] of groupBySubject(reports)) {
+    const mine = role === 'any' ? all : all.filter((r) => r.subjectRole === role);
+    if (!mine.length) continue;
+    const s = summarize(mine, now);
+    if (s.trades < minTrades) continue;
+    // The tier is the agent's overall one, whatever the ranking role.
+    const overall = role === 'any' ? s : summarize(all, now);
+    ranked.push({
+      agentId,
+      score: s.score,
+      tier: tierOf(overall.score, overall.trades, overall.reports),
+      confidence: s.confidence,
+      tradeCount: s.trades,
+      completionRate: s.completionRate,
+      disputeRate: s.disputeRate,
+      averageRating: s.averageRating,
+      volume: s.volume.toString(),
+      volumeAtomic: s.volume,
+      lastTradeAt: s.lastTradeAt ? s.lastTradeAt.toISOString() : null,
+    });
+  }
+  ranked.sort(
+    (a, b) =>
+      b.score - a.score ||
+      b.tradeCount - a.tradeCount ||
+      (b.volumeAtomic > a.volumeAtomic ? 1 : b.volumeAtomic < a.volumeAtomic ? -1 : 0) ||
+      (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0),
+  );
+  return ranked.map(({ volumeAtomic: _, ...agent }) => agent);
+}
+
+/**
+ * Service-wide statistics. Agents are every wallet the reports name as subject or as the rating
+ * counterparty; a counterparty nobody reported on is counted as unrated.
+ */
+export function buildStats(reports: readonly StoredReport[], counterparties: ReadonlySet<string>, now: Date): ReputationStats {
+  const tiers = Object.fromEntries(TIERS.map((t) => [t, 0])) as Record<ReputationTier, number>;
+  const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<ReputationOutcome, number>;
+  const groups = groupBySubject(reports);
+  let scoreSum = 0;
+  for (const list of groups.values()) {
+    const s = summarize(list, now);
+    scoreSum += s.score;
+    tiers[tierOf(s.score, s.trades, s.reports)] += 1;
+  }
+  const unrated = [...counterparties].filter((a) => !groups.has(a)).length;
+  tiers.unrated += unrated;
+  for (const r of reports) outcomes[r.outcome] += 1;
+  const dayAgo = now.getTime() - DAY_MS;
+  return {
+    agents: groups.size + unrated,
+    reports: reports.length,
+    verifiedReports: reports.filter((r) => r.verified).length,
+    averageScore: groups.size ? round(scoreSum / groups.size) : null,
+    tiers,
+    outcomes,
+    reportsLast24h: reports.filter((r) => r.createdAt.getTime() > dayAgo).length,
+    asOf: now.toISOString(),
+  };
+}
+
+// Cursors are opaque to callers: base64url of the position the next page starts after.
+
+export function encodeCursor(position: Record<string, string | number>): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,396 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usdToAtomic } from '@agent-economy/contracts';
+import {
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  PermissionDeniedError,
+  UnprocessableEntityError,
+  createClient,
+  walletFromSecretKey,
+  type Signer,
+} from '@agent-economy/sdk';
+import { loadConfig } from '../servers/src/config';
+import { createReputationApp } from '../servers/src/services/reputation';
+import { decayedWeight, reportPoints, scoreOf, tierOf } from '../servers/src/services/reputation/domain';
+import { generateWallet } from '../servers/src/runtime/wallet';
+import { startEconomy, type Economy } from './support/economy';
+import { startService, type RunningService } from './support/servers';
+
+// Expected scores are worked out by hand from the contract's formula:
+//   score = (50 × 5 + Σ weight × points) / (5 + Σ weight), weight 1 verified, 0.25 unverified, halved per 180 days.
+
+const FREE = { kind: 'fixed', usd: '0' } as const;
+const DAY = 86_400_000;
+
+let service: RunningService;
+let alice: Signer, bob: Signer, carol: Signer, dave: Signer, erin: Signer, escrow: Signer;
+
+const signer = () => walletFromSecretKey(generateWallet().secretKey);
+/** A client that proves `wallet` (SIGN-IN-WITH-X) and never pays. */
+const as = (wallet: Signer | undefined, url = service.url) =>
+  createClient({ baseUrls: { reputation: url }, ...(wallet ? { wallet } : {}), payments: false, maxRetries: 0 }).reputation;
+const escrowId = (n: number) => `esc_${'T'.repeat(15)}${n}`;
+
+async function reportCount(): Promise<number> {
+  const row = await service.database.db.selectFrom('reputation_reports').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+beforeAll(async () => {
+  [alice, bob, carol, dave, erin, escrow] = await Promise.all([signer(), signer(), signer(), signer(), signer(), signer()]);
+  service = await startService(
+    (c) => createReputationApp({ ...c, prices: { report: FREE, get: FREE, top: FREE } }, { trustedReporters: [escrow.address] }),
+    { id: 'reputation' },
+  );
+});
+afterAll(() => service?.close());
+
+describe('formulas', () => {
+  it('gives the contract’s points per outcome, averaged with the rating', () => {
+    expect(reportPoints('completed')).toBe(100);
+    expect(reportPoints('completed', 5)).toBe(100);
+    expect(reportPoints('completed', 1)).toBe(50);
+    expect(reportPoints('auto_released', 3)).toBe(65);
+    expect(reportPoints('dispute_won')).toBe(90);
+    expect(reportPoints('dispute_split', 2)).toBe(37.5);
+    expect(reportPoints('dispute_lost', 5)).toBe(50);
+    expect(reportPoints('expired')).toBe(0);
+  });
+
+  it('halves a weight every 180 days and smooths toward 50 with weight 5', () => {
+    const t0 = new Date('2026-01-01T00:00:00.000Z');
+    expect(decayedWeight({ weight: 1, createdAt: t0 }, new Date(t0.getTime() + 180 * DAY))).toBeCloseTo(0.5, 12);
+    expect(decayedWeight({ weight: 0.25, createdAt: t0 }, new Date(t0.getTime() + 360 * DAY))).toBeCloseTo(0.0625, 12);
+    expect(scoreOf([], t0)).toEqual({ score: 50, totalWeight: 0 });
+    // (250 + 1×100 + 0.25×0) / (5 + 1.25) = 56
+    expect(scoreOf([{ weight: 1, points: 100, createdAt: t0 }, { weight: 0.25, points: 0, createdAt: t0 }], t0).score).toBeCloseTo(56, 12);
+  });
+
+  it('assigns tiers by score and trade count', () => {
+    expect(tierOf(50, 0, 0)).toBe('unrated');
+    expect(tierOf(99, 4, 4)).toBe('new');
+    expect(tierOf(59.99, 5, 5)).toBe('bronze');
+    expect(tierOf(60, 5, 5)).toBe('silver');
+    expect(tierOf(75, 5, 5)).toBe('gold');
+    expect(tierOf(95, 19, 19)).toBe('gold');
+    expect(tierOf(90, 20, 20)).toBe('platinum');
+  });
+
+  it('reads trusted reporters from REPUTATION_TRUSTED_REPORTERS and names a bad one', () => {
+    const a = generateWallet().address;
+    const b = generateWallet().address;
+    expect(loadConfig([], { REPUTATION_TRUSTED_REPORTERS: ` ${a}, ${b} ,` }).REPUTATION_TRUSTED_REPORTERS).toEqual([a, b]);
+    expect(loadConfig([], {}).REPUTATION_TRUSTED_REPORTERS).toEqual([]);
+    expect(() => loadConfig([], { REPUTATION_TRUSTED_REPORTERS: `${a},not-an-address` })).toThrow(/REPUTATION_TRUSTED_REPORTERS: "not-an-address" /);
+  });
+});
+
+describe('reports and profiles', () => {
+  it('answers an agent nobody reported on: score 50, unrated, confidence 0', async () => {
+    const profile = await as(undefined).get({ params: { agentId: bob.address } });
+    expect(profile).toMatchObject({
+      agentId: bob.address,
+      score: 50,
+      tier: 'unrated',
+      confidence: 0,
+      tradeCount: 0,
+      averageRating: null,
+      volume: '0',
+      firstSeenAt: null,
+      lastTradeAt: null,
+      history: { items: [], nextCursor: null },
+    });
+    expect(profile.asSeller).toEqual({ score: null, trades: 0, completed: 0, disputes: 0, disputesLost: 0, expired: 0, completionRate: null, disputeRate: null, volume: '0' });
+  });
+
+  it('weighs a counterparty’s own report 0.25 and a trusted service’s 1, and scores them by hand', async () => {
+    // Alice's own report: unverified, points 100, score (250 + 25) / 5.25 = 52.38.
+    const first = await as(alice).report({
+      body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: '2500000', escrowId: escrowId(1), comment: 'Delivered early.' },
+    });
+    expect(first).toMatchObject({
+      reporter: alice.address,
+      ratedBy: alice.address,
+      subject: bob.address,
+      verified: false,
+      weight: 0.25,
+      points: 100,
+      scoreBefore: 50,
+      scoreAfter: 52.38,
+      rating: 5,
+      amount: '2500000',
+      comment: 'Delivered early.',
+      escrowId: escrowId(1),
+      signature: null,
+    });
+    expect(first.id).toMatch(/^rep_[0-9a-f]{24}$/);
+
+    // The escrow service reports Carol's rating 4 of another trade: verified, points (100 + 75) / 2 = 87.5,
+    // score (250 + 25 + 87.5) / 6.25 = 58.
+    const second = await as(escrow).report({
+      body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', rating: 4, amount: '1000000', escrowId: escrowId(2), ratedBy: carol.address },
+    });
+    expect(second).toMatchObject({ reporter: escrow.address, ratedBy: carol.address, verified: true, weight: 1, points: 87.5, scoreBefore: 52.38, scoreAfter: 58 });
+
+    // Bob as a buyer, auto-released by the escrow's timer: points 80, score (250 + 192.5) / 7.25 = 61.03.
+    const third = await as(escrow).report({
+      body: { subject: bob.address, subjectRole: 'buyer', outcome: 'auto_released', amount: '500000', escrowId: escrowId(3), ratedBy: dave.address },
+    });
+    expect(third).toMatchObject({ verified: true, points: 80, rating: null, scoreBefore: 58, scoreAfter: 61.03 });
+  });
+
+  it('shows the profile with per-role statistics, newest report first', async () => {
+    const profile = await as(undefined).get({ params: { agentId: bob.address } });
+    expect(profile).toMatchObject({
+      score: 61.03,
+      tier: 'new',
+      confidence: 0.3103, // 2.25 / 7.25
+      tradeCount: 3,
+      verifiedTradeCount: 2,
+      averageRating: 4.5,
+      ratingCount: 2,
+      volume: '4000000',
+    });
+    expect(profile.asSeller).toEqual({
+      score: 58,
+      trades: 2,
+      completed: 2,
+      disputes: 0,
+      disputesLost: 0,
+      expired: 0,
+      completionRate: 1,
+      disputeRate: 0,
+      volume: '3500000',
+    });
+    // (250 + 80) / 6 = 55
+    expect(profile.asBuyer).toMatchObject({ score: 55, trades: 1, completed: 1, volume: '500000' });
+    expect(profile.history.items.map((r) => r.escrowId)).toEqual([escrowId(3), escrowId(2), escrowId(1)]);
+    expect(profile.firstSeenAt).toBe(profile.history.items[2]!.createdAt);
+    expect(profile.lastTradeAt).toBe(profile.history.items[0]!.createdAt);
+
+    const page1 = await as(undefined).get({ params: { agentId: bob.address }, query: { limit: 2 } });
+    expect(page1.history.items.map((r) => r.escrowId)).toEqual([escrowId(3), escrowId(2)]);
+    const page2 = await as(undefined).get({ params: { agentId: bob.address }, query: { limit: 2, cursor: page1.history.nextCursor! } });
+    expect(page2.history.items.map((r) => r.escrowId)).toEqual([escrowId(1)]);
+    expect(page2.history.nextCursor).toBeNull();
+  });
+
+  it('counts the escrow’s report and the buyer’s own about one trade as one trade', async () => {
+    // Dave's view of escrow 3 (Bob as buyer) adds a report but not a trade: the escrow's verified report decides.
+    await as(dave).report({ body: { subject: bob.address, subjectRole: 'buyer', outcome: 'dispute_split', escrowId: escrowId(3) } });
+    const profile = await as(undefined).get({ params: { agentId: bob.address } });
+    expect(profile.tradeCount).toBe(3);
+    expect(profile.asBuyer).toMatchObject({ trades: 1, completed: 1, disputes: 0, volume: '500000' });
+    // The score counts every judgement: (250 + 192.5 + 0.25 × 50) / 7.5 = 60.67.
+    expect(profile.score).toBe(60.67);
+    expect(profile.history.items).toHaveLength(4);
+  });
+
+  it('keeps amounts beyond 64 bits exact', async () => {
+    const big = '9999999999999999999999999';
+    const report = await as(carol).report({ body: { subject: alice.address, subjectRole: 'buyer', outcome: 'completed', amount: big } });
+    expect(report.amount).toBe(big);
+    const profile = await as(undefined).get({ params: { agentId: alice.address } });
+    expect(profile).toMatchObject({ volume: big, tradeCount: 1, tier: 'new', score: 52.38 });
+    // Out again, so the rankings and statistics below are about the fixed set worked out by hand.
+    await service.database.db.deleteFrom('reputation_reports').where('id', '=', report.id).execute();
+  });
+
+  it('lets weights decay: a server whose clock is 360 days later scores the same reports at a quarter weight', async () => {
+    const later = await startService(
+      (c) => createReputationApp({ ...c, prices: { get: FREE } }, { trustedReporters: [escrow.address], now: () => new Date(Date.now() + 360 * DAY) }),
+      { id: 'reputation', database: service.database },
+    );
+    try {
+      const profile = await as(undefined, later.url).get({ params: { agentId: bob.address } });
+      // Weights 0.0625, 0.25, 0.25, 0.0625: (250 + 6.25 + 21.875 + 20 + 3.125) / (5 + 0.625) = 53.56
+      expect(profile.score).toBe(53.56);
+      expect(profile.confidence).toBe(0.1111); // 0.625 / 5.625
+    } finally {
+      await later.close();
+    }
+  });
+});
+
+describe('rankings and statistics', () => {
+  beforeAll(async () => {
+    // Dave: five verified seller trades rated 5: (250 + 500) / 10 = 75, gold. Erin: one lost dispute: 250 / 6 = 41.67.
+    for (let i = 0; i < 5; i++) {
+      await as(escrow).report({ body: { subject: dave.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: '1000000', escrowId: escrowId(10 + i), ratedBy: carol.address } });
+    }
+    await as(escrow).report({ body: { subject: erin.address, subjectRole: 'seller', outcome: 'dispute_lost', amount: '700000', escrowId: escrowId(20), ratedBy: alice.address } });
+  });
+
+  it('ranks agents by score, filtered by role and trade count, paged', async () => {
+    const any = await as(undefined).top({ query: { minTrades: 3 } });
+    expect(any.items.map((a) => [a.rank, a.agentId, a.score, a.tier])).toEqual([
+      [1, dave.address, 75, 'gold'],
+      [2, bob.address, 60.67, 'new'],
+    ]);
+    expect(any.items[0]).toMatchObject({ tradeCount: 5, completionRate: 1, disputeRate: 0, averageRating: 5, volume: '5000000', confidence: 0.5 });
+    expect(any.nextCursor).toBeNull();
+
+    const all = await as(undefined).top({ query: { minTrades: 0, limit: 2 } });
+    expect(all.items.map((a) => a.agentId)).toEqual([dave.address, bob.address]);
+    const rest = await as(undefined).top({ query: { minTrades: 0, limit: 2, cursor: all.nextCursor! } });
+    expect(rest.items.map((a) => [a.rank, a.agentId, a.score, a.disputeRate])).toEqual([[3, erin.address, 41.67, 1]]);
+    expect(rest.nextCursor).toBeNull();
+
+    const sellers = await as(undefined).top({ query: { role: 'seller', minTrades: 1 } });
+    expect(sellers.items.map((a) => [a.agentId, a.score])).toEqual([
+      [dave.address, 75],
+      [bob.address, 58],
+      [erin.address, 41.67],
+    ]);
+    expect((await as(undefined).top({ query: { role: 'buyer' } })).items).toEqual([]);
+  });
+
+  it('summarizes agents, reports, tiers and outcomes', async () => {
+    const stats = await as(undefined).stats();
+    // Subjects bob, dave, erin; counterparties alice and carol are unrated (dave is also a subject).
+    expect(stats).toMatchObject({
+      agents: 5,
+      reports: 10,
+      verifiedReports: 8,
+      averageScore: 59.11, // (60.67 + 75 + 41.67) / 3
+      tiers: { unrated: 2, new: 2, bronze: 0, silver: 0, gold: 1, platinum: 0 },
+      outcomes: { completed: 7, auto_released: 1, dispute_won: 0, dispute_split: 1, dispute_lost: 1, expired: 0 },
+      reportsLast24h: 10,
+    });
+  });
+});
+
+describe('refusals', () => {
+  it('needs SIGN-IN-WITH-X to report', async () => {
+    const before = await reportCount();
+    const error = await as(undefined).report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed' } }).catch((e) => e);
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error.code).toBe('siwx_invalid');
+    expect(await reportCount()).toBe(before);
+  });
+
+  it('refuses ratedBy from a caller that is not a trusted service (403 not_trusted_reporter)', async () => {
+    const error = await as(alice).report({ body: { subject: erin.address, subjectRole: 'seller', outcome: 'completed', ratedBy: carol.address } }).catch((e) => e);
+    expect(error).toBeInstanceOf(PermissionDeniedError);
+    expect(error.code).toBe('not_trusted_reporter');
+  });
+
+  it('refuses a report about oneself (422 self_report), also through a trusted service', async () => {
+    const own = await as(alice).report({ body: { subject: alice.address, subjectRole: 'seller', outcome: 'completed', rating: 5 } }).catch((e) => e);
+    expect(own).toBeInstanceOf(UnprocessableEntityError);
+    expect(own.code).toBe('self_report');
+    const relayed = await as(escrow).report({ body: { subject: carol.address, subjectRole: 'seller', outcome: 'completed', ratedBy: carol.address } }).catch((e) => e);
+    expect(relayed.code).toBe('self_report');
+  });
+
+  it('accepts one report per reporter per escrow about a subject (409 duplicate_report)', async () => {
+    const before = await reportCount();
+    const error = await as(alice).report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'expired', escrowId: escrowId(1) } }).catch((e) => e);
+    expect(error).toBeInstanceOf(ConflictError);
+    expect(error.code).toBe('duplicate_report');
+    expect(error.details.reportId).toMatch(/^rep_/);
+    expect(await reportCount()).toBe(before);
+  });
+
+  it('needs the chain to weigh a cited transaction: 502 upstream_unavailable with Retry-After, nothing stored', async () => {
+    // This service's RPC address has nothing listening, like a cluster that is down.
+    const before = await reportCount();
+    const error = await as(alice).report({ body: { subject: erin.address, subjectRole: 'seller', outcome: 'completed', signature: '1'.repeat(64) } }).catch((e) => e);
+    expect(error.status).toBe(502);
+    expect(error.code).toBe('upstream_unavailable');
+    expect(error.headers['retry-after']).toBe('5');
+    expect(await reportCount()).toBe(before);
+  });
+
+  it('answers 400 naming each invalid field, and writes nothing', async () => {
+    const before = await reportCount();
+    const valid = { subject: erin.address, subjectRole: 'seller', outcome: 'completed' };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ subject: 'not-an-address' }, 'body.subject'],
+      [{ subjectRole: 'owner' }, 'body.subjectRole'],
+      [{ outcome: 'great' }, 'body.outcome'],
+      [{ rating: 6 }, 'body.rating'],
+      [{ rating: 2.5 }, 'body.rating'],
+      [{ comment: '   ' }, 'body.comment'],
+      [{ comment: 'x'.repeat(1001) }, 'body.comment'],
+      [{ comment: 'nul \u0000 inside' }, 'body.comment'],
+      [{ amount: '-5' }, 'body.amount'],
+      [{ amount: '1.5' }, 'body.amount'],
+      [{ escrowId: 'esc_short' }, 'body.escrowId'],
+      [{ moduleId: '-bad' }, 'body.moduleId'],
+      [{ signature: 'abc' }, 'body.signature'],
+      [{ ratedBy: 'nobody' }, 'body.ratedBy'],
+      [{ stars: 5 }, 'body.stars'],
+    ];
+    for (const [change, field] of cases) {
+      const error = await as(alice).report({ body: { ...valid, ...change } as never }).catch((e) => e);
+      expect(error, JSON.stringify(change)).toBeInstanceOf(BadRequestError);
+      expect(error.fields.map((f: { field: string }) => f.field), JSON.stringify(change)).toContain(field);
+    }
+    const missing = await as(alice).report({ body: { subject: erin.address } as never }).catch((e) => e);
+    expect(missing.fields.map((f: { field: string }) => f.field).sort()).toEqual(['body.outcome', 'body.subjectRole']);
+    expect(await reportCount()).toBe(before);
+  });
+
+  it('answers 400 for a bad agent id, limit, role or cursor', async () => {
+    const fieldsOf = async (p: Promise<unknown>) => ((await p.catch((e) => e)) as BadRequestError).fields.map((f) => f.field);
+    expect(await fieldsOf(as(undefined).get({ params: { agentId: 'bob' } }))).toEqual(['params.agentId']);
+    expect(await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { limit: 0 } }))).toEqual(['query.limit']);
+    expect(await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { cursor: 'garbage' } }))).toEqual(['query.cursor']);
+    expect(await fieldsOf(as(undefined).top({ query: { role: 'admin' as never } }))).toEqual(['query.role']);
+    expect(await fieldsOf(as(undefined).top({ query: { minTrades: -1 } }))).toEqual(['query.minTrades']);
+    expect(await fieldsOf(as(undefined).top({ query: { cursor: 'garbage' } }))).toEqual(['query.cursor']);
+    const forged = Buffer.from(JSON.stringify({ t: new Date().toISOString(), id: "x' or 1=1\u0000" })).toString('base64url');
+    expect(await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { cursor: forged } }))).toEqual(['query.cursor']);
+  });
+});
+
+describe('paid and verified on chain', () => {
+  let economy: Economy;
+  let paid: RunningService;
+  let buyer: Signer;
+
+  beforeAll(async () => {
+    economy = await startEconomy();
+    buyer = await walletFromSecretKey(economy.buyer.secretKey);
+    paid = await economy.startPaidService((c) => createReputationApp(c, { trustedReporters: [] }), { id: 'reputation' });
+  }, 60_000);
+  afterAll(() => economy?.close());
+
+  const payingClient = () =>
+    createClient({ baseUrls: { reputation: paid.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+
+  it('checks a report before asking for payment: a self-report is 422, not 402', async () => {
+    const error = await as(buyer, paid.url).report({ body: { subject: buyer.address, subjectRole: 'buyer', outcome: 'completed' } }).catch((e) => e);
+    expect(error).toBeInstanceOf(UnprocessableEntityError);
+    expect(error.code).toBe('self_report');
+  });
+
+  it('charges 0.001 USD for a report, and verifies a report citing a transfer between the parties', async () => {
+    const client = payingClient();
+    const seller = paid.context.wallet.address;
+    const [buyerBefore, sellerBefore] = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)];
+
+    // Paying for this report is itself a transfer from the buyer to the service's wallet.
+    const unverified = await client.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 5 } });
+    expect(unverified).toMatchObject({ verified: false, weight: 0.25 });
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.001'));
+    expect(economy.ledger.tokenBalance(seller)).toBe(sellerBefore + usdToAtomic('0.001'));
+    const transfer = client.payments.receipts[0]!.transaction;
+
+    // Citing that transfer: the chain shows 1000 atomic units moved from the reporter to the subject.
+    const verified = await client.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 4, signature: transfer } });
+    expect(verified).toMatchObject({ verified: true, weight: 1, signature: transfer, amount: '1000', points: 87.5 });
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.002'));
+
+    // The same transfer cited about someone it did not pay is no proof: recorded, unverified.
+    const other = await client.reputation.report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', signature: transfer } });
+    expect(other).toMatchObject({ verified: false, weight: 0.25, amount: null });
+
+    // And a transaction may be cited once per subject.
+    const again = await client.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', signature: transfer } }).catch((e) => e);
+    expect(again.code).toBe('duplicate_report');
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.003'));
+  });
+});
