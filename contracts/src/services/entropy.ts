@@ -148,14 +148,18 @@ const HarvestedSourcesSchema: z.ZodType<HarvestedSources> = z.object({
     materialHex: Hex.describe('the leaders’ 32-byte public keys, concatenated in order'),
   }),
   transactionSignatures: z.object({
-    slot: Slot,
-    signatures: z.array(SolanaSignature).describe('the first 16 transaction signatures of the block (fewer if the block has fewer)'),
+    slot: Slot.describe(
+      'the harvest slot, or when its block has no transactions the newest block within the 150 slots before it that has some',
+    ),
+    signatures: z
+      .array(SolanaSignature)
+      .describe('the first 16 transaction signatures of that block (fewer if it has fewer; none if no block in the window has any)'),
     materialHex: Hex.describe('the 64-byte signatures, concatenated in order'),
   }),
   blockTiming: z.object({
     samples: z
       .array(z.object({ slot: Slot, blockTime: z.number().int().describe('Unix seconds, as getBlockTime returns') }))
-      .describe('the 8 latest confirmed blocks up to the harvest slot, oldest first'),
+      .describe('the 8 latest confirmed blocks up to the harvest slot, oldest first (fewer on a chain younger than 8 blocks)'),
     materialHex: Hex.describe('per sample: slot as u64 big-endian ‖ blockTime as i64 big-endian'),
   }),
   blockDetails: z.object({
@@ -265,8 +269,9 @@ const ClientSeed = z
 
 const drawErrors = { 502: ErrorEnvelope, ...standardErrors, ...paymentErrors } as const;
 const CHAIN_ERROR =
-  ' Design: 502 entropy_source_unavailable when a source cannot be harvested from the chain (not charged). Each call ' +
-  'harvests afresh and carries its full proof.';
+  ' Design: 502 upstream_unavailable when the chain does not answer (checked before the 402), 502 ' +
+  'entropy_source_unavailable when it answers without a source’s data (no recent block, a block without height or time); ' +
+  'neither is charged. Each call harvests afresh, at the newest confirmed block before the tip, and carries its full proof.';
 const RANGE = 2 ** 32;
 
 const router = c.router({

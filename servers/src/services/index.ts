@@ -3,6 +3,7 @@ import type { ServiceId } from '@agent-economy/contracts';
 import type { ServiceContext } from '../runtime/context';
 import { createCognitionApp } from './cognition';
 import { createEducationApp } from './education';
+import { createEntropyApp } from './entropy';
 import { createFacilitatorApp } from './facilitator';
 import { createGasApp } from './gas';
 import { createIdentityApp } from './identity';
@@ -17,6 +18,7 @@ export const serviceApps: Partial<Record<ServiceId, (context: ServiceContext) =>
   identity: createIdentityApp,
   education: createEducationApp,
   gas: createGasApp,
+  entropy: createEntropyApp,
   'wallet-history': createWalletHistoryApp,
   reputation: createReputationApp,
   verification: createVerificationApp,
