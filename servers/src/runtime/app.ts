@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppRoute, AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';
-import { PAYMENT_SIGNATURE_HEADER, SIGN_IN_WITH_X_HEADER, buildAgentCard, listRoutes, routeMeta, usdToAtomic, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
+import { PAYMENT_RESPONSE_HEADER, PAYMENT_SIGNATURE_HEADER, SIGN_IN_WITH_X_HEADER, buildAgentCard, listRoutes, routeMeta, usdToAtomic, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
 import { buildOpenApiDocument } from '@agent-economy/openapi';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Kysely } from 'kysely';
@@ -11,7 +11,7 @@ import { docsRouter } from './docs';
 import { HttpError, envelope } from './errors';
 import { createMetrics } from './metrics';
 import { facilitatorClient } from './facilitator-client';
-import { buildQuote, buildRequirements, collectPayment, paymentMigrations, priceOf, quotePaidRequest, type PaywallConfig, type PriceResolver } from './paywall';
+import { buildQuote, buildRequirements, collectPayment, paymentMigrations, priceOf, quotePaidRequest, unsettledHeader, type PaywallConfig, type PriceResolver } from './paywall';
 import { runtimeMigrations, verifySiwx } from './siwx';
 import { summarizeIssues, validateRequest, type ParsedRequest } from './validation';
 import { migrate } from '../db';
@@ -39,6 +39,11 @@ export interface ServiceAppOptions<R extends AppRouter> {
   preflight?: Partial<Record<keyof R & string, (request: ParsedRequest, caller?: string) => void | Promise<void>>>;
   /** Largest JSON body accepted; larger ones get 413. */
   bodyLimit?: string;
+  /**
+   * The body of the default /health route (a service whose contract declares no health route but reads
+   * upstream providers: its UpstreamTracker's health). It throws an HttpError when the service is unhealthy.
+   */
+  health?: () => Promise<unknown>;
   /**
    * Error bodies for routes that speak another wire format than the envelope (the facilitator's x402
    * routes), by route key: given the error and the request body, returns the body to send.
@@ -86,6 +91,10 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     const route = (req as RoutedRequest).tsRestRoute;
     const render = route ? wireErrors[routeKeys.get(route) ?? ''] : undefined;
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    // A payment sent with a request that failed before the paywall took it up was not settled: say so.
+    if (req.header(PAYMENT_SIGNATURE_HEADER) && !res.locals.paymentTaken && !res.getHeader(PAYMENT_RESPONSE_HEADER)) {
+      for (const [name, value] of Object.entries(unsettledHeader(error.status, options.paywall.network))) res.setHeader(name, value);
+    }
     res.status(error.status).json(render ? render(error, req.body) : envelope((req as RoutedRequest).requestId, error.code, error.message, error.details));
   };
 
@@ -134,6 +143,10 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     const started = Date.now();
     app.get('/health', async (req, res) => {
       try {
+        if (options.health) {
+          res.json(await options.health());
+          return;
+        }
         await sql`select 1`.execute(db);
         res.json({ status: 'ok', service: service.id, version: '1.0.0', uptimeSeconds: Math.round((Date.now() - started) / 1000), database: 'ok' });
       } catch (error) {
@@ -180,6 +193,7 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
       const quote = buildQuote(requirements, publicUrl + req.originalUrl, route, paid ? 'Payment refused' : 'Payment required');
       // A HEAD delivers no content, so it is quoted, never charged.
       if (!paid || req.method === 'HEAD') return quotePaidRequest(res, routed.requestId, quote, price.usd);
+      res.locals.paymentTaken = true;
       await collectPayment(res, () => next(), { db, facilitator, logger: log, requestId: routed.requestId, requirements, quote, header: paid });
     } catch (error) {
       next(error);
@@ -198,7 +212,7 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   });
 
   app.use((req, res) => {
-    res.status(404).json(envelope((req as RoutedRequest).requestId, 'route_not_found', `No route ${req.method} ${req.path}`));
+    sendError(req, res, { status: 404, code: 'route_not_found', message: `No route ${req.method} ${req.path}` });
   });
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
@@ -209,15 +223,15 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     }
     const type = (error as { type?: string }).type;
     if (type === 'entity.too.large') {
-      res.status(413).json(envelope(requestId, 'payload_too_large', `The request body is larger than ${options.bodyLimit ?? '256kb'}`));
+      sendError(req, res, { status: 413, code: 'payload_too_large', message: `The request body is larger than ${options.bodyLimit ?? '256kb'}` });
       return;
     }
     if (type === 'entity.parse.failed') {
-      res.status(400).json(envelope(requestId, 'invalid_json', 'The request body is not valid JSON'));
+      sendError(req, res, { status: 400, code: 'invalid_json', message: 'The request body is not valid JSON' });
       return;
     }
     if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
-      res.status(415).json(envelope(requestId, 'unsupported_media_type', 'The request body encoding is not supported'));
+      sendError(req, res, { status: 415, code: 'unsupported_media_type', message: 'The request body encoding is not supported' });
       return;
     }
     log.error({ err: error, requestId, method: req.method, path: req.path }, 'unhandled error');

@@ -231,6 +231,22 @@ async function resumeSettlement(res: Response, runHandler: () => void, options: 
   });
 }
 
+/**
+ * PAYMENT-RESPONSE for an error answer to a request that carried a payment: nothing was settled. Said
+ * explicitly because a client cannot otherwise tell our 502 (nothing charged) from a proxy's after a settlement.
+ */
+export function unsettledHeader(status: number, network: string, payer?: string): Record<string, string> {
+  const unsettled: X402SettleResponse = {
+    success: false,
+    errorReason: 'response_not_successful',
+    errorMessage: `the service answered ${status}; the payment was not settled and may be used again`,
+    transaction: '',
+    network,
+    ...(payer ? { payer } : {}),
+  };
+  return { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(unsettled) };
+}
+
 export async function collectPayment(res: Response, runHandler: () => void, options: CollectOptions): Promise<void> {
   const { db, facilitator, logger, requestId, requirements, quote } = options;
   if (!facilitator) {
@@ -369,16 +385,7 @@ export async function collectPayment(res: Response, runHandler: () => void, opti
     // Only a success is paid for: an error, a redirect or a 304 (nothing delivered) settles nothing.
     if (status < 200 || status >= 300) {
       await release().catch((error: unknown) => logger.error({ requestId, err: error }, 'payment claim not released'));
-      // Say so explicitly: a client cannot otherwise tell our 502 (nothing charged) from a proxy's after a settlement.
-      const unsettled: X402SettleResponse = {
-        success: false,
-        errorReason: 'response_not_successful',
-        errorMessage: `the service answered ${status}; the payment was not settled and may be used again`,
-        transaction: '',
-        network: requirements.network,
-        ...(payer ? { payer } : {}),
-      };
-      return flush(body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(unsettled) });
+      return flush(body, undefined, unsettledHeader(status, requirements.network, payer));
     }
     try {
       let settlement: X402SettleResponse = await facilitator!.settle(request);
