@@ -18,6 +18,9 @@ export const UsdAmount = z
 /** Atomic stablecoin units on the wire: a non-negative integer string, e.g. "1000000" (= 1.00 USD). */
 export const AtomicAmount = z.string().regex(ATOMIC_PATTERN, 'must be an integer string of atomic units, e.g. "1000000"');
 
+/** Atomic units, more than zero. Zod runs refinements on values that failed the format too: skip those. */
+export const PositiveAtomicAmount = AtomicAmount.refine((v) => !ATOMIC_PATTERN.test(v) || BigInt(v) > 0n, 'must be more than 0');
+
 export class MoneyError extends Error {
   override name = 'MoneyError';
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { defineService } from '../core/service';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { adaptive, fixed, free, type RouteMeta } from '../core/payment';
-import { AtomicAmount } from '../core/money';
+import { AtomicAmount, PositiveAtomicAmount } from '../core/money';
 import { Caip2Network, SolanaAddress, SolanaSignature, Timestamp } from '../core/chain';
 import { Generator, authErrors } from './shared';
 import { ScannableContent, ScannableContentInput, type ScanFindingSeverity, type ScanVerdict } from './verification';
@@ -354,7 +354,8 @@ const ContentHash = z.string().regex(/^[0-9a-f]{64}$/);
 const Rate = z.number().min(0).max(1);
 const count = z.number().int().min(0);
 const EscrowAmount = AtomicAmount.refine(
-  (v) => BigInt(v) >= ESCROW_MIN_ATOMIC && BigInt(v) <= ESCROW_MAX_ATOMIC,
+  // Zod runs refinements on values that failed the format too: leave those to AtomicAmount's message.
+  (v) => !/^\d+$/.test(v) || (BigInt(v) >= ESCROW_MIN_ATOMIC && BigInt(v) <= ESCROW_MAX_ATOMIC),
   'must be between 10000 and 10000000000 atomic units (0.01 to 10,000 USD)',
 );
 
@@ -695,7 +696,7 @@ const CreateBody: z.ZodType<EscrowCreateBodyOut, z.ZodTypeDef, CreateBodyIn> = z
           .object({
             title: z.string().trim().min(1).max(200),
             description: z.string().trim().min(1).max(1000).optional(),
-            amount: AtomicAmount.refine((v) => BigInt(v) > 0n, 'must be more than 0'),
+            amount: PositiveAtomicAmount,
           })
           .strict(),
       )

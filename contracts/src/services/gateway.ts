@@ -6,7 +6,7 @@ import { adaptive, fixed, free, type RouteMeta } from '../core/payment';
 import { UsdAmount, atomicToUsd, usdToAtomic } from '../core/money';
 import { Caip2Network, SolanaAddress, SolanaSignature, Timestamp } from '../core/chain';
 import { Generator, PageQuery, authErrors } from './shared';
-import { MODULE_PRICE_MAX_USD, MODULE_PRICE_MIN_USD } from './knowledge-market';
+import { MODULE_PRICE_MAX_USD, MODULE_PRICE_MIN_USD, isModulePriceUsd } from './knowledge-market';
 
 const c = initContract();
 
@@ -377,10 +377,7 @@ const PlanIdParam = z.string().regex(/^plan_[A-Za-z0-9]{16,40}$/, 'must be a tra
 const Score100 = z.number().min(0).max(100);
 const Unit = z.number().min(0).max(1);
 const count = z.number().int().min(0);
-const ModulePrice = UsdAmount.refine(
-  (usd) => usdToAtomic(usd) >= usdToAtomic(MODULE_PRICE_MIN_USD) && usdToAtomic(usd) <= usdToAtomic(MODULE_PRICE_MAX_USD),
-  `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`,
-);
+const ModulePrice = UsdAmount.refine(isModulePriceUsd, `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`);
 
 const PricingSchema: z.ZodType<GatewayPricing> = z.object({
   kind: z.enum(['free', 'fixed', 'adaptive', 'tiered']),

@@ -110,10 +110,20 @@ const SlugList = z
   .regex(/^[a-z0-9][a-z0-9-]{0,47}(,[a-z0-9][a-z0-9-]{0,47}){0,9}$/, 'must be 1 to 10 comma-separated lowercase slugs, e.g. "solana,defi"');
 const ContentHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hex digest (64 lowercase hex characters)');
 const FormatSchema = z.enum(['markdown', 'text', 'json', 'code']);
-const ModulePrice = UsdAmount.refine(
-  (usd) => usdToAtomic(usd) >= usdToAtomic(MODULE_PRICE_MIN_USD) && usdToAtomic(usd) <= usdToAtomic(MODULE_PRICE_MAX_USD),
-  `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`,
-);
+/**
+ * True when a USD amount is within the module price range. Zod runs refinements even after the format check failed,
+ * so a string that is not a USD amount at all passes here and keeps UsdAmount's own message (instead of throwing).
+ */
+export function isModulePriceUsd(usd: string): boolean {
+  let atomic: bigint;
+  try {
+    atomic = usdToAtomic(usd);
+  } catch {
+    return true;
+  }
+  return atomic >= usdToAtomic(MODULE_PRICE_MIN_USD) && atomic <= usdToAtomic(MODULE_PRICE_MAX_USD);
+}
+const ModulePrice = UsdAmount.refine(isModulePriceUsd, `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`);
 
 const RatingSchema: z.ZodType<MarketModuleRating> = z.object({
   average: z.number().min(1).max(5).nullable().describe('mean of the buyers’ 1-to-5 ratings, two decimals; null before the first'),
@@ -284,8 +294,9 @@ const router = c.router({
       'terms default to mode auto with at most 20 percent off. The price is a listing fee against spam. Errors: 409 ' +
       'duplicate_module (the same seller already lists this contentHash; details.moduleId names it), 422 ' +
       'no_token_account (the seller’s wallet has no stablecoin token account, so it could not be paid), 422 language_required ' +
-      '(format "code" without `language`) and 422 invalid_json_content (format "json" that does not parse); none is charged.',
-    responses: { 201: ModuleSchema, 409: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...authErrors, ...paymentErrors },
+      '(format "code" without `language`), 422 invalid_json_content (format "json" that does not parse) and 502 ' +
+      'upstream_unavailable (the chain, read for the token account, does not answer); none is charged.',
+    responses: { 201: ModuleSchema, 409: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...authErrors, ...paymentErrors },
     metadata: {
       payment: fixed('0.01'),
       auth: 'siwx',

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { defineService } from '../core/service';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
-import { UsdAmount, usdToAtomic } from '../core/money';
+import { UsdAmount } from '../core/money';
 import { SolanaAddress, Timestamp } from '../core/chain';
 import { PageQuery, authErrors, page } from './shared';
-import { MODULE_PRICE_MAX_USD, MODULE_PRICE_MIN_USD } from './knowledge-market';
+import { MODULE_PRICE_MAX_USD, MODULE_PRICE_MIN_USD, isModulePriceUsd } from './knowledge-market';
 
 const c = initContract();
 
@@ -125,10 +125,7 @@ export interface NegotiationStats {
 const NEGOTIATION_ID = /^neg_[A-Za-z0-9]{16,40}$/;
 const NegotiationIdParam = z.string().regex(NEGOTIATION_ID, 'must be a negotiation id such as "neg_9Vt4Lm2Qx8Kd3Rp7"');
 const ModuleIdParam = z.string().regex(/^mod_[A-Za-z0-9]{16,40}$/, 'must be a module id such as "mod_7Qk2Xb9LmP4tRw8Z"');
-const OfferPrice = UsdAmount.refine(
-  (usd) => usdToAtomic(usd) >= usdToAtomic(MODULE_PRICE_MIN_USD) && usdToAtomic(usd) <= usdToAtomic(MODULE_PRICE_MAX_USD),
-  `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`,
-);
+const OfferPrice = UsdAmount.refine(isModulePriceUsd, `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`);
 const StateSchema = z.enum(['open', 'countered', 'accepted', 'rejected', 'expired']);
 const PartySchema = z.enum(['buyer', 'seller']);
 const ModeSchema = z.enum(['auto', 'manual']);
