@@ -53,6 +53,7 @@ async function education(): Promise<Row[]> {
     wallet,
     rpcUrl: 'http://127.0.0.1:9',
     localChain: true,
+    serviceUrl: () => 'http://127.0.0.1:9',
     paywall: { payTo: wallet.address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60 },
   });
   server.on('request', app);

@@ -65,7 +65,11 @@ export interface ServiceSettings {
   prices?: Record<string, PaymentMeta>;
 }
 
-export type Config = z.infer<typeof Env> & { services: Record<string, ServiceSettings> };
+export type Config = z.infer<typeof Env> & {
+  services: Record<string, ServiceSettings>;
+  /** Where every service of the deployment answers, mounted here or not: `<ID>_PUBLIC_URL`, else its default port on HOST. */
+  serviceUrls: Record<string, string>;
+};
 
 /**
  * `<ID>_PRICES`: a JSON object from route key to a USD string (a fixed price) or full payment metadata,
@@ -127,8 +131,16 @@ export function loadConfig(mounted: readonly ServiceDefinition[], environment: N
       ...(prices && !Array.isArray(prices) ? { prices } : {}),
     };
   }
+  const serviceUrls: Record<string, string> = {};
+  const host = base.success ? base.data.HOST : '127.0.0.1';
+  for (const [id, port] of Object.entries(DEFAULT_PORTS)) {
+    const own = services[id]?.publicUrl;
+    const named = env[`${envPrefix(id)}_PUBLIC_URL`];
+    if (!own && named && !z.string().url().safeParse(named).success) problems.push(`${envPrefix(id)}_PUBLIC_URL: must be an absolute URL`);
+    serviceUrls[id] = (own ?? named ?? `http://${host}:${port}`).replace(/\/+$/, '');
+  }
   if (problems.length || !base.success) {
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   }
-  return { ...base.data, services };
+  return { ...base.data, services, serviceUrls };
 }

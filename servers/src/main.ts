@@ -110,6 +110,7 @@ async function main() {
       wallet: own,
       rpcUrl,
       localChain: !!ledger,
+      serviceUrl: (id) => config.serviceUrls[id] ?? `http://${config.HOST}:0`,
       ...(settings.prices ? { prices: settings.prices } : {}),
       paywall: {
         payTo: own.address,

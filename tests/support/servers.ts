@@ -46,6 +46,8 @@ export async function startService(
     // No chain unless the test brings one: nothing listens on port 9.
     rpcUrl: options.rpcUrl ?? 'http://127.0.0.1:9',
     localChain: true,
+    // Services a test starts find each other through the factories' own options; nothing else listens.
+    serviceUrl: () => 'http://127.0.0.1:9',
     paywall: { payTo: wallet.address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60, ...options.paywall },
   };
   const app = await factory(context);

@@ -18,6 +18,8 @@ export interface ServiceContext {
   rpcUrl: string;
   /** True when rpcUrl is the local ledger (data from it is `embedded`), false for a real cluster (`live`). */
   localChain: boolean;
+  /** Where another service of this deployment answers (services talk over HTTP through the SDK). */
+  serviceUrl(id: string): string;
   /** This deployment's prices by route key, where they differ from the contract's (`<ID>_PRICES`). */
   prices?: Record<string, PaymentMeta>;
 }
