@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SOLANA_DEVNET, USDC_DEVNET, envPrefix, services as registry } from '@agent-economy/contracts';
+import { SOLANA_DEVNET, USDC_DEVNET, envPrefix } from '@agent-economy/contracts';
 import { createClient, walletFromFile } from '@agent-economy/sdk';
 import { address, createSolanaRpc } from '@solana/kit';
 import { builtinReasoner } from '../servers/src/ai';
@@ -14,7 +14,7 @@ import { curriculum } from '../servers/src/services/education/curriculum';
 import { locateLesson, quizTask, toStoredQuestions } from '../servers/src/services/education/domain';
 import { educationStore, migrations } from '../servers/src/services/education/store';
 import { migrate } from '../servers/src/db';
-import { serviceApps } from '../servers/src/services';
+import { deployments, serviceApps, type DeploymentId } from '../servers/src/services';
 
 // `npm start` as an operator runs it: a real process, a data directory, Ctrl-C to stop.
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -57,7 +57,7 @@ describe('npm start', () => {
 
   it('serves, writes the service table, stops on SIGINT and keeps its state across restarts', async () => {
     // Every service on a free port, so a running `npm start` on the default ports does not get in the way.
-    const mounted = registry.map((s) => s.id).filter((id) => serviceApps[id]);
+    const mounted = deployments.map((s) => s.id).filter((id) => serviceApps[id as DeploymentId]);
     const ports = Object.fromEntries(await Promise.all(mounted.map(async (id) => [id, await freePort()] as const)));
     const port = ports.education!;
     const ledgerPort = await freePort();

@@ -52,6 +52,10 @@ const Env = z.object({
   LLM_BASE_URL: z.string().url().optional(),
   LLM_MODEL: z.string().min(1).optional(),
   LLM_API_KEY: z.string().optional(),
+  // Market data services read the seeded embedded model, or the public providers.
+  MARKET_DATA: z.enum(['embedded', 'live']).default('embedded'),
+  BTC_METRICS_COINMETRICS_URL: z.string().url().optional(),
+  BTC_METRICS_BGEOMETRICS_URL: z.string().url().optional(),
   // DIDs whose vouching makes an identity's trust chain verified (e.g. known auditors).
   IDENTITY_TRUST_ANCHORS: listOf(AgentDid),
   // Wallets whose reputation reports count as verified: the escrow and gateway of other processes.

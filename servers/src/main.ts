@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Express } from 'express';
-import { atomicToUsd, services as registry, usdToAtomic } from '@agent-economy/contracts';
+import { atomicToUsd, usdToAtomic } from '@agent-economy/contracts';
 import { reasonerFromEnv } from './ai';
 import { ConfigError, loadConfig } from './config';
 import { openDatabase } from './db';
@@ -11,7 +11,8 @@ import { createLogger } from './runtime/logger';
 import { listen, type RunningServer } from './runtime/server';
 import { loadOrCreateWallet } from './runtime/wallet';
 import type { ServiceContext } from './runtime/context';
-import { serviceApps } from './services';
+import { deployments, serviceApps, type DeploymentId } from './services';
+import { createBtcMetricsApp } from './services/btc-metrics';
 import { createFacilitatorApp } from './services/facilitator';
 import { createIdentityApp } from './services/identity';
 import { createReputationApp } from './services/reputation';
@@ -25,12 +26,12 @@ const DEMO_GRANT = usdToAtomic('100');
 async function main() {
   // SERVICES=education,facilitator runs some services only: one process per service or replica when scaling out.
   const only = process.env.SERVICES?.split(',').map((id) => id.trim()).filter(Boolean);
-  const unknown = only?.filter((id) => !serviceApps[id as keyof typeof serviceApps]);
+  const unknown = only?.filter((id) => !serviceApps[id as DeploymentId]);
   if (unknown?.length) {
     console.error(`Invalid configuration:\n  SERVICES: ${unknown.join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not a service this build serves (${Object.keys(serviceApps).join(', ')})`);
     process.exit(2);
   }
-  const mounted = registry.filter((s) => serviceApps[s.id] && (!only?.length || only.includes(s.id)));
+  const mounted = deployments.filter((s) => serviceApps[s.id as DeploymentId] && (!only?.length || only.includes(s.id)));
   let config;
   try {
     config = loadConfig(mounted);
@@ -85,11 +86,18 @@ async function main() {
   const database = await openDatabase(config.DATABASE_URL ? { url: config.DATABASE_URL } : { dataDir: join(config.DATA_DIR, 'db') });
   const reasoner = reasonerFromEnv({ LLM_BASE_URL: config.LLM_BASE_URL, LLM_MODEL: config.LLM_MODEL, LLM_API_KEY: config.LLM_API_KEY });
 
+  const btcSources = {
+    market: config.MARKET_DATA,
+    ...(config.BTC_METRICS_COINMETRICS_URL ? { coinMetricsUrl: config.BTC_METRICS_COINMETRICS_URL } : {}),
+    ...(config.BTC_METRICS_BGEOMETRICS_URL ? { bgeometricsUrl: config.BTC_METRICS_BGEOMETRICS_URL } : {}),
+  };
   // Services with settings of their own beyond the context.
   const configured: Partial<Record<string, (context: ServiceContext) => Promise<Express>>> = {
     facilitator: (context) =>
       createFacilitatorApp(context, { settleCaps: { global: config.FACILITATOR_SETTLE_CAP, perSeller: config.FACILITATOR_SELLER_SETTLE_CAP } }),
     identity: (context) => createIdentityApp(context, { trustAnchors: config.IDENTITY_TRUST_ANCHORS }),
+    'btc-metrics': (context) => createBtcMetricsApp(context, { deployment: 'first', ...btcSources }),
+    'btc-metrics-2': (context) => createBtcMetricsApp(context, { deployment: 'second', ...btcSources }),
     // The escrow and the gateway report trades they saw settle; run here, their wallets are trusted as they are.
     reputation: (context) =>
       createReputationApp(context, {
@@ -101,7 +109,7 @@ async function main() {
   for (const service of mounted) {
     const settings = config.services[service.id]!;
     const own = wallets[service.id]!;
-    const create = configured[service.id] ?? serviceApps[service.id]!;
+    const create = configured[service.id] ?? serviceApps[service.id as DeploymentId]!;
     const app = await create({
       db: database.db,
       logger,
