@@ -428,8 +428,9 @@ const router = c.router({
     description:
       'What each metric means and how it is computed, how to call each route, the range and cache limits, and the ' +
       'options this deployment runs with. The first deployment also lists the dates each metric has data for ' +
-      '(`availableDateRanges`). Free: descriptive.',
-    responses: { 200: InfoSchema, ...standardErrors },
+      '(`availableDateRanges`). Free: descriptive. Design: with live data the ranges are read from the upstream (cached ' +
+      'for 1 hour), so 502 upstream_unavailable when it fails.',
+    responses: { 200: InfoSchema, 502: ErrorEnvelope, ...standardErrors },
     metadata: { payment: free(), example: {} } satisfies RouteMeta,
   },
 });
