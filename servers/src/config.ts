@@ -54,6 +54,8 @@ const Env = z.object({
   LLM_API_KEY: z.string().optional(),
   // Market data services read the seeded embedded model, or the public providers.
   MARKET_DATA: z.enum(['embedded', 'live']).default('embedded'),
+  // Replicas with one seed simulate one market, minute by minute.
+  MARKET_SEED: z.string().min(1).max(200).default('agent-economy'),
   BTC_METRICS_COINMETRICS_URL: z.string().url().optional(),
   BTC_METRICS_BGEOMETRICS_URL: z.string().url().optional(),
   // DIDs whose vouching makes an identity's trust chain verified (e.g. known auditors).

@@ -14,6 +14,7 @@ import type { ServiceContext } from './runtime/context';
 import { deployments, serviceApps, type DeploymentId } from './services';
 import { createBtcMetricsApp } from './services/btc-metrics';
 import { createFacilitatorApp } from './services/facilitator';
+import { createFundingApp } from './services/funding';
 import { createIdentityApp } from './services/identity';
 import { createReputationApp } from './services/reputation';
 
@@ -96,6 +97,7 @@ async function main() {
     facilitator: (context) =>
       createFacilitatorApp(context, { settleCaps: { global: config.FACILITATOR_SETTLE_CAP, perSeller: config.FACILITATOR_SELLER_SETTLE_CAP } }),
     identity: (context) => createIdentityApp(context, { trustAnchors: config.IDENTITY_TRUST_ANCHORS }),
+    funding: (context) => createFundingApp(context, { market: config.MARKET_DATA, seed: config.MARKET_SEED }),
     'btc-metrics': (context) => createBtcMetricsApp(context, { deployment: 'first', ...btcSources }),
     'btc-metrics-2': (context) => createBtcMetricsApp(context, { deployment: 'second', ...btcSources }),
     // The escrow and the gateway report trades they saw settle; run here, their wallets are trusted as they are.

@@ -6,6 +6,7 @@ import { createCognitionApp } from './cognition';
 import { createEducationApp } from './education';
 import { createEntropyApp } from './entropy';
 import { createFacilitatorApp } from './facilitator';
+import { createFundingApp } from './funding';
 import { createGasApp } from './gas';
 import { createIdentityApp } from './identity';
 import { createKnowledgeMarketApp } from './knowledge-market';
@@ -30,6 +31,7 @@ export const serviceApps: Partial<Record<DeploymentId, (context: ServiceContext)
   gas: createGasApp,
   entropy: createEntropyApp,
   'wallet-history': createWalletHistoryApp,
+  funding: createFundingApp,
   'btc-metrics': (context) => createBtcMetricsApp(context, { deployment: 'first' }),
   'btc-metrics-2': (context) => createBtcMetricsApp(context, { deployment: 'second' }),
   'knowledge-market': createKnowledgeMarketApp,

@@ -1,0 +1,51 @@
+import { funding } from '@agent-economy/contracts';
+import { createServiceApp } from '../../runtime/app';
+import type { ServiceContext } from '../../runtime/context';
+import { embeddedPerpSource, livePerpSource, sharedMarketModel, type PerpExchange } from '../../upstream/market';
+import { decodeCursor } from './domain';
+import { assetRows, fundingHandlers, scanFilters } from './handlers';
+
+export interface FundingOptions {
+  /** embedded: the seeded market model (MARKET_DATA=embedded, the default); live: the nine venues' public APIs. */
+  market?: 'embedded' | 'live';
+  /** Seed of the market model (MARKET_SEED): replicas with one seed simulate one market. */
+  seed?: string;
+  /** Live only: venue base URLs where they differ from the public ones. */
+  venueUrls?: Partial<Record<PerpExchange, string>>;
+  /** Live only: how long one read of every venue is reused, ms (default 15 000). */
+  liveCacheMs?: number;
+  /** The clock the embedded market is read at (default Date.now). */
+  now?: () => number;
+}
+
+/**
+ * The funding-rate scanner: perpetual funding, open interest, basis and squeeze risk across nine venues, from the
+ * seeded market model or the venues' public APIs. It keeps no state: every answer is computed from the market.
+ */
+export async function createFundingApp(context: ServiceContext, options: FundingOptions = {}) {
+  const now = options.now ?? Date.now;
+  const source =
+    options.market === 'live'
+      ? livePerpSource({ ...(options.venueUrls ? { baseUrls: options.venueUrls } : {}), ...(options.liveCacheMs !== undefined ? { cacheMs: options.liveCacheMs } : {}) })
+      : embeddedPerpSource(sharedMarketModel(options.seed), now);
+  return await createServiceApp({
+    service: funding,
+    handlers: fundingHandlers({ source, reasoner: context.reasoner, now }),
+    publicUrl: context.publicUrl,
+    db: context.db,
+    logger: context.logger,
+    paywall: context.paywall,
+    ...(context.prices ? { prices: context.prices } : {}),
+    // /health reports the market source: mode, each provider's last outcome, degraded while one is failing.
+    health: () => source.tracker.health('funding', context.db),
+    // A cursor from other filters, an unknown asset, or every venue failing fail before the 402: nobody pays for them.
+    preflight: {
+      scan: async ({ body }) => {
+        const page = body.cursor ? decodeCursor(body.cursor, scanFilters(body), now()) : undefined;
+        await source.snapshot(page ? { at: page.at } : {});
+      },
+      squeeze: async () => void (await source.snapshot()),
+      asset: async ({ params, body }) => void assetRows(await source.snapshot(), params.symbol, body.exchanges),
+    },
+  });
+}
