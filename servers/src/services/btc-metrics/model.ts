@@ -1,3 +1,4 @@
+import { mulberry32 } from '../../upstream/market/random';
 import { addDays, daysBetween, ratioOf, type MarketDay, type SpentDay } from './domain';
 
 /**
@@ -34,18 +35,6 @@ export const ANCHORS: readonly Anchor[] = [
   { date: '2020-03-29', priceUsd: 5_904.86, marketCapUsd: 108_023_566_971, realizedCapUsd: 101_441_674_689 },
 ];
 
-/** mulberry32: a small seeded generator of uniform [0, 1) numbers. */
-function uniforms(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 /** Standard normal numbers by Box–Muller. */
 function normals(uniform: () => number): () => number {
   return () => {
@@ -64,7 +53,7 @@ const EMA_DAYS = 30;
 
 /** Builds the series (deterministic for a seed). */
 export function buildModel(seed = MODEL_SEED): ModelSeries {
-  const uniform = uniforms(seed);
+  const uniform = mulberry32(seed);
   const normal = normals(uniform);
   const market: MarketDay[] = [];
   const spent = new Map<string, SpentDay>();

@@ -45,7 +45,8 @@ import {
 } from '@agent-economy/contracts';
 import { Bm25Index, tokenize } from '../../ai';
 import { HttpError, unprocessable } from '../../runtime/errors';
-import { betaSample, clamp, coefficientOfVariation, mean, mulberry32, round, sampleStdDev, studentTwoSidedP } from './stats';
+import { mulberry32 } from '../../upstream/market/random';
+import { betaSample, clamp, coefficientOfVariation, mean, round, sampleStdDev, studentTwoSidedP } from './stats';
 
 // The ten analyses: plain functions over plain data. Each returns its numbers and decisions (the "core");
 // the recommendation and actions are written from the core afterwards (advice.ts, through the reasoner).

@@ -1,17 +1,5 @@
-// Numerical building blocks of the analyses: a seeded PRNG, Beta sampling, Student's t distribution.
+// Numerical building blocks of the analyses: Beta sampling, Student's t distribution (the seeded PRNG is upstream/market/random's).
 // Written here because no installed package provides them; each follows a standard published method.
-
-/** Mulberry32: a small, fast 32-bit PRNG; the same seed gives the same stream (reproducible answers). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A standard normal draw (Box-Muller), from uniforms in [0, 1). */
 function normal(random: () => number): number {

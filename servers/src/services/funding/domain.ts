@@ -7,6 +7,7 @@ import type {
   FundingOverview,
   FundingSentimentLabel,
   FundingSortKey,
+  SqueezeCandidate,
   SqueezeComponents,
   SqueezeDirection,
 } from '@agent-economy/contracts';
@@ -432,21 +433,7 @@ export function rankCandidates(snapshot: PerpSnapshot, filters: SqueezeFilters):
 }
 
 /** The facts of one candidate the commentary is written from. */
-export interface CandidateFacts {
-  asset: string;
-  direction: SqueezeDirection;
-  riskScore: number;
-  components: SqueezeComponents;
-  weightedFundingRate8h: number;
-  annualizedFundingRate: number;
-  fundingZScore: number | null;
-  openInterestUsd: string;
-  openInterestChange24hPercent: number | null;
-  priceChange24hPercent: number | null;
-  premium: number | null;
-  longShortRatio: number | null;
-  exchanges: FundingExchange[];
-}
+export type CandidateFacts = Omit<SqueezeCandidate, 'rank' | 'commentary'>;
 
 export function candidateFacts(c: RankedCandidate): CandidateFacts {
   const a = c.aggregate;

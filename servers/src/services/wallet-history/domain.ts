@@ -7,6 +7,7 @@ import {
   type WalletActivityTier,
   type WalletCategoryShare,
   type WalletProtocolActivity,
+  type WalletProtocolHistory,
   type WalletTierDefinition,
   type WalletUnknownProgram,
 } from '@agent-economy/contracts';
@@ -87,17 +88,7 @@ export interface WalletTransaction {
   tokenChanges: { mint: string; decimals: number; change: bigint }[];
 }
 
-export interface ProtocolBreakdown {
-  transactionCount: number;
-  failedTransactionCount: number;
-  firstActivityAt: string | null;
-  lastActivityAt: string | null;
-  activeDays: number;
-  feesPaidLamports: string;
-  protocols: WalletProtocolActivity[];
-  categories: WalletCategoryShare[];
-  unknownPrograms: WalletUnknownProgram[];
-}
+export type ProtocolBreakdown = Omit<WalletProtocolHistory, 'wallet' | 'network' | 'tier' | 'chargedUsd' | 'truncated' | 'source'>;
 
 const iso = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
 const utcDay = (unixSeconds: number) => Math.floor(unixSeconds / 86_400);

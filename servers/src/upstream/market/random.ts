@@ -96,3 +96,18 @@ export function stationaryAmplitudes(scalesMs: readonly number[]): number[] {
   const each = 1 / Math.sqrt(scalesMs.length * (2 / 3));
   return scalesMs.map(() => each);
 }
+
+/**
+ * Mulberry32: a small, fast sequential 32-bit generator of uniform [0, 1) numbers; the same seed gives the
+ * same stream. For reproducible draws that are consumed in order (a simulation run, a sampling analysis).
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
