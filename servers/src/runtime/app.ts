@@ -11,6 +11,7 @@ import { docsRouter } from './docs';
 import { HttpError, envelope } from './errors';
 import { createMetrics } from './metrics';
 import { facilitatorClient } from './facilitator-client';
+import type { ServiceContext } from './context';
 import { buildQuote, buildRequirements, collectPayment, paymentMigrations, priceOf, quotePaidRequest, unsettledHeader, type PaywallConfig, type PriceResolver } from './paywall';
 import { runtimeMigrations, verifySiwx } from './siwx';
 import { summarizeIssues, validateRequest, type ParsedRequest } from './validation';
@@ -18,6 +19,11 @@ import { migrate } from '../db';
 
 /** A service's handlers, typed by its contract (ts-rest does not export this type). */
 export type RouterImplementation<R extends AppRouter> = Parameters<typeof createExpressEndpoints<R>>[1];
+
+/** What every service passes on from its context to createServiceApp. */
+export function fromContext(context: ServiceContext): Pick<ServiceAppOptions<AppRouter>, 'publicUrl' | 'db' | 'logger' | 'paywall' | 'prices'> {
+  return { publicUrl: context.publicUrl, db: context.db, logger: context.logger, paywall: context.paywall, ...(context.prices ? { prices: context.prices } : {}) };
+}
 
 export interface ServiceAppOptions<R extends AppRouter> {
   service: ServiceDefinition<R>;

@@ -1,5 +1,5 @@
 import { btcMetrics } from '@agent-economy/contracts';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { answerer, btcMetricsHandlers, type Deployment } from './handlers';
 import { metricsService } from './metrics';
@@ -39,11 +39,7 @@ export async function createBtcMetricsApp(context: ServiceContext, options: BtcM
   return await createServiceApp({
     service: btcMetrics,
     handlers: btcMetricsHandlers(service, deployment, answers),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // The answer is read before the 402: a day outside the data (404) or a failing upstream (502) costs nothing.
     preflight: { metrics: answers.preflight('metrics'), range: answers.preflight('range'), latest: answers.preflight('latest') },
     health: () => source.tracker.health(options.deployment === 'second' ? 'btc-metrics-2' : 'btc-metrics', context.db),

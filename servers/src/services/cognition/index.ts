@@ -1,6 +1,6 @@
 import { cognition, withPrices } from '@agent-economy/contracts';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import {
   checkAssignments,
@@ -22,11 +22,7 @@ export async function createCognitionApp(context: ServiceContext) {
   return await createServiceApp({
     service: cognition,
     handlers: cognitionHandlers({ store, reasoner: context.reasoner, service }),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // Every domain rule that can fail a request is checked here, before the 402: nobody pays for a 404, 409 or 422.
     preflight: {
       updateState: async ({ body }, caller) => {

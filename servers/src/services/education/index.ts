@@ -1,6 +1,6 @@
 import { education } from '@agent-economy/contracts';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { curriculum } from './curriculum';
 import { findCourse, locateLesson, TutorIndex } from './domain';
@@ -14,11 +14,7 @@ export async function createEducationApp(context: ServiceContext) {
   return await createServiceApp({
     service: education,
     handlers: educationHandlers({ courses: curriculum, tutorIndex, store: educationStore(context.db), reasoner: context.reasoner }),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // Generating a quiz is the paid act; grading answers to a quiz already bought is free.
     pricing: { quiz: ({ body }) => ({ tier: body.action }) },
     // Unknown lessons and questions the material does not cover fail before the 402, not after payment.

@@ -1,5 +1,5 @@
 import { entropy } from '@agent-economy/contracts';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { solanaSource } from '../../upstream/solana';
 import { entropyHandlers } from './handlers';
@@ -15,11 +15,7 @@ export async function createEntropyApp(context: ServiceContext) {
   return await createServiceApp({
     service: entropy,
     handlers: entropyHandlers({ harvester, tracker: chain.tracker, provider: chain.provider }),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     preflight: { bytes: chainAnswers, int: chainAnswers, shuffle: chainAnswers, coin: chainAnswers, dice: chainAnswers, proof: chainAnswers },
   });
 }

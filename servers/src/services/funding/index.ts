@@ -1,5 +1,5 @@
 import { funding } from '@agent-economy/contracts';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { embeddedPerpSource, livePerpSource, sharedMarketModel, type PerpExchange } from '../../upstream/market';
 import { decodeCursor } from './domain';
@@ -31,11 +31,7 @@ export async function createFundingApp(context: ServiceContext, options: Funding
   return await createServiceApp({
     service: funding,
     handlers: fundingHandlers({ source, reasoner: context.reasoner, now }),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // /health reports the market source: mode, each provider's last outcome, degraded while one is failing.
     health: () => source.tracker.health('funding', context.db),
     // A cursor from other filters, an unknown asset, or every venue failing fail before the 402: nobody pays for them.

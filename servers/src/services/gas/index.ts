@@ -1,6 +1,6 @@
 import { gas } from '@agent-economy/contracts';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { solanaSource } from '../../upstream/solana';
 import { PLACEHOLDER_BLOCKHASH } from './chain';
@@ -17,11 +17,7 @@ export async function createGasApp(context: ServiceContext) {
   return await createServiceApp({
     service: gas,
     handlers: gasHandlers({ chain, store: gasStore(context.db), db: context.db }),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // Bytes that are not a transaction, or instructions that do not compile, fail before the 402:
     // nobody pays for a simulation that cannot run (the real blockhash is fetched after payment).
     preflight: {

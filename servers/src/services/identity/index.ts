@@ -1,6 +1,6 @@
 import { identity } from '@agent-economy/contracts';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { ed25519Multikey, registrarKey } from './crypto';
 import { decodeCursor, identityChecks, identityHandlers, type IdentityDeps } from './handlers';
@@ -34,11 +34,7 @@ export async function createIdentityApp(context: ServiceContext, options: Identi
   return await createServiceApp({
     service: identity,
     handlers: identityHandlers(deps, checks),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // Issuing is the paid act; suspending, reinstating and revoking what you issued is free. Batches are priced by size.
     pricing: {
       issueCredential: ({ body }) => ({ tier: body.action }),

@@ -1,7 +1,7 @@
 import { atomicToUsd, knowledgeMarket, negotiation } from '@agent-economy/contracts';
 import { ApiError, createServiceClient } from '@agent-economy/sdk';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { HttpError, conflict, notFound, unprocessable } from '../../runtime/errors';
 import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, associatedTokenAddress } from '../../ledger/programs';
@@ -60,11 +60,7 @@ export async function createKnowledgeMarketApp(context: ServiceContext, options:
   return await createServiceApp({
     service: knowledgeMarket,
     handlers: marketHandlers(deps, planPurchase),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // The chain is read when a seller publishes (their token account): health reports whether it answers.
     health: () => chain.tracker.health('knowledge-market', context.db),
     // The module's own price (or the agreed one), paid straight to the seller's wallet: the market holds no funds.

@@ -1,7 +1,7 @@
 import { knowledgeMarket, negotiation, usdToAtomic } from '@agent-economy/contracts';
 import { ApiError, createServiceClient } from '@agent-economy/sdk';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { HttpError, notFound } from '../../runtime/errors';
 import type { ParsedRequest } from '../../runtime/validation';
@@ -50,11 +50,7 @@ export async function createNegotiationApp(context: ServiceContext, options: Neg
   return await createServiceApp({
     service: negotiation,
     handlers: negotiationHandlers(deps, logic),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // Unknown modules, refused openings and illegal moves fail before the fee: the move is decided on the current state
     // without being written (the handler decides again, atomically).
     preflight: {

@@ -1,6 +1,6 @@
 import { reputation } from '@agent-economy/contracts';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { solanaSource } from '../../upstream/solana';
 import { historyPosition, rankingOffset, reportChecks, reputationHandlers, type ReportBody } from './handlers';
@@ -29,11 +29,7 @@ export async function createReputationApp(context: ServiceContext, options: Repu
   return await createServiceApp({
     service: reputation,
     handlers: reputationHandlers(deps, check),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // Self-reports, duplicates, untrusted `ratedBy`, an unreachable chain and bad cursors fail before the 402.
     preflight: {
       report: async ({ body }, caller) => void (await check(body as ReportBody, caller!)),

@@ -1,6 +1,6 @@
 import { verification } from '@agent-economy/contracts';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { assertParsableContent, assertStorableQuery, certificatePosition, verificationHandlers } from './handlers';
 import { migrations, verificationStore } from './store';
@@ -15,11 +15,7 @@ export async function createVerificationApp(context: ServiceContext, options: Ve
   return await createServiceApp({
     service: verification,
     handlers: verificationHandlers({ store: verificationStore(context.db), wallet: context.wallet, now: options.now ?? (() => new Date()) }),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     // A body may hold 100,000 characters of up to 4 UTF-8 bytes each, plus JSON escaping.
     bodyLimit: '1mb',
     // Content that cannot be scanned (a "json" body that does not parse, unstorable text) is refused before the 402.

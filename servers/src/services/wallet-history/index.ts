@@ -1,6 +1,6 @@
 import { routeMeta, walletHistory } from '@agent-economy/contracts';
 import { migrate } from '../../db';
-import { createServiceApp } from '../../runtime/app';
+import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { HttpError } from '../../runtime/errors';
 import type { ParsedRequest } from '../../runtime/validation';
@@ -41,11 +41,7 @@ export async function createWalletHistoryApp(context: ServiceContext) {
   return await createServiceApp({
     service: walletHistory,
     handlers: walletHistoryHandlers({ reader, estimate, payment, tracker: chain.tracker, provider: chain.provider, db: context.db }),
-    publicUrl: context.publicUrl,
-    db: context.db,
-    logger: context.logger,
-    paywall: context.paywall,
-    ...(context.prices ? { prices: context.prices } : {}),
+    ...fromContext(context),
     preflight: { protocols: realSince, quote: realSince },
     // The tier comes from the same kept estimate /api/quote shows; counting a wallet nobody quoted reads the
     // chain here, before the 402, so a chain that does not answer is a 502 nobody pays for.
