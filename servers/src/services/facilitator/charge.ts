@@ -33,8 +33,19 @@ export interface SettleCaps {
 /** Design (the spec names the codes, not the values): 600 settlements a minute in all, 120 to one seller. */
 export const DEFAULT_SETTLE_CAPS: SettleCaps = { global: 600, perSeller: 120, windowSeconds: 60 };
 
-const CHAIN_ID: Record<FacilitatorCluster, string> = { 'mainnet-beta': SOLANA_MAINNET, devnet: SOLANA_DEVNET, testnet: SOLANA_TESTNET };
+export const CHAIN_ID: Record<FacilitatorCluster, string> = { 'mainnet-beta': SOLANA_MAINNET, devnet: SOLANA_DEVNET, testnet: SOLANA_TESTNET };
 const CLUSTER_OF = new Map(Object.entries(CHAIN_ID).map(([cluster, id]) => [id, cluster as FacilitatorCluster]));
+
+/** The network a request names must be the one this deployment (CAIP-2 `network`) settles on: 422 unsupported_network. */
+export function servedCluster(network: string, requested: FacilitatorCluster | undefined): FacilitatorCluster {
+  const cluster = CLUSTER_OF.get(network);
+  if (cluster && (requested === undefined || requested === cluster)) return cluster;
+  throw unprocessable(
+    'unsupported_network',
+    cluster ? `this facilitator settles on ${cluster} (${network}), not ${requested}` : `this facilitator settles on ${network}, which has no Solana cluster name`,
+    { supported: cluster ? [cluster] : [], network },
+  );
+}
 
 const RECENT = 20;
 
@@ -43,6 +54,8 @@ export interface ChargeDeskOptions {
   policy: ChargePolicy;
   caps: SettleCaps;
   logger: Logger;
+  /** Payment sessions open now, opened and closed since `today` (sessions.ts). */
+  sessionCounts?: (today: Date) => Promise<{ open: number; openedToday: number; closedToday: number }>;
 }
 
 /** A refusal of the policy: 422 invalid_transaction, the rule in details.reason. */
@@ -50,21 +63,12 @@ function invalidTransaction(reason: string, message: string, details: Record<str
   return unprocessable('invalid_transaction', message, { reason, ...details });
 }
 
-export function createChargeDesk({ facilitator, policy, caps, logger }: ChargeDeskOptions) {
+export function createChargeDesk({ facilitator, policy, caps, logger, sessionCounts }: ChargeDeskOptions) {
   const { rpc, store, now } = facilitator;
   const network = facilitator.network;
-  const cluster = CLUSTER_OF.get(network);
   let mintInfo: { tokenProgram: string; decimals: number } | undefined;
 
-  /** The network a request names must be the one this deployment settles on. */
-  function served(requested: FacilitatorCluster | undefined): FacilitatorCluster {
-    if (cluster && (requested === undefined || requested === cluster)) return cluster;
-    throw unprocessable(
-      'unsupported_network',
-      cluster ? `this facilitator settles on ${cluster} (${network}), not ${requested}` : `this facilitator settles on ${network}, which has no Solana cluster name`,
-      { supported: cluster ? [cluster] : [], network },
-    );
-  }
+  const served = (requested: FacilitatorCluster | undefined) => servedCluster(network, requested);
 
   async function accountData(address: string): Promise<{ owner: string; data: Uint8Array } | null> {
     const { value } = await onChain('getAccountInfo', () => rpc.getAccountInfo(address as Address, { encoding: 'base64', commitment: 'confirmed' }).send());
@@ -299,10 +303,16 @@ export function createChargeDesk({ facilitator, policy, caps, logger }: ChargeDe
     },
 
     record,
+    stablecoin,
 
     async stats(): Promise<MppSettlementStats> {
       const today = day();
-      const [events, volume, recent] = await Promise.all([store.eventCounts(today), store.settledVolume(today), store.recentSettled(RECENT)]);
+      const [events, volume, recent, sessions] = await Promise.all([
+        store.eventCounts(today),
+        store.settledVolume(today),
+        store.recentSettled(RECENT),
+        sessionCounts ? sessionCounts(today) : { open: 0, openedToday: 0, closedToday: 0 },
+      ]);
       const count = (kind: EventKind, outcome?: EventOutcome) => {
         const rows = events.filter((e) => e.kind === kind && (outcome === undefined || e.outcome === outcome));
         return { total: rows.reduce((n, r) => n + r.total, 0), today: rows.reduce((n, r) => n + r.today, 0) };
@@ -334,9 +344,8 @@ export function createChargeDesk({ facilitator, policy, caps, logger }: ChargeDe
         prepare: count('prepare'),
         settle: outcomes('charge'),
         x402: { verify: { ...count('x402_verify'), valid: count('x402_verify', 'valid').total, invalid: count('x402_verify', 'invalid').total }, settle: outcomes('x402_settle') },
-        // Payment sessions are not served by this deployment yet: none is open, and none has settled
-        // (their settlements would be the rows of kind 'session').
-        sessions: { open: 0, openedToday: 0, closedToday: 0, settledAtomic: (volume.get('session')?.total ?? 0n).toString() },
+        // Session settlements are the rows of kind 'session' (one per close that moved funds).
+        sessions: { ...sessions, settledAtomic: (volume.get('session')?.total ?? 0n).toString() },
         volumeAtomic: volumeAtomic.toString(),
         volumeTodayAtomic: volumeTodayAtomic.toString(),
         recentSettlements: records,

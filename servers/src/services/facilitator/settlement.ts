@@ -149,6 +149,22 @@ export function createFacilitator(options: FacilitatorOptions) {
     return { state: 'pending', transaction, message: 'the transaction was sent but its confirmation was not seen in time' };
   }
 
+  /**
+   * Sends a fully signed transaction. sent: the node took it; unreachable: the connection was refused (nothing
+   * sent); refused: the node answered with an error (nothing can land); unknown: the request may have reached it.
+   */
+  async function broadcast(wire: Uint8Array, transaction: string): Promise<{ state: 'sent' | 'unreachable' | 'unknown' } | { state: 'refused'; message: string }> {
+    try {
+      await rpc.sendTransaction(toBase64(wire) as Base64EncodedWireTransaction, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }).send();
+      return { state: 'sent' };
+    } catch (error) {
+      if (error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause))) return { state: 'unreachable' };
+      if (isSolanaError(error) && !chainDown(error)) return { state: 'refused', message: `the node refused the transaction: ${(error as Error).message}` };
+      logger.warn({ err: error, transaction }, 'sendTransaction outcome unknown');
+      return { state: 'unknown' };
+    }
+  }
+
   /** Co-signs, claims (at most once across replicas), sends and follows a payment that passed its rules. */
   async function submit(s: Submission): Promise<SubmitOutcome> {
     const { wire, signature: transaction } = coSign(s.tx, feePayer);
@@ -168,18 +184,13 @@ export function createFacilitator(options: FacilitatorOptions) {
       createdAt: now(),
     });
     if (!claimed) return { state: 'taken' };
-    try {
-      await rpc.sendTransaction(toBase64(wire) as Base64EncodedWireTransaction, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }).send();
-    } catch (error) {
-      const refused = error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause));
-      if (refused || (isSolanaError(error) && !chainDown(error))) {
-        // The node refused it or never saw it: nothing can land, so the payment is free to settle later.
-        await store.release(s.tx.key);
-        if (refused) throw unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; nothing was broadcast', 5);
-        return { state: 'refused', message: `the node refused the transaction: ${(error as Error).message}` };
-      }
+    const sent = await broadcast(wire, transaction);
+    if (sent.state !== 'sent') {
+      // The node refused it or never saw it: nothing can land, so the payment is free to settle later.
+      if (sent.state === 'unreachable' || sent.state === 'refused') await store.release(s.tx.key);
+      if (sent.state === 'unreachable') throw unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; nothing was broadcast', 5);
+      if (sent.state === 'refused') return { state: 'refused', message: sent.message };
       // The request may have reached the node: keep the claim; reconciliation or a repeated settle resolves it.
-      logger.warn({ err: error, transaction }, 'sendTransaction outcome unknown');
       return { state: 'pending', transaction, message: 'the transaction may have been sent' };
     }
     const outcome = await follow(s.tx.key, transaction);
@@ -225,6 +236,8 @@ export function createFacilitator(options: FacilitatorOptions) {
     simulate,
     submit,
     follow,
+    broadcast,
+    confirm,
 
     supported(): X402SupportedResponse {
       return {

@@ -1,5 +1,16 @@
 import { base58Decode, base58Encode } from '@agent-economy/contracts';
-import { WireError, decodeBase64, encodeTransaction, parseTransaction, sanitizeTransaction } from '../../ledger/wire';
+import {
+  address,
+  appendTransactionMessageInstructions,
+  compileTransaction,
+  createTransactionMessage,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Blockhash,
+  type Instruction,
+} from '@solana/kit';
+import { WireError, decodeBase64, encodeTransaction, parseMessage, parseTransaction, sanitizeTransaction, toBase64 } from '../../ledger/wire';
 import { messageKey } from '../../runtime/paywall';
 import { signEd25519, verifyEd25519, type Wallet } from '../../runtime/wallet';
 
@@ -67,4 +78,29 @@ export function coSign(tx: ReadTransaction, feePayer: Wallet): { wire: Uint8Arra
   const own = signEd25519(feePayer, tx.messageBytes);
   const signatures = tx.signatures.map((s, i) => (i === 0 ? own : s));
   return { wire: encodeTransaction(signatures, tx.messageBytes), signature: base58Encode(own) };
+}
+
+/**
+ * A v0 transaction the facilitator builds itself (onboarding, session settlement), signed by `signers`
+ * and with every other signature slot empty (the fee payer's is filled by coSign when it is sent).
+ */
+export function buildTransaction(
+  feePayer: string,
+  lifetime: { blockhash: string; lastValidBlockHeight: bigint },
+  instructions: Instruction[],
+  signers: Wallet[] = [],
+): ReadTransaction {
+  const message = pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayer(address(feePayer), m),
+    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
+    (m) => appendTransactionMessageInstructions(instructions, m),
+  );
+  const messageBytes = new Uint8Array(compileTransaction(message).messageBytes);
+  const parsed = parseMessage(messageBytes);
+  const signatures = parsed.staticKeys.slice(0, parsed.numRequiredSignatures).map((key) => {
+    const signer = signers.find((w) => w.address === key);
+    return signer ? signEd25519(signer, messageBytes) : new Uint8Array(64);
+  });
+  return readTransaction(toBase64(encodeTransaction(signatures, messageBytes)));
 }

@@ -1,0 +1,421 @@
+import { base58Encode, type MppClosedSession, type MppOpenSessionRequest, type MppSession, type MppSignedVoucher, type MppVoucher, type MppVoucherRequest } from '@agent-economy/contracts';
+import type { Logger } from 'pino';
+import { HttpError, conflict, notFound, unavailable, unprocessable } from '../../runtime/errors';
+import { signEd25519, type Wallet } from '../../runtime/wallet';
+import { servedCluster } from './charge';
+import type { DelegationBackend, DelegationState } from './delegation';
+import { judgeVoucher, randomId, sessionDeadline, signVoucher, verifyBase58Signature, voucherRequestMessage, voucherSigner } from './session-domain';
+import type { ClosedBy, RoleRow, SessionRow, SessionStore } from './session-store';
+import { onChain, stringify, type Facilitator } from './settlement';
+import { buildTransaction } from './transaction';
+
+// Payment sessions (spec 002; research/mpp.md §1.4, §2.2, the "bar tab" model): open reserves part of the
+// buyer's delegation role, vouchers raise the cumulative amount consumed (off chain, signed by the
+// channel's key), close moves that amount once, on chain, from the buyer's wallet to the seller through the
+// role, by the same send-and-record pipeline as every other settlement (kind 'session').
+// State machine: open -> closing -> closed; closing goes back to open when nothing was broadcast.
+
+export interface SessionDeskOptions {
+  facilitator: Facilitator;
+  store: SessionStore;
+  /** The delegation backend, ready once the stablecoin mint has been read from the chain. */
+  backend: () => Promise<DelegationBackend>;
+  feePayer: Wallet;
+  /** The key buyers' roles authorise (session-domain sessionDelegate). */
+  delegate: Wallet;
+  asset: string;
+  logger: Logger;
+}
+
+export const walletMismatch = (named: string, caller: string) =>
+  new HttpError(403, 'wallet_mismatch', `the request names ${named}, but SIGN-IN-WITH-X proved ${caller}; sign in with that wallet`, { named, caller });
+
+const roleNotFound = (reason: string, message: string) => unprocessable('wallet_role_not_found', message, { reason });
+
+/** Why the buyer's role cannot be used now, or null when it can. */
+export function roleProblem(role: RoleRow | undefined, state: DelegationState, delegate: string, now: Date): HttpError | null {
+  if (!role) return roleNotFound('none', 'the buyer has no delegation role on this network; onboard first (POST /api/sessions/onboard)');
+  if (role.expires_at.getTime() <= now.getTime()) {
+    return roleNotFound('expired', `the buyer's delegation role expired at ${role.expires_at.toISOString()}; renew it (POST /api/sessions/onboard)`);
+  }
+  if (state.delegate !== delegate) {
+    return roleNotFound('revoked', `the buyer's wallet ${state.smartWallet} no longer delegates to ${delegate} (the role was revoked); onboard again`);
+  }
+  return null;
+}
+
+export function createSessionDesk({ facilitator, store, backend, feePayer, delegate, asset, logger }: SessionDeskOptions) {
+  const { now, network } = facilitator;
+
+  function view(s: SessionRow): MppSession {
+    return {
+      success: true,
+      ok: true,
+      channelId: s.channel_id,
+      state: s.state,
+      buyerWallet: s.buyer,
+      smartWallet: s.smart_wallet,
+      sellerWallet: s.seller,
+      sessionKey: s.session_key,
+      voucherSigner: s.voucher_signer,
+      depositAtomic: s.deposit.toString(),
+      acceptedCumulative: s.accepted.toString(),
+      remainingAtomic: (s.deposit - s.accepted).toString(),
+      pricePerUnit: s.price_per_unit?.toString() ?? null,
+      asset: s.asset,
+      network: s.network,
+      channelProgram: s.channel_program,
+      roleId: s.role_id,
+      idleTimeoutSeconds: s.idle_timeout_seconds,
+      openedAt: s.opened_at.toISOString(),
+      expiresAt: s.expires_at.toISOString(),
+    };
+  }
+
+  const notOpen = (s: SessionRow) =>
+    conflict('session_not_open', `session ${s.channel_id} is ${s.state}, not open`, {
+      state: s.state,
+      closedAt: s.closed_at?.toISOString() ?? null,
+      signature: s.settlement_signature,
+    });
+
+  async function find(channelId: string): Promise<SessionRow> {
+    const session = await store.session(channelId);
+    if (!session) throw notFound('session_not_found', `no payment session ${channelId}`, { channelId });
+    return session;
+  }
+
+  async function open(request: MppOpenSessionRequest, caller: string): Promise<MppSession> {
+    if (request.buyerWallet !== caller) throw walletMismatch(request.buyerWallet, caller);
+    servedCluster(network, request.network);
+    const delegation = await backend();
+    const at = now();
+    const [role, state] = await Promise.all([store.role(request.buyerWallet, network), delegation.read(request.buyerWallet)]);
+    const problem = roleProblem(role, state, delegate.address, at);
+    if (problem) throw problem;
+    if (request.smartWallet !== undefined && request.smartWallet !== state.smartWallet) {
+      throw roleNotFound('smart_wallet_mismatch', `${request.smartWallet} is not the buyer's onboarded wallet ${state.smartWallet}`);
+    }
+    const expiresAt = sessionDeadline(at, request.idleTimeoutSeconds, role!.expires_at);
+    if (expiresAt.getTime() <= at.getTime()) throw roleNotFound('expiring', `the buyer's delegation role expires at ${role!.expires_at.toISOString()}; renew it first`);
+    const deposit = BigInt(request.depositAtomic);
+    const channelId = randomId('chn');
+    const row: SessionRow = {
+      channel_id: channelId,
+      state: 'open',
+      network,
+      buyer: request.buyerWallet,
+      smart_wallet: state.smartWallet,
+      seller: request.sellerWallet,
+      session_key: request.sessionKey,
+      voucher_signer: voucherSigner(feePayer, channelId).address,
+      deposit,
+      accepted: 0n,
+      sequence: 0,
+      price_per_unit: request.pricePerUnit === undefined ? null : BigInt(request.pricePerUnit),
+      asset,
+      channel_program: delegation.program,
+      role_id: role!.role_id,
+      idle_timeout_seconds: request.idleTimeoutSeconds,
+      metadata: request.metadata ? JSON.stringify(request.metadata) : null,
+      opened_at: at,
+      expires_at: expiresAt,
+      closing_at: null,
+      closed_at: null,
+      closed_by: null,
+      settlement_key: null,
+      settlement_signature: null,
+      amount_settled: null,
+    };
+    // Every open session's deposit must stay covered by both what the wallet holds and what the role may move.
+    const available = state.balance < state.remaining ? state.balance : state.remaining;
+    const result = await store.openSession(row, available);
+    if (!result.opened) {
+      const short = state.balance - result.reserved < deposit ? 'balance' : 'spend_limit';
+      const left = available - result.reserved;
+      throw unprocessable(
+        'insufficient_balance',
+        short === 'balance'
+          ? `the wallet ${state.smartWallet} holds ${state.balance} atomic units, ${result.reserved} of them reserved by open sessions; the deposit needs ${deposit}`
+          : `the delegation role can still move ${state.remaining} atomic units, ${result.reserved} of them reserved by open sessions; the deposit needs ${deposit}`,
+        { reason: short, required: deposit.toString(), available: (left > 0n ? left : 0n).toString() },
+      );
+    }
+    logger.info({ channelId, buyer: row.buyer, seller: row.seller, deposit: deposit.toString() }, 'session opened');
+    return view(row);
+  }
+
+  function signedVoucher(s: SessionRow, voucher: MppVoucher, signature: string, delta: bigint): MppSignedVoucher {
+    return {
+      success: true,
+      ok: true,
+      voucher,
+      signature,
+      signer: s.voucher_signer,
+      signatureType: 'ed25519',
+      acceptedCumulative: s.accepted.toString(),
+      deltaAtomic: delta.toString(),
+      remainingAtomic: (s.deposit - s.accepted).toString(),
+      expiresAt: s.expires_at.toISOString(),
+    };
+  }
+
+  async function voucher(request: MppVoucherRequest, attempt = 0): Promise<MppSignedVoucher> {
+    const session = await find(request.channelId);
+    if (session.state !== 'open') throw notOpen(session);
+    const at = now();
+    if (session.expires_at.getTime() <= at.getTime()) {
+      // Idle past its deadline: the facilitator closes it (settling what was vouched) rather than extend it.
+      await close(session, 'idle').catch((error: unknown) => logger.warn({ err: error, channelId: session.channel_id }, 'idle close failed'));
+      const after = (await store.session(session.channel_id)) ?? session;
+      if (after.state !== 'open') throw notOpen(after);
+      throw conflict('session_not_open', `session ${session.channel_id} went idle at ${session.expires_at.toISOString()}; the facilitator is closing it`, {
+        state: 'expired',
+        closedAt: null,
+        signature: null,
+      });
+    }
+    if (!verifyBase58Signature(request.signer, voucherRequestMessage(request), request.signature)) {
+      throw new HttpError(401, 'voucher_signature_invalid', `the signature is not ${request.signer}'s over this voucher request`, { signer: request.signer });
+    }
+    if (request.signer !== session.session_key) {
+      throw new HttpError(403, 'signer_mismatch', `vouchers of ${session.channel_id} are requested by its session key ${session.session_key}, not ${request.signer}`, {
+        expected: session.session_key,
+        signer: request.signer,
+      });
+    }
+    const cumulative = BigInt(request.cumulativeAmount);
+    const last = await store.lastVoucher(session.channel_id);
+    if (
+      last &&
+      last.cumulative === cumulative &&
+      cumulative === session.accepted &&
+      last.units === request.units &&
+      last.meter === (request.meter ?? null) &&
+      last.server_nonce === (request.serverNonce ?? null)
+    ) {
+      // The same request again (a retry): the same voucher, signed once.
+      return signedVoucher(session, JSON.parse(last.voucher) as MppVoucher, last.signature, last.delta);
+    }
+    const verdict = judgeVoucher({ accepted: session.accepted, deposit: session.deposit, pricePerUnit: session.price_per_unit }, cumulative, request.units);
+    if (verdict.kind === 'not_monotonic') {
+      throw conflict('amount_not_monotonic', `cumulativeAmount ${cumulative} is not above the accepted cumulative ${verdict.accepted}`, {
+        acceptedCumulative: verdict.accepted.toString(),
+      });
+    }
+    if (verdict.kind === 'underpayment') {
+      throw unprocessable('underpayment', `the increment ${verdict.delta} is below ${request.units} × ${session.price_per_unit} = ${verdict.minimum}`, {
+        minimum: verdict.minimum.toString(),
+        delta: verdict.delta.toString(),
+      });
+    }
+    if (verdict.kind === 'over_deposit') {
+      throw unprocessable('insufficient_balance', `cumulativeAmount ${cumulative} exceeds the session's deposit ${verdict.deposit}`, {
+        reason: 'deposit',
+        required: cumulative.toString(),
+        available: verdict.deposit.toString(),
+      });
+    }
+    const delegation = await backend();
+    const [role, state] = await Promise.all([store.role(session.buyer, network), delegation.read(session.buyer)]);
+    if (state.balance < cumulative) {
+      throw unprocessable('insufficient_balance', `the wallet ${state.smartWallet} holds ${state.balance} atomic units, below the ${cumulative} vouched`, {
+        reason: 'balance',
+        required: cumulative.toString(),
+        available: state.balance.toString(),
+      });
+    }
+    const problem = roleProblem(role, state, delegate.address, at);
+    if (problem) throw problem;
+    if (state.remaining < cumulative) {
+      throw unprocessable('insufficient_balance', `the delegation role can still move ${state.remaining} atomic units, below the ${cumulative} vouched`, {
+        reason: 'spend_limit',
+        required: cumulative.toString(),
+        available: state.remaining.toString(),
+      });
+    }
+
+    const issued: MppVoucher = {
+      channelId: session.channel_id,
+      payer: session.buyer,
+      recipient: session.seller,
+      cumulativeAmount: cumulative.toString(),
+      sequence: session.sequence + 1,
+      units: request.units,
+      ...(request.meter !== undefined ? { meter: request.meter } : {}),
+      ...(request.serverNonce !== undefined ? { serverNonce: request.serverNonce } : {}),
+      ...(session.price_per_unit !== null ? { pricePerUnit: session.price_per_unit.toString() } : {}),
+      chainId: session.network,
+      channelProgram: session.channel_program,
+      issuedAt: at.toISOString(),
+    };
+    const signature = signVoucher(voucherSigner(feePayer, session.channel_id), issued);
+    const expiresAt = sessionDeadline(at, session.idle_timeout_seconds, role!.expires_at);
+    const accepted = await store.acceptVoucher(
+      {
+        channel_id: session.channel_id,
+        sequence: issued.sequence,
+        cumulative,
+        delta: verdict.delta,
+        units: request.units,
+        meter: request.meter ?? null,
+        server_nonce: request.serverNonce ?? null,
+        voucher: JSON.stringify(issued),
+        signature,
+        issued_at: at,
+      },
+      session.accepted,
+      expiresAt,
+    );
+    if (!accepted) {
+      // Another request moved the session first: judge this one again against what it left.
+      if (attempt < 3) return voucher(request, attempt + 1);
+      throw conflict('amount_not_monotonic', 'the session changed while this voucher was signed; ask again', { acceptedCumulative: session.accepted.toString() });
+    }
+    return signedVoucher({ ...session, accepted: cumulative, sequence: issued.sequence, expires_at: expiresAt }, issued, signature, verdict.delta);
+  }
+
+  function closed(s: SessionRow, closedBy: ClosedBy, closedAt: Date, signature: string | null): MppClosedSession {
+    return {
+      success: true,
+      ok: true,
+      channelId: s.channel_id,
+      state: 'closed',
+      // An idle close answers nobody; a close by a party names it.
+      closedBy: closedBy === 'seller' ? 'seller' : 'buyer',
+      closedAt: closedAt.toISOString(),
+      settlement: {
+        seller: s.seller,
+        buyer: s.buyer,
+        amountSettled: s.accepted.toString(),
+        buyerRefund: (s.deposit - s.accepted).toString(),
+        voucherCount: s.sequence,
+        sessionDurationSeconds: Math.max(0, Math.floor((closedAt.getTime() - s.opened_at.getTime()) / 1000)),
+        signature,
+        network: s.network,
+        asset: s.asset,
+      },
+    };
+  }
+
+  /** open -> closing -> closed: settles the accepted cumulative amount once; back to open when nothing was broadcast. */
+  async function close(session: SessionRow, by: ClosedBy): Promise<MppClosedSession> {
+    if (!(await store.beginClose(session.channel_id, now(), by))) throw notOpen((await store.session(session.channel_id)) ?? session);
+    // Read again under the closing state: no voucher can change it any more.
+    const s = (await store.session(session.channel_id))!;
+    let broadcastStarted = false;
+    try {
+      if (s.accepted === 0n) {
+        const at = now();
+        await store.finishClose(s.channel_id, at, 0n, null);
+        return closed(s, by, at, null);
+      }
+      const delegation = await backend();
+      const [role, state] = await Promise.all([store.role(s.buyer, network), delegation.read(s.buyer)]);
+      const problem = roleProblem(role, state, delegate.address, now());
+      if (problem) throw problem;
+      if (state.balance < s.accepted || state.remaining < s.accepted) {
+        const reason = state.balance < s.accepted ? 'balance' : 'spend_limit';
+        const available = reason === 'balance' ? state.balance : state.remaining;
+        throw unprocessable('insufficient_balance', `the session consumed ${s.accepted} atomic units; the ${reason === 'balance' ? 'wallet holds' : 'role can still move'} ${available}`, {
+          reason,
+          required: s.accepted.toString(),
+          available: available.toString(),
+        });
+      }
+      const instructions = await delegation.settlement(s.buyer, s.seller, s.accepted, `mpp-session close ${s.channel_id}`);
+      const { value: lifetime } = await onChain('getLatestBlockhash', () => facilitator.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send());
+      const tx = buildTransaction(feePayer.address, lifetime, instructions, [delegate]);
+      const rejection = await facilitator.simulate(tx);
+      if (rejection) {
+        const custom = (rejection.err as { InstructionError?: [number, { Custom?: number | bigint }] })?.InstructionError?.[1]?.Custom;
+        throw unprocessable('simulation_failed', `the settlement fails in simulation: ${stringify(rejection.err)}`, {
+          error: JSON.parse(stringify(rejection.err)),
+          logs: [...rejection.logs],
+          ...(custom !== undefined ? { programError: Number(custom) } : {}),
+        });
+      }
+      // The fee payer's signature is the transaction's id; Ed25519 is deterministic, so it is known before sending.
+      const signature = base58Encode(signEd25519(feePayer, tx.messageBytes));
+      await store.noteSettlement(s.channel_id, tx.key, signature);
+      broadcastStarted = true;
+      const outcome = await facilitator.submit({
+        tx,
+        kind: 'session',
+        scheme: 'session',
+        network,
+        payer: s.buyer,
+        payTo: s.seller,
+        amount: s.accepted,
+        asset: s.asset,
+        resource: null,
+        description: `payment session ${s.channel_id}`,
+      });
+      switch (outcome.state) {
+        case 'confirmed':
+          await store.finishClose(s.channel_id, outcome.at, s.accepted, outcome.transaction);
+          logger.info({ channelId: s.channel_id, amount: s.accepted.toString(), signature: outcome.transaction, by }, 'session settled');
+          return closed(s, by, outcome.at, outcome.transaction);
+        case 'failed':
+          await store.reopen(s.channel_id);
+          throw unprocessable('simulation_failed', `the settlement was broadcast and failed on chain (${outcome.error}); nothing moved and the session stays open`, {
+            signature: outcome.transaction,
+            error: outcome.error,
+          });
+        case 'refused':
+          await store.reopen(s.channel_id);
+          throw unprocessable('simulation_failed', `${outcome.message}; nothing moved and the session stays open`, { error: outcome.message, logs: [] });
+        case 'pending':
+        case 'taken':
+          throw new HttpError(
+            503,
+            'settlement_pending',
+            'the settlement was broadcast and its confirmation is not seen yet; the session stays closing and the facilitator finishes it',
+            { signature },
+            { 'retry-after': '5' },
+          );
+      }
+    } catch (error) {
+      // Nothing was broadcast (or the send was refused outright): the session goes on, open.
+      const unsent = !broadcastStarted || (error instanceof HttpError && error.code === 'chain_unavailable');
+      if (unsent) await store.reopen(s.channel_id);
+      throw error;
+    }
+  }
+
+  return {
+    open,
+    voucher: (request: MppVoucherRequest) => voucher(request),
+
+    async close(channelId: string, caller: string): Promise<MppClosedSession> {
+      const session = await find(channelId);
+      const by = caller === session.buyer ? 'buyer' : caller === session.seller ? 'seller' : null;
+      if (!by) {
+        throw new HttpError(403, 'not_session_party', `only the buyer ${session.buyer} or the seller ${session.seller} may close ${channelId}`, { caller });
+      }
+      if (session.state !== 'open') throw notOpen(session);
+      return close(session, by);
+    },
+
+    counts: (today: Date) => store.counts(today),
+
+    /**
+     * Finishes what was left half done: closes whose settlement was confirmed (or failed) after the request
+     * gave up, closes interrupted before broadcasting, and sessions idle past their deadline.
+     */
+    async reconcile(): Promise<void> {
+      const at = now();
+      for (const s of await store.closing(new Date(at.getTime() - facilitator.confirmTimeoutMs))) {
+        const settlement = s.settlement_key ? await facilitator.store.get(s.settlement_key) : undefined;
+        if (settlement?.status === 'settled') await store.finishClose(s.channel_id, settlement.settledAt ?? at, s.accepted, settlement.transaction);
+        else if (settlement?.status === 'failed') await store.reopen(s.channel_id);
+        else if (!settlement && at.getTime() - (s.closing_at?.getTime() ?? 0) > 2 * 60_000) await store.reopen(s.channel_id);
+      }
+      for (const s of await store.idle(at)) {
+        await close(s, 'idle').catch((error: unknown) => logger.warn({ err: error, channelId: s.channel_id }, 'idle close failed'));
+      }
+    },
+  };
+}
+
+export type SessionDesk = ReturnType<typeof createSessionDesk>;
