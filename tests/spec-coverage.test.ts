@@ -7,7 +7,7 @@ const spec = specEndpoints();
 const registered = new Map(services.map((s) => [s.id as string, listRoutes(s.router).map(({ route }) => `${route.method} ${route.path}`)]));
 
 describe('specification coverage', () => {
-  it('reads 137 endpoints from the three endpoint tables', () => {
+  it('the inventory holds the 137 endpoints of the three endpoint tables', () => {
     expect([...spec.values()].reduce((n, e) => n + e.length, 0)).toBe(137);
   });
 
