@@ -169,7 +169,7 @@ describe('both deployments over the embedded model', () => {
     expect(day.nupl).toBeCloseTo(1 - 1 / 4.25193445, 8);
     expect(day.sopr).toBeGreaterThan(0);
     expect(day.asopr).toBeGreaterThan(0);
-    expect(one.source).toMatchObject({ mode: 'embedded', providers: ['btc-market-model'] });
+    expect(one.source).toMatchObject({ mode: 'simulated', providers: ['btc-market-model'] });
     expect(one.cache).toEqual({ hit: false, cachedAt: new Date(clock).toISOString(), expiresAt: new Date(clock + 3_600_000).toISOString() });
 
     clock += 3_599_000; // 59 min 59 s later: still cached
@@ -307,7 +307,7 @@ describe('both deployments over the embedded model', () => {
 
   it('health: the embedded provider is ok once read', async () => {
     const health = await healthOf(first.url);
-    expect(health).toMatchObject({ status: 'ok', service: 'btc-metrics', database: 'ok', upstream: { mode: 'embedded', providers: [{ name: 'btc-market-model', status: 'ok' }] } });
+    expect(health).toMatchObject({ status: 'ok', service: 'btc-metrics', database: 'ok', upstream: { mode: 'simulated', providers: [{ name: 'btc-market-model', status: 'ok' }] } });
   });
 });
 

@@ -202,7 +202,7 @@ describe('random bytes', () => {
     expect(result.base64).toBe(expected.toString('base64'));
     expect(result.derivation).toEqual({ label: 'bytes', blocksUsed: 1, wordsDrawn: 0, rejections: 0, rawWords: [] });
     expect(result.proof).toMatchObject({ version: 'ae-entropy-v1', network: SOLANA_DEVNET, clientSeed: 'lottery-42' });
-    expect(result.source).toMatchObject({ mode: 'embedded', providers: ['local-ledger'] });
+    expect(result.source).toMatchObject({ mode: 'chain', providers: ['local-ledger'] });
   });
 
   it('defaults to 32 bytes, takes 1 and 64, and never repeats a proof or an output', async () => {

@@ -17,7 +17,7 @@ const FREE = { kind: 'fixed', usd: '0' } as const;
 const ZERO_PRICES = { scan: FREE, squeeze: FREE, asset: FREE };
 const NOW = Date.parse('2026-11-22T09:00:30.000Z');
 const MINUTE_OF_NOW = Date.parse('2026-11-22T09:00:00.000Z');
-const EMBEDDED: FundingOptions = { market: 'embedded', now: () => NOW };
+const EMBEDDED: FundingOptions = { market: 'simulated', now: () => NOW };
 
 const factory = (options: FundingOptions, prices: Record<string, typeof FREE> | undefined = ZERO_PRICES) => (c: ServiceContext) =>
   createFundingApp({ ...c, ...(prices ? { prices } : {}) }, options);
@@ -114,7 +114,7 @@ describe('on the embedded market model', () => {
 
   it('overview: totals, per-exchange stats and sentiment equal the model’s', async () => {
     const o = await funding().overview();
-    expect(o.source).toEqual({ mode: 'embedded', providers: ['market-model'], asOf: '2026-11-22T09:00:00.000Z' });
+    expect(o.source).toEqual({ mode: 'simulated', providers: ['market-model'], asOf: '2026-11-22T09:00:00.000Z' });
     expect(o.perpetualPairs).toBe(all.length);
     expect(o.perpetualPairs).toBeGreaterThan(2000);
     expect(o.assets).toBe(640);
@@ -266,7 +266,7 @@ describe('on the embedded market model', () => {
     for (let i = 1; i < v.venues.length; i++) expect(v.venues[i - 1]!.fundingRate8h).toBeGreaterThanOrEqual(v.venues[i]!.fundingRate8h);
     expect(v.fundingSpread8h).toEqual({ highest: v.venues[0]!.fundingRate8h, highestExchange: v.venues[0]!.exchange, lowest: v.venues[8]!.fundingRate8h, lowestExchange: v.venues[8]!.exchange });
     expect(v.squeezeRisk.score).toBeCloseTo(Object.values(v.squeezeRisk.components).reduce((a, b) => a + b, 0), 6);
-    expect(v.source.mode).toBe('embedded');
+    expect(v.source.mode).toBe('simulated');
 
     const two = await funding().asset({ params: { symbol: 'ETH' }, body: { exchanges: ['okx', 'dydx'] } });
     expect(two.venues.map((x) => x.exchange).sort()).toEqual(['dydx', 'okx']);
@@ -289,7 +289,7 @@ describe('on the embedded market model', () => {
 
   it('health: ok, reading the market model', async () => {
     const h = await healthOf(service);
-    expect(h).toMatchObject({ status: 'ok', service: 'funding', database: 'ok', upstream: { mode: 'embedded', providers: [{ name: 'market-model', status: 'ok' }] } });
+    expect(h).toMatchObject({ status: 'ok', service: 'funding', database: 'ok', upstream: { mode: 'simulated', providers: [{ name: 'market-model', status: 'ok' }] } });
   });
 
   describe('bad input: 400 naming the field, before anything is computed or charged', () => {

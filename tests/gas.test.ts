@@ -218,7 +218,7 @@ describe('fee history', () => {
     expect(history.trend.changePercent).toBe(changeOf(expected));
     const change = changeOf(expected);
     expect(history.trend.direction).toBe(change > 10 ? 'rising' : change < -10 ? 'falling' : 'flat');
-    expect(history.source).toMatchObject({ mode: 'embedded', providers: ['local-ledger'] });
+    expect(history.source).toMatchObject({ mode: 'chain', providers: ['local-ledger'] });
   });
 
   it('keeps the last N blocks, oldest first, with the default of 50', async () => {
@@ -467,7 +467,7 @@ describe('without its chain', () => {
 
   it('is healthy but has not read the chain yet', async () => {
     const health = await orphan.client.gas.health();
-    expect(health).toMatchObject({ status: 'ok', service: 'gas', database: 'ok', upstream: { mode: 'embedded', providers: [{ name: 'local-ledger', status: 'unknown', lastSuccessAt: null }] } });
+    expect(health).toMatchObject({ status: 'ok', service: 'gas', database: 'ok', upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'unknown', lastSuccessAt: null }] } });
   });
 
   it('answers every data route with 502 upstream_unavailable and Retry-After, recording nothing', async () => {
@@ -593,7 +593,7 @@ describe('paid for real through the facilitator', () => {
     const client = createClient({ baseUrls: { gas: live.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
     const [buyerBefore, sellerBefore] = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)];
     const r = await client.gas.recommend({ body: { urgency: 'normal' } });
-    expect(r.source).toMatchObject({ mode: 'embedded', providers: ['local-ledger'] });
+    expect(r.source).toMatchObject({ mode: 'chain', providers: ['local-ledger'] });
     expect(r.lookbackSlots).toBeGreaterThan(0);
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - 5_000n);
     expect(economy.ledger.tokenBalance(seller)).toBe(sellerBefore + 5_000n);

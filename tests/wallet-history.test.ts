@@ -285,7 +285,7 @@ describe('a wallet history on the local ledger', () => {
       tier: 'light',
       // this deployment prices the route at 0
       priceUsd: '0',
-      source: { mode: 'embedded', providers: ['local-ledger'], asOf: quote.estimatedAt },
+      source: { mode: 'chain', providers: ['local-ledger'], asOf: quote.estimatedAt },
     });
     expect(quote.tiers.map((t) => [t.id, t.minTransactions, t.maxTransactions])).toEqual([
       ['light', 0, 99],
@@ -332,7 +332,7 @@ describe('a wallet history on the local ledger', () => {
       activeDays: days,
       feesPaidLamports: feesPaid.toString(),
       unknownPrograms: [{ programId: LOADER_PROGRAM, transactionCount: 1 }],
-      source: { mode: 'embedded', providers: ['local-ledger'] },
+      source: { mode: 'chain', providers: ['local-ledger'] },
     });
     expect(feesPaid).toBeGreaterThan(6n * 5000n); // the priority fee of the token transfer is in it
     expect(result.protocols.map((p) => [p.protocol, p.transactionCount, p.category, p.volumeUsd])).toEqual([
@@ -381,7 +381,7 @@ describe('a wallet history on the local ledger', () => {
 
   it('reports health with the chain provider answering', async () => {
     const health = await history().health();
-    expect(health).toMatchObject({ status: 'ok', service: 'wallet-history', version: '1.0.0', database: 'ok', upstream: { mode: 'embedded', providers: [{ name: 'local-ledger', status: 'ok' }] } });
+    expect(health).toMatchObject({ status: 'ok', service: 'wallet-history', version: '1.0.0', database: 'ok', upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'ok' }] } });
   });
 
   it('keeps a quote across a restart', async () => {
@@ -483,6 +483,6 @@ describe('when the chain does not answer', () => {
 
   it('reports itself degraded', async () => {
     const health = await service.client.walletHistory.health();
-    expect(health).toMatchObject({ status: 'degraded', upstream: { mode: 'embedded', providers: [{ name: 'local-ledger', status: 'failing', lastSuccessAt: null }] } });
+    expect(health).toMatchObject({ status: 'degraded', upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'failing', lastSuccessAt: null }] } });
   });
 });

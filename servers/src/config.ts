@@ -44,16 +44,29 @@ const Env = z.object({
   // The facilitator pays every settlement's fees: caps per minute bound what one burst can cost it.
   FACILITATOR_SETTLE_CAP: z.coerce.number().int().min(1).default(600),
   FACILITATOR_SELLER_SETTLE_CAP: z.coerce.number().int().min(1).default(120),
+  FACILITATOR_PAYER_SETTLE_CAP: z.coerce.number().int().min(1).default(60),
+  // Highest priority fee the fee payer pays, microlamports per compute unit (x402 clients send 1).
+  FACILITATOR_MAX_COMPUTE_UNIT_PRICE: z.coerce.number().int().min(0).max(5_000_000).default(50_000),
+  // Whom the fee payer settles for, beyond this process's own services: sellers' payTo wallets, and resource
+  // servers' wallets that sign their /verify and /settle calls (any payTo then, e.g. a marketplace's sellers).
+  FACILITATOR_SELLERS: listOf(SolanaAddress),
+  FACILITATOR_RESOURCE_SERVERS: listOf(SolanaAddress),
   // Unset: `npm start` runs the local ledger on LEDGER_PORT and every service settles through the local facilitator.
   SOLANA_RPC_URL: z.string().url().optional(),
   LEDGER_PORT: Port.default(DEFAULT_PORTS.ledger),
+  // Web origins allowed to call the local ledger's RPC and faucet from a browser; none by default.
+  LEDGER_CORS_ORIGINS: listOf(z.string().url()),
+  // What one faucet request may grant.
+  LEDGER_FAUCET_MAX_USD: z.string().regex(/^\d{1,12}(\.\d{1,6})?$/, 'must be a decimal USD amount such as "1000"').default('1000'),
+  LEDGER_FAUCET_MAX_SOL: z.string().regex(/^(100(\.0{1,9})?|\d{1,2}(\.\d{1,9})?)$/, 'must be a decimal SOL amount of at most 100, such as "10"').default('10'),
   FACILITATOR_URL: z.string().url().optional(),
   DEMO_WALLET_SECRET: z.string().min(1).optional(),
   LLM_BASE_URL: z.string().url().optional(),
   LLM_MODEL: z.string().min(1).optional(),
   LLM_API_KEY: z.string().optional(),
-  // Market data services read the seeded embedded model, or the public providers.
-  MARKET_DATA: z.enum(['embedded', 'live']).default('embedded'),
+  // Market data services read the seeded market model (simulated), or the public providers (live). `embedded` is the
+  // earlier name of `simulated`, still accepted.
+  MARKET_DATA: z.preprocess((v) => (v === 'embedded' ? 'simulated' : v), z.enum(['simulated', 'live']).default('simulated')),
   // Replicas with one seed simulate one market, minute by minute.
   MARKET_SEED: z.string().min(1).max(200).default('agent-economy'),
   BTC_METRICS_COINMETRICS_URL: z.string().url().optional(),
@@ -62,6 +75,8 @@ const Env = z.object({
   IDENTITY_TRUST_ANCHORS: listOf(AgentDid),
   // Wallets whose reputation reports count as verified: the escrow and gateway of other processes.
   REPUTATION_TRUSTED_REPORTERS: listOf(SolanaAddress),
+  // Wallets that may open negotiations for other buyers and pay with their agreements: the gateways of other processes.
+  NEGOTIATION_BROKERS: listOf(SolanaAddress),
 });
 
 export interface ServiceSettings {

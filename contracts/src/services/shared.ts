@@ -13,16 +13,25 @@ export const Generator: z.ZodType<Generator> = z
   .object({ engine: z.enum(['builtin', 'llm']), model: z.string() })
   .describe('which engine produced this output');
 
+/** The three places a data service's numbers can come from. */
+export type DataMode = 'chain' | 'live' | 'simulated';
+export const DataMode = z
+  .enum(['chain', 'live', 'simulated'])
+  .describe('chain: read from the Solana RPC (local ledger or a cluster); live: a named third-party provider (asOf says when it was read); simulated: the seeded market model, not observed data');
+
 /** Where a data service's answer came from, so simulated data is never mistaken for live data. */
 export interface DataSource {
-  /** live: third-party APIs or a real cluster; embedded: the local ledger or the seeded market model. */
-  mode: 'live' | 'embedded';
+  /**
+   * chain: read from the deployment's Solana RPC (the local ledger or a real cluster); live: a named third-party
+   * provider, read now or from its cache (asOf says when); simulated: the seeded market model, never observed data.
+   */
+  mode: DataMode;
   providers: string[];
   asOf: string;
 }
 export const DataSource: z.ZodType<DataSource> = z
   .object({
-    mode: z.enum(['live', 'embedded']),
+    mode: DataMode,
     providers: z.array(z.string()).describe('the upstream sources read, e.g. "coingecko" or "local-ledger"'),
     asOf: Timestamp.describe('when the data was read'),
   })
@@ -59,7 +68,7 @@ export interface DataServiceHealth {
   version: string;
   uptimeSeconds: number;
   database: 'ok';
-  upstream: { mode: 'live' | 'embedded'; providers: UpstreamStatus[] };
+  upstream: { mode: DataMode; providers: UpstreamStatus[] };
 }
 
 export const DataServiceHealth: z.ZodType<DataServiceHealth> = z.object({
@@ -69,7 +78,7 @@ export const DataServiceHealth: z.ZodType<DataServiceHealth> = z.object({
   uptimeSeconds: z.number().int().min(0),
   database: z.literal('ok'),
   upstream: z.object({
-    mode: z.enum(['live', 'embedded']),
+    mode: DataMode,
     providers: z.array(
       z.object({
         name: z.string(),

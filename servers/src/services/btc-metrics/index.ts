@@ -10,7 +10,7 @@ export interface BtcMetricsOptions {
    * carry summary statistics and upstream requests go one at a time. */
   deployment: 'first' | 'second';
   /** Where the daily data comes from: the embedded market model (default) or the public upstreams. */
-  market?: 'embedded' | 'live';
+  market?: 'simulated' | 'live';
   /** Coin Metrics Community API v4 base address (live). */
   coinMetricsUrl?: string;
   /** BGeometrics base address for SOPR (live); null reads no SOPR. */

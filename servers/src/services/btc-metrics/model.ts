@@ -3,7 +3,7 @@ import { addDays, daysBetween, ratioOf, type MarketDay, type SpentDay } from './
 
 /**
  * The embedded market model: a seeded, deterministic daily BTC series for offline use and tests. It is a model,
- * never live data (responses say `source.mode: 'embedded'`), pinned to the four Coin Metrics reference rows of
+ * never live data (responses say `source.mode: 'simulated'`), pinned to the four Coin Metrics reference rows of
  * research/domain.md §1.4, where its price, market cap and realized cap equal the published values:
  *
  * - price: between two anchors, a log-price Brownian bridge (daily σ 3.5 %, seeded) that starts and ends on them;

@@ -27,9 +27,9 @@ export interface MetricsSource {
 
 /** The embedded, seeded market model (servers/src/services/btc-metrics/model.ts). */
 export function embeddedSource(): MetricsSource {
-  const tracker = new UpstreamTracker('embedded', [EMBEDDED_PROVIDER]);
+  const tracker = new UpstreamTracker('simulated', [EMBEDDED_PROVIDER]);
   return {
-    mode: 'embedded',
+    mode: 'simulated',
     tracker,
     read: (end) =>
       tracker.call(EMBEDDED_PROVIDER, async () => {

@@ -6,8 +6,8 @@ import { decodeCursor } from './domain';
 import { assetRows, fundingHandlers, scanFilters } from './handlers';
 
 export interface FundingOptions {
-  /** embedded: the seeded market model (MARKET_DATA=embedded, the default); live: the nine venues' public APIs. */
-  market?: 'embedded' | 'live';
+  /** simulated: the seeded market model (MARKET_DATA=simulated, the default); live: the nine venues' public APIs. */
+  market?: 'simulated' | 'live';
   /** Seed of the market model (MARKET_SEED): replicas with one seed simulate one market. */
   seed?: string;
   /** Live only: venue base URLs where they differ from the public ones. */

@@ -6,7 +6,7 @@ import { DEFAULT_VENUE_URLS, VENUE_ADAPTERS } from './venues';
 
 /** Where the perpetual-contract data of a deployment comes from: the seeded market model, or the venues' public APIs. */
 export interface PerpSource {
-  readonly mode: 'embedded' | 'live';
+  readonly mode: 'simulated' | 'live';
   readonly tracker: UpstreamTracker;
   /** The providers a response built from `snapshot` names in its `source`. */
   providersOf(snapshot: PerpSnapshot): string[];
@@ -53,10 +53,10 @@ function byVenue(rows: PerpQuote[], failed: ReadonlySet<PerpExchange> = new Set(
  * a minute), with 30 days of settlement history for z-scores. Cached per minute: a scan costs one evaluation.
  */
 export function embeddedPerpSource(model: MarketModel = sharedMarketModel(), now: () => number = Date.now): PerpSource {
-  const tracker = new UpstreamTracker('embedded', [MARKET_MODEL_PROVIDER]);
+  const tracker = new UpstreamTracker('simulated', [MARKET_MODEL_PROVIDER]);
   let cached: PerpSnapshot | undefined;
   return {
-    mode: 'embedded',
+    mode: 'simulated',
     tracker,
     providersOf: () => [MARKET_MODEL_PROVIDER],
     async snapshot(options = {}) {
