@@ -84,10 +84,13 @@ beforeAll(async () => {
         db: context.db,
         logger: context.logger,
         paywall: context.paywall,
+        signer: context.wallet,
       }),
     { id: 'shop', rpcUrl: economy.rpcUrl, paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url } },
   );
   await economy.ledger.openTokenAccount(seller.context.wallet.address);
+  // The shop signs its facilitator calls with its wallet, a registered resource server: tips to anyone settle.
+  economy.sellers.add(seller.context.wallet.address);
   client = createServiceClient(shop, seller.url, { maxRetries: 0 });
 });
 afterAll(async () => {

@@ -7,6 +7,7 @@ import {
   listRoutes,
   priceRange,
   routeMeta,
+  type DataModes,
   type ServiceDefinition,
 } from '@agent-economy/contracts';
 
@@ -42,11 +43,13 @@ const ERROR_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
 type Operation = Record<string, any>;
 
 function paymentExtension(route: AppRoute) {
-  const payment = routeMeta(route).payment;
+  const { payment, settle } = routeMeta(route);
   const range = priceRange(payment);
   return {
     ...payment,
     ...(isPaid(payment) ? { currency: 'USD', minUsd: range.minUsd, maxUsd: range.maxUsd, protocol: 'x402', x402Version: 2, scheme: 'exact' } : {}),
+    // Settled before the handler runs; a failed request is refunded on chain (error.details.refund).
+    ...(isPaid(payment) && settle === 'first' ? { settle: 'first' } : {}),
   };
 }
 
@@ -64,13 +67,30 @@ function priceText(route: AppRoute): string {
   }
 }
 
-function decorate(serviceId: string, key: string, route: AppRoute, operation: Operation): Operation {
+/** True when the operation's 200 answer carries a `source` (where its numbers came from). */
+function answersWithSource(operation: Operation): boolean {
+  const content = (operation.responses?.['200'] as { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> } | undefined)?.content;
+  return !!content?.['application/json']?.schema?.properties?.source;
+}
+
+/** The sentence naming the modes a data route can answer with, and what each means for this service. */
+function dataModesText(modes: DataModes): string {
+  const parts = Object.entries(modes).map(([mode, meaning]) => `\`${mode}\` (${meaning})`);
+  return `Data: \`source.mode\` is ${parts.join(', or ')}.`;
+}
+
+function decorate(service: ServiceDefinition, key: string, route: AppRoute, operation: Operation): Operation {
+  const serviceId = service.id;
   const meta = routeMeta(route);
   const paid = isPaid(meta.payment);
   operation.operationId = `${serviceId}.${key}`;
   operation.tags = [serviceId];
   operation.description = `${route.description ?? ''}\n\n${priceText(route)}`.trim();
   operation['x-payment'] = paymentExtension(route);
+  if (service.dataModes && answersWithSource(operation)) {
+    operation.description += `\n\n${dataModesText(service.dataModes)}`;
+    operation['x-data-modes'] = Object.keys(service.dataModes);
+  }
 
   for (const parameter of operation.parameters ?? []) {
     const source = parameter.in === 'path' ? meta.example?.params : parameter.in === 'query' ? meta.example?.query : undefined;
@@ -87,6 +107,10 @@ function decorate(serviceId: string, key: string, route: AppRoute, operation: Op
         schema: { type: 'string' },
       },
     ];
+  }
+  if (paid && meta.settle === 'first') {
+    operation.description +=
+      '\n\nSettles first: the payment is settled on chain before the request is carried out. If the request then fails, the whole amount is refunded on chain to the payer and the error says so in `error.details.refund` (`transaction`, `amountAtomic`) and in the PAYMENT-RESPONSE header.';
   }
   if (meta.auth === 'siwx') {
     operation.security = [{ siwx: [] }];
@@ -113,8 +137,13 @@ function decorate(serviceId: string, key: string, route: AppRoute, operation: Op
         'PAYMENT-RESPONSE': { description: 'base64 JSON x402 v2 SettleResponse: the settlement receipt', schema: { type: 'string' } },
       };
     }
-    if ((code === 429 || code === 502 || code === 503) && !response.headers) {
-      response.headers = { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer' } } };
+    if (paid && meta.settle === 'first' && code >= 400 && code !== 402) {
+      response.headers = {
+        'PAYMENT-RESPONSE': { description: 'base64 JSON x402 v2 SettleResponse when the payment had settled: the settlement, and `refund` (transaction, amountAtomic) once refunded', schema: { type: 'string' } },
+      };
+    }
+    if ((code === 429 || code === 502 || code === 503) && !response.headers?.['Retry-After']) {
+      response.headers = { ...response.headers, 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer' } } };
     }
   }
   return operation;
@@ -153,7 +182,7 @@ export function buildOpenApiDocument(service: ServiceDefinition, options: { serv
       servers: [{ url: options.serverUrl, description: 'this deployment' }],
       tags: [{ name: service.id, description: service.title }],
     },
-    { operationMapper: (operation, route) => decorate(service.id, keys.get(route)!, route, operation) as typeof operation },
+    { operationMapper: (operation, route) => decorate(service, keys.get(route)!, route, operation) as typeof operation },
   );
   const errorSchema = generateSchema(ErrorEnvelope as any) as Record<string, unknown>;
   tidySchemas(document.paths);

@@ -1,5 +1,5 @@
 import { PAYMENT_REQUIRED_HEADER, PaymentRequiredSchema, decodeX402Header, type PaymentRequired } from '@agent-economy/contracts';
-import type { BudgetLimit, SentPayment } from './payments/types';
+import type { BudgetLimit, PaymentReceipt, PaymentRefund, SentPayment } from './payments/types';
 
 /** Every error the SDK throws extends this. */
 export class AgentEconomyError extends Error {
@@ -19,6 +19,23 @@ export class ApiError extends AgentEconomyError {
     readonly body: unknown,
   ) {
     super(`${status} ${code}: ${message}`);
+  }
+
+  /**
+   * The payment this error answer settled, when it did (a settle-first route whose request failed): its
+   * receipt, with `refund` when the service gave the money back. Set by the paying client.
+   */
+  receipt?: PaymentReceipt;
+
+  /**
+   * The on-chain refund of a settle-first request that failed after its payment settled (`details.refund`):
+   * the whole amount went back to the payer in `transaction`.
+   */
+  get refund(): PaymentRefund | undefined {
+    const refund = (this.details as { refund?: { transaction?: unknown; amountAtomic?: unknown } } | undefined)?.refund;
+    return typeof refund?.transaction === 'string' && refund.transaction && typeof refund.amountAtomic === 'string'
+      ? { transaction: refund.transaction, amountAtomic: refund.amountAtomic }
+      : undefined;
   }
 
   static from(status: number, body: unknown, headers: Record<string, string>): ApiError {

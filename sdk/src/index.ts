@@ -5,7 +5,7 @@ export * from './errors';
 export { walletFromEnv, walletFromFile, walletFromSecretKey, type Signer } from './wallet';
 export { createSiwxHeader, type SiwxOptions } from './auth/siwx';
 export { createPayments, type PaymentOptions, type Payments } from './payments/ledger';
-export type { BudgetLimit, PaymentReceipt, SentPayment } from './payments/types';
+export type { BudgetLimit, PaymentReceipt, PaymentRefund, SentPayment } from './payments/types';
 export {
   atomicToUsd,
   decodeX402Header,

@@ -2,7 +2,7 @@ import { usdToAtomic } from '@agent-economy/contracts';
 import { LocalLedger, startLedgerRpc } from '../../servers/src/ledger';
 import { generateWallet, type Wallet } from '../../servers/src/runtime/wallet';
 import { createEducationApp } from '../../servers/src/services/education';
-import { createFacilitatorApp } from '../../servers/src/services/facilitator';
+import { createFacilitatorApp, type FacilitatorAppOptions } from '../../servers/src/services/facilitator';
 import type { Express } from 'express';
 import type { Reasoner } from '../../servers/src/ai';
 import type { ServiceContext } from '../../servers/src/runtime/context';
@@ -17,10 +17,15 @@ export interface Economy {
   /** A buyer funded with 10 USD of the stablecoin. */
   buyer: Wallet;
   /**
+   * The wallets the facilitator settles for (payTo wallets, and resource servers that sign their calls), as
+   * `npm start` registers its services: the education service and every startPaidService; tests add more.
+   */
+  sellers: Set<string>;
+  /**
    * Starts another service paid through this economy's facilitator and reading this ledger, with its own
    * database and a token account to be paid into; it stops with the economy.
    */
-  startPaidService(factory: (context: ServiceContext) => Promise<Express>, options: { id: string; reasoner?: Reasoner }): Promise<RunningService>;
+  startPaidService(factory: (context: ServiceContext) => Promise<Express>, options: { id: string; reasoner?: Reasoner; sol?: boolean }): Promise<RunningService>;
   close(): Promise<void>;
 }
 
@@ -28,19 +33,26 @@ export interface Economy {
  * A small economy on loopback: the local ledger behind its JSON-RPC, the facilitator, and the education
  * service paid through it, as `npm start` wires them, each on a free port.
  */
-export async function startEconomy(): Promise<Economy> {
+export async function startEconomy(options: { facilitator?: FacilitatorAppOptions } = {}): Promise<Economy> {
   const ledger = await LocalLedger.open({ mintAuthority: generateWallet() });
   const rpc = await startLedgerRpc(ledger, { port: 0 });
   const feePayer = generateWallet();
   await ledger.airdrop(feePayer.address, 10_000_000_000n);
   const database = await testDatabase();
-  const facilitator = await startService(createFacilitatorApp, { id: 'facilitator', wallet: feePayer, rpcUrl: rpc.url, database });
+  const sellers = new Set<string>();
+  const facilitator = await startService((context) => createFacilitatorApp(context, { sellers, resourceServers: sellers, ...options.facilitator }), {
+    id: 'facilitator',
+    wallet: feePayer,
+    rpcUrl: rpc.url,
+    database,
+  });
   const education = await startService(createEducationApp, {
     rpcUrl: rpc.url,
     database,
     paywall: { feePayer: feePayer.address, facilitatorUrl: facilitator.url },
   });
   await ledger.openTokenAccount(education.context.wallet.address);
+  sellers.add(education.context.wallet.address);
   const buyer = generateWallet();
   await ledger.mintTo(buyer.address, usdToAtomic('10'));
   const others: RunningService[] = [];
@@ -51,6 +63,7 @@ export async function startEconomy(): Promise<Economy> {
     facilitator,
     education,
     buyer,
+    sellers,
     async startPaidService(factory, options) {
       const service = await startService(factory, {
         ...options,
@@ -58,7 +71,10 @@ export async function startEconomy(): Promise<Economy> {
         paywall: { feePayer: feePayer.address, facilitatorUrl: facilitator.url },
       });
       others.push(service);
+      sellers.add(service.context.wallet.address);
       await ledger.openTokenAccount(service.context.wallet.address);
+      // A service that sends from its own wallet (the vault: refunds, payouts) pays its own fees.
+      if (options.sol) await ledger.airdrop(service.context.wallet.address, 1_000_000_000n);
       return service;
     },
     async close() {

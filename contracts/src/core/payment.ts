@@ -38,6 +38,12 @@ export interface RouteMeta {
    * /settle and /supported), not the error envelope.
    */
   wire?: 'x402';
+  /**
+   * 'first': the payment is verified and SETTLED before the handler runs (the route moves or commits money
+   * on the buyer's behalf, so it must hold the payment first). If the handler then fails, the runtime
+   * refunds the whole amount on chain from the service's wallet and the error says so (`details.refund`).
+   */
+  settle?: 'first';
 }
 
 function checkUsd(usd: string): string {

@@ -217,8 +217,11 @@ export class PaymentLedger implements Payments {
       commit: (settled) => {
         close();
         const paid = /^\d{1,30}$/.test(settled.amount) ? BigInt(settled.amount) : amount;
-        this.#spent.set(service, (this.#spent.get(service) ?? 0n) + paid);
-        this.#spentTotal += paid;
+        // A refunded payment was given back on chain: it spends what was not refunded (nothing, for a full refund).
+        const refunded = settled.refund && /^\d{1,30}$/.test(settled.refund.amountAtomic) ? BigInt(settled.refund.amountAtomic) : 0n;
+        const spent = paid > refunded ? paid - refunded : 0n;
+        this.#spent.set(service, (this.#spent.get(service) ?? 0n) + spent);
+        this.#spentTotal += spent;
         const receipt: PaymentReceipt = { service, ...settled, amount: paid.toString(), amountUsd: atomicToUsd(paid), at: new Date().toISOString() };
         this.receipts.push(receipt);
         try {

@@ -8,6 +8,7 @@ import {
   decodeX402Header,
   encodeX402Header,
   usdToAtomic,
+  type MppSponsoredAccess,
   type PaymentRequired,
   type PaymentRequirements,
   type RouteMeta,
@@ -26,7 +27,7 @@ import { send, type HttpRequest, type HttpResponse, type RequestOptions, type Tr
 import type { Signer } from '../wallet';
 import { buildExactSvmTransaction, type BuiltPayment } from './exact-svm';
 import type { PaymentLedger, Reservation } from './ledger';
-import type { SentPayment } from './types';
+import type { PaymentRefund, SentPayment } from './types';
 
 /** One logical call to a route, as the client hands it to the payer. */
 export interface PaidCall {
@@ -85,7 +86,25 @@ async function build(ledger: PaymentLedger, wallet: Signer, requirements: Paymen
  * is down having charged nothing).
  */
 function mayHaveSettled(error: ApiError): boolean {
-  return error.code === 'settlement_pending' || error.code === 'settlement_unknown' || error.status === 502 || error.status === 504;
+  return (
+    ['settlement_pending', 'settlement_unknown', 'payment_state_unavailable', 'refund_pending'].includes(error.code) || error.status === 502 || error.status === 504
+  );
+}
+
+/** The settlement and its refund, when an error answer's PAYMENT-RESPONSE reports both. */
+function refundedSettlement(error: ApiError): { transaction: string; network?: string; payer?: string; refund: PaymentRefund } | undefined {
+  const reported = decodeX402Header(error.headers[PAYMENT_RESPONSE_HEADER] ?? '') as
+    | { success?: unknown; transaction?: unknown; network?: unknown; payer?: unknown; refund?: { transaction?: unknown; amountAtomic?: unknown } }
+    | undefined;
+  const refund = reported?.refund;
+  if (reported?.success !== true || typeof reported.transaction !== 'string' || typeof refund?.transaction !== 'string' || typeof refund.amountAtomic !== 'string') return undefined;
+  if (!/^\d{1,30}$/.test(refund.amountAtomic)) return undefined;
+  return {
+    transaction: reported.transaction,
+    ...(typeof reported.network === 'string' ? { network: reported.network } : {}),
+    ...(typeof reported.payer === 'string' ? { payer: reported.payer } : {}),
+    refund: { transaction: refund.transaction, amountAtomic: refund.amountAtomic },
+  };
 }
 
 /**
@@ -133,6 +152,21 @@ async function deliver(
       call.perAttempt,
     );
   } catch (error) {
+    // Settled, then refunded on chain (a settle-first route whose request failed): a receipt that spent nothing.
+    const refunded = error instanceof ApiError ? refundedSettlement(error) : undefined;
+    if (refunded) {
+      (error as ApiError).receipt = reservation.commit({
+        route: keys.label,
+        amount: requirements.amount,
+        asset: requirements.asset,
+        network: refunded.network ?? requirements.network,
+        payTo: requirements.payTo,
+        payer: refunded.payer ?? call.wallet.address,
+        transaction: refunded.transaction,
+        refund: refunded.refund,
+      });
+      throw error;
+    }
     // A 402 whose PAYMENT-RESPONSE names a transaction (other than one that failed on chain) may follow
     // a settlement: that money is not released, it is reported as of unknown outcome below.
     const settled = error instanceof PaymentRequiredError ? (decodeX402Header(error.headers[PAYMENT_RESPONSE_HEADER] ?? '') as { transaction?: unknown; errorReason?: unknown } | undefined) : undefined;
@@ -180,8 +214,16 @@ async function deliver(
     payTo: requirements.payTo,
     payer: text(settled?.payer, call.wallet.address),
     transaction: text(settled?.transaction, ''),
+    ...sponsoredOf(settled),
   });
   return { response: { ...response, payment: receipt } };
+}
+
+/** The ad network's recommendation in a settlement's extensions (x402 "sponsored-access"), when it is well formed. */
+function sponsoredOf(settled: Record<string, unknown> | undefined): { sponsoredAccess?: MppSponsoredAccess } {
+  const value = (settled?.extensions as Record<string, unknown> | undefined)?.['sponsored-access'] as MppSponsoredAccess | undefined;
+  const ok = !!value && typeof value.campaignId === 'string' && Array.isArray(value.recommendations) && typeof value.tracking?.impressionBeacon === 'string';
+  return ok ? { sponsoredAccess: value } : {};
 }
 
 /**

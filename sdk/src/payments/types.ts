@@ -1,4 +1,11 @@
-import type { PaymentRequirements } from '@agent-economy/contracts';
+import type { MppSponsoredAccess, PaymentRequirements } from '@agent-economy/contracts';
+
+/** A refund a service sent back on chain after its settle-first request failed. */
+export interface PaymentRefund {
+  transaction: string;
+  /** Atomic units of the payment's asset, decimal string. */
+  amountAtomic: string;
+}
 
 /** What a settled payment bought, as `client.payments.receipts` and `.withResponse().payment` report it. */
 export interface PaymentReceipt {
@@ -22,6 +29,16 @@ export interface PaymentReceipt {
   transaction: string;
   /** When the SDK received the settlement, ISO 8601. */
   at: string;
+  /**
+   * The settled payment was given back: a settle-first route whose request failed refunds it on chain
+   * (its transaction and amount, atomic units). It then counts as nothing spent.
+   */
+  refund?: PaymentRefund;
+  /**
+   * A sponsored recommendation the facilitator's ad network attached to this settlement (x402 extension
+   * "sponsored-access"), when one matched: fire `tracking.impressionBeacon` (GET) once you show it.
+   */
+  sponsoredAccess?: MppSponsoredAccess;
 }
 
 /**

@@ -8,11 +8,15 @@ import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { docsRouter } from './docs';
+import { buildLlmsTxt, withPayee } from './llms';
 import { HttpError, envelope } from './errors';
 import { createMetrics } from './metrics';
 import { facilitatorClient } from './facilitator-client';
+import { facilitatorProbe, probe, type Probe } from './reachability';
 import type { ServiceContext } from './context';
+import type { Wallet } from './wallet';
 import { buildQuote, buildRequirements, collectPayment, paymentMigrations, priceOf, quotePaidRequest, unsettledHeader, type PaywallConfig, type PriceResolver } from './paywall';
+import { createVault, type Vault } from './vault';
 import { runtimeMigrations, verifySiwx } from './siwx';
 import { summarizeIssues, validateRequest, type ParsedRequest } from './validation';
 import { migrate } from '../db';
@@ -20,9 +24,32 @@ import { migrate } from '../db';
 /** A service's handlers, typed by its contract (ts-rest does not export this type). */
 export type RouterImplementation<R extends AppRouter> = Parameters<typeof createExpressEndpoints<R>>[1];
 
+const vaults = new WeakMap<ServiceContext, Promise<Vault>>();
+/** The service's vault (its own wallet), made once per context: refunds of settle-first routes go through it. */
+export function vaultOf(context: ServiceContext): () => Promise<Vault> {
+  return () => {
+    let vault = vaults.get(context);
+    if (!vault) {
+      vault = createVault(context);
+      // A failed start (the database down) is tried again by the next refund.
+      vault.catch(() => vaults.delete(context));
+      vaults.set(context, vault);
+    }
+    return vault;
+  };
+}
+
 /** What every service passes on from its context to createServiceApp. */
-export function fromContext(context: ServiceContext): Pick<ServiceAppOptions<AppRouter>, 'publicUrl' | 'db' | 'logger' | 'paywall' | 'prices'> {
-  return { publicUrl: context.publicUrl, db: context.db, logger: context.logger, paywall: context.paywall, ...(context.prices ? { prices: context.prices } : {}) };
+export function fromContext(context: ServiceContext): Pick<ServiceAppOptions<AppRouter>, 'publicUrl' | 'db' | 'logger' | 'paywall' | 'prices' | 'signer' | 'vault'> {
+  return {
+    vault: vaultOf(context),
+    publicUrl: context.publicUrl,
+    db: context.db,
+    logger: context.logger,
+    paywall: context.paywall,
+    signer: context.wallet,
+    ...(context.prices ? { prices: context.prices } : {}),
+  };
 }
 
 export interface ServiceAppOptions<R extends AppRouter> {
@@ -55,6 +82,20 @@ export interface ServiceAppOptions<R extends AppRouter> {
    * routes), by route key: given the error and the request body, returns the body to send.
    */
   wireErrors?: Partial<Record<keyof R & string, (error: WireError, body: unknown) => unknown>>;
+  /**
+   * Dependencies /health reports besides the database and the facilitator, by name (the facilitator's chain):
+   * each resolves when the dependency answers. Checked at most every few seconds.
+   */
+  dependencies?: Record<string, () => Promise<void>>;
+  /**
+   * The service's vault: settle-first routes (RouteMeta.settle 'first') refund a failed request through it.
+   * fromContext(context) provides it; a service with a settle-first route must have one.
+   */
+  vault?: () => Promise<Vault>;
+  /** The clock of the paywall's claim leases (tests move it). */
+  now?: () => Date;
+  /** The service's wallet: it signs the calls to the facilitator, which settles for registered resource servers. */
+  signer?: Wallet;
 }
 
 /** An error as the runtime would put it in the envelope, for a route that renders errors its own way. */
@@ -90,11 +131,28 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   const declares = (method: string, path: string) =>
     [...routeKeys.keys()].some((route) => route.method === method && route.path === path);
   const log = logger.child({ service: service.id });
-  const facilitator = options.paywall.facilitatorUrl ? facilitatorClient(options.paywall.facilitatorUrl) : undefined;
+  const settlesFirst = listRoutes(service.router).filter(({ route }) => routeMeta(route).settle === 'first');
+  if (settlesFirst.length && !options.vault) {
+    throw new Error(`${service.id}: route ${settlesFirst[0]!.key} settles first and so may refund, but the service has no vault (pass fromContext(context))`);
+  }
+  const facilitator = options.paywall.facilitatorUrl ? facilitatorClient(options.paywall.facilitatorUrl, options.signer ? { sign: options.signer } : {}) : undefined;
   const wireErrors = (options.wireErrors ?? {}) as Record<string, (error: WireError, body: unknown) => unknown>;
+  // No price is quoted while the facilitator that would settle it does not answer (reachability.ts).
+  const payments = options.paywall.facilitatorUrl ? facilitatorProbe(options.paywall.facilitatorUrl) : undefined;
+  const probes: Record<string, Probe> = {
+    ...(payments ? { facilitator: payments } : {}),
+    ...Object.fromEntries(Object.entries(options.dependencies ?? {}).map(([name, check]) => [name, probe(check, { what: name })])),
+  };
+  /** Each dependency's state, the database first (the caller has checked it). */
+  const dependencies = async () => ({
+    database: 'ok',
+    ...Object.fromEntries(await Promise.all(Object.entries(probes).map(async ([name, p]) => [name, await p.state()] as const))),
+  });
   /** Sends an error in the envelope, or in the route's own wire format where it declares one. */
+  // A body that is not JSON fails before a route is matched: its path still names the route's wire format.
+  const byPath = new Map([...routeKeys.keys()].filter((r) => !r.path.includes(':')).map((r) => [`${r.method} ${r.path}`, r]));
   const sendError = (req: Request, res: Response, error: WireError, headers: Record<string, string> = {}) => {
-    const route = (req as RoutedRequest).tsRestRoute;
+    const route = (req as RoutedRequest).tsRestRoute ?? byPath.get(`${req.method} ${req.path}`);
     const render = route ? wireErrors[routeKeys.get(route) ?? ''] : undefined;
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     // A payment sent with a request that failed before the paywall took it up was not settled: say so.
@@ -113,6 +171,13 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
     (req as RoutedRequest).requestId = requestId;
     res.setHeader('x-request-id', requestId);
+    // A malformed percent-encoding (%E2%82, %ZZ) would throw URIError deep in the router: refuse it here.
+    try {
+      decodeURIComponent(req.path);
+    } catch {
+      res.status(400).json(envelope(requestId, 'invalid_path', 'The request path holds a malformed percent-encoding (such as %ZZ or a cut UTF-8 sequence)'));
+      return;
+    }
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
@@ -130,7 +195,8 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     res.setHeader('access-control-allow-headers', 'content-type, payment-signature, sign-in-with-x, x-request-id, idempotency-key, access-control-expose-headers');
     res.status(204).end();
   });
-  app.use(express.json({ limit: options.bodyLimit ?? '256kb' }));
+  // The body's bytes are kept for routes that check a signature over them (the facilitator's resource servers).
+  app.use(express.json({ limit: options.bodyLimit ?? '256kb', verify: (req, _res, buffer) => void ((req as Request & { rawBody?: Buffer }).rawBody = buffer) }));
 
   const card = () => buildAgentCard(service, { url: publicUrl });
   app.get(['/.well-known/agent-card.json', '/.well-known/agent.json'], (_req, res) => {
@@ -138,8 +204,12 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   });
   let document: unknown;
   app.get('/openapi.json', (_req, res) => {
-    document ??= buildOpenApiDocument(service, { serverUrl: publicUrl });
+    document ??= withPayee(buildOpenApiDocument(service, { serverUrl: publicUrl }), options.paywall);
     res.json(document);
+  });
+  let llms: string | undefined;
+  app.get('/llms.txt', (_req, res) => {
+    res.type('text/markdown; charset=utf-8').send((llms ??= buildLlmsTxt(service, { publicUrl, paywall: options.paywall })));
   });
   app.use(docsRouter(service.title));
   app.get('/metrics', async (_req, res) => {
@@ -149,12 +219,20 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     const started = Date.now();
     app.get('/health', async (req, res) => {
       try {
-        if (options.health) {
-          res.json(await options.health());
+        const own = options.health ? await options.health() : undefined;
+        if (!options.health) await sql`select 1`.execute(db);
+        const states = await dependencies();
+        if (Object.values(states).some((state) => state !== 'ok')) {
+          const down = Object.keys(states).filter((name) => states[name as keyof typeof states] !== 'ok');
+          res.setHeader('retry-after', '5');
+          res.status(503).json(envelope((req as RoutedRequest).requestId, 'dependency_unavailable', `Unreachable: ${down.join(', ')}`, { dependencies: states }));
           return;
         }
-        await sql`select 1`.execute(db);
-        res.json({ status: 'ok', service: service.id, version: '1.0.0', uptimeSeconds: Math.round((Date.now() - started) / 1000), database: 'ok' });
+        if (own !== undefined) {
+          res.json(own);
+          return;
+        }
+        res.json({ status: 'ok', service: service.id, version: '1.0.0', uptimeSeconds: Math.round((Date.now() - started) / 1000), database: 'ok', dependencies: states });
       } catch (error) {
         log.error({ err: error, requestId: (req as RoutedRequest).requestId }, 'health check: database unreachable');
         res.setHeader('retry-after', '5');
@@ -198,9 +276,18 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
       const paid = req.header(PAYMENT_SIGNATURE_HEADER);
       const quote = buildQuote(requirements, publicUrl + req.originalUrl, route, paid ? 'Payment refused' : 'Payment required');
       // A HEAD delivers no content, so it is quoted, never charged.
+      if (!paid || req.method === 'HEAD') await payments?.ensure();
       if (!paid || req.method === 'HEAD') return quotePaidRequest(res, routed.requestId, quote, price.usd);
       res.locals.paymentTaken = true;
-      await collectPayment(res, () => next(), { db, facilitator, logger: log, requestId: routed.requestId, requirements, quote, header: paid });
+      const settleFirst = routeMeta(route).settle === 'first';
+      // A refund comes from the service's own wallet, so a settle-first route is paid to it, not to a third party.
+      if (settleFirst && requirements.payTo !== options.paywall.payTo) throw new Error(`route ${key} settles first but is priced to pay ${requirements.payTo}, not the service`);
+      await collectPayment(res, () => next(), {
+        db, facilitator, logger: log, requestId: routed.requestId, requirements, quote, header: paid, settleFirst,
+        ...(options.vault ? { vault: options.vault } : {}),
+        ...(options.now ? { now: options.now } : {}),
+        ...(options.paywall.fault ? { fault: options.paywall.fault } : {}),
+      });
     } catch (error) {
       next(error);
     }
@@ -234,6 +321,10 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
     }
     if (type === 'entity.parse.failed') {
       sendError(req, res, { status: 400, code: 'invalid_json', message: 'The request body is not valid JSON' });
+      return;
+    }
+    if (error instanceof URIError) {
+      sendError(req, res, { status: 400, code: 'invalid_path', message: 'The request holds a malformed percent-encoding' });
       return;
     }
     if (type === 'encoding.unsupported' || type === 'charset.unsupported') {

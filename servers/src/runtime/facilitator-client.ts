@@ -1,3 +1,5 @@
+import { RESOURCE_SERVER_HEADER, signResourceRequest } from './resource-auth';
+import type { Wallet } from './wallet';
 import type { X402FacilitatorRequest, X402SettleResponse, X402SupportedResponse, X402VerifyResponse } from '@agent-economy/contracts';
 
 /** The facilitator did not give a usable answer (down, timed out, 5xx, or not x402): nothing was charged. */
@@ -14,11 +16,20 @@ export class FacilitatorUnavailable extends Error {
 
 const VERIFY_TIMEOUT_MS = 15_000;
 // Settlement waits for confirmation (up to 30 s on a cluster), so it gets more room than verification.
-const SETTLE_TIMEOUT_MS = 45_000;
+export const SETTLE_TIMEOUT_MS = 45_000;
 
-/** A resource server's HTTP client for an x402 facilitator (/supported, /verify, /settle). */
-export function facilitatorClient(baseUrl: string) {
+/**
+ * A resource server's HTTP client for an x402 facilitator (/supported, /verify, /settle). With `sign`, each
+ * POST carries the x-resource-server signature by that wallet (resource-auth.ts): the facilitator then
+ * settles payments to any payTo this server quotes, not only to registered sellers.
+ */
+export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = {}) {
   const root = baseUrl.replace(/\/+$/, '');
+  const { sign } = options;
+  const postHeaders = (path: string, text: string): Record<string, string> => ({
+    'content-type': 'application/json',
+    ...(sign ? { [RESOURCE_SERVER_HEADER]: signResourceRequest(sign, 'POST', path, text) } : {}),
+  });
 
   async function call<T>(path: string, timeoutMs: number, body?: unknown, accept?: (value: unknown) => value is T): Promise<T> {
     let response: Response;
@@ -26,7 +37,7 @@ export function facilitatorClient(baseUrl: string) {
     try {
       response = await fetch(`${root}${path}`, {
         method: body === undefined ? 'GET' : 'POST',
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers: body === undefined ? {} : postHeaders(path, JSON.stringify(body)),
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
       });

@@ -18,9 +18,11 @@ import {
 import type { Request, Response } from 'express';
 import type { Kysely, Migration } from 'kysely';
 import type { Logger } from 'pino';
+import { bazaarDeclaration } from './bazaar';
 import { decodeBase64, parseTransaction } from '../ledger/wire';
-import { envelope } from './errors';
-import { FacilitatorUnavailable, type FacilitatorClient } from './facilitator-client';
+import { HttpError, envelope } from './errors';
+import { FacilitatorUnavailable, SETTLE_TIMEOUT_MS, type FacilitatorClient } from './facilitator-client';
+import type { Vault } from './vault';
 import type { ParsedRequest } from './validation';
 
 /** Where and how a service is paid: its own wallet, the chain and the stablecoin, and who settles. */
@@ -33,6 +35,8 @@ export interface PaywallConfig {
   feePayer?: string;
   /** The facilitator that verifies and settles payments; without one, paid routes quote but take no payment. */
   facilitatorUrl?: string;
+  /** Test-only fault injection on the paid path (PAYWALL_FAULT): see PAYWALL_FAULTS. */
+  fault?: PaywallFault;
 }
 
 /**
@@ -86,6 +90,8 @@ export function buildQuote(requirements: PaymentRequirements, resourceUrl: strin
     error,
     resource: { url: resourceUrl, description: route.summary ?? route.path, mimeType: 'application/json' },
     accepts: [requirements],
+    // x402 discovery: how to call this route, from the contract (bazaar.ts); the facilitator catalogs it once paid.
+    extensions: { bazaar: bazaarDeclaration(route) },
   };
 }
 
@@ -106,6 +112,17 @@ export const paymentMigrations: Record<string, Migration> = {
         .addColumn('created_at', 'timestamptz', (c) => c.notNull())
         .addColumn('settled_at', 'timestamptz')
         .execute();
+    },
+  },
+  '003_payment_recovery': {
+    async up(db) {
+      // lease_until: until when the request holding the claim owns it (a claim past it belongs to a request
+      // that died, and the next presentation of the payment finishes it); served_at: when the answer of a
+      // settled payment left; refund_transaction: the refund of a settle-first request that failed.
+      await db.schema.alterTable('runtime_payments').addColumn('lease_until', 'timestamptz').execute();
+      await db.schema.alterTable('runtime_payments').addColumn('served_at', 'timestamptz').execute();
+      await db.schema.alterTable('runtime_payments').addColumn('refund_transaction', 'text').execute();
+      await db.updateTable('runtime_payments').set((eb) => ({ served_at: eb.ref('settled_at') })).where('status', '=', 'settled').execute();
     },
   },
 };
@@ -137,7 +154,8 @@ function refuse(res: Response, requestId: string, quote: PaymentRequired, refusa
   if (refusal.status === 402) res.setHeader(PAYMENT_REQUIRED_HEADER, encodeX402Header(fresh));
   if (refusal.retryAfterSeconds) res.setHeader('retry-after', String(refusal.retryAfterSeconds));
   for (const [name, value] of Object.entries(refusal.extraHeaders ?? {})) res.setHeader(name, value);
-  const details = refusal.status === 402 ? { ...fresh, ...(refusal.reason ? { reason: refusal.reason } : {}) } : refusal.reason ? { reason: refusal.reason } : undefined;
+  const refund = res.locals.refund as { transaction: string; amountAtomic: string } | undefined;
+  const details = refusal.status === 402 ? { ...fresh, ...(refusal.reason ? { reason: refusal.reason } : {}), ...(refund ? { refund } : {}) } : refusal.reason ? { reason: refusal.reason } : undefined;
   const body = JSON.stringify(envelope(requestId, refusal.code, refusal.message, details));
   res.setHeader('content-length', Buffer.byteLength(body));
   send(body);
@@ -174,63 +192,6 @@ export function messageKey(messageBytes: Uint8Array): string {
 
 const SAME = ['scheme', 'network', 'amount', 'asset', 'payTo'] as const;
 
-export interface CollectOptions {
-  db: Kysely<any>;
-  facilitator: FacilitatorClient | undefined;
-  logger: Logger;
-  requestId: string;
-  requirements: PaymentRequirements;
-  quote: PaymentRequired;
-  header: string;
-}
-
-/**
- * Takes a payment for one request: verify it through the facilitator, run the handler with its response
- * held back, settle only if the handler succeeded, then release the response with PAYMENT-RESPONSE. A
- * failed handler or a failed settlement charges nothing.
- */
-/**
- * Finishes a settlement an earlier request left unconfirmed: settled (now, or already) means the buyer
- * has paid, so the request is served with its receipt; still pending waits; failed frees the payment.
- */
-async function resumeSettlement(res: Response, runHandler: () => void, options: CollectOptions & { facilitator: FacilitatorClient }, key: string, request: X402FacilitatorRequest): Promise<void> {
-  const { db, facilitator, logger, requestId, requirements, quote } = options;
-  let settlement: X402SettleResponse;
-  try {
-    settlement = await facilitator.settle(request);
-  } catch (error) {
-    await db.updateTable('runtime_payments').set({ status: 'unknown' }).where('key', '=', key).execute();
-    if (!(error instanceof FacilitatorUnavailable)) throw error;
-    return refuse(res, requestId, quote, { status: 503, code: 'facilitator_unavailable', message: 'The payment facilitator is unavailable; try this payment again shortly', retryAfterSeconds: error.retryAfterSeconds });
-  }
-  const settled = settlement.success || (settlement.errorReason === 'duplicate_settlement' && !!settlement.transaction);
-  if (settled) {
-    await db.updateTable('runtime_payments').set({ status: 'settled', payer: settlement.payer ?? null, transaction: settlement.transaction, settled_at: new Date() }).where('key', '=', key).execute();
-    const receipt: X402SettleResponse = { success: true, transaction: settlement.transaction, network: requirements.network, ...(settlement.payer ? { payer: settlement.payer } : {}), amount: requirements.amount };
-    res.locals.payment = { payer: settlement.payer ?? '', payTo: requirements.payTo, amount: requirements.amount, asset: requirements.asset, network: requirements.network } satisfies VerifiedPayment;
-    res.setHeader(PAYMENT_RESPONSE_HEADER, encodeX402Header(receipt));
-    logger.info({ requestId, transaction: settlement.transaction }, 'unconfirmed payment found settled; serving it');
-    return runHandler();
-  }
-  if (settlement.transaction && settlement.errorReason !== 'invalid_exact_svm_transaction_failed') {
-    await db.updateTable('runtime_payments').set({ status: 'pending' }).where('key', '=', key).execute();
-    return refuse(res, requestId, quote, {
-      status: 503,
-      code: 'settlement_pending',
-      reason: settlement.errorReason ?? 'settlement_pending',
-      message: `The payment's transaction ${settlement.transaction} is not confirmed yet; try this payment again shortly`,
-      retryAfterSeconds: 5,
-    });
-  }
-  await db.deleteFrom('runtime_payments').where('key', '=', key).execute();
-  return refuse(res, requestId, quote, {
-    status: 402,
-    code: 'payment_failed',
-    reason: settlement.errorReason ?? 'unexpected_settle_error',
-    message: `The earlier settlement of this payment failed: ${settlement.errorMessage ?? settlement.errorReason}; nothing was charged`,
-  });
-}
-
 /**
  * PAYMENT-RESPONSE for an error answer to a request that carried a payment: nothing was settled. Said
  * explicitly because a client cannot otherwise tell our 502 (nothing charged) from a proxy's after a settlement.
@@ -247,100 +208,270 @@ export function unsettledHeader(status: number, network: string, payer?: string)
   return { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(unsettled) };
 }
 
+/**
+ * Test-only fault points on the paid path (PAYWALL_FAULT; never set in production): at the named step the
+ * process kills itself (as kill -9 would), or, for `fail-record`, the database write of a settlement fails.
+ * The chaos tests (tests/paid-path-chaos.test.ts) use them to stop a real service at each step.
+ */
+export const PAYWALL_FAULTS = ['after-claim', 'after-verify', 'after-handler', 'after-settle', 'after-record', 'before-refund', 'after-refund', 'fail-record'] as const;
+export type PaywallFault = (typeof PAYWALL_FAULTS)[number];
+
+export interface CollectOptions {
+  db: Kysely<any>;
+  facilitator: FacilitatorClient | undefined;
+  logger: Logger;
+  requestId: string;
+  requirements: PaymentRequirements;
+  quote: PaymentRequired;
+  header: string;
+  /** The route settles before its handler runs (RouteMeta.settle 'first'); a failed handler is refunded. */
+  settleFirst?: boolean;
+  /** The service's vault, for refunds of settle-first routes. */
+  vault?: () => Promise<Vault>;
+  now?: () => Date;
+  fault?: PaywallFault;
+}
+
+/** A settled payment, as a settle-first handler sees it: `settlementOf(res)`. */
+export interface Settlement {
+  transaction: string;
+  payer: string;
+  payTo: string;
+  /** Atomic units, decimal string. */
+  amount: string;
+  asset: string;
+  network: string;
+  /** The payment key (SHA-256 of its transaction message): key the handler's records by it. */
+  key: string;
+}
+
+/** The settled payment of a request to a settle-first route, for its handler. */
+export function settlementOf(res: Response): Settlement {
+  const settlement = res.locals.settlement as Settlement | undefined;
+  if (!settlement) throw new Error('settlementOf() used on a route that does not settle first');
+  return settlement;
+}
+
+/** A payment's claim as `runtime_payments` holds it. */
+interface Claim {
+  key: string;
+  status: string;
+  payer: string | null;
+  transaction: string | null;
+  lease_until: Date | null;
+  created_at: Date;
+  served_at: Date | null;
+  refund_transaction: string | null;
+}
+
+/**
+ * Claim states a live request holds (taken over only once its lease has expired: its process died or
+ * stalled), and states a request left behind having given up (taken over at once by the next presentation).
+ */
+const IN_FLIGHT = ['verifying', 'settling', 'resuming', 'settled', 'refunding'];
+const GIVEN_UP = ['pending', 'unknown', 'refund_pending'];
+
+/** One paid request on its way through the paywall. */
+interface Paid {
+  res: Response;
+  runHandler: () => void;
+  options: CollectOptions;
+  facilitator: FacilitatorClient;
+  key: string;
+  request: X402FacilitatorRequest;
+  now: () => Date;
+  /** Until when this request's claim is its own; renewed at each step. */
+  leaseUntil: Date;
+  payer?: string;
+}
+
+const refusalOf = (status: 402 | 503, code: string, message: string, extra: Omit<Refusal, 'status' | 'code' | 'message'> = {}): Refusal => ({ status, code, message, ...extra });
+
+/**
+ * How long a claim stays its request's without a write: the payment's own validity (maxTimeoutSeconds)
+ * plus the longest settle call. A claim older than that belongs to a request that died.
+ */
+function leaseMs(requirements: PaymentRequirements): number {
+  return requirements.maxTimeoutSeconds * 1000 + SETTLE_TIMEOUT_MS;
+}
+
+function injectFault(options: CollectOptions, step: PaywallFault): void {
+  if (options.fault !== step) return;
+  if (step === 'fail-record') throw new Error('injected fault (PAYWALL_FAULT=fail-record): the settlement could not be recorded');
+  process.kill(process.pid, 'SIGKILL');
+}
+
+/** Updates this request's claim, renewing its lease. */
+async function update(p: Paid, values: Record<string, unknown>): Promise<void> {
+  const leaseUntil = new Date(p.now().getTime() + leaseMs(p.options.requirements));
+  await p.options.db.updateTable('runtime_payments').set({ ...values, lease_until: leaseUntil }).where('key', '=', p.key).execute();
+  p.leaseUntil = leaseUntil;
+}
+
+const release = (p: Paid) => p.options.db.deleteFrom('runtime_payments').where('key', '=', p.key).execute();
+
+/**
+ * Takes a payment for one request. parsePayment reads it; claimPayment makes it this request's (or takes
+ * over a claim a dead request left behind); verifyPayment asks the facilitator; then either the handler
+ * runs with its answer held back and settleThenSend settles only a success (the default), or settleFirst
+ * settles before the handler and refunds a failure (settle-first routes). Every outcome is recorded in
+ * `runtime_payments` before it is answered, so a crash at any step leaves a claim the next presentation of
+ * the same payment finishes: charged means served once, not charged means not served.
+ */
 export async function collectPayment(res: Response, runHandler: () => void, options: CollectOptions): Promise<void> {
-  const { db, facilitator, logger, requestId, requirements, quote } = options;
+  const { requestId, quote } = options;
+  const facilitator = options.facilitator;
   if (!facilitator) {
-    return refuse(res, requestId, quote, {
-      status: 402,
-      code: 'payment_unverifiable',
-      message: 'This deployment has no facilitator to verify payments; nothing was charged',
-    });
+    return refuse(res, requestId, quote, refusalOf(402, 'payment_unverifiable', 'This deployment has no facilitator to verify payments; nothing was charged'));
   }
+  const parsed = parsePayment(options);
+  if ('refusal' in parsed) return refuse(res, requestId, quote, parsed.refusal);
+  const now = options.now ?? (() => new Date());
+  const p: Paid = { res, runHandler, options, facilitator, key: parsed.key, request: parsed.request, now, leaseUntil: now() };
+
+  const claim = await claimPayment(p);
+  if ('refusal' in claim) return refuse(res, requestId, quote, claim.refusal);
+  if ('refunded' in claim) return answerRefunded(p, claim.refunded);
+  injectFault(options, 'after-claim');
+  const from = claim.takenOver?.status;
+  if (from) options.logger.warn({ requestId, key: p.key, from }, 'taking over the unfinished claim of an earlier request with this payment');
+  if (from === 'pending' || from === 'unknown') return settleFirst(p);
+  if (from === 'settled') return serveSettled(p, { success: true, transaction: claim.takenOver!.transaction ?? '', network: options.requirements.network, payer: claim.takenOver!.payer ?? '', amount: options.requirements.amount });
+  if (from === 'refunding' || from === 'refund_pending') return refundAgain(p, claim.takenOver!);
+
+  const verified = await verifyPayment(p);
+  if ('refusal' in verified) return refuse(res, requestId, quote, verified.refusal);
+  injectFault(options, 'after-verify');
+  // Settled already (by a request that died before recording it): finish that settlement and serve it.
+  if (verified.settledBefore || options.settleFirst) return settleFirst(p);
+  return runHeld(p);
+}
+
+/**
+ * Reads PAYMENT-SIGNATURE: a well-formed x402 v2 payment for exactly this request's requirements, and its
+ * key. Nothing is recorded for a refusal here.
+ */
+function parsePayment(options: CollectOptions): { key: string; request: X402FacilitatorRequest } | { refusal: Refusal } {
+  const { requirements, quote } = options;
   const parsed = X402PaymentPayloadSchema.safeParse(decodeX402Header(options.header));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return refuse(res, requestId, quote, {
-      status: 402,
-      code: 'payment_invalid',
-      reason: 'invalid_payload',
-      message: `PAYMENT-SIGNATURE is not a base64 JSON x402 v2 payment (${issue?.path.join('.') || 'header'}: ${issue?.message})`,
-    });
+    return {
+      refusal: refusalOf(402, 'payment_invalid', `PAYMENT-SIGNATURE is not a base64 JSON x402 v2 payment (${issue?.path.join('.') || 'header'}: ${issue?.message})`, { reason: 'invalid_payload' }),
+    };
   }
   const payload = parsed.data;
   const differs = SAME.find((field) => payload.accepted[field] !== requirements[field]);
   if (differs) {
-    return refuse(res, requestId, quote, {
-      status: 402,
-      code: 'payment_invalid',
-      reason: 'invalid_payment_requirements',
-      message: `The payment was made for ${differs} ${payload.accepted[differs]}; this request requires ${requirements[differs]}`,
-    });
+    return {
+      refusal: refusalOf(402, 'payment_invalid', `The payment was made for ${differs} ${payload.accepted[differs]}; this request requires ${requirements[differs]}`, { reason: 'invalid_payment_requirements' }),
+    };
   }
   const key = paymentKey(payload);
   if (!key) {
-    return refuse(res, requestId, quote, {
-      status: 402,
-      code: 'payment_invalid',
-      reason: 'invalid_exact_svm_payload_transaction_could_not_be_decoded',
-      message: 'payload.transaction is not a base64 Solana transaction',
-    });
+    return { refusal: refusalOf(402, 'payment_invalid', 'payload.transaction is not a base64 Solana transaction', { reason: 'invalid_exact_svm_payload_transaction_could_not_be_decoded' }) };
   }
+  // The resource and its declaration are the server's to state, not the client's echo (the facilitator catalogs them).
+  const stated = { ...payload, resource: quote.resource, extensions: { ...payload.extensions, ...quote.extensions } };
+  return { key, request: { x402Version: 2, paymentPayload: stated, paymentRequirements: requirements } };
+}
 
-  const claimed = await db
-    .insertInto('runtime_payments')
-    .values({ key, status: 'verifying', resource: quote.resource.url, payer: null, pay_to: requirements.payTo, amount: BigInt(requirements.amount), transaction: null, created_at: new Date(), settled_at: null })
-    .onConflict((oc) => oc.doNothing())
-    .executeTakeFirst();
-  const request: X402FacilitatorRequest = { x402Version: 2, paymentPayload: payload, paymentRequirements: requirements };
-  if (!claimed.numInsertedOrUpdatedRows) {
-    // The same payment again. If an earlier request with it ended before its settlement was confirmed,
-    // this one takes the claim over (once, atomically) and finishes that settlement; otherwise it is spent.
-    const resumed = await db.updateTable('runtime_payments').set({ status: 'resuming' }).where('key', '=', key).where('status', 'in', ['pending', 'unknown']).executeTakeFirst();
-    if (!resumed.numUpdatedRows) {
-      return refuse(res, requestId, quote, {
-        status: 402,
-        code: 'payment_already_used',
-        reason: 'duplicate_settlement',
-        message: 'This payment has already been presented for another request; pay again for this one',
-      });
+/**
+ * Makes the payment this request's: a new claim, or the claim of an earlier request with it that will not
+ * finish (it gave up with the outcome unknown, or its lease expired: its process died or its database write
+ * failed), taken over atomically so only one request resumes it. A claim still in flight, or a payment that
+ * has served its request, is refused.
+ */
+async function claimPayment(p: Paid): Promise<{ takenOver?: Claim } | { refusal: Refusal } | { refunded: Claim }> {
+  const { db, requirements, quote } = p.options;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const now = p.now();
+    const leaseUntil = new Date(now.getTime() + leaseMs(requirements));
+    const claimed = await db
+      .insertInto('runtime_payments')
+      .values({ key: p.key, status: 'verifying', resource: quote.resource.url, payer: null, pay_to: requirements.payTo, amount: BigInt(requirements.amount), transaction: null, created_at: now, settled_at: null, lease_until: leaseUntil })
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    if (claimed.numInsertedOrUpdatedRows) {
+      p.leaseUntil = leaseUntil;
+      return {};
     }
-    return resumeSettlement(res, runHandler, { ...options, facilitator }, key, request);
+    const row = (await db.selectFrom('runtime_payments').selectAll().where('key', '=', p.key).executeTakeFirst()) as Claim | undefined;
+    if (!row) continue; // released meanwhile: claim it afresh
+    if (row.status === 'refunded') return { refunded: row };
+    const leaseEnd = row.lease_until ?? new Date(new Date(row.created_at).getTime() + leaseMs(requirements));
+    const served = row.status === 'settled' && row.served_at !== null;
+    const stale = GIVEN_UP.includes(row.status) || (IN_FLIGHT.includes(row.status) && !served && leaseEnd.getTime() <= now.getTime());
+    if (!stale) {
+      const waitSeconds = Math.ceil((leaseEnd.getTime() - now.getTime()) / 1000);
+      return {
+        refusal: served || !IN_FLIGHT.includes(row.status)
+          ? refusalOf(402, 'payment_already_used', 'This payment has already been presented for another request; pay again for this one', { reason: 'duplicate_settlement' })
+          : refusalOf(402, 'payment_already_used', `This payment is being used by another request right now; if that request does not finish, present it again after ${waitSeconds} s to finish it`, {
+              reason: 'duplicate_settlement',
+              retryAfterSeconds: Math.max(1, waitSeconds),
+            }),
+      };
+    }
+    // Compare-and-set on the state read (still that status, still unserved, lease still over): of several
+    // presentations racing for a dead claim, one wins; the others find it leased again.
+    let takeover = db.updateTable('runtime_payments').set({ status: 'resuming', lease_until: leaseUntil }).where('key', '=', p.key).where('status', '=', row.status).where('served_at', 'is', null);
+    if (!GIVEN_UP.includes(row.status)) takeover = takeover.where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]));
+    const took = await takeover.executeTakeFirst();
+    if (took.numUpdatedRows) {
+      p.leaseUntil = leaseUntil;
+      if (row.payer) p.payer = row.payer;
+      return { takenOver: row };
+    }
   }
-  const release = () => db.deleteFrom('runtime_payments').where('key', '=', key).execute();
+  return { refusal: refusalOf(402, 'payment_already_used', 'This payment is being used by another request right now', { reason: 'duplicate_settlement', retryAfterSeconds: 5 }) };
+}
 
-  let payer: string | undefined;
+/**
+ * Asks the facilitator whether the payment is good. A payment it reports settled already was settled for
+ * this claim by a request that died before recording it (a settled payment of ours always leaves its claim):
+ * it is finished, not refused. Any other refusal frees the claim: nothing was charged.
+ */
+async function verifyPayment(p: Paid): Promise<{ settledBefore: boolean } | { refusal: Refusal }> {
+  const { logger, requestId } = p.options;
   try {
-    const verdict = await facilitator.verify(request);
-    if (!verdict.isValid) {
-      await release();
-      return refuse(res, requestId, quote, {
-        status: 402,
-        code: 'payment_invalid',
-        reason: verdict.invalidReason ?? 'invalid_payload',
-        message: `The payment was refused: ${verdict.invalidMessage ?? verdict.invalidReason ?? 'no reason given'}; nothing was charged`,
-      });
+    const verdict = await p.facilitator.verify(p.request);
+    if (verdict.isValid) {
+      p.payer = verdict.payer ?? p.payer;
+      return { settledBefore: false };
     }
-    payer = verdict.payer;
+    if (verdict.invalidReason === 'duplicate_settlement') return { settledBefore: true };
+    await release(p);
+    return {
+      refusal: refusalOf(402, 'payment_invalid', `The payment was refused: ${verdict.invalidMessage ?? verdict.invalidReason ?? 'no reason given'}; nothing was charged`, {
+        reason: verdict.invalidReason ?? 'invalid_payload',
+      }),
+    };
   } catch (error) {
-    await release();
+    await release(p);
     if (!(error instanceof FacilitatorUnavailable)) throw error;
     logger.warn({ requestId, err: error.message }, 'facilitator unavailable at verify');
-    return refuse(res, requestId, quote, {
-      status: 503,
-      code: 'facilitator_unavailable',
-      message: 'The payment facilitator is unavailable; nothing was charged, try again shortly',
-      retryAfterSeconds: error.retryAfterSeconds,
-    });
+    return { refusal: refusalOf(503, 'facilitator_unavailable', 'The payment facilitator is unavailable; nothing was charged, try again shortly', { retryAfterSeconds: error.retryAfterSeconds }) };
   }
-  res.locals.payment = { payer: payer ?? '', payTo: requirements.payTo, amount: requirements.amount, asset: requirements.asset, network: requirements.network } satisfies VerifiedPayment;
+}
 
-  // Hold the handler's response back until the payment settles: status, headers and body stay in the
-  // response object (nothing is written to the socket) until flush() puts the originals back.
+/** The handler's answer as it ended, held back from the socket until the payment's fate is known. */
+interface HeldAnswer {
+  status: number;
+  headers: Record<string, number | string | string[] | undefined>;
+  body: Buffer;
+  /** Sends the held answer (extra: headers to add; body: in place of the held one), or with `answer` a refusal refuse() has set up. */
+  flush(body: Buffer | string, answer?: number, extra?: Record<string, string>): void;
+}
+
+/**
+ * Holds the handler's response back: status, headers and body stay in the response object (nothing is
+ * written to the socket) until flush() puts the originals back. `onEnd` runs once, at the handler's end.
+ */
+function holdResponse(res: Response, onEnd: (held: HeldAnswer) => Promise<void>, logger: Logger, requestId: string): void {
   const chunks: Buffer[] = [];
   const original = { write: res.write, end: res.end, writeHead: res.writeHead };
   let ended = false;
-  let status = 0;
-  let headers: Record<string, number | string | string[] | undefined> = {};
   const hold = (chunk: unknown, encoding: unknown, callback: unknown) => {
     if (!ended && chunk !== undefined && chunk !== null && typeof chunk !== 'function') {
       chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'));
@@ -364,75 +495,245 @@ export async function collectPayment(res: Response, runHandler: () => void, opti
     hold(chunk, encoding, callback);
     ended = true;
     // The answer as it stood at its end; anything set later (an error handler running after it) is ignored.
-    status = res.statusCode;
-    headers = { ...res.getHeaders() };
-    settleThenSend().catch((error: unknown) => logger.error({ requestId, err: error }, 'paid response could not be sent'));
+    const status = res.statusCode;
+    const headers = { ...res.getHeaders() };
+    const flush = (body: Buffer | string, answer?: number, extra: Record<string, string> = {}) => {
+      Object.assign(res, original);
+      if (answer === undefined) {
+        for (const name of res.getHeaderNames()) res.removeHeader(name);
+        for (const [name, value] of Object.entries({ ...headers, ...extra })) if (value !== undefined) res.setHeader(name, value);
+        res.setHeader('content-length', Buffer.byteLength(body));
+        res.statusCode = status;
+      }
+      res.end(body);
+    };
+    onEnd({ status, headers, body: Buffer.concat(chunks), flush }).catch((error: unknown) => {
+      logger.error({ requestId, err: error }, 'paid response could not be sent');
+      if (!res.headersSent) flush(JSON.stringify(envelope(requestId, 'internal_error', 'An unexpected error occurred; it has been logged with this request id')), undefined, {});
+    });
     return res;
   }) as Response['end'];
-  /** Sends the handler's answer as it ended (extra: headers to add), or with `answer` a refusal refuse() has set up. */
-  const flush = (body: Buffer | string, answer?: number, extra: Record<string, string> = {}) => {
-    Object.assign(res, original);
-    if (answer === undefined) {
-      for (const name of res.getHeaderNames()) res.removeHeader(name);
-      for (const [name, value] of Object.entries({ ...headers, ...extra })) if (value !== undefined) res.setHeader(name, value);
-      res.statusCode = status;
-    }
-    res.end(body);
-  };
+}
 
-  async function settleThenSend() {
-    const body = Buffer.concat(chunks);
-    // Only a success is paid for: an error, a redirect or a 304 (nothing delivered) settles nothing.
-    if (status < 200 || status >= 300) {
-      await release().catch((error: unknown) => logger.error({ requestId, err: error }, 'payment claim not released'));
-      return flush(body, undefined, unsettledHeader(status, requirements.network, payer));
-    }
-    try {
-      let settlement: X402SettleResponse = await facilitator!.settle(request);
-      // A confirmation not seen in time: ask once more, which makes the facilitator look for it again.
-      if (!settlement.success && settlement.errorReason === 'settlement_pending') settlement = await facilitator!.settle(request);
-      if (settlement.success) {
-        await db.updateTable('runtime_payments').set({ status: 'settled', payer: settlement.payer ?? payer ?? null, transaction: settlement.transaction, settled_at: new Date() }).where('key', '=', key).execute();
-        return flush(body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(settlement) });
-      }
-      const receipt = { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(settlement) };
-      res.removeHeader('etag');
-      // A failure that names a transaction (other than one that failed on chain) may still land: keep the
-      // claim, so this payment serves nothing else, and say so.
-      const mayLand = !!settlement.transaction && settlement.errorReason !== 'invalid_exact_svm_transaction_failed';
-      if (mayLand) {
-        await db.updateTable('runtime_payments').set({ status: 'pending', transaction: settlement.transaction }).where('key', '=', key).execute();
-        return refuse(res, requestId, quote, {
-          status: 503,
-          code: 'settlement_pending',
-          reason: settlement.errorReason ?? 'settlement_pending',
-          message: `The payment was sent (transaction ${settlement.transaction}) but its settlement is not confirmed; the response was withheld. Check the transaction on chain before paying again`,
-          retryAfterSeconds: 5,
-          extraHeaders: receipt,
-        }, (b) => flush(b, res.statusCode));
-      }
-      await release();
-      return refuse(res, requestId, quote, {
-        status: 402,
-        code: 'payment_failed',
-        reason: settlement.errorReason ?? 'unexpected_settle_error',
-        message: `Settlement failed: ${settlement.errorMessage ?? settlement.errorReason}; nothing was charged and the response was withheld`,
-        extraHeaders: receipt,
-      }, (b) => flush(b, res.statusCode));
-    } catch (error) {
-      // The settle request may have reached the facilitator: keep the claim so this payment serves nothing else.
-      await db.updateTable('runtime_payments').set({ status: 'unknown' }).where('key', '=', key).execute().catch(() => undefined);
-      logger.error({ requestId, err: error }, 'settlement outcome unknown');
-      res.removeHeader('etag');
-      res.removeHeader(PAYMENT_RESPONSE_HEADER);
-      return refuse(res, requestId, quote, {
-        status: 503,
-        code: 'settlement_unknown',
-        message: 'The payment facilitator did not answer the settlement; the response was withheld. The payment may have settled: look for it on chain before paying again',
-        retryAfterSeconds: error instanceof FacilitatorUnavailable ? error.retryAfterSeconds : 5,
-      }, (b) => flush(b, res.statusCode));
-    }
+/** Records a served answer once it has left: a settled payment whose answer never left serves it again. */
+function markServed(p: Paid): void {
+  p.res.once('finish', () => {
+    p.options.db.updateTable('runtime_payments').set({ served_at: p.now() }).where('key', '=', p.key).execute()
+      .catch((error: unknown) => p.options.logger.error({ requestId: p.options.requestId, err: error }, 'served payment not recorded'));
+  });
+}
+
+/** The default order: run the handler with its answer held, then settle-then-send. */
+function runHeld(p: Paid): void {
+  const { requirements, logger, requestId } = p.options;
+  p.res.locals.payment = { payer: p.payer ?? '', payTo: requirements.payTo, amount: requirements.amount, asset: requirements.asset, network: requirements.network } satisfies VerifiedPayment;
+  holdResponse(p.res, (held) => settleThenSend(p, held), logger, requestId);
+  p.runHandler();
+}
+
+/**
+ * Settles the payment of a handler's answer, then sends it. Only a success is paid for: an error, a
+ * redirect or a 304 (nothing delivered) settles nothing and frees the payment. A settlement that failed
+ * withholds the answer and says so; one that may still land keeps the claim.
+ */
+async function settleThenSend(p: Paid, held: HeldAnswer): Promise<void> {
+  const { requirements, requestId, logger, quote } = p.options;
+  if (held.status < 200 || held.status >= 300) {
+    await release(p).catch((error: unknown) => logger.error({ requestId, err: error }, 'payment claim not released'));
+    return held.flush(held.body, undefined, unsettledHeader(held.status, requirements.network, p.payer));
   }
+  injectFault(p.options, 'after-handler');
+  let outcome: { settlement: X402SettleResponse } | { refusal: Refusal };
+  try {
+    await update(p, { status: 'settling' });
+  } catch (error) {
+    // The claim could not be written before settling: nothing was sent to the facilitator.
+    logger.error({ requestId, err: error }, 'payment claim not updated; not settling');
+    outcome = { refusal: refusalOf(503, 'payment_state_unavailable', 'The service could not record this payment; nothing was charged and the response was withheld, try again shortly', { retryAfterSeconds: 5 }) };
+  }
+  outcome ??= await settleNow(p);
+  if ('refusal' in outcome) {
+    p.res.removeHeader('etag');
+    return refuse(p.res, requestId, quote, outcome.refusal, (b) => held.flush(b, p.res.statusCode));
+  }
+  markServed(p);
+  return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(outcome.settlement) });
+}
 
-  runHandler();
+/**
+ * Settles the payment through the facilitator and records the outcome: settled (now, or already: the
+ * facilitator answers duplicate_settlement with its transaction), pending (kept: it may still land), failed
+ * (freed: nothing was charged), or unknown (the facilitator did not answer: kept). A settlement the
+ * database could not record is answered 503 payment_state_unavailable with its receipt: the claim stays
+ * unfinished, so presenting the payment again once its lease expires finishes the request.
+ */
+async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | { refusal: Refusal }> {
+  const { requirements, logger, requestId } = p.options;
+  let settlement: X402SettleResponse;
+  try {
+    settlement = await p.facilitator.settle(p.request);
+    // A confirmation not seen in time: ask once more, which makes the facilitator look for it again.
+    if (!settlement.success && settlement.errorReason === 'settlement_pending') settlement = await p.facilitator.settle(p.request);
+  } catch (error) {
+    // The settle request may have reached the facilitator: keep the claim so this payment serves nothing else.
+    await update(p, { status: 'unknown' }).catch(() => undefined);
+    logger.error({ requestId, err: error }, 'settlement outcome unknown');
+    return {
+      refusal: refusalOf(503, 'settlement_unknown', 'The payment facilitator did not answer the settlement; the request was not served. Present the same payment again shortly to finish it: it is never charged twice', {
+        retryAfterSeconds: error instanceof FacilitatorUnavailable ? error.retryAfterSeconds : 5,
+      }),
+    };
+  }
+  const settled = settlement.success || (settlement.errorReason === 'duplicate_settlement' && !!settlement.transaction);
+  if (settled) {
+    const payer = settlement.payer ?? p.payer ?? '';
+    p.payer = payer;
+    // The facilitator's extensions (an ad network's "sponsored-access" recommendation) reach the buyer with the receipt.
+    const receipt: X402SettleResponse = { success: true, transaction: settlement.transaction, network: requirements.network, ...(payer ? { payer } : {}), amount: requirements.amount, ...(settlement.success && settlement.extensions ? { extensions: settlement.extensions } : {}) };
+    injectFault(p.options, 'after-settle');
+    try {
+      injectFault(p.options, 'fail-record');
+      await update(p, { status: 'settled', payer: payer || null, transaction: settlement.transaction, settled_at: p.now() });
+    } catch (error) {
+      logger.error({ requestId, err: error, transaction: settlement.transaction }, 'settled payment not recorded');
+      const waitSeconds = Math.max(1, Math.ceil((p.leaseUntil.getTime() - p.now().getTime()) / 1000));
+      return {
+        refusal: refusalOf(503, 'payment_state_unavailable', `The payment settled (transaction ${settlement.transaction}) but this service could not record it, so the request was not served. Present the same payment again after ${waitSeconds} s to receive it: it will not be charged again`, {
+          retryAfterSeconds: waitSeconds,
+          extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
+        }),
+      };
+    }
+    injectFault(p.options, 'after-record');
+    return { settlement: receipt };
+  }
+  const extraHeaders = { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(settlement) };
+  // A failure that names a transaction (other than one that failed on chain) may still land: keep the
+  // claim, so this payment serves nothing else, and say so.
+  if (settlement.transaction && settlement.errorReason !== 'invalid_exact_svm_transaction_failed') {
+    // Unrecorded, the claim stays unfinished and leased: the next presentation after it reconciles it all the same.
+    await update(p, { status: 'pending', transaction: settlement.transaction }).catch((error: unknown) => logger.error({ requestId, err: error }, 'pending settlement not recorded'));
+    return {
+      refusal: refusalOf(503, 'settlement_pending', `The payment was sent (transaction ${settlement.transaction}) but its settlement is not confirmed; the request was not served. Present the same payment again shortly to finish it`, {
+        reason: settlement.errorReason ?? 'settlement_pending',
+        retryAfterSeconds: 5,
+        extraHeaders,
+      }),
+    };
+  }
+  await release(p).catch((error: unknown) => logger.error({ requestId, err: error }, 'failed payment claim not released'));
+  return {
+    refusal: refusalOf(402, 'payment_failed', `Settlement failed: ${settlement.errorMessage ?? settlement.errorReason}; nothing was charged and the request was not served`, {
+      reason: settlement.errorReason ?? 'unexpected_settle_error',
+      extraHeaders,
+    }),
+  };
+}
+
+/**
+ * Settles before the handler runs: settle-first routes, and a payment an earlier request settled or left
+ * unconfirmed (pending, unknown), which is finished now. Settled, the request is served.
+ */
+async function settleFirst(p: Paid): Promise<void> {
+  const outcome = await settleNow(p);
+  if ('refusal' in outcome) return refuse(p.res, p.options.requestId, p.options.quote, outcome.refusal);
+  return serveSettled(p, outcome.settlement);
+}
+
+/**
+ * Runs the handler for a settled payment (`settlementOf(res)`), its answer held. A success goes out with
+ * the receipt. On a settle-first route a failure (status >= 400) is refunded in full through the vault
+ * (key `refund:<payment key>`: never twice) and the error says so; elsewhere it goes out with the receipt.
+ */
+function serveSettled(p: Paid, receipt: X402SettleResponse): void {
+  const { requirements, logger, requestId } = p.options;
+  const payer = receipt.payer ?? p.payer ?? '';
+  p.res.locals.payment = { payer, payTo: requirements.payTo, amount: requirements.amount, asset: requirements.asset, network: requirements.network } satisfies VerifiedPayment;
+  p.res.locals.settlement = { transaction: receipt.transaction, payer, payTo: requirements.payTo, amount: requirements.amount, asset: requirements.asset, network: requirements.network, key: p.key } satisfies Settlement;
+  const header = { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) };
+  holdResponse(
+    p.res,
+    async (held) => {
+      if (held.status < 400 || !p.options.settleFirst) {
+        markServed(p);
+        return held.flush(held.body, undefined, header);
+      }
+      const refund = await sendRefund(p, receipt);
+      if ('refusal' in refund) {
+        p.res.removeHeader('etag');
+        return refuse(p.res, requestId, p.options.quote, refund.refusal, (b) => held.flush(b, p.res.statusCode));
+      }
+      const refunded = { ...receipt, refund: { transaction: refund.transaction, amountAtomic: requirements.amount } };
+      held.headers.etag = undefined;
+      return held.flush(withRefund(held.body, refunded.refund), undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(refunded as X402SettleResponse) });
+    },
+    logger,
+    requestId,
+  );
+  logger.info({ requestId, transaction: receipt.transaction, settleFirst: !!p.options.settleFirst }, 'serving a settled payment');
+  p.runHandler();
+}
+
+/**
+ * Refunds a settled payment whose request failed: the whole amount, from the service's wallet to the payer,
+ * recorded as refunding first so that a crash leaves a claim the next presentation finishes (the vault's
+ * key makes the transfer happen once whoever finishes it).
+ */
+async function sendRefund(p: Paid, receipt: X402SettleResponse): Promise<{ transaction: string } | { refusal: Refusal }> {
+  const { requirements, logger, requestId } = p.options;
+  const payer = receipt.payer ?? p.payer;
+  try {
+    if (!p.options.vault || !payer) throw new Error(payer ? 'this service has no vault to refund from' : 'the payer is unknown');
+    await update(p, { status: 'refunding' });
+    injectFault(p.options, 'before-refund');
+    const vault = await p.options.vault();
+    const { transaction } = await vault.transfer({ to: payer, amount: BigInt(requirements.amount), key: `refund:${p.key}`, memo: 'x402 refund' });
+    injectFault(p.options, 'after-refund');
+    await update(p, { status: 'refunded', refund_transaction: transaction }).catch((error: unknown) => logger.error({ requestId, err: error, transaction }, 'refund not recorded'));
+    logger.info({ requestId, transaction, payer, amount: requirements.amount }, 'refunded a failed settle-first request');
+    return { transaction };
+  } catch (error) {
+    logger.error({ requestId, err: error, key: p.key }, 'refund not sent');
+    await update(p, { status: 'refund_pending' }).catch(() => undefined);
+    const why = error instanceof HttpError ? error.code : 'refund_failed';
+    return {
+      refusal: refusalOf(503, 'refund_pending', `The request failed after its payment settled (transaction ${receipt.transaction}); its refund could not be sent yet (${why}). Present the same payment again shortly to finish the refund`, {
+        retryAfterSeconds: 5,
+        extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
+      }),
+    };
+  }
+}
+
+/** The error envelope with `details.refund` added (details that are not an object are kept under `details.details`). */
+function withRefund(body: Buffer, refund: { transaction: string; amountAtomic: string }): Buffer {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { error?: { details?: unknown } };
+    if (!parsed?.error || typeof parsed.error !== 'object') return body;
+    const details = parsed.error.details;
+    parsed.error.details = details && typeof details === 'object' && !Array.isArray(details) ? { ...details, refund } : { ...(details === undefined ? {} : { details }), refund };
+    return Buffer.from(JSON.stringify(parsed));
+  } catch {
+    return body;
+  }
+}
+
+/** Finishes the refund an earlier request of this payment could not (it died, or the vault could not pay then). */
+async function refundAgain(p: Paid, claim: Claim): Promise<void> {
+  const receipt: X402SettleResponse = { success: true, transaction: claim.transaction ?? '', network: p.options.requirements.network, ...(claim.payer ? { payer: claim.payer } : {}), amount: p.options.requirements.amount };
+  const refund = await sendRefund(p, receipt);
+  if ('refusal' in refund) return refuse(p.res, p.options.requestId, p.options.quote, refund.refusal);
+  return answerRefunded(p, { ...claim, refund_transaction: refund.transaction });
+}
+
+/** A refunded payment presented again: it bought nothing and was given back; a new request needs a new payment. */
+function answerRefunded(p: Paid, claim: Claim): void {
+  const { requirements, requestId, quote } = p.options;
+  const refund = { transaction: claim.refund_transaction ?? '', amountAtomic: requirements.amount };
+  const receipt = { success: true, transaction: claim.transaction ?? '', network: requirements.network, ...(claim.payer ? { payer: claim.payer } : {}), amount: requirements.amount, refund };
+  p.res.locals.refund = refund;
+  return refuse(p.res, requestId, quote, refusalOf(402, 'payment_refunded', `This payment's request failed and the payment was refunded (transaction ${refund.transaction}); pay again for a new request`, {
+    reason: 'payment_refunded',
+    extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
+  }));
 }

@@ -50,7 +50,8 @@ export function validateRequest(
     body: route.method === 'GET' ? undefined : (route as { body?: unknown }).body,
     headers: route.headers,
   };
-  const parsed: ParsedRequest = { ...raw };
+  // Named, not spread: an Express request's headers live on a prototype getter, which a spread would drop.
+  const parsed: ParsedRequest = { params: raw.params, query: raw.query, body: raw.body, headers: raw.headers };
   const issues: FieldIssue[] = [];
   for (const part of Object.keys(schemas) as Part[]) {
     const schema = schemas[part];
