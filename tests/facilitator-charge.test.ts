@@ -303,7 +303,7 @@ describe('charges without the chain', () => {
     const transaction = await chargeTransaction();
     const database = await testDatabase();
     // No rpcUrl: nothing listens where this facilitator looks for its chain.
-    const orphan = await startService(createFacilitatorApp, { id: 'facilitator', wallet: economy.feePayer, database });
+    const orphan = await startService((c) => createFacilitatorApp(c, { sellers: economy.sellers }), { id: 'facilitator', wallet: economy.feePayer, database });
     try {
       const prepare = await orphan.client.facilitator.prepare({ body: {} }).catch((e) => e);
       expect(prepare.status).toBe(503);
@@ -327,7 +327,7 @@ describe('settle caps and statistics', () => {
 
   beforeAll(async () => {
     database = await testDatabase();
-    capped = await startService((c) => createFacilitatorApp(c, { settleCaps: { global: 3, perSeller: 2, windowSeconds: 60 } }), {
+    capped = await startService((c) => createFacilitatorApp(c, { sellers: economy.sellers, settleCaps: { global: 3, perSeller: 2, windowSeconds: 60 } }), {
       id: 'facilitator',
       wallet: economy.feePayer,
       rpcUrl: economy.rpcUrl,
@@ -354,6 +354,8 @@ describe('settle caps and statistics', () => {
     const [second, third] = [generateWallet().address, generateWallet().address];
     await economy.ledger.openTokenAccount(second);
     await economy.ledger.openTokenAccount(third);
+    economy.sellers.add(second);
+    economy.sellers.add(third);
     const sellerBefore = economy.ledger.tokenBalance(seller);
     const pay = async (payTo: string) => {
       const prepared = await client.prepare({ body: {} });

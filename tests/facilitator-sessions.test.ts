@@ -126,6 +126,7 @@ beforeAll(async () => {
   rpc = createSolanaRpc(economy.rpcUrl);
   seller = generateWallet();
   await economy.ledger.openTokenAccount(seller.address);
+  economy.sellers.add(seller.address);
 });
 afterAll(async () => {
   await economy?.close();
@@ -578,7 +579,7 @@ describe('state in the database', () => {
     const key = generateWallet();
     const session = await (await as(buyer)).openSession({ body: openBody(buyer, key) });
     await (await as(buyer)).signVoucher({ body: voucherRequest(key, session.channelId, '1500') });
-    replica = await startService(createFacilitatorApp, { id: 'facilitator', wallet: economy.feePayer, rpcUrl: economy.rpcUrl, database: economy.facilitator.database });
+    replica = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers }), { id: 'facilitator', wallet: economy.feePayer, rpcUrl: economy.rpcUrl, database: economy.facilitator.database });
     const next = await (await as(buyer, replica.url)).signVoucher({ body: voucherRequest(key, session.channelId, '2500') });
     expect(next).toMatchObject({ signer: session.voucherSigner, acceptedCumulative: '2500', voucher: { sequence: 2 } });
     const before = economy.ledger.tokenBalance(seller.address);
@@ -594,7 +595,7 @@ describe('time', () => {
   afterAll(async () => clocked?.close());
 
   it('closes an idle session itself, and stops using an expired role', async () => {
-    clocked = await startService((context) => createFacilitatorApp(context, { now: () => new Date(Date.now() + offsetMs) }), {
+    clocked = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers, now: () => new Date(Date.now() + offsetMs) }), {
       id: 'facilitator',
       wallet: economy.feePayer,
       rpcUrl: economy.rpcUrl,
@@ -632,7 +633,7 @@ describe('backpressure and outages', () => {
   });
 
   it('limits onboarding calls per wallet (the facilitator pays their fees), with Retry-After', async () => {
-    const limited = await startService((context) => createFacilitatorApp(context, { onboardingLimits: { callsPerHour: 2 } }), {
+    const limited = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers, onboardingLimits: { callsPerHour: 2 } }), {
       id: 'facilitator',
       wallet: economy.feePayer,
       rpcUrl: economy.rpcUrl,
@@ -652,7 +653,7 @@ describe('backpressure and outages', () => {
 
   it('answers 503 with Retry-After when the chain does not answer, and records nothing', async () => {
     // No chain: nothing listens on the default RPC port of a test service.
-    const offline = await startService(createFacilitatorApp, { id: 'facilitator', wallet: economy.feePayer });
+    const offline = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers }), { id: 'facilitator', wallet: economy.feePayer });
     started.push(offline);
     const buyer = generateWallet();
     const client = await as(buyer, offline.url);

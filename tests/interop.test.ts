@@ -70,6 +70,8 @@ describe('our SDK against the official @x402/express middleware', () => {
 
   beforeAll(async () => {
     await economy.ledger.openTokenAccount(payTo);
+    // An @x402/express server does not sign its facilitator calls: its payTo is a registered seller (FACILITATOR_SELLERS).
+    economy.sellers.add(payTo);
     const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: economy.facilitator.url })).register(SOLANA_DEVNET, new ExactSvmServer());
     const app = express();
     app.use(

@@ -461,11 +461,11 @@ describe('the faucet', () => {
     const response = await faucet({ address: who, sol: '2.5', usd: '100' });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { signatures: Signature[]; sol: string; usd: string };
-    expect(body).toMatchObject({ sol: '2500000000', usd: '100000000' });
+    expect(body).toMatchObject({ sol: '2.5', lamports: '2500000000', usd: '100', usdAtomic: '100000000' });
     expect(body.signatures).toHaveLength(2);
     const statuses = (await rpc.getSignatureStatuses(body.signatures).send()).value;
     expect(statuses.map((s) => s?.err)).toEqual([null, null]);
-    expect(await (await faucet({ address: who, usd: '0.5' })).json()).toMatchObject({ sol: '2500000000', usd: '100500000' });
+    expect(await (await faucet({ address: who, usd: '0.5' })).json()).toMatchObject({ lamports: '2500000000', usd: '100.5', usdAtomic: '100500000' });
   });
 
   it('refuses bad requests with 400 and a reason per field', async () => {
@@ -480,8 +480,8 @@ describe('the faucet', () => {
     expect((await refused({ address: who, sol: 2 })).details.sol).toContain('decimal string');
     expect((await refused({ address: who, sol: '-1' })).details.sol).toContain('decimal string');
     expect((await refused({ address: who, sol: '0' })).details.sol).toBe('must be more than zero');
-    expect((await refused({ address: who, sol: '101' })).details.sol).toContain('100 SOL');
-    expect((await refused({ address: who, usd: '10000.01' })).details.usd).toContain('10000 USD');
+    expect((await refused({ address: who, sol: '10.1' })).details.sol).toContain('10 SOL');
+    expect((await refused({ address: who, usd: '1000.01' })).details.usd).toContain('1000 USD');
     expect((await refused({ address: who, usd: '1.0000001' })).details.usd).toBe('has more than 6 decimal places');
     expect((await refused([1])).message).toContain('JSON object');
     expect(ledger.lamports(who)).toBe(0n);

@@ -73,6 +73,8 @@ describe.skipIf(!hasPostgres)('replicas on one PostgreSQL', () => {
   beforeAll(async () => {
     economy = await startEconomy();
     await economy.ledger.openTokenAccount(sellerWallet.address);
+    // The replicas are education processes this facilitator settles for (FACILITATOR_RESOURCE_SERVERS).
+    economy.sellers.add(sellerWallet.address);
     schema = `replicas_${randomBytes(6).toString('hex')}`;
     const admin = new pg.Client({ connectionString: DATABASE_URL });
     await admin.connect();

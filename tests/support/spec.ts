@@ -13,7 +13,15 @@ export function specEndpoints(): Map<string, string[]> {
 }
 
 /** The facilitator's x402 operations, named in spec 002 but specified by x402 itself. */
-export const X402_FACILITATOR_ENDPOINTS = ['GET /supported', 'POST /verify', 'POST /settle'];
+export const X402_FACILITATOR_ENDPOINTS = [
+  'GET /supported',
+  'POST /verify',
+  'POST /settle',
+  // Discovery: the settlement feed the marketplace API syncs from, and x402's bazaar extension.
+  'GET /discovery/settlements',
+  'GET /discovery/resources',
+  'GET /discovery/search',
+];
 
 /** Services the gateway fronts that the spec names but does not describe: their routes are our design. */
 export const COMPANION_SERVICES = ['knowledge-market', 'negotiation', 'reputation', 'verification'];

@@ -934,6 +934,83 @@ const X402_400 = (shape: string) =>
 
 // ---------------------------------------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------------------------------------
+// Discovery: the settlement feed the marketplace reads, and x402's bazaar discovery extension
+
+export interface DiscoverySettlement {
+  transaction: string;
+  kind: MppSettlementKind;
+  payTo: string;
+  payer: string;
+  amount: string;
+  asset: string;
+  network: string;
+  resource: string | null;
+  settledAt: string;
+}
+export interface DiscoverySettlementPage {
+  settlements: DiscoverySettlement[];
+  nextCursor: string | null;
+}
+export interface BazaarResource {
+  resource: string;
+  type: string;
+  x402Version: number;
+  accepts: PaymentRequirements[];
+  lastUpdated: string;
+  description?: string;
+  mimeType?: string;
+  serviceName?: string;
+  tags?: string[];
+  iconUrl?: string;
+  extensions?: Record<string, unknown>;
+}
+export interface BazaarResourcesResponse {
+  x402Version: number;
+  items: BazaarResource[];
+  pagination: { limit: number; offset: number; total: number };
+}
+export interface BazaarSearchResponse {
+  x402Version: number;
+  resources: BazaarResource[];
+  partialResults: boolean;
+  pagination: { limit: number; cursor: string | null };
+}
+
+const DiscoverySettlementSchema: z.ZodType<DiscoverySettlement> = z.object({
+  transaction: SolanaSignature.describe('the settlement’s transaction signature: its unique key'),
+  kind: z.enum(['charge', 'x402', 'session']).describe('x402: POST /settle; charge: POST /mpp/settle; session: a session close'),
+  payTo: z.string().describe('the seller wallet paid'),
+  payer: z.string().describe('the buyer wallet that paid'),
+  amount: AtomicAmount.describe('atomic units of the asset'),
+  asset: z.string().describe('the token mint'),
+  network: z.string().describe('CAIP-2 network'),
+  resource: z.string().nullable().describe('the resource URL the payment was for, without its query (it may carry the buyer’s input), when it named one'),
+  settledAt: Timestamp.describe('when the facilitator saw it confirmed'),
+});
+const BazaarResourceSchema: z.ZodType<BazaarResource> = z.object({
+  resource: z.string().describe('the resource URL (its route template when it has path parameters)'),
+  type: z.string().describe('"http"'),
+  x402Version: z.number().int(),
+  accepts: z.array(PaymentRequirementsSchema).describe('the requirements of the latest settlement for this resource'),
+  lastUpdated: Timestamp,
+  description: z.string().optional(),
+  mimeType: z.string().optional(),
+  serviceName: z.string().optional(),
+  tags: z.array(z.string()).optional(),
+  iconUrl: z.string().optional(),
+  extensions: z.record(z.unknown()).optional().describe('extensions["bazaar"]: the declared input and output (info and schema)'),
+});
+const BazaarFilters = {
+  type: z.string().max(32).optional().describe('protocol type: "http"'),
+  payTo: z.string().max(64).optional().describe('only resources paying this wallet'),
+  scheme: z.string().max(32).optional().describe('only resources accepting this scheme ("exact")'),
+  network: z.string().max(64).optional().describe('only resources accepting this CAIP-2 network'),
+  extensions: z.string().max(64).optional().describe('only resources declaring this extension key ("bazaar")'),
+};
+const DISCOVERY_WHY =
+  'Free and open: public discovery, as in x402’s bazaar extension; it lists what was settled, never who asked for what.';
+
 const router = c.router({
   prepare: {
     method: 'POST',
@@ -972,14 +1049,16 @@ const router = c.router({
       'amount_mismatch, compute_price_too_high or duplicate_settlement: a transaction already settled is never settled ' +
       'or reported settled again); 422 simulation_failed (details.error, details.logs); 422 insufficient_balance (the ' +
       'payer’s token balance is below the transfer; details.required, details.available); 422 transaction_failed ' +
-      '(broadcast, failed on chain; details.signature); 422 unsupported_network; 429 global_settle_cap_exceeded or ' +
-      'seller_settle_cap_exceeded (Retry-After; by default 600 settlements a minute in all and 120 to one recipient, ' +
-      'per deployment); 503 chain_unavailable (nothing was broadcast) or settlement_pending ' +
+      '(broadcast, failed on chain; details.signature); 422 unsupported_network; 403 payee_not_served (the recipient ' +
+      'is not a seller this facilitator serves and no registered resource server signed the call); 429 ' +
+      'global_settle_cap_exceeded, seller_settle_cap_exceeded or payer_settle_cap_exceeded (Retry-After; by default 600 ' +
+      'charges a minute in all, 120 to one recipient and 60 from one payer, per deployment); 503 chain_unavailable (nothing was broadcast) or settlement_pending ' +
       '(broadcast, confirmation not yet seen; details.signature: send the same transaction again to learn its outcome). ' +
       `${ERROR_STATUS_WHY} Design: bodies, statuses, policy reasons. No caller identity: the buyer’s signature in the ` +
       `transaction is the authorisation, and the facilitator only adds its fee-payer signature. ${FREE_WHY}`,
     responses: {
       200: ChargeSettlementSchema,
+      403: ErrorEnvelope,
       409: ErrorEnvelope,
       422: ErrorEnvelope,
       429: ErrorEnvelope,
@@ -1024,7 +1103,8 @@ const router = c.router({
       'it creates a per-channel Ed25519 key (`voucherSigner`) that signs every voucher of the channel. `sessionKey` is ' +
       'the buyer’s own key that must sign every voucher request. State: open, then closing while the settlement is in ' +
       'flight, then closed; the facilitator closes an idle session itself (`expiresAt`). Errors: 401 siwx_invalid; 403 ' +
-      'wallet_mismatch (buyerWallet is not the SIGN-IN-WITH-X wallet); 422 wallet_role_not_found (no active delegation ' +
+      'wallet_mismatch (buyerWallet is not the SIGN-IN-WITH-X wallet); 403 payee_not_served (sellerWallet is not a ' +
+      'seller this facilitator serves); 422 wallet_role_not_found (no active delegation ' +
       'role for the buyer on this network, or smartWallet is not the onboarded one: onboard first); 422 ' +
       'insufficient_balance (the smart wallet’s balance, or the role’s remaining limit less the deposits of open ' +
       `sessions, is below depositAtomic; details.reason, details.required, details.available); 422 unsupported_network; ` +
@@ -1062,7 +1142,8 @@ const router = c.router({
       '(403: signer is not the session key every voucher of the channel uses), amount_not_monotonic (409: ' +
       'cumulativeAmount is not above the accepted cumulative; details.acceptedCumulative), underpayment (422: the ' +
       'increment is below units × pricePerUnit; details.minimum), insufficient_balance (422: cumulativeAmount exceeds the ' +
-      'deposit, or the smart wallet no longer holds it), wallet_role_not_found (422: the buyer revoked the delegation ' +
+      'deposit, or the smart wallet’s balance or the role’s remaining allowance, read on chain now, no longer covers it plus ' +
+      'what the buyer’s other open sessions have vouched; details.reason deposit, balance or spend_limit), wallet_role_not_found (422: the buyer revoked the delegation ' +
       'role or it expired). Repeating the last accepted request (same cumulativeAmount, units, meter, serverNonce) ' +
       `returns the same voucher, so a retry is safe. ${ERROR_STATUS_WHY} Design: bodies, the signed messages, statuses. ` +
       `Field spellings of the other published client are accepted (listed in the body schema). ${FREE_WHY}`,
@@ -1221,8 +1302,10 @@ const router = c.router({
         '{ isValid: false, invalidReason: "invalid_payload" (or "invalid_payment_requirements" when only that part is ' +
           'malformed, "invalid_x402_version" when a version is not 2), invalidMessage: the fields and what is wrong }',
       ) +
-      ' Free and open: resource servers call it with the official client, which carries no payment and no wallet proof.',
-    responses: { 200: VerifyResponseSchema, 400: VerifyFailureSchema, 500: VerifyFailureSchema, 503: VerifyFailureSchema },
+      ' Free, for the sellers this facilitator serves: a paymentRequirements.payTo it does not serve (not a registered ' +
+      'seller, and the call not signed by a registered resource server in the x-resource-server header) is 403 ' +
+      'payee_not_served; a signature that does not hold, 403 resource_server_unauthorized.',
+    responses: { 200: VerifyResponseSchema, 400: VerifyFailureSchema, 403: VerifyFailureSchema, 500: VerifyFailureSchema, 503: VerifyFailureSchema },
     metadata: { payment: free(), wire: 'x402', example: { body: EXAMPLE_X402_BODY } } satisfies RouteMeta,
   },
   settle: {
@@ -1236,18 +1319,82 @@ const router = c.router({
       'recommendation under extensions["sponsored-access"]. A transaction (by message bytes) settles at most once, ' +
       'across replicas. Every outcome the facilitator could judge is HTTP 200: { success: true, transaction: base58 ' +
       'signature, network, payer, amount } or { success: false, errorReason, errorMessage, transaction, network } with ' +
-      'reasons invalid_exact_svm_verification_failed (any verify reason in errorMessage), ' +
-      'invalid_exact_svm_fee_payer_mismatch, invalid_exact_svm_transaction_failed (failed on chain; transaction carries ' +
-      'the signature), duplicate_settlement, or settlement_pending (broadcast, confirmation not seen within 30 s; ' +
-      'transaction carries the signature; settling the same payload again reconciles it). ' +
+      'the reason /verify would give (invalid_exact_svm_blockhash_expired, insufficient_funds, …), ' +
+      'invalid_exact_svm_transaction_failed (failed on chain; transaction is empty, the signature in errorMessage), ' +
+      'duplicate_settlement (transaction: the earlier settlement), or settlement_pending (broadcast, confirmation not ' +
+      'seen within 30 s; transaction carries the signature; settling the same payload again reconciles it). 403 ' +
+      'payee_not_served or resource_server_unauthorized, as /verify; 429 global_settle_cap_exceeded, ' +
+      'seller_settle_cap_exceeded or payer_settle_cap_exceeded (Retry-After; x402 settlements counted apart from charges). ' +
       X402_400(
         '{ success: false, errorReason: "invalid_payload" (or "invalid_payment_requirements", "invalid_x402_version"), ' +
           'errorMessage: the fields and what is wrong, transaction: "", network: paymentRequirements.network when readable, ' +
           'else "" }',
       ) +
-      ' Free and open, as /verify.',
-    responses: { 200: SettleResponseSchema, 400: SettleFailureSchema, 500: SettleFailureSchema, 503: SettleFailureSchema },
+      ' Free, for the sellers this facilitator serves, as /verify.',
+    responses: { 200: SettleResponseSchema, 400: SettleFailureSchema, 403: SettleFailureSchema, 429: SettleFailureSchema, 500: SettleFailureSchema, 503: SettleFailureSchema },
     metadata: { payment: free(), wire: 'x402', example: { body: EXAMPLE_X402_BODY } } satisfies RouteMeta,
+  },
+  settlements: {
+    method: 'GET',
+    path: '/discovery/settlements',
+    query: z
+      .object({
+        after: z.string().regex(/^\d{1,18}$/).optional().describe('the nextCursor of the previous page; absent to start from the first settlement'),
+        limit: z.coerce.number().int().min(1).max(500).default(100).describe('settlements per page, 1 to 500'),
+      })
+      .strict(),
+    summary: 'Settled payments, in the order they were confirmed',
+    description:
+      'The public fields of every settlement confirmed on chain (x402, charge and session), oldest first, for readers ' +
+      'that sync incrementally (the marketplace API): ask again with `after` = `nextCursor` to get only newer ones; ' +
+      '`nextCursor` is null when there is nothing newer yet (keep the last cursor and ask again later). The cursor ' +
+      'is the position in the confirmation order, assigned under a lock so that a record never appears behind a cursor ' +
+      'already handed out. Pending and failed payments are never listed. Design: route, fields. ' +
+      DISCOVERY_WHY,
+    responses: { 200: z.object({ settlements: z.array(DiscoverySettlementSchema), nextCursor: z.string().nullable() }), ...standardErrors },
+    metadata: { payment: free(), example: { query: { limit: 100 } } } satisfies RouteMeta,
+  },
+  resources: {
+    method: 'GET',
+    path: '/discovery/resources',
+    query: z
+      .object({
+        ...BazaarFilters,
+        limit: z.coerce.number().int().min(1).max(100).default(20).describe('resources per page, 1 to 100'),
+        offset: z.coerce.number().int().min(0).max(100_000).default(0).describe('resources to skip'),
+      })
+      .strict(),
+    summary: 'x402 bazaar: list discovered resources',
+    description:
+      'x402’s discovery extension (bazaar), as the official `withBazaar(client).extensions.bazaar.listResources()` reads ' +
+      'it: `{ x402Version: 2, items, pagination: { limit, offset, total } }`, most recently settled first. The facilitator ' +
+      'learns a resource from the payments it settles: the resource URL, the requirements and the `bazaar` extension the ' +
+      'resource server declared in its 402 quote (echoed by the client in its payment). One entry per resource and seller, ' +
+      'so nobody can overwrite another seller’s entry. Design: catalog source. ' +
+      DISCOVERY_WHY,
+    responses: { 200: z.object({ x402Version: z.number().int(), items: z.array(BazaarResourceSchema), pagination: z.object({ limit: z.number().int(), offset: z.number().int(), total: z.number().int() }) }), ...standardErrors },
+    metadata: { payment: free(), example: { query: { type: 'http', limit: 20 } } } satisfies RouteMeta,
+  },
+  search: {
+    method: 'GET',
+    path: '/discovery/search',
+    query: z
+      .object({
+        query: z.string().trim().min(1).max(200).describe('words to look for in the resources’ descriptions, URLs, names and tags'),
+        ...BazaarFilters,
+        limit: z.coerce.number().int().min(1).max(100).default(20).describe('results per page, 1 to 100'),
+        cursor: z.string().regex(/^\d{1,6}$/).optional().describe('the pagination.cursor of the previous page'),
+      })
+      .strict(),
+    summary: 'x402 bazaar: search discovered resources',
+    description:
+      'x402’s discovery search, as `withBazaar(client).extensions.bazaar.search({ query })` reads it: `{ x402Version: 2, ' +
+      'resources, partialResults, pagination: { limit, cursor } }`. Ranking: every query word (case-folded, two letters ' +
+      'or more) scores by where it occurs (service name and tags, then the URL path, then the description and the ' +
+      'declared input fields), all words weighted by rarity across the catalog; resources matching no word are left out. ' +
+      DISCOVERY_WHY,
+    responses: { 200: z.object({ x402Version: z.number().int(), resources: z.array(BazaarResourceSchema), partialResults: z.boolean(), pagination: z.object({ limit: z.number().int(), cursor: z.string().nullable() }) }), ...standardErrors },
+    metadata: { payment: free(), example: { query: { query: 'lesson' } } } satisfies RouteMeta,
   },
 });
 

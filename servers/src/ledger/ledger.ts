@@ -46,6 +46,7 @@ export const DEVNET_GENESIS_HASH = 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG
 const U64_MAX = 18_446_744_073_709_551_615n;
 const CLOCK_SYSVAR = 'SysvarC1ock11111111111111111111111111111111';
 const STABLECOIN_DECIMALS = 6;
+const NATIVE_MINT = 'So11111111111111111111111111111111111111112';
 const FAUCET_LAMPORTS = 500_000_000n * 1_000_000_000n;
 const SNAPSHOT_EVERY_LOG_BYTES = 16 * 1024 * 1024;
 const MAX_DROPPED = 10_000;
@@ -255,6 +256,7 @@ export class LocalLedger {
       ledger.configureSvm();
       if (snapshot) ledger.resumeClock();
       ledger.ensureMint();
+      ledger.ensureNativeMint();
       if (store && !snapshot) ledger.writeSnapshot();
       return ledger;
     } catch (error) {
@@ -290,6 +292,13 @@ export class LocalLedger {
     }
     const data = encodeMint({ mintAuthority: this.mintAuthority.address, supply: 0n, decimals: STABLECOIN_DECIMALS, freezeAuthority: null });
     this.setAccountState(this.mint, { lamports: this.minimumBalanceForRentExemption(data.length), data, owner: TOKEN_PROGRAM, executable: false, rentEpoch: U64_MAX }, true);
+  }
+
+  /** The wrapped-SOL mint every cluster has (9 decimals, no authorities), so tools that name it find it here too. */
+  private ensureNativeMint(): void {
+    if (this.getAccount(NATIVE_MINT)) return;
+    const data = encodeMint({ mintAuthority: null, supply: 0n, decimals: 9, freezeAuthority: null });
+    this.setAccountState(NATIVE_MINT, { lamports: this.minimumBalanceForRentExemption(data.length), data, owner: TOKEN_PROGRAM, executable: false, rentEpoch: U64_MAX }, true);
   }
 
   // -------------------------------------------------------------------------------------------------

@@ -884,6 +884,28 @@ function handleRequest(ledger: LocalLedger, request: unknown, onError?: (error: 
   }
 }
 
+/** Largest batch, and the work one batch may ask for: the handlers run synchronously, so one huge batch would freeze every service in the process. */
+export const MAX_BATCH_REQUESTS = 100;
+export const MAX_BATCH_WORK = 100;
+/** Work units of the methods that scan the ledger; every other method counts 1. */
+const BATCH_WORK: Record<string, number> = { getProgramAccounts: 25, getTokenLargestAccounts: 10, getSignaturesForAddress: 5, getTokenAccountsByOwner: 5, getMultipleAccounts: 2, simulateTransaction: 2, sendTransaction: 2 };
+
+/** Why a batch is refused whole (too many requests, too much work), or undefined. */
+function batchRefusal(batch: unknown[]): string | undefined {
+  if (batch.length > MAX_BATCH_REQUESTS) return `Invalid request: a batch holds at most ${MAX_BATCH_REQUESTS} requests, this one ${batch.length}; split it`;
+  let work = 0;
+  const heavy = new Map<string, number>();
+  for (const request of batch) {
+    const method = isObject(request) && typeof request.method === 'string' ? request.method : '';
+    const units = Object.hasOwn(BATCH_WORK, method) ? BATCH_WORK[method]! : 1;
+    work += units;
+    if (units > 1) heavy.set(method, (heavy.get(method) ?? 0) + 1);
+  }
+  if (work <= MAX_BATCH_WORK) return undefined;
+  const named = [...heavy].map(([method, count]) => `${count} ${method} (${BATCH_WORK[method]} each)`).join(', ');
+  return `Invalid request: the batch asks for ${work} work units (${named}), more than the ${MAX_BATCH_WORK} a batch may; split it`;
+}
+
 /**
  * Answers a JSON-RPC request body (one request or a batch) with the response text, or undefined when
  * nothing is to be sent back (notifications only). Never throws.
@@ -900,6 +922,8 @@ export function handleRpcBody(ledger: LocalLedger, text: string, onError?: (erro
   const handle = (request: unknown) => handleRequest(ledger, request, onError);
   if (Array.isArray(body)) {
     if (body.length === 0) return stringifyJson({ jsonrpc: '2.0', error: errorBody(-32600, 'Invalid request'), id: null });
+    const refusal = batchRefusal(body);
+    if (refusal) return stringifyJson({ jsonrpc: '2.0', error: errorBody(-32600, refusal), id: null });
     const responses = body.map(handle).filter((r): r is Response => r !== undefined);
     return responses.length > 0 ? stringifyJson(responses) : undefined;
   }

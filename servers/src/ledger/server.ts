@@ -3,15 +3,29 @@ import type { AddressInfo } from 'node:net';
 import { LedgerError, type LocalLedger } from './ledger';
 import { MAX_AIRDROP_LAMPORTS, handleRpcBody } from './rpc';
 import { isAddress } from './wire';
+import { limitConnections } from '../runtime/server';
 
 // The ledger's HTTP face: Solana JSON-RPC on POST /, GET /health, and a local faucet on POST /faucet.
 
 const MAX_BODY_BYTES = 1024 * 1024;
-const MAX_FAUCET_USD_ATOMIC = 10_000n * 1_000_000n;
+
+/** What one faucet request may ask for, as decimal strings: 1,000 USD and 10 SOL unless configured. */
+export interface FaucetCaps {
+  usd: string;
+  sol: string;
+}
+export const DEFAULT_FAUCET_CAPS: FaucetCaps = { usd: '1000', sol: '10' };
 
 export interface LedgerRpcOptions {
   host?: string;
   port: number;
+  /**
+   * Web origins allowed to call the RPC and the faucet from a browser (LEDGER_CORS_ORIGINS). None by
+   * default: a request carrying any other Origin is refused, so no web page can mint in the user's browser.
+   */
+  corsOrigins?: readonly string[];
+  /** Per-request faucet caps; default DEFAULT_FAUCET_CAPS. */
+  faucetCaps?: Partial<FaucetCaps>;
   /** Called with unexpected errors (they are answered as JSON-RPC internal errors, never thrown). */
   onError?: (error: unknown) => void;
 }
@@ -51,9 +65,15 @@ function send(res: ServerResponse, status: number, body: string, contentType = '
   res.writeHead(status, {
     'content-type': contentType,
     'content-length': Buffer.byteLength(body),
-    'access-control-allow-origin': '*',
   });
   res.end(body);
+}
+
+/** Atomic units with `decimals` places as a decimal string ("50.999"). */
+function decimal(atomic: bigint, decimals: number): string {
+  const scale = 10n ** BigInt(decimals);
+  const fraction = (atomic % scale).toString().padStart(decimals, '0').replace(/0+$/, '');
+  return fraction ? `${atomic / scale}.${fraction}` : `${atomic / scale}`;
 }
 
 const faucetError = (message: string, details?: Record<string, string>) =>
@@ -68,11 +88,11 @@ function parseAmount(value: unknown, decimals: number, cap: bigint, unit: string
   if (fraction.length > decimals) return `has more than ${decimals} decimal places`;
   const atomic = BigInt(match[1]!) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, '0') || '0');
   if (atomic === 0n) return 'must be more than zero';
-  if (atomic > cap) return `is more than the ${cap / 10n ** BigInt(decimals)} ${unit} a request may ask for`;
+  if (atomic > cap) return `is more than the ${decimal(cap, decimals)} ${unit} a request may ask for`;
   return atomic;
 }
 
-function faucet(ledger: LocalLedger, text: string): { status: number; body: string } {
+function faucet(ledger: LocalLedger, text: string, caps: { lamports: bigint; usdAtomic: bigint }): { status: number; body: string } {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -88,12 +108,12 @@ function faucet(ledger: LocalLedger, text: string): { status: number; body: stri
   let lamports: bigint | undefined;
   let atomic: bigint | undefined;
   if (request.sol !== undefined) {
-    const parsed = parseAmount(request.sol, 9, MAX_AIRDROP_LAMPORTS, 'SOL');
+    const parsed = parseAmount(request.sol, 9, caps.lamports, 'SOL');
     if (typeof parsed === 'string') details.sol = parsed;
     else lamports = parsed;
   }
   if (request.usd !== undefined) {
-    const parsed = parseAmount(request.usd, 6, MAX_FAUCET_USD_ATOMIC, 'USD');
+    const parsed = parseAmount(request.usd, 6, caps.usdAtomic, 'USD');
     if (typeof parsed === 'string') details.usd = parsed;
     else atomic = parsed;
   }
@@ -108,15 +128,35 @@ function faucet(ledger: LocalLedger, text: string): { status: number; body: stri
   const signatures: string[] = [];
   if (lamports !== undefined) signatures.push(ledger.airdropNow(address, lamports));
   if (atomic !== undefined) signatures.push(ledger.mintToNow(address, atomic));
+  // The wallet's balances after the grant: decimal amounts under the unit's name, atomic ones under theirs.
+  const lamportBalance = ledger.lamports(address);
+  const tokenBalance = ledger.tokenBalance(address);
   return {
     status: 200,
-    body: JSON.stringify({ signatures, sol: ledger.lamports(address).toString(), usd: ledger.tokenBalance(address).toString() }),
+    body: JSON.stringify({
+      signatures,
+      sol: decimal(lamportBalance, 9),
+      lamports: lamportBalance.toString(),
+      usd: decimal(tokenBalance, 6),
+      usdAtomic: tokenBalance.toString(),
+    }),
   };
+}
+
+/** A decimal cap ("1000") in atomic units; the configuration checks it, so a bad one is a programming error. */
+function capOf(value: string, decimals: number, name: string): bigint {
+  const parsed = parseAmount(value, decimals, 2n ** 63n, name);
+  if (typeof parsed === 'string') throw new Error(`faucet cap ${name} ${parsed}`);
+  return parsed;
 }
 
 /** Serves the ledger over HTTP; resolves once listening (port 0 picks a free port). */
 export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOptions): Promise<LedgerRpcServer> {
   const host = options.host ?? '127.0.0.1';
+  const origins = new Set(options.corsOrigins ?? []);
+  const faucetCaps = { ...DEFAULT_FAUCET_CAPS, ...options.faucetCaps };
+  const caps = { lamports: capOf(faucetCaps.sol, 9, 'SOL'), usdAtomic: capOf(faucetCaps.usd, 6, 'USD') };
+  if (caps.lamports > MAX_AIRDROP_LAMPORTS) throw new Error(`faucet cap SOL is above the ledger's ${decimal(MAX_AIRDROP_LAMPORTS, 9)} SOL airdrop limit`);
   const server = createServer((req, res) => {
     void route(req, res).catch((error: unknown) => {
       options.onError?.(error);
@@ -126,9 +166,20 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
+    // Browsers name the page's origin; servers, curl and the SDK send none. Only configured origins may call:
+    // a simple cross-origin POST needs no preflight, so refusing it here is what stops a page from minting.
+    const origin = req.headers.origin;
+    if (origin !== undefined && !origins.has(origin)) {
+      if (req.method === 'OPTIONS') res.writeHead(204).end();
+      else send(res, 403, JSON.stringify({ error: { code: 'origin_not_allowed', message: `requests from the web origin ${origin.slice(0, 100)} are refused; allow it with LEDGER_CORS_ORIGINS` } }));
+      return;
+    }
+    if (origin !== undefined) {
+      res.setHeader('access-control-allow-origin', origin);
+      res.setHeader('vary', 'origin');
+    }
     if (req.method === 'OPTIONS') {
       res.writeHead(204, {
-        'access-control-allow-origin': '*',
         'access-control-allow-methods': 'POST, GET, OPTIONS',
         'access-control-allow-headers': 'content-type, solana-client',
         'access-control-max-age': '86400',
@@ -158,7 +209,7 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
     }
     if (path === '/faucet') {
       try {
-        const { status, body } = faucet(ledger, text);
+        const { status, body } = faucet(ledger, text, caps);
         send(res, status, body);
       } catch (error) {
         if (!(error instanceof LedgerError)) options.onError?.(error);
@@ -169,6 +220,14 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
     const response = handleRpcBody(ledger, text, options.onError);
     send(res, 200, response ?? '');
   }
+
+  // Every service of the process reads the chain here: a flood of idle connections must not lock them out.
+  // As the services (runtime/server.ts): idle connections are closed by the client first, never under a
+  // request it is sending on them.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  limitConnections(server);
 
   server.on('clientError', (_error, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');

@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { decodeMint, decodeTokenAccount, associatedTokenAddress } from '../../ledger/programs';
 import { HttpError, conflict, unavailable, unprocessable } from '../../runtime/errors';
 import { ChargeRejected, checkCharge, type ChargePolicy, type CheckedCharge } from './charge-policy';
+import { settleCaps, type PayeeGate, type SettleCaps } from './sellers';
 import { onChain, stringify, type Facilitator, type SubmitOutcome } from './settlement';
 import type { EventKind, EventOutcome, Settlement } from './store';
 
@@ -23,15 +24,7 @@ import type { EventKind, EventOutcome, Settlement } from './store';
 // fee payer and a blockhash, /mpp/settle checks a buyer-signed charge against the policy and the chain,
 // then settles it through the same pipeline as x402 payments, /mpp/stats reads the records back.
 
-/** Backpressure on the fee payer: settlements claimed per window, in all and per seller. */
-export interface SettleCaps {
-  global: number;
-  perSeller: number;
-  windowSeconds: number;
-}
-
-/** Design (the spec names the codes, not the values): 600 settlements a minute in all, 120 to one seller. */
-export const DEFAULT_SETTLE_CAPS: SettleCaps = { global: 600, perSeller: 120, windowSeconds: 60 };
+export { DEFAULT_SETTLE_CAPS, type SettleCaps } from './sellers';
 
 export const CHAIN_ID: Record<FacilitatorCluster, string> = { 'mainnet-beta': SOLANA_MAINNET, devnet: SOLANA_DEVNET, testnet: SOLANA_TESTNET };
 const CLUSTER_OF = new Map(Object.entries(CHAIN_ID).map(([cluster, id]) => [id, cluster as FacilitatorCluster]));
@@ -53,6 +46,8 @@ export interface ChargeDeskOptions {
   facilitator: Facilitator;
   policy: ChargePolicy;
   caps: SettleCaps;
+  /** Whom the fee payer settles for (sellers.ts). */
+  payees: PayeeGate;
   logger: Logger;
   /** Payment sessions open now, opened and closed since `today` (sessions.ts). */
   sessionCounts?: (today: Date) => Promise<{ open: number; openedToday: number; closedToday: number }>;
@@ -63,8 +58,9 @@ function invalidTransaction(reason: string, message: string, details: Record<str
   return unprocessable('invalid_transaction', message, { reason, ...details });
 }
 
-export function createChargeDesk({ facilitator, policy, caps, logger, sessionCounts }: ChargeDeskOptions) {
+export function createChargeDesk({ facilitator, policy, caps, payees, logger, sessionCounts }: ChargeDeskOptions) {
   const { rpc, store, now } = facilitator;
+  const capped = settleCaps(store, caps, now);
   const network = facilitator.network;
   let mintInfo: { tokenProgram: string; decimals: number } | undefined;
 
@@ -119,35 +115,6 @@ export function createChargeDesk({ facilitator, policy, caps, logger, sessionCou
       });
     }
     return state.owner;
-  }
-
-  /** 429 when the fee payer has settled as much as the caps allow in the window; Retry-After: when the oldest leaves it. */
-  async function checkCaps(recipient: string): Promise<void> {
-    // Counted from the claims in the database, so every replica sees the same load; requests racing past the
-    // count together can overshoot by a few: the caps are backpressure, not accounting.
-    const at = now();
-    const since = new Date(at.getTime() - caps.windowSeconds * 1000);
-    const retryAfter = (oldest: Date | null) => String(Math.max(1, Math.ceil(((oldest ?? at).getTime() + caps.windowSeconds * 1000 - at.getTime()) / 1000)));
-    const all = await store.claimedSince(since);
-    if (all.count >= caps.global) {
-      throw new HttpError(
-        429,
-        'global_settle_cap_exceeded',
-        `this facilitator has settled ${all.count} payments in the last ${caps.windowSeconds} s, its limit; try again later`,
-        { limit: caps.global, windowSeconds: caps.windowSeconds },
-        { 'retry-after': retryAfter(all.oldest) },
-      );
-    }
-    const seller = await store.claimedSince(since, recipient);
-    if (seller.count >= caps.perSeller) {
-      throw new HttpError(
-        429,
-        'seller_settle_cap_exceeded',
-        `${seller.count} payments to ${recipient} were settled in the last ${caps.windowSeconds} s, the limit per seller; try again later`,
-        { limit: caps.perSeller, windowSeconds: caps.windowSeconds, recipient },
-        { 'retry-after': retryAfter(seller.oldest) },
-      );
-    }
   }
 
   async function checkBalance(charge: CheckedCharge): Promise<void> {
@@ -237,7 +204,7 @@ export function createChargeDesk({ facilitator, policy, caps, logger, sessionCou
     return answer(await facilitator.follow(existing.key, existing.transaction), existing);
   }
 
-  async function settle(request: MppChargeRequest): Promise<MppChargeSettlement> {
+  async function settle(request: MppChargeRequest, resourceServer: string | undefined): Promise<MppChargeSettlement> {
     served(request.network);
     let charge: CheckedCharge;
     try {
@@ -250,7 +217,8 @@ export function createChargeDesk({ facilitator, policy, caps, logger, sessionCou
     if (existing) return again(existing);
 
     const recipient = await recipientOf(charge, request.recipient);
-    await checkCaps(recipient);
+    payees.admit(recipient, resourceServer);
+    await capped.check('charge', charge.payer, recipient);
     await checkBalance(charge);
     const rejection = await facilitator.simulate(charge.tx);
     if (rejection) throw simulationRefusal(rejection.err, rejection.logs, charge);
@@ -290,10 +258,10 @@ export function createChargeDesk({ facilitator, policy, caps, logger, sessionCou
       };
     },
 
-    /** Settles a charge and counts its outcome, whatever it is. */
-    async settle(request: MppChargeRequest): Promise<MppChargeSettlement> {
+    /** Settles a charge and counts its outcome, whatever it is; `resourceServer`: the registered server that signed the call. */
+    async settle(request: MppChargeRequest, resourceServer?: string): Promise<MppChargeSettlement> {
       try {
-        const settled = await settle(request);
+        const settled = await settle(request, resourceServer);
         await record('charge', 'success');
         return settled;
       } catch (error) {

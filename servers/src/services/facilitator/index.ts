@@ -4,30 +4,47 @@ import { migrate } from '../../db';
 import { createServiceApp, type WireError } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { callerOf } from '../../runtime/app';
-import { createChargeDesk, DEFAULT_SETTLE_CAPS, type SettleCaps } from './charge';
+import { createChargeDesk } from './charge';
+import { DEFAULT_SETTLE_CAPS, payeeGate, settleCaps, type SettleCaps } from './sellers';
 import { splDelegation, type DelegationBackend } from './delegation';
 import { createOnboardingDesk, DEFAULT_ONBOARDING_LIMITS, type OnboardingLimits } from './onboarding';
 import { sessionDelegate } from './session-domain';
 import { sessionMigrations, sessionStore } from './session-store';
 import { createSessionDesk } from './sessions';
+import { discoveryDesk, discoveryMigrations } from './discovery';
 import { createFacilitator } from './settlement';
 import { settlementStore, migrations } from './store';
 import { DEFAULT_VERIFY_POLICY } from './verify';
+import { SPONSORED_EXTENSION, sponsoredAccess, sponsoredMigrations } from './sponsored';
 
 // Every route of the contract: the charge routes, payment sessions, onboarding and the x402 routes.
 // (Spelled out, router and handlers alike: a generic route picker costs the type checker minutes.)
-const { prepare, settleCharge, stats, openSession, signVoucher, closeSession, onboard, confirmOnboarding, onboardingStatus, supported, verify, settle } =
+const { prepare, settleCharge, stats, openSession, signVoucher, closeSession, onboard, confirmOnboarding, onboardingStatus, supported, verify, settle, settlements, resources, search } =
   facilitator.router;
 export const facilitatorRoutes = defineService({
   ...facilitator,
-  router: { prepare, settleCharge, stats, openSession, signVoucher, closeSession, onboard, confirmOnboarding, onboardingStatus, supported, verify, settle },
+  router: { prepare, settleCharge, stats, openSession, signVoucher, closeSession, onboard, confirmOnboarding, onboardingStatus, supported, verify, settle, settlements, resources, search },
 });
 
 export interface FacilitatorAppOptions {
-  /** Backpressure of /mpp/settle; default DEFAULT_SETTLE_CAPS. */
+  /** Backpressure of /settle and /mpp/settle, each counted apart; default DEFAULT_SETTLE_CAPS. */
   settleCaps?: Partial<SettleCaps>;
+  /**
+   * payTo wallets whose payments the fee payer settles (sellers.ts); `npm start` registers its services and
+   * FACILITATOR_SELLERS. A live set: its owner may add sellers while the app runs. Default: none.
+   */
+  sellers?: ReadonlySet<string>;
+  /** Resource servers whose signed calls (x-resource-server) are settled for any payTo; default none. */
+  resourceServers?: ReadonlySet<string>;
+  /** Highest priority fee the fee payer pays, microlamports per compute unit; default DEFAULT_VERIFY_POLICY's. */
+  maxComputeUnitPriceMicroLamports?: bigint;
   /** Onboarding calls per wallet and hour; default DEFAULT_ONBOARDING_LIMITS. */
   onboardingLimits?: Partial<OnboardingLimits>;
+  /**
+   * The ad network asked for a sponsored recommendation after every settlement (sponsored.ts): its address (a function
+   * when known only later, as in tests; default context.serviceUrl('ads')) and time limit; false: none.
+   */
+  ads?: { url?: string | (() => string); timeoutMs?: number } | false;
   /** The clock sessions and roles are judged by (tests move it to see expiry); default the system clock. */
   now?: () => Date;
 }
@@ -35,7 +52,9 @@ export interface FacilitatorAppOptions {
 /** The x402 wire error for a route: VerifyResponse or SettleResponse shaped, never the envelope. */
 function x402Error(key: string, error: WireError, body: unknown): unknown {
   const issues = (error.details as { fields?: { field: string }[] } | undefined)?.fields;
-  let reason = error.status >= 500 ? `unexpected_${key}_error` : error.code;
+  // A body that is not JSON, too large or in another encoding is, to x402, an invalid payload.
+  const unreadable = ['invalid_json', 'payload_too_large', 'unsupported_media_type'].includes(error.code);
+  let reason = error.status >= 500 ? `unexpected_${key}_error` : unreadable ? 'invalid_payload' : error.code;
   if (issues) {
     const fields = issues.map((i) => i.field);
     if (fields.some((f) => f === 'body.x402Version' || f === 'body.paymentPayload.x402Version')) reason = 'invalid_x402_version';
@@ -49,16 +68,29 @@ function x402Error(key: string, error: WireError, body: unknown): unknown {
 
 export async function createFacilitatorApp(context: ServiceContext, options: FacilitatorAppOptions = {}) {
   await migrate(context.db, 'facilitator', { ...migrations, ...sessionMigrations });
+  await migrate(context.db, 'facilitator-discovery', discoveryMigrations);
   const store = settlementStore(context.db);
   const sessionsStore = sessionStore(context.db);
   const logger = context.logger.child({ service: 'facilitator' });
+  const discovery = discoveryDesk(context.db, logger);
+  await migrate(context.db, 'facilitator-sponsored', sponsoredMigrations);
+  const adsUrl = options.ads === false ? () => undefined : typeof options.ads?.url === 'function' ? options.ads.url : () => (options.ads && typeof options.ads.url === 'string' ? options.ads.url : context.serviceUrl('ads'));
+  const sponsored = sponsoredAccess({ adsUrl, wallet: context.wallet, network: context.paywall.network, db: context.db, logger, now: options.now ?? (() => new Date()), ...(options.ads && options.ads.timeoutMs ? { timeoutMs: options.ads.timeoutMs } : {}) });
   const rpc = createSolanaRpc(context.rpcUrl);
+  const caps = { ...DEFAULT_SETTLE_CAPS, ...options.settleCaps };
+  const feePolicy = {
+    ...DEFAULT_VERIFY_POLICY,
+    ...(options.maxComputeUnitPriceMicroLamports !== undefined ? { maxComputeUnitPriceMicroLamports: options.maxComputeUnitPriceMicroLamports } : {}),
+  };
+  const payees = payeeGate({ sellers: options.sellers ?? new Set(), resourceServers: options.resourceServers ?? new Set() }, options.now);
+  const x402Caps = settleCaps(store, caps, options.now ?? (() => new Date()));
   const service = createFacilitator({
     rpc,
     store,
     feePayer: context.wallet,
-    policy: { ...DEFAULT_VERIFY_POLICY, network: context.paywall.network, feePayers: new Set([context.wallet.address]) },
+    policy: { ...feePolicy, network: context.paywall.network, feePayers: new Set([context.wallet.address]) },
     logger,
+    admit: ({ payer, payTo }) => x402Caps.check('x402', payer, payTo),
     ...(options.now ? { now: options.now } : {}),
   });
   const delegate = sessionDelegate(context.wallet);
@@ -66,8 +98,9 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
   let sessions: ReturnType<typeof createSessionDesk> | undefined;
   const charges = createChargeDesk({
     facilitator: service,
-    policy: { ...DEFAULT_VERIFY_POLICY, feePayer: context.wallet.address, asset },
-    caps: { ...DEFAULT_SETTLE_CAPS, ...options.settleCaps },
+    policy: { ...feePolicy, feePayer: context.wallet.address, asset },
+    caps,
+    payees,
     logger,
     sessionCounts: (today) => sessions!.counts(today),
   });
@@ -101,24 +134,44 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
     service: facilitatorRoutes,
     handlers: {
       prepare: async ({ body }) => ({ status: 200 as const, body: await charges.prepare(body) }),
-      settleCharge: async ({ body }) => ({ status: 200 as const, body: await charges.settle(body) }),
+      settleCharge: async ({ body, req }) => {
+        const settled = await charges.settle(body, payees.resourceServer(req, '/mpp/settle'));
+        const sponsoredAccess = await sponsored.afterSettlement({ transaction: settled.signature, network: settled.network, payer: settled.payer, amount: settled.amount, resource: body.resource });
+        return { status: 200 as const, body: sponsoredAccess ? { ...settled, sponsoredAccess } : settled };
+      },
       stats: async () => ({ status: 200 as const, body: await charges.stats() }),
-      openSession: async ({ body, res }) => ({ status: 200 as const, body: await sessions!.open(body, callerOf(res)) }),
+      openSession: async ({ body, res }) => {
+        // The fee payer settles the session's close: only to a seller it serves.
+        payees.admit(body.sellerWallet, undefined);
+        return { status: 200 as const, body: await sessions!.open(body, callerOf(res)) };
+      },
       signVoucher: async ({ body }) => ({ status: 200 as const, body: await sessions!.voucher(body) }),
       closeSession: async ({ body, res }) => ({ status: 200 as const, body: await sessions!.close(body.channelId, callerOf(res)) }),
       onboard: async ({ body, res }) => ({ status: 200 as const, body: await onboarding.onboard(body, callerOf(res)) }),
       confirmOnboarding: async ({ body, res }) => ({ status: 200 as const, body: await onboarding.confirm(body, callerOf(res)) }),
       onboardingStatus: async ({ query, res }) => ({ status: 200 as const, body: await onboarding.status(query, callerOf(res)) }),
       supported: async () => ({ status: 200 as const, body: service.supported() }),
-      verify: async ({ body }) => {
+      settlements: async ({ query }) => ({ status: 200 as const, body: await discovery.settlements(BigInt(query.after ?? '0'), query.limit) }),
+      resources: async ({ query: { limit, offset, ...filter } }) => ({ status: 200 as const, body: await discovery.list(filter, limit, offset) }),
+      search: async ({ query: { query, limit, cursor, ...filter } }) => ({ status: 200 as const, body: await discovery.search(query, filter, limit, Number(cursor ?? '0')) }),
+      verify: async ({ body, req }) => {
+        payees.admit(body.paymentRequirements.payTo, payees.resourceServer(req, '/verify'));
         const verdict = await service.verify(body);
         await charges.record('x402_verify', verdict.isValid ? 'valid' : 'invalid');
         return { status: 200 as const, body: verdict };
       },
-      settle: async ({ body }) => {
+      settle: async ({ body, req }) => {
         let result: Awaited<ReturnType<typeof service.settle>> | undefined;
         try {
+          payees.admit(body.paymentRequirements.payTo, payees.resourceServer(req, '/settle'));
           result = await service.settle(body);
+          // x402 bazaar: a settled payment teaches the catalog its resource (discovery.ts).
+          if (result.success) await discovery.catalog(body, (options.now ?? (() => new Date()))());
+          // Recorded: now the ad network may add a recommendation (bounded, never failing the settlement).
+          const recommendation = result.success
+            ? await sponsored.afterSettlement({ transaction: result.transaction, network: result.network, payer: result.payer ?? '', amount: result.amount ?? body.paymentRequirements.amount, resource: body.paymentPayload.resource })
+            : undefined;
+          if (recommendation) result = { ...result, extensions: { ...result.extensions, [SPONSORED_EXTENSION]: recommendation } };
           return { status: 200 as const, body: result };
         } finally {
           await charges.record('x402_settle', result?.success ? 'success' : result?.errorReason === 'settlement_pending' ? 'pending' : 'fail');
@@ -130,5 +183,7 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
     logger: context.logger,
     paywall: context.paywall,
     wireErrors: { verify: (e, body) => x402Error('verify', e, body), settle: (e, body) => x402Error('settle', e, body) },
+    // /health says whether the chain it settles on answers.
+    dependencies: { chain: async () => void (await rpc.getHealth().send({ abortSignal: AbortSignal.timeout(3_000) })) },
   });
 }

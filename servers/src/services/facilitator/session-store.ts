@@ -373,6 +373,19 @@ export function sessionStore(database: Kysely<any>) {
       return { reserved: BigInt(row.reserved), open: Number(row.open) };
     },
 
+    /** What the buyer's other sessions not yet closed have vouched (accepted cumulative amounts), in all. */
+    async vouchedElsewhere(buyer: string, network: string, channelId: string): Promise<bigint> {
+      const row = await db
+        .selectFrom('facilitator_sessions')
+        .select(sql<string>`coalesce(sum(accepted), 0)::text`.as('vouched'))
+        .where('buyer', '=', buyer)
+        .where('network', '=', network)
+        .where('state', '!=', 'closed')
+        .where('channel_id', '!=', channelId)
+        .executeTakeFirstOrThrow();
+      return BigInt(row.vouched);
+    },
+
     async lastVoucher(channelId: string): Promise<VoucherRow | undefined> {
       const row = await db
         .selectFrom('facilitator_vouchers')

@@ -217,20 +217,29 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
       });
     }
     const delegation = await backend();
-    const [role, state] = await Promise.all([store.role(session.buyer, network), delegation.read(session.buyer)]);
-    if (state.balance < cumulative) {
-      throw unprocessable('insufficient_balance', `the wallet ${state.smartWallet} holds ${state.balance} atomic units, below the ${cumulative} vouched`, {
+    // A voucher is signed only while the chain covers it: the wallet's balance and the role's allowance, read
+    // now, must cover this cumulative amount plus what the buyer's other unsettled sessions have vouched.
+    // (Funds stay in the buyer's custody: one moved away later makes the next voucher fail, see the README.)
+    const [role, state, elsewhere] = await Promise.all([
+      store.role(session.buyer, network),
+      delegation.read(session.buyer),
+      store.vouchedElsewhere(session.buyer, network, session.channel_id),
+    ]);
+    const owed = elsewhere + cumulative;
+    const also = elsewhere > 0n ? ` (${elsewhere} of it vouched in the buyer's other open sessions)` : '';
+    if (state.balance < owed) {
+      throw unprocessable('insufficient_balance', `the wallet ${state.smartWallet} holds ${state.balance} atomic units, below the ${owed} vouched${also}`, {
         reason: 'balance',
-        required: cumulative.toString(),
+        required: owed.toString(),
         available: state.balance.toString(),
       });
     }
     const problem = roleProblem(role, state, delegate.address, at);
     if (problem) throw problem;
-    if (state.remaining < cumulative) {
-      throw unprocessable('insufficient_balance', `the delegation role can still move ${state.remaining} atomic units, below the ${cumulative} vouched`, {
+    if (state.remaining < owed) {
+      throw unprocessable('insufficient_balance', `the delegation role can still move ${state.remaining} atomic units, below the ${owed} vouched${also}`, {
         reason: 'spend_limit',
-        required: cumulative.toString(),
+        required: owed.toString(),
         available: state.remaining.toString(),
       });
     }

@@ -21,6 +21,8 @@ export interface FacilitatorOptions {
   logger: Logger;
   /** How long to wait for `confirmed` before answering settlement_pending; default 30 s. */
   confirmTimeoutMs?: number;
+  /** Checked before an x402 payment is simulated and sent (the settle caps): throws an HttpError to refuse it. */
+  admit?: (payment: { payer: string; payTo: string }) => Promise<void>;
   now?: () => Date;
 }
 
@@ -215,7 +217,8 @@ export function createFacilitator(options: FacilitatorOptions) {
       case 'confirmed':
         return { success: true, transaction: outcome.transaction, network: requirements.network, payer, amount: amount.toString() };
       case 'failed':
-        return failure(requirements, 'invalid_exact_svm_transaction_failed', `the transaction failed on chain: ${outcome.error}`, { transaction: outcome.transaction, payer });
+        // x402: a failed settlement's transaction is empty; its signature (only the fee was spent) is in the message.
+        return failure(requirements, 'invalid_exact_svm_transaction_failed', `the transaction ${outcome.transaction} failed on chain: ${outcome.error}`, { payer });
       case 'pending':
         return failure(requirements, 'settlement_pending', `${outcome.message}; settle the same payment again to reconcile`, { transaction: outcome.transaction, payer });
       case 'refused':
@@ -242,7 +245,8 @@ export function createFacilitator(options: FacilitatorOptions) {
     supported(): X402SupportedResponse {
       return {
         kinds: [{ x402Version: 2, scheme: 'exact', network: policy.network, extra: { feePayer: feePayer.address } }],
-        extensions: [],
+        // x402 discovery (bazaar): GET /discovery/resources and /discovery/search (discovery.ts).
+        extensions: ['bazaar'],
         signers: { 'solana:*': [feePayer.address] },
       };
     },
@@ -264,7 +268,7 @@ export function createFacilitator(options: FacilitatorOptions) {
         payment = await checkTransaction(request.paymentPayload, requirements, policy);
       } catch (error) {
         if (!(error instanceof PaymentRejected)) throw error;
-        return failure(requirements, 'invalid_exact_svm_verification_failed', `${error.reason}: ${error.message}`, error.payer ? { payer: error.payer } : {});
+        return failure(requirements, error.reason, error.message, error.payer ? { payer: error.payer } : {});
       }
       const existing = await store.get(payment.tx.key);
       if (existing?.status === 'pending' && now().getTime() - existing.createdAt.getTime() > confirmTimeoutMs) {
@@ -279,8 +283,7 @@ export function createFacilitator(options: FacilitatorOptions) {
         });
       }
       if (existing?.status === 'failed') {
-        return failure(requirements, 'invalid_exact_svm_transaction_failed', `this payment was tried and failed on chain (${existing.error}); nothing moved`, {
-          transaction: existing.transaction,
+        return failure(requirements, 'invalid_exact_svm_transaction_failed', `this payment was tried (transaction ${existing.transaction}) and failed on chain (${existing.error}); nothing moved`, {
           payer: existing.payer,
         });
       }
@@ -290,11 +293,12 @@ export function createFacilitator(options: FacilitatorOptions) {
           payer: existing.payer,
         });
       }
+      await options.admit?.({ payer: payment.payer, payTo: requirements.payTo });
       try {
         await simulatePayment(payment);
       } catch (error) {
         if (!(error instanceof PaymentRejected)) throw error;
-        return failure(requirements, 'invalid_exact_svm_verification_failed', `${error.reason}: ${error.message}`, { payer: payment.payer });
+        return failure(requirements, error.reason, error.message, { payer: payment.payer });
       }
       const outcome = await submit({
         tx: payment.tx,

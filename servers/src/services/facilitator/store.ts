@@ -44,6 +44,12 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('facilitator_events_kind').on('facilitator_events').columns(['kind', 'at']).execute();
     },
   },
+  '004_settlement_payer': {
+    async up(db) {
+      // The per-payer settle cap counts a payer's recent claims.
+      await db.schema.createIndex('facilitator_settlements_payer').on('facilitator_settlements').columns(['payer', 'created_at']).execute();
+    },
+  },
 };
 
 /** x402: POST /settle; charge: POST /mpp/settle; session: POST /mpp/session/close. */
@@ -169,15 +175,17 @@ export function settlementStore(database: Kysely<any>) {
     },
 
     /**
-     * Settlements claimed since `since` (all of them, or those paying `payTo`) and when the oldest of them
+     * Settlements claimed since `since` (all of them, or those of a kind, paying `payTo`, from `payer`) and when the oldest of them
      * was claimed: what the settle caps count.
      */
-    async claimedSince(since: Date, payTo?: string): Promise<{ count: number; oldest: Date | null }> {
+    async claimedSince(since: Date, filter: { kind?: SettlementKind; payTo?: string; payer?: string } = {}): Promise<{ count: number; oldest: Date | null }> {
       let query = db
         .selectFrom('facilitator_settlements')
         .select((eb) => [eb.fn.countAll<bigint>().as('count'), eb.fn.min('created_at').as('oldest')])
         .where('created_at', '>=', since);
-      if (payTo) query = query.where('pay_to', '=', payTo);
+      if (filter.kind) query = query.where('kind', '=', filter.kind);
+      if (filter.payTo) query = query.where('pay_to', '=', filter.payTo);
+      if (filter.payer) query = query.where('payer', '=', filter.payer);
       const row = await query.executeTakeFirstOrThrow();
       return { count: Number(row.count), oldest: row.oldest ? new Date(row.oldest as Date) : null };
     },

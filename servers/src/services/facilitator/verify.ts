@@ -20,13 +20,16 @@ export interface VerifyPolicy {
   feePayers: ReadonlySet<string>;
   /** Highest compute unit limit a payment may ask the fee payer to pay for. */
   maxComputeUnits: number;
-  /** Highest priority fee, in microlamports per compute unit (5 lamports per unit, as the official facilitator). */
+  /** Highest priority fee, in microlamports per compute unit: the fee payer pays it. */
   maxComputeUnitPriceMicroLamports: bigint;
 }
 
+// The official facilitator accepts up to 5 lamports a unit (5,000,000 microlamports): 0.002 SOL a payment at
+// 400,000 units, paid by the fee payer for anyone's transfer. x402 clients send 1 microlamport; 50,000 leaves
+// room for a congested cluster while bounding the priority fee of one payment to 20,000 lamports.
 export const DEFAULT_VERIFY_POLICY: Omit<VerifyPolicy, 'network' | 'feePayers'> = {
   maxComputeUnits: 400_000,
-  maxComputeUnitPriceMicroLamports: 5_000_000n,
+  maxComputeUnitPriceMicroLamports: 50_000n,
 };
 
 /** A payment transaction that passed every static rule: what the chain is then asked about. */

@@ -1,0 +1,99 @@
+import { HttpError } from '../../runtime/errors';
+import { RESOURCE_SERVER_HEADER, verifyResourceRequest } from '../../runtime/resource-auth';
+import type { SettlementKind, SettlementStore } from './store';
+
+// Whom the fee payer works for. It pays the fees of every settlement, so it settles only payments to the
+// sellers it serves: registered payTo wallets (the deployment's services, FACILITATOR_SELLERS), or any payTo
+// when the call is signed by a registered resource server (a marketplace paying its sellers directly). A
+// stranger moving 1 atomic unit between two wallets of their own is refused before the chain is asked.
+// Then caps per window, counted per kind of settlement (x402 and charges apart, so a flood of one does not
+// starve the other): in all, per payTo and per payer.
+
+export interface SellerRegistry {
+  /** payTo wallets the fee payer settles for. Live: the owner may add to the set while the app runs. */
+  sellers: ReadonlySet<string>;
+  /** Wallets of resource servers whose signed calls are settled for any payTo. */
+  resourceServers: ReadonlySet<string>;
+}
+
+/** A request as the gate reads it (Express's, with the body's bytes kept by the runtime). */
+export interface SignedRequest {
+  header(name: string): string | undefined;
+  method: string;
+  rawBody?: Buffer;
+}
+
+export function payeeGate(registry: SellerRegistry, now: () => Date = () => new Date()) {
+  return {
+    /**
+     * The registered resource server that signed this call to `route` (/verify, /settle, /mpp/settle), or
+     * undefined when the call is unsigned. A signature that does not hold, or a signer not registered, is 403.
+     */
+    resourceServer(req: SignedRequest, route: string): string | undefined {
+      const header = req.header(RESOURCE_SERVER_HEADER);
+      if (header === undefined) return undefined;
+      const verdict = verifyResourceRequest(header, req.method, route, req.rawBody ?? Buffer.alloc(0), now().getTime());
+      if ('error' in verdict) throw new HttpError(403, 'resource_server_unauthorized', verdict.error);
+      if (!registry.resourceServers.has(verdict.address)) {
+        throw new HttpError(403, 'resource_server_unauthorized', `${verdict.address} is not a resource server this facilitator settles for (FACILITATOR_RESOURCE_SERVERS)`, {
+          resourceServer: verdict.address,
+        });
+      }
+      return verdict.address;
+    },
+
+    /** 403 payee_not_served unless `payTo` is a registered seller or a registered resource server signed the call. */
+    admit(payTo: string, resourceServer: string | undefined): void {
+      if (resourceServer !== undefined || registry.sellers.has(payTo)) return;
+      throw new HttpError(
+        403,
+        'payee_not_served',
+        `this facilitator pays the fees of payments to the sellers it serves; ${payTo} is not one (register it in FACILITATOR_SELLERS, or have its resource server sign its calls with the ${RESOURCE_SERVER_HEADER} header)`,
+        { payTo },
+      );
+    },
+  };
+}
+
+export type PayeeGate = ReturnType<typeof payeeGate>;
+
+/** Backpressure on the fee payer: settlements claimed per window, per kind of settlement, in all, per payTo and per payer. */
+export interface SettleCaps {
+  global: number;
+  perSeller: number;
+  perPayer: number;
+  windowSeconds: number;
+}
+
+/** Design (the spec names the codes, not the values): per minute and kind, 600 in all, 120 to one seller, 60 from one payer. */
+export const DEFAULT_SETTLE_CAPS: SettleCaps = { global: 600, perSeller: 120, perPayer: 60, windowSeconds: 60 };
+
+export function settleCaps(store: SettlementStore, caps: SettleCaps, now: () => Date) {
+  return {
+    /** 429 when this kind of settlement is at a cap in the window; Retry-After: when the oldest counted leaves it. */
+    async check(kind: SettlementKind, payer: string, payTo: string): Promise<void> {
+      // Counted from the claims in the database, so every replica sees the same load; requests racing past the
+      // count together can overshoot by a few: the caps are backpressure, not accounting.
+      const at = now();
+      const since = new Date(at.getTime() - caps.windowSeconds * 1000);
+      const route = kind === 'x402' ? 'x402 settlements' : 'charges';
+      const limits = [
+        { filter: {}, limit: caps.global, code: 'global_settle_cap_exceeded', what: `${route} in all`, details: {} },
+        { filter: { payTo }, limit: caps.perSeller, code: 'seller_settle_cap_exceeded', what: `${route} to ${payTo}`, details: { recipient: payTo } },
+        { filter: { payer }, limit: caps.perPayer, code: 'payer_settle_cap_exceeded', what: `${route} from ${payer}`, details: { payer } },
+      ];
+      for (const { filter, limit, code, what, details } of limits) {
+        const { count, oldest } = await store.claimedSince(since, { kind, ...filter });
+        if (count < limit) continue;
+        const retryAfter = Math.max(1, Math.ceil(((oldest ?? at).getTime() + caps.windowSeconds * 1000 - at.getTime()) / 1000));
+        throw new HttpError(
+          429,
+          code,
+          `${count} ${what} were settled in the last ${caps.windowSeconds} s, the limit; try again later`,
+          { limit, windowSeconds: caps.windowSeconds, ...details },
+          { 'retry-after': String(retryAfter) },
+        );
+      }
+    },
+  };
+}

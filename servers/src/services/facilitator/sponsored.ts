@@ -1,0 +1,176 @@
+import { ads, type MppSponsoredAccess } from '@agent-economy/contracts';
+import { createServiceClient } from '@agent-economy/sdk';
+import type { Kysely, Migration } from 'kysely';
+import type { Logger } from 'pino';
+import { signEd25519, type Wallet } from '../../runtime/wallet';
+
+// Sponsored access: after every settlement it records, the facilitator asks the ad network for a campaign matching
+// the settled resource (bounded by a short time limit), adds the recommendation to its answer under
+// extensions["sponsored-access"], and reports the sponsored settlement (POST /v1/events) without waiting. It also
+// notices conversions: a payer who was recommended a resource and later pays for it. The ad network is optional:
+// when it is down, slow or refuses, the payment settles exactly as it would without it (errors are logged, never
+// raised). Every call is signed (SIGN-IN-WITH-X) with the fee payer's key: the ad network trusts only that wallet
+// to report settlements.
+
+export const SPONSORED_EXTENSION = 'sponsored-access';
+/** The spec's limit: a recommendation not found within 2 s is given up. */
+export const DEFAULT_MATCH_TIMEOUT_MS = 2_000;
+
+export const sponsoredMigrations: Record<string, Migration> = {
+  '001_sponsored': {
+    async up(db) {
+      // The recommendations delivered with settlements, so a later payment for the recommended resource by the same
+      // payer is reported as a conversion (once: converted_tx).
+      await db.schema
+        .createTable('facilitator_sponsored')
+        .addColumn('tx_hash', 'text', (c) => c.primaryKey())
+        .addColumn('campaign_id', 'text', (c) => c.notNull())
+        .addColumn('payer', 'text', (c) => c.notNull())
+        .addColumn('rec_url', 'text', (c) => c.notNull())
+        .addColumn('network', 'text', (c) => c.notNull())
+        .addColumn('converted_tx', 'text')
+        .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('facilitator_sponsored_payer').on('facilitator_sponsored').columns(['payer', 'rec_url']).execute();
+    },
+  },
+};
+
+interface SponsoredRow {
+  tx_hash: string;
+  campaign_id: string;
+  payer: string;
+  rec_url: string;
+  network: string;
+  converted_tx: string | null;
+  created_at: Date;
+}
+
+export interface SponsoredOptions {
+  /** The ad network's base address; undefined turns sponsored access off. */
+  adsUrl: () => string | undefined;
+  /** The fee payer: it signs the calls. */
+  wallet: Wallet;
+  network: string;
+  db: Kysely<any>;
+  logger: Logger;
+  /** How long a settlement waits for a recommendation at most; default 2 s. */
+  timeoutMs?: number;
+  now: () => Date;
+}
+
+/** A settlement the facilitator recorded, as the ad network is told about it. */
+export interface SettledPayment {
+  transaction: string;
+  network: string;
+  payer: string;
+  amount: string;
+  resource: { url: string; description?: string | null | undefined } | null | undefined;
+}
+
+const isHttpUrl = (value: string) => /^https?:\/\/\S+$/.test(value) && value.length <= 2048;
+
+export function sponsoredAccess(options: SponsoredOptions) {
+  const db = options.db as Kysely<{ facilitator_sponsored: SponsoredRow }>;
+  const { logger } = options;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_MATCH_TIMEOUT_MS;
+  const signer = { address: options.wallet.address, signMessage: async (message: Uint8Array) => signEd25519(options.wallet, message) };
+  const client = (url: string, timeout: number) => createServiceClient(ads, url, { wallet: signer, payments: false, network: options.network, maxRetries: 0, timeoutMs: timeout });
+  /** Reports that must not hold the settlement up; kept so tests and shutdown can wait for them. */
+  const inFlight = new Set<Promise<unknown>>();
+  const background = (what: string, task: () => Promise<unknown>) => {
+    const running = task()
+      .catch((error: unknown) => logger.warn({ err: error }, `ad network: ${what} not reported`))
+      .finally(() => inFlight.delete(running));
+    inFlight.add(running);
+  };
+
+  /** Payments of a recommended resource by a payer it was recommended to: conversions, reported once each. */
+  async function reportConversions(url: string, payment: SettledPayment, resourceUrl: string, at: Date) {
+    const earlier = await db
+      .selectFrom('facilitator_sponsored')
+      .selectAll()
+      .where('payer', '=', payment.payer)
+      .where('rec_url', '=', resourceUrl)
+      .where('converted_tx', 'is', null)
+      .where('tx_hash', '!=', payment.transaction)
+      .execute();
+    for (const original of earlier) {
+      const claimed = await db
+        .updateTable('facilitator_sponsored')
+        .set({ converted_tx: payment.transaction })
+        .where('tx_hash', '=', original.tx_hash)
+        .where('converted_tx', 'is', null)
+        .executeTakeFirst();
+      if (!claimed.numUpdatedRows) continue;
+      background('conversion', () =>
+        client(url, 10_000).conversions.create({
+          body: {
+            originalTxHash: original.tx_hash,
+            conversionTxHash: payment.transaction,
+            campaignId: original.campaign_id,
+            payerWallet: payment.payer,
+            convertedResourceUrl: resourceUrl,
+            network: payment.network,
+            timestamp: at.toISOString(),
+          },
+        }),
+      );
+    }
+  }
+
+  return {
+    /**
+     * Called once a settlement is recorded: the recommendation to add to the answer, or undefined (no resource, no
+     * match, the ad network down or slower than the time limit). Never throws.
+     */
+    async afterSettlement(payment: SettledPayment): Promise<MppSponsoredAccess | undefined> {
+      const url = options.adsUrl();
+      const resource = payment.resource;
+      if (!url || !resource?.url || !isHttpUrl(resource.url)) return undefined;
+      const at = options.now();
+      try {
+        await reportConversions(url, payment, resource.url, at);
+        const description = (resource.description ?? '').slice(0, 2000);
+        const match = await client(url, timeoutMs).match({
+          body: { resourceUrl: resource.url, resourceDescription: description, network: payment.network, payerWallet: payment.payer, settledAmount: payment.amount, txHash: payment.transaction },
+        });
+        if (!match.matched) return undefined;
+        await db
+          .insertInto('facilitator_sponsored')
+          .values({ tx_hash: payment.transaction, campaign_id: match.campaignId, payer: payment.payer, rec_url: match.recommendation.resourceUrl, network: payment.network, converted_tx: null, created_at: at })
+          .onConflict((oc) => oc.column('tx_hash').doNothing())
+          .execute();
+        background('settlement event', () =>
+          client(url, 10_000).events.create({
+            body: {
+              txHash: payment.transaction,
+              network: payment.network,
+              resource: { url: resource.url, description },
+              payer: payment.payer,
+              settledAmount: payment.amount,
+              campaignId: match.campaignId,
+              timestamp: at.toISOString(),
+            },
+          }),
+        );
+        return {
+          delivered: true,
+          campaignId: match.campaignId,
+          recommendations: [match.recommendation],
+          tracking: { impressionBeacon: match.impressionBeacon, conversionResource: match.conversionResource },
+        };
+      } catch (error) {
+        logger.warn({ err: error, transaction: payment.transaction }, 'ad network: no recommendation for this settlement');
+        return undefined;
+      }
+    },
+
+    /** Waits for the reports still under way. */
+    async idle(): Promise<void> {
+      while (inFlight.size) await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+export type SponsoredAccess = ReturnType<typeof sponsoredAccess>;
