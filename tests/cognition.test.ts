@@ -126,7 +126,7 @@ describe('info', () => {
       expect(info.otherRoutes.map((r) => [r.id, r.path, r.priceUsd])).toEqual([
         ['state-update', '/api/state', '0.002'],
         ['state-read', '/api/state/:agentId', '0.001'],
-        ['full-diagnostic', '/api/full-diagnostic', '0.08'],
+        ['full-diagnostic', '/api/full-diagnostic', '0.008'], // from 0.008, per analysis that runs
       ]);
       expect(info.gradeScale).toEqual([
         { grade: 'A', minScore: 90 },
@@ -189,7 +189,8 @@ describe('compute allocation', () => {
     ]);
     expect(r.priorityCoveredPercent).toBe(52.94); // 9 / 17
     expect([r.deadlineMisses, r.infeasibleTasks, r.makespanMinutes]).toEqual([1, 1, 80]);
-    expect(r.score).toBe(82.5); // 100 × (1 − 0.4 × 1/4 − 0.3 × 1/4)
+    // 100 × (1 − 0.4 × 1/4 − 0.3 × 1/4) = 82.5, but "huge" can never run: at most 50.
+    expect([r.score, r.status]).toEqual([50, 'warning']);
   });
 
   it('throughput strategy: smallest resource-minutes first (ties by priority)', async () => {
@@ -204,7 +205,7 @@ describe('compute allocation', () => {
     expect(r.utilization).toEqual({ gpuPercent: 100, cpuPercent: 75 });
     expect(r.idle).toEqual({ gpus: 0, cpus: 1 });
     expect(r.priorityCoveredPercent).toBe(17.65); // 3 / 17
-    expect(r.score).toBe(77.5); // 82.5 − 0.3 × 100 × 1/6 idle
+    expect(r.score).toBe(50); // 82.5 − 0.3 × 100 × 1/6 idle = 77.5, capped at 50: "huge" can never run
   });
 
   it('deadline strategy: earliest deadline first, then priority', async () => {
@@ -342,11 +343,10 @@ describe('context relevance', () => {
     expect([r.score, r.status]).toEqual([74.4, 'warning']);
   });
 
-  it('a goal of stop words matches nothing', async () => {
-    const r = await api().contextRelevance({ body: { goal: 'what is this about', items: [{ id: 'x', text: 'anything at all' }], tokenBudget: 100 } });
-    expect(r.goalTerms).toEqual([]);
-    expect(r.irrelevant).toEqual(['x']);
-    expect(r.includedItems).toBe(0);
+  it('a goal of stop words cannot be scored: 422 goal_unscorable', async () => {
+    const r = await api().contextRelevance({ body: { goal: 'what is this about', items: [{ id: 'x', text: 'anything at all' }], tokenBudget: 100 } }).catch((e) => e);
+    expect(r).toBeInstanceOf(UnprocessableEntityError);
+    expect(r).toMatchObject({ code: 'goal_unscorable', details: { field: 'body.goal' } });
   });
 });
 
@@ -535,7 +535,7 @@ describe('cognitive load', () => {
     expect(r.moves.map((m) => [m.taskId, m.from, m.to])).toEqual([['t2', null, 'p'], ['t1', null, 'q']]);
     expect(r.unplaced).toEqual(['t3']);
     expect(r.after.map((a) => a.utilization)).toEqual([0.5, 0.3]);
-    expect(r.score).toBe(70); // 100 − 30 × 3/3 unassigned; nobody overloaded, imbalance 0 (mean 0)
+    expect(r.score).toBe(50); // 100 − 30 × 3/3 unassigned = 70, capped at 50 while t3 is unplaced; nobody overloaded, imbalance 0 (mean 0)
   });
 
   it('422 unknown_agent when a task names an agent not in the team', async () => {
@@ -802,7 +802,7 @@ describe('payment', () => {
       expect(quote).toBeInstanceOf(PaymentRequiredError);
       expect(quote.quote.accepts[0]).toMatchObject({ scheme: 'exact', amount: '20000', asset: USDC_DEVNET, network: SOLANA_DEVNET });
       const diagnostic = await client.fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } } }).catch((e) => e);
-      expect(diagnostic.quote.accepts[0].amount).toBe('80000');
+      expect(diagnostic.quote.accepts[0].amount).toBe('8000'); // one analysis (drift) has its inputs: 0.008
       // 404, 409 and 422 come before any price is asked.
       expect(await client.getState({ params: { agentId: 'nobody' }, body: {} }).catch((e) => e)).toBeInstanceOf(NotFoundError);
       expect(await client.fullDiagnostic({ body: { agentId: 'nobody' } }).catch((e) => e)).toBeInstanceOf(NotFoundError);
@@ -839,4 +839,72 @@ describe('payment', () => {
       await economy.close();
     }
   }, 60_000);
+});
+
+describe('integrity: a buyer pays for analyses that ran, on inputs they can score', () => {
+  it('charges the full diagnostic 0.008 USD per analysis it will run, quoted before it runs, and says what it charged', async () => {
+    const priced = await startService(createCognitionApp, { id: 'cognition' });
+    try {
+      const client = clientOf(alice, priced.url);
+      // One analysis (performance drift) has its inputs: the quote is for one, not ten.
+      const one = await client.fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } } }).catch((e) => e);
+      expect(one).toBeInstanceOf(PaymentRequiredError);
+      expect(one.quote.accepts[0].amount).toBe('8000');
+      // Two (drift and explore-exploit): 0.016.
+      const two = await client
+        .fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores }, reasoning: { approaches: [{ id: 'a', trials: 3, meanReward: 0.5 }, { id: 'b', trials: 2, meanReward: 0.4 }] } } } })
+        .catch((e) => e);
+      expect(two.quote.accepts[0].amount).toBe('16000');
+    } finally {
+      await priced.close();
+    }
+    // A deployment charging nothing says so.
+    const report = await api().fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } } });
+    expect([report.analysesRun, report.chargedUsd]).toEqual([1, '0']);
+  });
+
+  it('refuses a goal made only of stopwords before payment (422 goal_unscorable), and the diagnostic skips it', async () => {
+    const priced = await startService(createCognitionApp, { id: 'cognition' });
+    try {
+      const body = { goal: 'what is it that the', items: [{ id: 'a', text: 'Priority fees on Solana', tokens: 10 }], tokenBudget: 100 };
+      const refused = await clientOf(alice, priced.url).contextRelevance({ body }).catch((e) => e);
+      expect(refused).toBeInstanceOf(UnprocessableEntityError);
+      expect(refused).toMatchObject({ code: 'goal_unscorable' });
+    } finally {
+      await priced.close();
+    }
+    const report = await api().fullDiagnostic({
+      body: { agentId: 'x', state: { reasoning: { goal: 'the of and', context: [{ id: 'a', text: 'fees', tokens: 5 }], tokenBudget: 10, approaches: [{ id: 'a', trials: 3, meanReward: 0.5 }, { id: 'b', trials: 2, meanReward: 0.4 }] } } },
+    });
+    expect(report.entries.find((e) => e.analysis === 'context-relevance')).toMatchObject({ status: 'skipped', score: null });
+    expect(report.entries.find((e) => e.analysis === 'context-relevance')!.skippedReason).toContain('no word the analysis can score');
+  });
+
+  it('does not call a plan with a task that can never run "ok"', async () => {
+    // Two tasks, one needing more GPUs than the agent owns: it never runs. Formerly 100 × (1 − 0.3 × 1/2) = 85, "ok".
+    const compute = await api().computeAllocation({
+      body: {
+        compute: { gpus: { total: 1, available: 1 }, cpus: { total: 2, available: 2 } },
+        tasks: [
+          { id: 'fits', priority: 1, gpus: 1, cpus: 1, estimatedMinutes: 10 },
+          { id: 'never', priority: 1, gpus: 4, estimatedMinutes: 10 },
+        ],
+      },
+    });
+    expect(compute.infeasibleTasks).toBe(1);
+    expect([compute.score, compute.status]).toEqual([50, 'warning']);
+    // A task needing a skill nobody on the team has: unplaceable, so the load cannot be "ok" either.
+    const load = await api().cognitiveLoad({
+      body: {
+        agents: [{ id: 'p', capacityMinutes: 100, skills: [] }, { id: 'q', capacityMinutes: 100, skills: [] }],
+        tasks: [
+          { id: 'ok', priority: 1, estimatedMinutes: 30, assignedTo: 'p' },
+          { id: 'rust', priority: 1, estimatedMinutes: 10, requiredSkills: ['rust'] },
+        ],
+      },
+    });
+    expect(load.unplaced).toEqual(['rust']);
+    expect(load.status).not.toBe('ok');
+    expect(load.score).toBeLessThanOrEqual(50);
+  });
 });

@@ -205,3 +205,21 @@ describe('a deployment with its own prices', () => {
     expect(original.quote.accepts[0].amount).toBe('50000');
   });
 });
+
+describe('integrity: the tutor finds the section that answers, whatever the word form', () => {
+  let free: RunningService;
+  beforeAll(async () => {
+    free = await startService((c) => createEducationApp({ ...c, prices: { tutor: { kind: 'fixed', usd: '0' } } }), { id: 'education' });
+  });
+  afterAll(() => free?.close());
+
+  it('matches "share" with "shared" and cites the section that answers first', async () => {
+    // The blackboard section reads "they read and write a shared, structured workspace": "share" must find it.
+    const answer = await free.client.education.tutor({ body: { question: 'Which architecture lets agents share a workspace?' } });
+    expect(answer.citations[0]).toMatchObject({ lessonTitle: 'Orchestration Patterns', section: 'Blackboard' });
+    expect(answer.answer).toContain('shared, structured workspace');
+    // And the other way round: "shared" finds "share".
+    const reverse = await free.client.education.tutor({ body: { question: 'Are the blind spots of a shared model shared by agents in a debate?' } });
+    expect(reverse.citations[0]).toMatchObject({ section: 'Debate and critique' });
+  });
+});

@@ -5,7 +5,10 @@ import {
   base58Encode,
   identity as identityService,
   usdToAtomic,
+  type CredentialRecord,
   type PaymentMeta,
+  type PrepareCredentialRequest,
+  type PreparedCredential,
   type VerifiableCredential,
 } from '@agent-economy/contracts';
 import {
@@ -22,6 +25,7 @@ import {
   type Signer,
 } from '@agent-economy/sdk';
 import { createIdentityApp, type IdentityOptions } from '../servers/src/services/identity';
+import { createReputationApp } from '../servers/src/services/reputation';
 import {
   canonicalize,
   decodeEd25519Multikey,
@@ -89,6 +93,17 @@ let anon: IdentityClient;
 const signers: Record<'alice' | 'bob' | 'carol' | 'dave' | 'lister', Signer> = {} as never;
 const by = (who: keyof typeof signers, on: RunningService = service): IdentityClient =>
   createServiceClient(identityService, on.url, { wallet: signers[who], maxRetries: 0, payments: false });
+
+/**
+ * Issues a credential as an issuer does: prepare it, sign its signingInput with the issuer DID's key (the controller
+ * wallet's own key for a DID created without one), and send the signature.
+ */
+async function issued(who: keyof typeof signers, body: Omit<PrepareCredentialRequest, 'action'>, on: RunningService = service, key: Signer = signers[who]): Promise<CredentialRecord> {
+  const client = by(who, on);
+  const prepared = (await client.issueCredential({ body: { action: 'prepare', ...body } })) as PreparedCredential;
+  const signature = await key.signMessage(base58Decode(prepared.signingInput)!);
+  return (await client.issueCredential({ body: { action: 'issue', credentialId: prepared.credentialId, proofValue: 'z' + base58Encode(signature) } })) as CredentialRecord;
+}
 
 /** Another instance over the same database and wallet (a restart or a replica), with its own options. */
 async function sibling(options: IdentityOptions, prices: Record<string, PaymentMeta> | null = FREE): Promise<RunningService> {
@@ -216,10 +231,9 @@ describe('create', () => {
     expect(dd.verificationMethod.map((m) => [m.id, m.publicKeyMultibase])).toEqual([
       [`${doc.did}#key-1`, multikeyOfWallet(agentKey)],
       [`${doc.did}#controller`, multikey(base58Decode(alice)!)],
-      [`${doc.did}#registrar`, expect.stringMatching(/^z6Mk/)],
     ]);
     expect(dd.authentication).toEqual([`${doc.did}#key-1`, `${doc.did}#controller`]);
-    expect(dd.assertionMethod).toEqual([`${doc.did}#key-1`, `${doc.did}#registrar`]);
+    expect(dd.assertionMethod).toEqual([`${doc.did}#key-1`]);
     expect(dd.capabilityInvocation).toEqual([`${doc.did}#controller`]);
     expect(dd.service).toEqual([{ id: `${doc.did}#card`, type: 'AgentCard', serviceEndpoint: 'https://auditor.example/.well-known/agent-card.json' }]);
     expect(doc.didDocumentMetadata).toEqual({ created: doc.createdAt, updated: doc.createdAt, versionId: '1', deactivated: false });
@@ -371,20 +385,19 @@ describe('credentials', () => {
   let subject: string; // bob's
   let credentialId: string;
   let credential: VerifiableCredential;
-  let registrarKey: string;
+  let issuerKey: string;
 
   beforeAll(async () => {
     const a = await by('alice').create({ body: { name: 'Issuer A', type: 'organization' } });
     issuer = a.did;
-    registrarKey = a.didDocument.verificationMethod.find((m) => m.id.endsWith('#registrar'))!.publicKeyMultibase;
+    issuerKey = a.didDocument.verificationMethod.find((m) => m.id === `${a.did}#key-1`)!.publicKeyMultibase;
+    expect(issuerKey).toBe(multikey(base58Decode(signers.alice.address)!));
     subject = (await by('bob').create({ body: { name: 'Subject B', capabilities: [{ id: 'code-review' }] } })).did;
   });
 
   it('issues a W3C VC 2.0 signed with eddsa-jcs-2022 that node:crypto verifies independently', async () => {
     const validUntil = new Date(Date.now() + 30 * DAY).toISOString();
-    const record = await by('alice').issueCredential({
-      body: { action: 'issue', issuer, subject, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'expert', note: 'Twelve clean reviews' }, validUntil },
-    });
+    const record = await issued('alice', { issuer, subject, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'expert', note: 'Twelve clean reviews' }, validUntil });
     credentialId = record.credentialId;
     credential = record.credential;
     expect(credentialId).toMatch(/^cred_[A-Za-z0-9]{16,40}$/);
@@ -398,12 +411,13 @@ describe('credentials', () => {
       validUntil,
       credentialSubject: { id: subject, skill: 'code-review', level: 'expert', note: 'Twelve clean reviews' },
       credentialStatus: { type: 'RegistryStatus', statusPurpose: 'revocation' },
-      proof: { type: 'DataIntegrityProof', cryptosuite: 'eddsa-jcs-2022', verificationMethod: `${issuer}#registrar`, proofPurpose: 'assertionMethod' },
+      proof: { type: 'DataIntegrityProof', cryptosuite: 'eddsa-jcs-2022', verificationMethod: `${issuer}#key-1`, proofPurpose: 'assertionMethod' },
     });
-    expect(verifyWithNodeCrypto(credential as never, registrarKey)).toBe(true);
+    // Signed by the issuer DID's own key (here alice's wallet key), which only alice holds.
+    expect(verifyWithNodeCrypto(credential as never, issuerKey)).toBe(true);
     // A changed claim no longer verifies, independently either.
     const forged = { ...credential, credentialSubject: { ...credential.credentialSubject, level: 'basic' } };
-    expect(verifyWithNodeCrypto(forged as never, registrarKey)).toBe(false);
+    expect(verifyWithNodeCrypto(forged as never, issuerKey)).toBe(false);
 
     // The subject's document now shows the attestation, and the capability as attested.
     const doc = await anon.get({ params: { did: subject } });
@@ -440,14 +454,14 @@ describe('credentials', () => {
     expect(whileSuspended).toMatchObject({ valid: false, status: 'suspended', failures: ['suspended'] });
     expect((await anon.get({ params: { did: subject } })).capabilities[0]!.attested).toBe(false);
 
-    expect((await by('alice').issueCredential({ body: { action: 'setStatus', credentialId, status: 'active' } })).status).toBe('active');
+    expect(((await by('alice').issueCredential({ body: { action: 'setStatus', credentialId, status: 'active' } })) as CredentialRecord).status).toBe('active');
     expect((await anon.verifyCredential({ body: { credential: credential as never } })).valid).toBe(true);
 
     const notIssuer = await by('bob').issueCredential({ body: { action: 'setStatus', credentialId, status: 'revoked' } }).catch((e) => e);
     expect(notIssuer).toBeInstanceOf(PermissionDeniedError);
     expect(notIssuer.code).toBe('not_issuer_controller');
 
-    const revoked = await by('alice').issueCredential({ body: { action: 'setStatus', credentialId, status: 'revoked', reason: 'key compromise' } });
+    const revoked = (await by('alice').issueCredential({ body: { action: 'setStatus', credentialId, status: 'revoked', reason: 'key compromise' } })) as CredentialRecord;
     expect(revoked.status).toBe('revoked');
     const afterRevocation = await anon.verifyCredential({ body: { credential: credential as never } });
     expect(afterRevocation).toMatchObject({ valid: false, status: 'revoked', failures: ['revoked'] });
@@ -460,7 +474,7 @@ describe('credentials', () => {
   it('refuses what the contract refuses, before anything is stored', async () => {
     const before = await count('identity_credentials');
     const issue = (who: keyof typeof signers, body: Record<string, unknown>) =>
-      by(who).issueCredential({ body: { action: 'issue', issuer, subject, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'basic' }, ...body } as never }).catch((e) => e);
+      by(who).issueCredential({ body: { action: 'prepare', issuer, subject, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'basic' }, ...body } as never }).catch((e) => e);
     expect((await issue('bob', {})).code).toBe('not_issuer_controller');
     expect((await issue('alice', { subject: issuer })).code).toBe('self_attestation');
     expect((await issue('alice', { claims: { kind: 'skill_attestation', skill: 'cooking', level: 'basic' } })).code).toBe('capability_not_declared');
@@ -506,9 +520,7 @@ describe('credentials', () => {
   });
 
   it('expires when validUntil passes, and then cannot change status', async () => {
-    const record = await by('alice').issueCredential({
-      body: { action: 'issue', issuer, subject, claims: { kind: 'trade_certification', trades: 4, volumeUsd: '12.5', disputes: 0, periodStart: '2026-01-01T00:00:00.000Z', periodEnd: '2026-02-01T00:00:00.000Z' }, validUntil: new Date(Date.now() + 3_600_000).toISOString() },
-    });
+    const record = await issued('alice', { issuer, subject, claims: { kind: 'trade_certification', trades: 4, volumeUsd: '12.5', disputes: 0, periodStart: '2026-01-01T00:00:00.000Z', periodEnd: '2026-02-01T00:00:00.000Z' }, validUntil: new Date(Date.now() + 3_600_000).toISOString() });
     const later = await sibling({ trustAnchors: [], now: () => new Date(Date.now() + 2 * 3_600_000) });
     const laterAnon = createServiceClient(identityService, later.url, { maxRetries: 0 });
     const result = await laterAnon.verifyCredential({ body: { credentialId: record.credentialId } });
@@ -523,13 +535,13 @@ describe('credentials', () => {
 
   it('fails verification once the issuer is deactivated', async () => {
     const temp = await by('lister').create({ body: { name: 'Temporary Issuer' } });
-    const record = await by('lister').issueCredential({ body: { action: 'issue', issuer: temp.did, subject, claims: { kind: 'audit_badge', artifact: 'pkg@1.0.0', result: 'passed', findings: { critical: 0, high: 0, medium: 1, low: 2 } } } });
+    const record = await issued('lister', { issuer: temp.did, subject, claims: { kind: 'audit_badge', artifact: 'pkg@1.0.0', result: 'passed', findings: { critical: 0, high: 0, medium: 1, low: 2 } } });
     expect((await anon.verifyCredential({ body: { credentialId: record.credentialId } })).valid).toBe(true);
     await by('lister').update({ body: { did: temp.did, deactivate: true } });
     const result = await anon.verifyCredential({ body: { credentialId: record.credentialId } });
     expect(result).toMatchObject({ valid: false, failures: ['issuer_deactivated'] });
     expect(result.checks.issuerActive).toBe(false);
-    expect((await by('lister').issueCredential({ body: { action: 'issue', issuer: temp.did, subject, claims: { kind: 'audit_badge', artifact: 'x', result: 'passed', findings: { critical: 0, high: 0, medium: 0, low: 0 } } } }).catch((e) => e)).code).toBe('did_deactivated');
+    expect((await issued('lister', { issuer: temp.did, subject, claims: { kind: 'audit_badge', artifact: 'x', result: 'passed', findings: { critical: 0, high: 0, medium: 0, low: 0 } } }).catch((e) => e)).code).toBe('did_deactivated');
   });
 
   it('lists held and issued credentials with filters and pages', async () => {
@@ -568,8 +580,8 @@ describe('trust chain and trust score', () => {
     x = (await by('alice').create({ body: { name: 'Anchor X', type: 'organization' } })).did;
     y = (await by('bob').create({ body: { name: 'Middle Y', capabilities: [{ id: 'code-review' }] } })).did;
     z = (await by('carol').create({ body: { name: 'Leaf Z', capabilities: [{ id: 'summarize' }] } })).did;
-    xToY = (await by('alice').issueCredential({ body: { action: 'issue', issuer: x, subject: y, claims: { kind: 'audit_badge', artifact: 'y-agent', result: 'passed', findings: { critical: 0, high: 0, medium: 0, low: 1 } } } })).credentialId;
-    await by('bob').issueCredential({ body: { action: 'issue', issuer: y, subject: z, claims: { kind: 'skill_attestation', skill: 'summarize', level: 'proficient' } } });
+    xToY = (await issued('alice', { issuer: x, subject: y, claims: { kind: 'audit_badge', artifact: 'y-agent', result: 'passed', findings: { critical: 0, high: 0, medium: 0, low: 1 } } })).credentialId;
+    await issued('bob', { issuer: y, subject: z, claims: { kind: 'skill_attestation', skill: 'summarize', level: 'proficient' } });
     // A restart with X configured as a trust anchor: the same data, read from the database.
     anchored = await sibling({ trustAnchors: [x] });
     anchoredAnon = createServiceClient(identityService, anchored.url, { maxRetries: 0 });
@@ -604,7 +616,7 @@ describe('trust chain and trust score', () => {
 
   it('follows a cycle once', async () => {
     // Z certifies Y's trades: Y → Z → Y is now a cycle.
-    await by('carol').issueCredential({ body: { action: 'issue', issuer: z, subject: y, claims: { kind: 'trade_certification', trades: 2, volumeUsd: '3', disputes: 0, periodStart: '2026-01-01T00:00:00.000Z', periodEnd: '2026-01-02T00:00:00.000Z' } } });
+    await issued('carol', { issuer: z, subject: y, claims: { kind: 'trade_certification', trades: 2, volumeUsd: '3', disputes: 0, periodStart: '2026-01-01T00:00:00.000Z', periodEnd: '2026-01-02T00:00:00.000Z' } });
     const chain = await anchoredAnon.trustChain({ params: { did: z }, query: { maxDepth: 5 } });
     expect(chain.nodes.map((n) => n.did)).toEqual([z, y, x]);
     expect(chain.links.map((l) => [l.issuer, l.subject, l.depth])).toEqual(
@@ -632,15 +644,18 @@ describe('trust chain and trust score', () => {
 
   it('scores trust from DID age, credentials, trade history and reputation, as the contract’s formulas say', async () => {
     const s = await by('bob').create({ body: { name: 'Scored S', capabilities: [{ id: 'code-review' }] } });
-    const issueTo = (who: 'alice' | 'bob', issuerDid: string, claims: Record<string, unknown>) =>
-      by(who).issueCredential({ body: { action: 'issue', issuer: issuerDid, subject: s.did, claims: claims as never } });
+    const issueTo = (who: 'alice' | 'bob', issuerDid: string, claims: Record<string, unknown>) => issued(who, { issuer: issuerDid, subject: s.did, claims: claims as never });
     const badge = { kind: 'audit_badge', artifact: 's', result: 'passed', findings: { critical: 0, high: 0, medium: 0, low: 0 } };
     const a1 = await issueTo('alice', x, badge);
     await issueTo('alice', x, badge); // the same issuer and kind counts once
-    await issueTo('bob', y, { kind: 'trade_certification', trades: 20, volumeUsd: '500.25', disputes: 2, periodStart: '2026-01-01T00:00:00.000Z', periodEnd: '2026-03-01T00:00:00.000Z' });
+    // (From alice's X: a certification by a DID of S's own controller, bob, would not count.)
+    await issueTo('alice', x, { kind: 'trade_certification', trades: 20, volumeUsd: '500.25', disputes: 2, periodStart: '2026-01-01T00:00:00.000Z', periodEnd: '2026-03-01T00:00:00.000Z' });
 
-    // Exactly 90 days after creation, with X as anchor.
-    const clock = await sibling({ trustAnchors: [x], now: () => new Date(Date.parse(s.createdAt) + 90 * DAY) });
+    // Exactly 90 days after creation, with X as anchor; a reputation service that knows nothing of bob yet.
+    const escrow = await walletFromSecretKey(generateWallet().secretKey);
+    const reputation = await startService((c) => createReputationApp({ ...c, prices: { report: ZERO, get: ZERO, top: ZERO } }, { trustedReporters: [escrow.address] }), { id: 'reputation' });
+    extra.push(reputation);
+    const clock = await sibling({ trustAnchors: [x], reputationUrl: reputation.url, now: () => new Date(Date.parse(s.createdAt) + 90 * DAY) });
     const client = createServiceClient(identityService, clock.url, { maxRetries: 0 });
     const age = 100 * (1 - Math.exp(-1));
     const registryTrades = 100 * (1 - 2 / 20) * Math.min(1, Math.log10(21) / 2);
@@ -648,7 +663,7 @@ describe('trust chain and trust score', () => {
 
     const fromRegistry = await client.trustScore({ body: { did: s.did } });
     expect(fromRegistry.factors.didAge).toMatchObject({ days: 90, score: r2(age), weight: 0.2, source: 'registry' });
-    expect(fromRegistry.factors.credentials).toMatchObject({ score: 60, weight: 0.4, active: 3, revoked: 0, distinctIssuers: 2, byKind: { skill_attestation: 0, trade_certification: 1, audit_badge: 2 } });
+    expect(fromRegistry.factors.credentials).toMatchObject({ score: 60, weight: 0.4, active: 3, revoked: 0, distinctIssuers: 1, byKind: { skill_attestation: 0, trade_certification: 1, audit_badge: 2 } });
     expect(fromRegistry.factors.tradeHistory).toMatchObject({ score: r2(registryTrades), weight: 0.4, source: 'registry', completedTrades: 18, disputedTrades: 2, disputeRate: 0.1, volumeUsd: '500.25' });
     expect(fromRegistry.factors.reputation).toMatchObject({ score: 0, weight: 0, source: 'none', reputationScore: null });
     expect(fromRegistry.score).toBe(r2(age * 0.2 + 60 * 0.4 + registryTrades * 0.4));
@@ -657,20 +672,27 @@ describe('trust chain and trust score', () => {
     expect(fromRegistry.generator).toEqual({ engine: 'builtin', model: 'builtin-rules-v1' });
     expect(fromRegistry.summary).toContain(`${fromRegistry.score} of 100`);
 
+    // The escrow reports two settled trades of bob's, rated 5: reputation (250 + 100 + 100) / 7 = 64.29 on 2 verified
+    // trades, so the factor is 64.29 × min(1, 2 / 10) = 12.858. It comes from the reputation service, never the caller.
+    for (const n of [1, 2]) {
+      await createServiceClient((await import('@agent-economy/contracts')).reputation, reputation.url, { wallet: escrow, payments: false, maxRetries: 0 }).report({
+        body: { subject: signers.bob.address, subjectRole: 'seller', outcome: 'completed', rating: 5, escrowId: `esc_${'S'.repeat(15)}${n}`, ratedBy: signers.alice.address },
+      });
+    }
     const supplied = await client.trustScore({
-      body: { did: s.did, tradeHistory: { completedTrades: 37, disputedTrades: 1, volumeUsd: '1840.50', firstTradeAt: '2025-11-02T09:00:00.000Z' }, reputation: { score: 88, ratings: 29 } },
+      body: { did: s.did, tradeHistory: { completedTrades: 37, disputedTrades: 1, volumeUsd: '1840.50', firstTradeAt: '2025-11-02T09:00:00.000Z' } },
     });
     const callerTrades = 100 * (1 - 1 / 38) * Math.min(1, Math.log10(39) / 2);
     expect(supplied.factors.tradeHistory).toMatchObject({ source: 'caller', weight: 0.3, completedTrades: 37, disputedTrades: 1, volumeUsd: '1840.5', score: r2(callerTrades) });
-    expect(supplied.factors.reputation).toMatchObject({ source: 'caller', weight: 0.25, score: 88, reputationScore: 88, ratings: 29, contribution: 22 });
-    expect(supplied.score).toBe(r2(age * 0.15 + 60 * 0.3 + callerTrades * 0.3 + 88 * 0.25));
+    expect(supplied.factors.reputation).toMatchObject({ source: 'reputation', weight: 0.25, score: 12.86, reputationScore: 64.29, ratings: 2, contribution: 3.21 });
+    expect(supplied.score).toBe(r2(age * 0.15 + 60 * 0.3 + callerTrades * 0.3 + 64.29 * 0.2 * 0.25));
     expect(supplied.summary).toContain('2025-11-02');
 
     // A revoked credential costs 20 points; few ratings scale reputation down; a high dispute rate is flagged.
     await by('alice').issueCredential({ body: { action: 'setStatus', credentialId: a1.credentialId, status: 'revoked' } });
-    const penalized = await client.trustScore({ body: { did: s.did, tradeHistory: { completedTrades: 8, disputedTrades: 2, volumeUsd: '10' }, reputation: { score: 90, ratings: 5 } } });
+    const penalized = await client.trustScore({ body: { did: s.did, tradeHistory: { completedTrades: 8, disputedTrades: 2, volumeUsd: '10' } } });
     expect(penalized.factors.credentials).toMatchObject({ score: 40, revoked: 1, active: 2 });
-    expect(penalized.factors.reputation.score).toBe(45);
+    expect(penalized.factors.reputation.score).toBe(12.86);
     expect(penalized.riskFlags).toEqual(['revoked_credentials', 'high_dispute_rate']);
   });
 
@@ -681,12 +703,14 @@ describe('trust chain and trust score', () => {
     expect(score.band).toBe('untrusted');
     expect(score.riskFlags).toEqual(['new_identity', 'no_credentials', 'unverified_chain', 'no_trade_history']);
     await by('lister').update({ body: { did: fresh.did, deactivate: true } });
-    const gone = await anon.trustScore({ body: { did: fresh.did, reputation: { score: 100, ratings: 100 } } });
+    const gone = await anon.trustScore({ body: { did: fresh.did } });
     expect(gone.score).toBe(0);
     expect(gone.riskFlags).toContain('deactivated');
     expect((await anon.trustScore({ body: { did: 'did:agent:1111111111111111111' } }).catch((e) => e)).code).toBe('did_not_found');
-    const bad = await anon.trustScore({ body: { did: fresh.did, reputation: { score: 101, ratings: 1 } } }).catch((e) => e);
-    expect(bad.details.fields[0].field).toBe('body.reputation.score');
+    // The reputation factor is never the caller's to give: a body that tries is refused.
+    const bad = await anon.trustScore({ body: { did: fresh.did, reputation: { score: 100, ratings: 100 } } as never }).catch((e) => e);
+    expect(bad).toBeInstanceOf(BadRequestError);
+    expect(JSON.stringify(bad.details)).toContain('reputation');
   });
 });
 
@@ -793,14 +817,20 @@ describe('prices', () => {
     const a = by('alice', priced);
     const issuer = (await anon.list({ query: { controller: signers.alice.address, limit: 1 } })).items[0]!.did;
     const subject = (await anon.list({ query: { controller: signers.bob.address, capability: 'code-review', limit: 1 } })).items[0]!.did;
-    expect(await quoted(a.issueCredential({ body: { action: 'issue', issuer, subject, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'basic' } } }))).toBe('10000');
+    // Preparing is free; issuing the signed credential is the paid act.
+    const prepared = (await a.issueCredential({ body: { action: 'prepare', issuer, subject, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'basic' } } })) as PreparedCredential;
+    const proofValue = 'z' + base58Encode(await signers.alice.signMessage(base58Decode(prepared.signingInput)!));
+    expect(await quoted(a.issueCredential({ body: { action: 'issue', credentialId: prepared.credentialId, proofValue } }))).toBe('10000');
     expect(await quoted(a.create({ body: { name: 'Paid' } }))).toBe('10000');
     // A refused issue is refused before the 402 (nobody pays for it).
-    expect((await a.issueCredential({ body: { action: 'issue', issuer: subject, subject, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'basic' } } }).catch((e) => e)).code).toBe('not_issuer_controller');
+    expect((await a.issueCredential({ body: { action: 'prepare', issuer: subject, subject, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'basic' } } }).catch((e) => e)).code).toBe('not_issuer_controller');
+    // So is a signature by another key than the issuer's.
+    const forged = 'z' + base58Encode(await signers.bob.signMessage(base58Decode(prepared.signingInput)!));
+    expect((await a.issueCredential({ body: { action: 'issue', credentialId: prepared.credentialId, proofValue: forged } }).catch((e) => e)).code).toBe('proof_invalid');
     // Changing a credential's status is free.
     const mineIssued = await anon.listCredentials({ params: { did: issuer }, query: { role: 'issuer', status: 'active', limit: 1 } });
     if (mineIssued.items[0]) {
-      const changed = await a.issueCredential({ body: { action: 'setStatus', credentialId: mineIssued.items[0].credentialId, status: 'suspended' } });
+      const changed = (await a.issueCredential({ body: { action: 'setStatus', credentialId: mineIssued.items[0].credentialId, status: 'suspended' } })) as CredentialRecord;
       expect(changed.status).toBe('suspended');
     }
     // Statistics are free.
@@ -817,8 +847,8 @@ describe('stats', () => {
     const a = await client('alice').create({ body: { name: 'A', type: 'service' } });
     const b = await client('bob').create({ body: { name: 'B', capabilities: [{ id: 'code-review' }] } });
     const c = await client('carol').create({ body: { name: 'C', type: 'organization' } });
-    const skill = await client('alice').issueCredential({ body: { action: 'issue', issuer: a.did, subject: b.did, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'basic' } } });
-    await client('carol').issueCredential({ body: { action: 'issue', issuer: c.did, subject: b.did, claims: { kind: 'audit_badge', artifact: 'b', result: 'passed', findings: { critical: 0, high: 0, medium: 0, low: 0 } } } });
+    const skill = await issued('alice', { issuer: a.did, subject: b.did, claims: { kind: 'skill_attestation', skill: 'code-review', level: 'basic' } }, fresh);
+    await issued('carol', { issuer: c.did, subject: b.did, claims: { kind: 'audit_badge', artifact: 'b', result: 'passed', findings: { critical: 0, high: 0, medium: 0, low: 0 } } }, fresh);
     await client('alice').issueCredential({ body: { action: 'setStatus', credentialId: skill.credentialId, status: 'revoked' } });
     await freshAnon.verifyCredential({ body: { credentialId: skill.credentialId } });
     await freshAnon.verifyCredential({ body: { credential: skill.credential as never } });
@@ -858,5 +888,94 @@ describe('paid for real', () => {
     } finally {
       await economy.close();
     }
+  });
+});
+
+describe('integrity: trust is not self-made, and credentials are signed by their issuer', () => {
+  let fresh: RunningService;
+  const on = (who: keyof typeof signers) => by(who, fresh);
+  const certification = { kind: 'trade_certification', trades: 1000, volumeUsd: '50000', disputes: 0, periodStart: '2026-01-01T00:00:00.000Z', periodEnd: '2026-02-01T00:00:00.000Z' } as const;
+  beforeAll(async () => {
+    fresh = await startService((c) => createIdentityApp({ ...c, prices: FREE }, { trustAnchors: [] }), { id: 'identity' });
+    extra.push(fresh);
+  });
+
+  it('does not count a certification from a DID of the same controller (one wallet, 1,000 trades)', async () => {
+    const a = await on('dave').create({ body: { name: 'Dave A' } });
+    const b = await on('dave').create({ body: { name: 'Dave B' } });
+    const before = await on('dave').trustScore({ body: { did: a.did } });
+    const record = await issued('dave', { issuer: b.did, subject: a.did, claims: certification }, fresh);
+    expect(record.status).toBe('active');
+    const after = await on('dave').trustScore({ body: { did: a.did } });
+    expect(after.factors.credentials).toMatchObject({ score: 0, active: 0, distinctIssuers: 0 });
+    expect(after.factors.tradeHistory).toMatchObject({ completedTrades: 0, disputedTrades: 0, score: 0 });
+    expect(after.score).toBe(before.score);
+    expect(after.riskFlags).toContain('no_credentials');
+  });
+
+  it('does not count vouching returned in a ring, but counts an independent issuer', async () => {
+    const m = await on('carol').create({ body: { name: 'Carol M', capabilities: [{ id: 'audit' }] } });
+    const e = await on('lister').create({ body: { name: 'Lister E', capabilities: [{ id: 'audit' }] } });
+    const x = await on('alice').create({ body: { name: 'Alice X' } });
+    // Carol's M vouches for Lister's E, and E vouches back: E's vouching for M is not evidence.
+    await issued('carol', { issuer: m.did, subject: e.did, claims: { kind: 'skill_attestation', skill: 'audit', level: 'expert' } }, fresh);
+    await issued('lister', { issuer: e.did, subject: m.did, claims: certification }, fresh);
+    const ring = await on('carol').trustScore({ body: { did: m.did } });
+    expect(ring.factors.credentials).toMatchObject({ score: 0, active: 0 });
+    expect(ring.factors.tradeHistory.completedTrades).toBe(0);
+    // Alice's X never received anything from Carol: its certification counts (25 points, 1,000 trades).
+    await issued('alice', { issuer: x.did, subject: m.did, claims: certification }, fresh);
+    const independent = await on('carol').trustScore({ body: { did: m.did } });
+    expect(independent.factors.credentials).toMatchObject({ score: 25, active: 1, distinctIssuers: 1 });
+    expect(independent.factors.tradeHistory).toMatchObject({ completedTrades: 1000, source: 'registry' });
+  });
+
+  it('issues only with the issuer DID’s own key: the controller wallet or anyone else cannot sign for a DID with its own key', async () => {
+    const agentKey = generateWallet();
+    const keySigner = await walletFromSecretKey(agentKey.secretKey);
+    const issuer = await on('bob').create({ body: { name: 'Keyed Issuer', key: keyProof(signers.bob.address, agentKey) } });
+    const subject = await on('alice').create({ body: { name: 'Keyed Subject', capabilities: [{ id: 'audit' }] } });
+    const body = { issuer: issuer.did, subject: subject.did, claims: { kind: 'skill_attestation', skill: 'audit', level: 'basic' } } as const;
+    const before = await count('identity_credentials');
+    // Bob controls the DID but does not hold its key: his wallet's signature is refused, and nothing is registered.
+    const refused = await issued('bob', body, fresh).catch((e) => e);
+    expect(refused).toBeInstanceOf(UnprocessableEntityError);
+    expect(refused).toMatchObject({ code: 'proof_invalid', details: { verificationMethod: `${issuer.did}#key-1` } });
+    expect(await count('identity_credentials')).toBe(before);
+    // With the DID's key it is issued, signed by that key, and verifies against it alone.
+    const record = await issued('bob', body, fresh, keySigner);
+    expect(record.credential.proof.verificationMethod).toBe(`${issuer.did}#key-1`);
+    expect(verifyWithNodeCrypto(record.credential as never, multikeyOfWallet(agentKey))).toBe(true);
+    expect((await on('bob').verifyCredential({ body: { credentialId: record.credentialId } })).valid).toBe(true);
+    // A prepared credential is signed once; a second send is 409 credential_exists.
+    const prepared = (await on('bob').issueCredential({ body: { action: 'prepare', ...body } })) as PreparedCredential;
+    const proofValue = 'z' + base58Encode(await keySigner.signMessage(base58Decode(prepared.signingInput)!));
+    await on('bob').issueCredential({ body: { action: 'issue', credentialId: prepared.credentialId, proofValue } });
+    expect((await on('bob').issueCredential({ body: { action: 'issue', credentialId: prepared.credentialId, proofValue } }).catch((e) => e)).code).toBe('credential_exists');
+    // Another wallet may not send a signature for it either.
+    const again = (await on('bob').issueCredential({ body: { action: 'prepare', ...body } })) as PreparedCredential;
+    const sig = 'z' + base58Encode(await keySigner.signMessage(base58Decode(again.signingInput)!));
+    expect((await on('alice').issueCredential({ body: { action: 'issue', credentialId: again.credentialId, proofValue: sig } }).catch((e) => e)).code).toBe('not_issuer_controller');
+
+    // After a key rotation: what the old key signed still verifies; a credential prepared for it must be prepared again.
+    const newKey = generateWallet();
+    await on('bob').update({ body: { did: issuer.did, rotateKey: keyProof(signers.bob.address, newKey) } });
+    expect((await on('bob').verifyCredential({ body: { credential: record.credential as never } })).checks.signature).toBe(true);
+    expect((await on('bob').issueCredential({ body: { action: 'issue', credentialId: again.credentialId, proofValue: sig } }).catch((e) => e)).code).toBe('key_rotated');
+  });
+
+  it('serves a credential’s revocation status as a free public GET, where its credentialStatus.id points', async () => {
+    const issuer = await on('alice').create({ body: { name: 'Status Issuer' } });
+    const subject = await on('bob').create({ body: { name: 'Status Subject', capabilities: [{ id: 'audit' }] } });
+    const record = await issued('alice', { issuer: issuer.did, subject: subject.did, claims: { kind: 'skill_attestation', skill: 'audit', level: 'basic' } }, fresh);
+    await on('alice').issueCredential({ body: { action: 'setStatus', credentialId: record.credentialId, status: 'revoked', reason: 'withdrawn' } });
+    const statusUrl = record.credential.credentialStatus.id;
+    expect(statusUrl).toBe(`${fresh.url}/api/credentials/${subject.did}?credentialId=${record.credentialId}`);
+    // Anyone, without signing in or paying: a plain GET.
+    const response = await fetch(statusUrl);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { items: CredentialRecord[] };
+    expect(body.items.map((c) => [c.credentialId, c.status, c.statusReason])).toEqual([[record.credentialId, 'revoked', 'withdrawn']]);
+    expect(identityService.router.listCredentials.metadata.payment).toEqual({ kind: 'free' });
   });
 });

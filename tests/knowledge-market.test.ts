@@ -139,7 +139,7 @@ describe('publish', () => {
 
   it('reports the chain it reads in its health route', async () => {
     const health = (await (await fetch(`${market.url}/health`)).json()) as { status: string; upstream: { mode: string; providers: { name: string; status: string }[] } };
-    expect(health).toMatchObject({ status: 'ok', service: 'knowledge-market', database: 'ok', upstream: { mode: 'embedded', providers: [{ name: 'local-ledger', status: 'ok' }] } });
+    expect(health).toMatchObject({ status: 'ok', service: 'knowledge-market', database: 'ok', upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'ok' }] } });
   });
 
   it('needs a SIGN-IN-WITH-X proof', async () => {
@@ -491,6 +491,65 @@ describe('paid through the economy', () => {
       { capability: 'fee-estimation', modules: 1 },
       { capability: 'transaction-landing', modules: 1 },
     ]);
+  });
+});
+
+describe('integrity: an agreement is honoured only for the wallet that paid as its buyer or its broker', () => {
+  let paidMarket: RunningService;
+  let paidNegotiation: RunningService;
+  let seller: Signer, buyer: Signer, stranger: Signer, broker: Signer;
+  let moduleId: string;
+  const balance = (address: string) => economy.ledger.tokenBalance(address);
+  const paying = (wallet: Signer) =>
+    createClient({ baseUrls: { 'knowledge-market': paidMarket.url, negotiation: paidNegotiation.url }, wallet, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+
+  beforeAll(async () => {
+    [seller, buyer, stranger, broker] = await Promise.all([signer(), signer(), signer(), signer()]);
+    await Promise.all([seller, buyer, stranger, broker].map((s) => economy.ledger.mintTo(s.address, usdToAtomic('2'))));
+    let marketUrl = '';
+    paidNegotiation = await economy.startPaidService((c) => createNegotiationApp(c, { marketUrl: () => marketUrl, brokers: [broker.address] }), { id: 'negotiation' });
+    paidMarket = await economy.startPaidService((c) => createKnowledgeMarketApp(c, { negotiationUrl: paidNegotiation.url }), { id: 'knowledge-market' });
+    marketUrl = paidMarket.url;
+    moduleId = (await paying(seller).knowledgeMarket.publish({ body: { ...baseModule, title: 'Agreement-bound module', content: 'agreement content' } })).id;
+  });
+  // The economy closes the services it started.
+
+  it('refuses a stranger who pays with another buyer’s agreement (403 not_agreement_buyer): nothing moves, the agreement stays usable', async () => {
+    const opened = await paying(buyer).negotiation.open({ body: { moduleId, offerUsd: '0.35' } });
+    await paying(buyer).negotiation.accept({ params: { negotiationId: opened.id }, body: { expectedPriceUsd: '0.425' } });
+    const [strangerStart, sellerStart] = [balance(stranger.address), balance(seller.address)];
+    for (const body of [{ negotiationId: opened.id, beneficiary: buyer.address }, { negotiationId: opened.id }]) {
+      const error = await fail(paying(stranger).knowledgeMarket.purchase({ params: { moduleId }, body }));
+      expect(error).toBeInstanceOf(PermissionDeniedError);
+      expect(error).toMatchObject({ status: 403, code: 'not_agreement_buyer' });
+      expect((error as { body?: { content?: string } }).body?.content).toBeUndefined();
+    }
+    expect(balance(stranger.address)).toBe(strangerStart);
+    expect(balance(seller.address)).toBe(sellerStart);
+    expect((await paying(seller).knowledgeMarket.get({ params: { moduleId } })).sales).toBe(0);
+
+    // The buyer's own purchase still has the agreement: charged the agreed 0.425, once.
+    const buyerStart = balance(buyer.address);
+    const purchase = await paying(buyer).knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId: opened.id } });
+    expect(purchase).toMatchObject({ buyer: buyer.address, paidBy: buyer.address, priceUsd: '0.425', negotiationId: opened.id, content: 'agreement content' });
+    expect(balance(buyer.address)).toBe(buyerStart - 425_000n);
+    expect(balance(seller.address)).toBe(sellerStart + 425_000n);
+  });
+
+  it('lets the registered broker that opened it pay: the purchase is the agreement’s buyer’s, paid by the broker', async () => {
+    const client = await signer();
+    const opened = await paying(broker).negotiation.open({ body: { moduleId, offerUsd: '0.35', buyer: client.address } });
+    expect(opened.broker).toBe(broker.address);
+    await paying(broker).negotiation.accept({ params: { negotiationId: opened.id }, body: { expectedPriceUsd: '0.425' } });
+    // A beneficiary other than the agreement's buyer is refused, before the quote.
+    const elsewhere = await fail(paying(broker).knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId: opened.id, beneficiary: stranger.address } }));
+    expect(elsewhere).toMatchObject({ status: 422, code: 'negotiation_mismatch' });
+    const brokerStart = balance(broker.address);
+    // Without a beneficiary the content goes to whoever the agreement names.
+    const purchase = await paying(broker).knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId: opened.id } });
+    expect(purchase).toMatchObject({ buyer: client.address, paidBy: broker.address, priceUsd: '0.425', negotiationId: opened.id });
+    expect(balance(broker.address)).toBe(brokerStart - 425_000n);
+    expect(await paying(client).knowledgeMarket.download({ params: { purchaseId: purchase.id } })).toEqual(purchase);
   });
 });
 

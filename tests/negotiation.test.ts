@@ -15,6 +15,7 @@ import { createKnowledgeMarketApp } from '../servers/src/services/knowledge-mark
 import { createNegotiationApp } from '../servers/src/services/negotiation';
 import { acceptOffer, effective, midpointUp, rejectNegotiation } from '../servers/src/services/negotiation/domain';
 import { negotiationStore } from '../servers/src/services/negotiation/store';
+import { loadConfig } from '../servers/src/config';
 import { generateWallet } from '../servers/src/runtime/wallet';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
@@ -55,7 +56,7 @@ beforeAll(async () => {
   await economy.ledger.openTokenAccount(seller.address);
   market = await startService((c) => createKnowledgeMarketApp({ ...c, prices: { publish: FREE, purchase: FREE } }), { id: 'knowledge-market', rpcUrl: economy.rpcUrl });
   service = await startService(
-    (c) => createNegotiationApp({ ...c, prices: { open: FREE, counter: FREE } }, { marketUrl: market.url, now: () => new Date(Date.now() + clockOffset) }),
+    (c) => createNegotiationApp({ ...c, prices: { open: FREE, counter: FREE } }, { marketUrl: market.url, brokers: [gateway.address], now: () => new Date(Date.now() + clockOffset) }),
     { id: 'negotiation' },
   );
   const publish = (title: string, priceUsd: string, negotiation: { mode: 'auto' | 'manual' | 'off'; maxDiscountPercent?: number }) =>
@@ -120,6 +121,7 @@ describe('the automatic responder', () => {
       negotiationId: opened.id,
       moduleId: modules.auto,
       buyer: buyer.address,
+      broker: null,
       seller: seller.address,
       priceUsd: '0.4',
       listPriceUsd: '0.5',
@@ -436,5 +438,49 @@ describe('paid through the economy', () => {
     // Accepting is free.
     await client.accept({ params: { negotiationId: n.id }, body: { expectedPriceUsd: '0.4025' } });
     expect(balance(buyer.address)).toBe(buyerStart - 3_000n);
+  });
+});
+
+describe('integrity: nobody opens a negotiation in another buyer’s name unless they are a registered broker', () => {
+  it('refuses a stranger naming another buyer (403 not_a_broker) before the fee, so the buyer’s own opening is not blocked', async () => {
+    const victim = await signer();
+    const before = await rowCount();
+    const squat = await fail(as(stranger).negotiation.open({ body: { moduleId: modules.manual, offerUsd: '0.1', buyer: victim.address } }));
+    expect(squat).toBeInstanceOf(PermissionDeniedError);
+    expect(squat).toMatchObject({ status: 403, code: 'not_a_broker' });
+    expect(await rowCount()).toBe(before);
+    // The buyer proves their own wallet and opens freely.
+    const own = await as(victim).negotiation.open({ body: { moduleId: modules.manual, offerUsd: '0.3' } });
+    expect(own).toMatchObject({ buyer: victim.address, broker: null, state: 'open' });
+    // Naming yourself as the buyer is not brokering.
+    const other = await signer();
+    expect(await as(other).negotiation.open({ body: { moduleId: modules.manual, offerUsd: '0.3', buyer: other.address } })).toMatchObject({ buyer: other.address, broker: null });
+  });
+
+  it('is refused before the quote in a paid deployment: the stranger is not charged', async () => {
+    // (The economy closes the services it started.)
+    const paid = await economy.startPaidService((c) => createNegotiationApp(c, { marketUrl: market.url, brokers: [gateway.address] }), { id: 'negotiation' });
+    const payer = await walletFromSecretKey(economy.buyer.secretKey);
+    const start = economy.ledger.tokenBalance(payer.address);
+    const client = createClient({ baseUrls: { negotiation: paid.url }, wallet: payer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 }).negotiation;
+    const error = await fail(client.open({ body: { moduleId: modules.auto, offerUsd: '0.35', buyer: carol.address } }));
+    expect(error).toMatchObject({ status: 403, code: 'not_a_broker' });
+    expect(economy.ledger.tokenBalance(payer.address)).toBe(start);
+  });
+
+  it('records the registered broker in the negotiation and in the agreement the market reads', async () => {
+    const buyer = await signer();
+    const n = await as(gateway).negotiation.open({ body: { moduleId: modules.auto, offerUsd: '0.5', buyer: buyer.address } });
+    expect(n).toMatchObject({ state: 'accepted', buyer: buyer.address, broker: gateway.address });
+    expect(await as().negotiation.agreement({ params: { negotiationId: n.id } })).toMatchObject({ buyer: buyer.address, broker: gateway.address, priceUsd: '0.5' });
+    const own = await as(buyer).negotiation.open({ body: { moduleId: modules.cheap, offerUsd: '0.1' } });
+    expect(await as().negotiation.agreement({ params: { negotiationId: own.id } })).toMatchObject({ buyer: buyer.address, broker: null });
+  });
+
+  it('reads the registered brokers from NEGOTIATION_BROKERS and names a bad one', () => {
+    const a = generateWallet().address;
+    expect(loadConfig([], { NEGOTIATION_BROKERS: ` ${a} ,` }).NEGOTIATION_BROKERS).toEqual([a]);
+    expect(loadConfig([], {}).NEGOTIATION_BROKERS).toEqual([]);
+    expect(() => loadConfig([], { NEGOTIATION_BROKERS: 'nope' })).toThrow(/NEGOTIATION_BROKERS: "nope" /);
   });
 });

@@ -18,7 +18,7 @@ import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
 
 // Expected scores are worked out by hand from the contract's formula:
-//   score = (50 × 5 + Σ weight × points) / (5 + Σ weight), weight 1 verified, 0.25 unverified, halved per 180 days.
+//   score = (50 × 5 + Σ weight × points) / (5 + Σ weight), weight 1 verified, 0 unverified, halved per 180 days.
 
 const FREE = { kind: 'fixed', usd: '0' } as const;
 const DAY = 86_400_000;
@@ -104,8 +104,8 @@ describe('reports and profiles', () => {
     expect(profile.asSeller).toEqual({ score: null, trades: 0, completed: 0, disputes: 0, disputesLost: 0, expired: 0, completionRate: null, disputeRate: null, volume: '0' });
   });
 
-  it('weighs a counterparty’s own report 0.25 and a trusted service’s 1, and scores them by hand', async () => {
-    // Alice's own report: unverified, points 100, score (250 + 25) / 5.25 = 52.38.
+  it('weighs an unverified report 0 and a trusted service’s 1, and scores them by hand', async () => {
+    // Alice's own report: unverified (it cites no transfer), points 100, weight 0: the score stays 250 / 5 = 50.
     const first = await as(alice).report({
       body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: '2500000', escrowId: escrowId(1), comment: 'Delivered early.' },
     });
@@ -114,10 +114,10 @@ describe('reports and profiles', () => {
       ratedBy: alice.address,
       subject: bob.address,
       verified: false,
-      weight: 0.25,
+      weight: 0,
       points: 100,
       scoreBefore: 50,
-      scoreAfter: 52.38,
+      scoreAfter: 50,
       rating: 5,
       amount: '2500000',
       comment: 'Delivered early.',
@@ -127,25 +127,25 @@ describe('reports and profiles', () => {
     expect(first.id).toMatch(/^rep_[0-9a-f]{24}$/);
 
     // The escrow service reports Carol's rating 4 of another trade: verified, points (100 + 75) / 2 = 87.5,
-    // score (250 + 25 + 87.5) / 6.25 = 58.
+    // score (250 + 87.5) / 6 = 56.25.
     const second = await as(escrow).report({
       body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', rating: 4, amount: '1000000', escrowId: escrowId(2), ratedBy: carol.address },
     });
-    expect(second).toMatchObject({ reporter: escrow.address, ratedBy: carol.address, verified: true, weight: 1, points: 87.5, scoreBefore: 52.38, scoreAfter: 58 });
+    expect(second).toMatchObject({ reporter: escrow.address, ratedBy: carol.address, verified: true, weight: 1, points: 87.5, scoreBefore: 50, scoreAfter: 56.25 });
 
-    // Bob as a buyer, auto-released by the escrow's timer: points 80, score (250 + 192.5) / 7.25 = 61.03.
+    // Bob as a buyer, auto-released by the escrow's timer: points 80, score (250 + 167.5) / 7 = 59.64.
     const third = await as(escrow).report({
       body: { subject: bob.address, subjectRole: 'buyer', outcome: 'auto_released', amount: '500000', escrowId: escrowId(3), ratedBy: dave.address },
     });
-    expect(third).toMatchObject({ verified: true, points: 80, rating: null, scoreBefore: 58, scoreAfter: 61.03 });
+    expect(third).toMatchObject({ verified: true, points: 80, rating: null, scoreBefore: 56.25, scoreAfter: 59.64 });
   });
 
   it('shows the profile with per-role statistics, newest report first', async () => {
     const profile = await as(undefined).get({ params: { agentId: bob.address } });
     expect(profile).toMatchObject({
-      score: 61.03,
+      score: 59.64,
       tier: 'new',
-      confidence: 0.3103, // 2.25 / 7.25
+      confidence: 0.2857, // 2 / 7
       tradeCount: 3,
       verifiedTradeCount: 2,
       averageRating: 4.5,
@@ -153,7 +153,7 @@ describe('reports and profiles', () => {
       volume: '4000000',
     });
     expect(profile.asSeller).toEqual({
-      score: 58,
+      score: 56.25,
       trades: 2,
       completed: 2,
       disputes: 0,
@@ -182,8 +182,8 @@ describe('reports and profiles', () => {
     const profile = await as(undefined).get({ params: { agentId: bob.address } });
     expect(profile.tradeCount).toBe(3);
     expect(profile.asBuyer).toMatchObject({ trades: 1, completed: 1, disputes: 0, volume: '500000' });
-    // The score counts every judgement: (250 + 192.5 + 0.25 × 50) / 7.5 = 60.67.
-    expect(profile.score).toBe(60.67);
+    // Dave's own report is unverified: shown, weighing nothing; the score stays (250 + 167.5) / 7 = 59.64.
+    expect(profile.score).toBe(59.64);
     expect(profile.history.items).toHaveLength(4);
   });
 
@@ -192,7 +192,7 @@ describe('reports and profiles', () => {
     const report = await as(carol).report({ body: { subject: alice.address, subjectRole: 'buyer', outcome: 'completed', amount: big } });
     expect(report.amount).toBe(big);
     const profile = await as(undefined).get({ params: { agentId: alice.address } });
-    expect(profile).toMatchObject({ volume: big, tradeCount: 1, tier: 'new', score: 52.38 });
+    expect(profile).toMatchObject({ volume: big, tradeCount: 1, tier: 'unrated', score: 50 });
     // Out again, so the rankings and statistics below are about the fixed set worked out by hand.
     await service.database.db.deleteFrom('reputation_reports').where('id', '=', report.id).execute();
   });
@@ -204,9 +204,9 @@ describe('reports and profiles', () => {
     );
     try {
       const profile = await as(undefined, later.url).get({ params: { agentId: bob.address } });
-      // Weights 0.0625, 0.25, 0.25, 0.0625: (250 + 6.25 + 21.875 + 20 + 3.125) / (5 + 0.625) = 53.56
-      expect(profile.score).toBe(53.56);
-      expect(profile.confidence).toBe(0.1111); // 0.625 / 5.625
+      // Weights 0, 0.25, 0.25, 0: (250 + 21.875 + 20) / (5 + 0.5) = 53.07
+      expect(profile.score).toBe(53.07);
+      expect(profile.confidence).toBe(0.0909); // 0.5 / 5.5
     } finally {
       await later.close();
     }
@@ -226,7 +226,7 @@ describe('rankings and statistics', () => {
     const any = await as(undefined).top({ query: { minTrades: 3 } });
     expect(any.items.map((a) => [a.rank, a.agentId, a.score, a.tier])).toEqual([
       [1, dave.address, 75, 'gold'],
-      [2, bob.address, 60.67, 'new'],
+      [2, bob.address, 59.64, 'new'],
     ]);
     expect(any.items[0]).toMatchObject({ tradeCount: 5, completionRate: 1, disputeRate: 0, averageRating: 5, volume: '5000000', confidence: 0.5 });
     expect(any.nextCursor).toBeNull();
@@ -240,7 +240,7 @@ describe('rankings and statistics', () => {
     const sellers = await as(undefined).top({ query: { role: 'seller', minTrades: 1 } });
     expect(sellers.items.map((a) => [a.agentId, a.score])).toEqual([
       [dave.address, 75],
-      [bob.address, 58],
+      [bob.address, 56.25],
       [erin.address, 41.67],
     ]);
     expect((await as(undefined).top({ query: { role: 'buyer' } })).items).toEqual([]);
@@ -253,7 +253,7 @@ describe('rankings and statistics', () => {
       agents: 5,
       reports: 10,
       verifiedReports: 8,
-      averageScore: 59.11, // (60.67 + 75 + 41.67) / 3
+      averageScore: 58.77, // (59.64 + 75 + 41.67) / 3
       tiers: { unrated: 2, new: 2, bronze: 0, silver: 0, gold: 1, platinum: 0 },
       outcomes: { completed: 7, auto_released: 1, dispute_won: 0, dispute_split: 1, dispute_lost: 1, expired: 0 },
       reportsLast24h: 10,
@@ -374,7 +374,7 @@ describe('paid and verified on chain', () => {
 
     // Paying for this report is itself a transfer from the buyer to the service's wallet.
     const unverified = await client.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 5 } });
-    expect(unverified).toMatchObject({ verified: false, weight: 0.25 });
+    expect(unverified).toMatchObject({ verified: false, weight: 0 });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.001'));
     expect(economy.ledger.tokenBalance(seller)).toBe(sellerBefore + usdToAtomic('0.001'));
     const transfer = client.payments.receipts[0]!.transaction;
@@ -386,11 +386,45 @@ describe('paid and verified on chain', () => {
 
     // The same transfer cited about someone it did not pay is no proof: recorded, unverified.
     const other = await client.reputation.report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', signature: transfer } });
-    expect(other).toMatchObject({ verified: false, weight: 0.25, amount: null });
+    expect(other).toMatchObject({ verified: false, weight: 0, amount: null });
 
     // And a transaction may be cited once per subject.
     const again = await client.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', signature: transfer } }).catch((e) => e);
     expect(again.code).toBe('duplicate_report');
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.003'));
+  });
+});
+
+describe('integrity: only a real counterparty moves a score', () => {
+  it('keeps and shows six unverified dispute_lost reports from a wallet that never traded with the seller, and lets them weigh nothing', async () => {
+    const [frank, spammer] = await Promise.all([signer(), signer()]);
+    // Two verified trades rated 5: (250 + 100 + 100) / 7 = 64.29.
+    for (const n of [40, 41]) {
+      await as(escrow).report({ body: { subject: frank.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: '1000000', escrowId: escrowId(n), ratedBy: carol.address } });
+    }
+    const before = await as(undefined).get({ params: { agentId: frank.address } });
+    expect(before).toMatchObject({ score: 64.29, confidence: 0.2857, tier: 'new' });
+    for (let i = 0; i < 6; i++) {
+      const spam = await as(spammer).report({ body: { subject: frank.address, subjectRole: 'seller', outcome: 'dispute_lost', rating: 1, comment: 'scam' } });
+      expect(spam).toMatchObject({ reporter: spammer.address, verified: false, weight: 0, points: 0, scoreBefore: 64.29, scoreAfter: 64.29 });
+    }
+    const after = await as(undefined).get({ params: { agentId: frank.address } });
+    expect(after).toMatchObject({ score: 64.29, confidence: 0.2857, tier: 'new', verifiedTradeCount: 2 });
+    expect(after.asSeller.score).toBe(64.29);
+    // Kept and shown: every report is in the history, marked unverified and weightless.
+    expect(after.history.items).toHaveLength(8);
+    expect(after.history.items.filter((r) => !r.verified).map((r) => r.weight)).toEqual([0, 0, 0, 0, 0, 0]);
+    const ranked = (await as(undefined).top({ query: { minTrades: 0, limit: 100 } })).items.find((a) => a.agentId === frank.address);
+    expect(ranked).toMatchObject({ score: 64.29, tier: 'new' });
+  });
+
+  it('gives no tier to an agent praised only by strangers: five sybils’ "completed" reports leave it unrated at 50', async () => {
+    const target = await signer();
+    for (let i = 0; i < 5; i++) {
+      await as(await signer()).report({ body: { subject: target.address, subjectRole: 'seller', outcome: 'completed', rating: 5 } });
+    }
+    const profile = await as(undefined).get({ params: { agentId: target.address } });
+    expect(profile).toMatchObject({ score: 50, confidence: 0, tier: 'unrated', verifiedTradeCount: 0 });
+    expect(profile.history.items).toHaveLength(5);
   });
 });

@@ -1,7 +1,8 @@
 import { createHash, createPublicKey, verify } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { base58Decode, base58Encode, usdToAtomic, type ScanResult } from '@agent-economy/contracts';
-import { BadRequestError, NotFoundError, UnprocessableEntityError, createClient, walletFromSecretKey } from '@agent-economy/sdk';
+import { BadRequestError, NotFoundError, UnprocessableEntityError, createClient, walletFromSecretKey, type Signer } from '@agent-economy/sdk';
+import { createKnowledgeMarketApp } from '../servers/src/services/knowledge-market';
 import { generateWallet, signEd25519 } from '../servers/src/runtime/wallet';
 import { createVerificationApp } from '../servers/src/services/verification';
 import { fleschReadingEase, safetyCheck, shingles, syllables, jaccard } from '../servers/src/services/verification/domain';
@@ -21,9 +22,21 @@ function ed25519Verifies(publicKeyBase58: string, message: string, signatureBase
 }
 
 let service: RunningService;
+// The knowledge market the scans' module ids are checked against (its listed contentHash must be the scanned content's).
+let economy: Economy;
+let market: RunningService;
+let seller: Signer, seller2: Signer;
+let chunkingId: string;
 const client = (url = service.url) => createClient({ baseUrls: { verification: url }, maxRetries: 0 }).verification;
-const freeService = () => startService((c) => createVerificationApp({ ...c, prices: { scan: FREE } }), { id: 'verification' });
+const fail = <T>(p: Promise<T>) => p.then(() => expect.unreachable('expected an error') as never, (e) => e);
+const freeService = (marketUrl = () => market.url) =>
+  startService((c) => createVerificationApp({ ...c, prices: { scan: FREE } }, { marketUrl }), { id: 'verification' });
 const holder = generateWallet().address;
+/** Lists `content` in the market and returns the module id. */
+async function publish(title: string, content: string, format: 'markdown' | 'text' = 'markdown', by: Signer = seller): Promise<string> {
+  const market_ = createClient({ baseUrls: { 'knowledge-market': market.url }, wallet: by, payments: false, maxRetries: 0 }).knowledgeMarket;
+  return (await market_.publish({ body: { title, description: 'A module for the verification tests.', capabilities: ['testing'], priceUsd: '0.1', format, content } })).id;
+}
 
 async function scanCount(s = service): Promise<number> {
   const row = await s.database.db.selectFrom('verification_scans').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
@@ -31,9 +44,18 @@ async function scanCount(s = service): Promise<number> {
 }
 
 beforeAll(async () => {
+  economy = await startEconomy();
+  [seller, seller2] = await Promise.all([walletFromSecretKey(generateWallet().secretKey), walletFromSecretKey(generateWallet().secretKey)]);
+  await Promise.all([seller, seller2].map((s) => economy.ledger.openTokenAccount(s.address)));
+  market = await startService((c) => createKnowledgeMarketApp({ ...c, prices: { publish: FREE } }), { id: 'knowledge-market', rpcUrl: economy.rpcUrl });
   service = await freeService();
+  chunkingId = await publish('Chunking basics', CLEAN);
+}, 60_000);
+afterAll(async () => {
+  await service?.close();
+  await market?.close();
+  await economy?.close();
 });
-afterAll(() => service?.close());
 
 // A small clean module. By hand: 23 words; 2 headings; 1 code block; prose of 3 sentences (5, 4 and 6 words)
 // with 6 + 4 + 9 = 19 syllables, so Flesch = 206.835 − 1.015 × 15/3 − 84.6 × 19/15 = 94.6; no repeated lines.
@@ -60,7 +82,7 @@ describe('scan', () => {
   let clean: ScanResult;
 
   it('measures a clean module exactly, hashes it, and certifies it', async () => {
-    clean = await client().scan({ body: { content: { title: 'Chunking basics', format: 'markdown', body: CLEAN }, moduleId: 'mod_chunking', holder } });
+    clean = await client().scan({ body: { content: { title: 'Chunking basics', format: 'markdown', body: CLEAN }, moduleId: chunkingId, holder } });
     expect(clean.id).toMatch(/^scn_[0-9a-f]{24}$/);
     expect(clean.contentHash).toBe(sha256(CLEAN));
     expect(clean.sizeBytes).toBe(Buffer.byteLength(CLEAN));
@@ -82,7 +104,7 @@ describe('scan', () => {
     expect(clean.verdict).toBe('pass');
     expect(clean.certification.issued).toBe(true);
     expect(clean.certification.certificateId).toMatch(/^cert_[0-9a-f]{24}$/);
-    expect(clean).toMatchObject({ moduleId: 'mod_chunking', holder, title: 'Chunking basics', format: 'markdown', generator: { engine: 'builtin' } });
+    expect(clean).toMatchObject({ moduleId: chunkingId, holder, title: 'Chunking basics', format: 'markdown', generator: { engine: 'builtin' } });
     expect(await client().getScan({ params: { scanId: clean.id } })).toEqual(clean);
   });
 
@@ -90,7 +112,7 @@ describe('scan', () => {
     const cert = await client().getCertificate({ params: { certificateId: clean.certification.certificateId! } });
     expect(cert).toMatchObject({
       scanId: clean.id,
-      moduleId: 'mod_chunking',
+      moduleId: chunkingId,
       title: 'Chunking basics',
       contentHash: sha256(CLEAN),
       score: 87.84,
@@ -186,36 +208,39 @@ describe('plagiarism', () => {
     return r;
   };
 
+  let modA: string;
   beforeAll(async () => {
     s = await freeService();
+    modA = await publish('Module A', A, 'text');
   });
   afterAll(() => s?.close());
 
   it('compares 5-word shingles with every earlier scan except the same work', async () => {
-    expect((await scan(A, { moduleId: 'mod_a', holder: h1 })).plagiarism).toMatchObject({ maxSimilarity: 0, comparedAgainst: 0, score: 100 });
+    expect((await scan(A, { moduleId: modA, holder: h1 })).plagiarism).toMatchObject({ maxSimilarity: 0, comparedAgainst: 0, score: 100 });
     // The same holder rescanning the same content is not compared with its own earlier scan.
     expect((await scan(A, { holder: h1 })).plagiarism).toMatchObject({ maxSimilarity: 0, comparedAgainst: 0 });
 
     const b = await scan(B, { holder: h2 });
     expect(b.plagiarism).toMatchObject({ score: 25, passed: false, maxSimilarity: 0.75, comparedAgainst: 2 });
     expect(b.plagiarism!.matches.map((m) => [m.scanId, m.similarity, m.moduleId]).sort()).toEqual([
-      [ids[0], 0.75, 'mod_a'],
+      [ids[0], 0.75, modA],
       [ids[1], 0.75, null],
     ].sort());
     expect(b.findings.map((f) => [f.code, f.severity])).toEqual([['substantial_overlap', 'medium']]);
     expect(b.score).toBe(25); // only plagiarism ran
     expect(b.verdict).toBe('fail');
 
-    // An exact copy by another holder: similarity 1, a high finding.
-    const copy = await scan(A, { holder: h2, moduleId: 'mod_copy' });
+    // An exact copy by another holder, listed by another seller after all of these: similarity 1, a high finding.
+    const modCopy = await publish('Module A copied', A, 'text', seller2);
+    const copy = await scan(A, { holder: h2, moduleId: modCopy });
     expect(copy.plagiarism).toMatchObject({ score: 0, maxSimilarity: 1, comparedAgainst: 3 });
     expect(copy.plagiarism!.matches.map((m) => m.similarity)).toEqual([1, 1, 0.75]);
     expect(copy.findings[0]).toMatchObject({ code: 'near_duplicate', severity: 'high', line: null });
 
-    // A new version of mod_a is not compared with mod_a's earlier scan, nor B with its own holder's B.
-    const v2 = await scan(B, { moduleId: 'mod_a', holder: h2 });
-    expect(v2.plagiarism!.comparedAgainst).toBe(2);
-    expect(v2.plagiarism!.matches.map((m) => m.scanId).sort()).toEqual([ids[1], ids[3]].sort());
+    // Other content under modA's name is not modA: refused (the market lists A's hash), nothing stored.
+    const renamed = await fail(client(s.url).scan({ body: { content: { title: 'Module B', format: 'text', body: B }, checks: ['plagiarism'], moduleId: modA, holder: h2 } }));
+    expect(renamed).toMatchObject({ status: 422, code: 'content_mismatch' });
+    expect(await scanCount(s)).toBe(4);
   });
 
   it('computes Jaccard over hashed shingles', () => {
@@ -235,10 +260,11 @@ describe('certificate registry and statistics', () => {
     s = await freeService();
     // Three distinct small modules (no shared 5-word runs), each passing like CLEAN.
     const modules = [
-      { title: 'Retrieval basics', moduleId: 'mod_rag_basics', holder: h1, body: '# Retrieval\n\nEmbed every chunk once. Store vectors with their source.\n\n## Ranking\n\nReturn the nearest chunks for each question.\n\n```ts\nconst hits = index.search(query, 5);\n```\n' },
-      { title: 'Tool calling', moduleId: 'mod_tools', holder: h2, body: '# Tools\n\nDescribe each tool with a schema. Check arguments before running.\n\n## Errors\n\nReport failures back to the model plainly.\n\n```ts\nconst result = tools.run(call);\n```\n' },
-      { title: 'Retrieval evaluation', moduleId: 'mod_rag_eval', holder: h2, body: '# Evaluation\n\nMeasure recall on labelled questions. Track the score over time.\n\n## Reports\n\nCompare runs before you ship a change.\n\n```ts\nconst recall = found / relevant;\n```\n' },
+      { title: 'Retrieval basics', moduleId: '', holder: h1, body: '# Retrieval\n\nEmbed every chunk once. Store vectors with their source.\n\n## Ranking\n\nReturn the nearest chunks for each question.\n\n```ts\nconst hits = index.search(query, 5);\n```\n' },
+      { title: 'Tool calling', moduleId: '', holder: h2, body: '# Tools\n\nDescribe each tool with a schema. Check arguments before running.\n\n## Errors\n\nReport failures back to the model plainly.\n\n```ts\nconst result = tools.run(call);\n```\n' },
+      { title: 'Retrieval evaluation', moduleId: '', holder: h2, body: '# Evaluation\n\nMeasure recall on labelled questions. Track the score over time.\n\n## Reports\n\nCompare runs before you ship a change.\n\n```ts\nconst recall = found / relevant;\n```\n' },
     ];
+    for (const m of modules) m.moduleId = await publish(m.title, m.body);
     for (const { body, ...m } of modules) {
       const r = await client(s.url).scan({ body: { content: { title: m.title, format: 'markdown', body }, moduleId: m.moduleId, holder: m.holder } });
       expect(r.verdict).toBe('pass');
@@ -254,9 +280,9 @@ describe('certificate registry and statistics', () => {
     const titles = async (query: Record<string, unknown>) => (await client(s.url).listCertificates({ query: query as never })).items.map((c) => c.title);
     expect(await titles({ q: 'retrieval' })).toEqual(['Retrieval evaluation', 'Retrieval basics']);
     expect(await titles({ q: 'RETRIEVAL evaluation' })).toEqual(['Retrieval evaluation']);
-    expect(await titles({ q: 'rag_basics' })).toEqual(['Retrieval basics']);
+    expect(await titles({ q: certified[0]!.moduleId.slice(4) })).toEqual(['Retrieval basics']);
     expect(await titles({ q: '100%' })).toEqual([]);
-    expect(await titles({ moduleId: 'mod_tools' })).toEqual(['Tool calling']);
+    expect(await titles({ moduleId: certified[1]!.moduleId })).toEqual(['Tool calling']);
     expect(await titles({ holder: h2 })).toEqual(['Retrieval evaluation', 'Tool calling']);
     expect(await titles({ contentHash: sha256(certified[0]!.body) })).toEqual(['Retrieval basics']);
     expect(await titles({ minScore: 100 })).toEqual([]);
@@ -438,5 +464,68 @@ describe('paid scan', () => {
     const cert = await paying.verification.getCertificate({ params: { certificateId: result.certification.certificateId! } });
     expect(ed25519Verifies(cert.issuer, cert.proof.signedPayload, cert.proof.signature)).toBe(true);
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.02'));
+  });
+});
+
+describe('integrity: a certificate binds content to a module only when the market lists that content', () => {
+  let s: RunningService;
+  beforeAll(async () => {
+    s = await freeService();
+  });
+  afterAll(() => s?.close());
+  const body = '# Fees\n\nRead recent fees for the accounts you write. Take a high percentile of them.\n\n## Landing\n\nRetry with a fresh blockhash when a send expires.\n\n```ts\nconst fee = percentile(fees, 75);\n```\n';
+  const scanOf = (content: string, extra: { moduleId?: string; holder?: string } = {}) =>
+    client(s.url).scan({ body: { content: { title: 'Fees', format: 'markdown', body: content }, ...extra } });
+
+  it('refuses a module the market does not list (404 module_not_found) and other content under a listed module’s id (422 content_mismatch), storing nothing', async () => {
+    for (const moduleId of ['mod_0000000000000000', 'mod_chunking']) {
+      const unknown = await fail(scanOf(body, { moduleId }));
+      expect(unknown).toBeInstanceOf(NotFoundError);
+      expect(unknown).toMatchObject({ code: 'module_not_found', details: { moduleId } });
+    }
+    const other = await fail(scanOf(body, { moduleId: chunkingId }));
+    expect(other).toBeInstanceOf(UnprocessableEntityError);
+    expect(other).toMatchObject({ code: 'content_mismatch', details: { moduleId: chunkingId, listedContentHash: sha256(CLEAN), contentHash: sha256(body) } });
+    expect(await scanCount(s)).toBe(0);
+    expect((await client(s.url).listCertificates({ query: { moduleId: chunkingId } })).items).toEqual([]);
+  });
+
+  it('answers 502 market_unavailable when the market does not answer, and still scans content naming no module', async () => {
+    const cut = await freeService(() => 'http://127.0.0.1:9');
+    try {
+      expect(await fail(client(cut.url).scan({ body: { content: { title: 'Fees', format: 'markdown', body }, moduleId: chunkingId } }))).toMatchObject({ status: 502, code: 'market_unavailable' });
+      expect((await client(cut.url).scan({ body: { content: { title: 'Fees', format: 'markdown', body } } })).verdict).toBe('pass');
+    } finally {
+      await cut.stopServer();
+    }
+  });
+
+  it('judges plagiarism by first publication: the author scanning after a copier is not flagged, the copier is', async () => {
+    const [author, copier, latecomer] = [generateWallet().address, generateWallet().address, generateWallet().address];
+    const original = `${body}\nKeep the percentile between 50 and 90 for ordinary sends, and above 90 only when landing matters more than cost.\n`;
+    const moduleId = await publish('Fees in practice', original, 'markdown', seller2);
+    // The copier scans the listed content, word for word, before its author: nothing earlier, so it passes.
+    const copied = await scanOf(original, { holder: copier });
+    expect(copied.plagiarism).toMatchObject({ maxSimilarity: 0, comparedAgainst: 0 });
+    // The author's module was published before the copier's scan: the copier's scan is not held against it.
+    const own = await scanOf(original, { moduleId, holder: author });
+    expect(own.plagiarism).toMatchObject({ score: 100, maxSimilarity: 0, comparedAgainst: 0, matches: [] });
+    expect(own.certification.issued).toBe(true);
+    expect((await client(s.url).getCertificate({ params: { certificateId: own.certification.certificateId! } })).moduleId).toBe(moduleId);
+    // Anyone scanning it after is compared with both, the author's module first published.
+    const late = await scanOf(original, { holder: latecomer });
+    expect(late.plagiarism).toMatchObject({ score: 0, maxSimilarity: 1, comparedAgainst: 2 });
+    expect(late.plagiarism!.matches.map((m) => m.scanId).sort()).toEqual([copied.id, own.id].sort());
+  });
+
+  it('dates a work without a module by its earliest scan: the first holder rescanning is not flagged for a later copy', async () => {
+    const [first, second] = [generateWallet().address, generateWallet().address];
+    const text = 'one two three four five six seven eight nine ten eleven twelve';
+    const a = await client(s.url).scan({ body: { content: { title: 'Counting', format: 'text', body: text }, checks: ['plagiarism'], holder: first } });
+    expect(a.plagiarism!.matches).toEqual([]);
+    const b = await client(s.url).scan({ body: { content: { title: 'Counting', format: 'text', body: `${text} thirteen` }, checks: ['plagiarism'], holder: second } });
+    expect(b.plagiarism!.matches.map((m) => m.scanId)).toContain(a.id);
+    const again = await client(s.url).scan({ body: { content: { title: 'Counting', format: 'text', body: text }, checks: ['plagiarism'], holder: first } });
+    expect(again.plagiarism!.matches.map((m) => m.scanId)).not.toContain(b.id);
   });
 });

@@ -7,7 +7,7 @@ import { listRoutes, priceRange, routeMeta, services, type PaymentMeta } from '@
 const RATIONALE: Record<string, string> = {
   facilitator: 'Free: the settlement infrastructure is paid through operator agreements with sellers; charging x402 to reach the service that settles x402 would be circular.',
   ads: 'Free: campaign budgets and settlement fees pay for the ad network; a per-call fee would tax every settlement, and the impression beacon must cost nothing.',
-  cognition: 'Defaults: state reads and writes 0.001–0.002; arithmetic analyses 0.01; scheduling, compression, relevance and drift analyses 0.02; multi-agent load 0.03; the full diagnostic 0.08, below the sum of its ten parts.',
+  cognition: 'Defaults: state reads and writes 0.001–0.002; arithmetic analyses 0.01; scheduling, compression, relevance and drift analyses 0.02; multi-agent load 0.03; the full diagnostic 0.008 per analysis it runs (0.08 for all ten, below the sum of its ten parts).',
   escrow: 'Defaults: create costs the escrowed amount plus a 1 % fee (at least 0.01 USD); deliver 0.005 and confirm 0.001 (cheap so buyers release funds); dispute and resolve 0.05 (AI mediation, scans, reputation lookups); reads free (spec).',
   gateway: 'Defaults: onboard 0.01; trade planning 0.03 (discovery, ranking, opening a negotiation); trade execution = module price + 0.02 fee; the assistant 0.01; overview, search, health and directory free (spec).',
   identity: 'Defaults: lookups 0.001–0.005; writes 0.005–0.01; trust score 0.02 (four factors and an explanation); batch resolve 0.003 for up to 5 DIDs, 0.01 up to 25; status changes of credentials free so revoking is never priced out; stats free.',

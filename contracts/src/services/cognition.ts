@@ -2,7 +2,7 @@ import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
-import { fixed, free, type RouteMeta } from '../core/payment';
+import { adaptive, fixed, free, type RouteMeta } from '../core/payment';
 import { SolanaAddress, Timestamp } from '../core/chain';
 import { UsdAmount } from '../core/money';
 import { Generator, authErrors } from './shared';
@@ -559,6 +559,8 @@ export interface HealthReport {
   health: 'healthy' | 'degraded' | 'critical';
   analysesRun: number;
   analysesSkipped: number;
+  /** What this report was charged: 0.008 USD per analysis that ran (at this deployment's price), "0" when free. */
+  chargedUsd: string;
   entries: DiagnosticEntry[];
   topActions: string[];
   summary: string;
@@ -1133,6 +1135,7 @@ const HealthReportSchema: z.ZodType<HealthReport> = z.object({
     .describe('critical: an analysis is critical or the grade is F; degraded: a warning or grade C/D; else healthy'),
   analysesRun: count(),
   analysesSkipped: count(),
+  chargedUsd: UsdAmount.describe('what this report was charged: 0.008 USD per analysis that ran, quoted before it ran; "0" when the deployment charges nothing'),
   entries: z.array(
     z.object({
       analysis: AnalysisIdSchema,
@@ -1278,7 +1281,8 @@ const router = c.router({
       'Schedules the task queue onto the free GPUs and CPUs: which tasks run now, which wait (with a simulated start and ' +
       'finish as running tasks release their units; units busy outside the queue, total − available, are assumed free once none of the queue’s tasks runs), which can never fit. Reports utilization, idle units, deadline ' +
       'misses and the share of priority served now. Design: input is the compute group plus tasks.queue of the state. ' +
-      'Errors: 422 nothing_schedulable when no task needs any GPU or CPU.',
+      'Score 100 × (1 − 0.4 × deadline misses / n − 0.3 × infeasible / n − 0.3 × idle share while tasks wait), at most 50 ' +
+      '(warning) when a task can never run on the agent’s compute. Errors: 422 nothing_schedulable when no task needs any GPU or CPU.',
     responses: analysisResponses(ComputeAllocationResultSchema),
     metadata: {
       payment: fixed('0.02'),
@@ -1342,7 +1346,8 @@ const router = c.router({
     description:
       'Ranks context items against the current goal (BM25 over stemmed terms, plus a small recency weight when addedAt is ' +
       'given) and selects the best ones that fit the token budget. Items sharing no term with the goal are listed as ' +
-      'irrelevant. Design: input is reasoning.goal, reasoning.context and reasoning.tokenBudget of the state.',
+      'irrelevant. Design: input is reasoning.goal, reasoning.context and reasoning.tokenBudget of the state. Errors: 422 ' +
+      'goal_unscorable when the goal has no word that can be scored (only stopwords or punctuation), refused before payment.',
     responses: analysisResponses(ContextRelevanceResultSchema),
     metadata: {
       payment: fixed('0.02'),
@@ -1464,8 +1469,9 @@ const router = c.router({
       'Measures each agent’s utilization (assigned task minutes / capacity), then moves tasks from overloaded agents, and ' +
       'places unassigned tasks, onto the least-loaded agents that have the required skills, largest moves first, until ' +
       'no agent is above targetUtilization or nothing more can move. Reports loads before and after, the moves and the ' +
-      'imbalance (coefficient of variation). Design: input is tasks.team and tasks.queue of the state. Errors: 422 ' +
-      'unknown_agent when a task is assigned to an agent not in `agents`.',
+      'imbalance (coefficient of variation). Score at most 50 (warning) while a task is `unplaced` (no agent can take it). ' +
+      'Design: input is tasks.team and tasks.queue of the state. Errors: 422 unknown_agent when a task is assigned to an ' +
+      'agent not in `agents`.',
     responses: analysisResponses(CognitiveLoadResultSchema),
     metadata: {
       payment: fixed('0.03'),
@@ -1497,9 +1503,11 @@ const router = c.router({
       'Runs every analysis on the agent’s stored state, with any groups sent in `state` overriding the stored ones for ' +
       'this run (not saved), and answers one health report: score (mean of the analyses that ran), letter grade ' +
       '(A ≥ 90, B ≥ 80, C ≥ 70, D ≥ 60, F), overall health, one entry per analysis, the top actions, and every ' +
-      'analysis’s full result. Analyses whose inputs are missing from the state are skipped with the reason, using ' +
-      'default options. Design: the state is the caller’s own (SIGN-IN-WITH-X). Errors: 404 state_not_found when there ' +
-      'is no stored state and no `state` is sent; 422 state_incomplete when no analysis has its inputs.',
+      'analysis’s full result. Analyses whose inputs are missing from the state (or that cannot score them) are skipped ' +
+      'with the reason, using default options. The price is what runs: 0.008 USD per analysis that will run, decided ' +
+      'before the quote (0.08 for all ten); `chargedUsd` says what was charged. Design: the state is the caller’s own ' +
+      '(SIGN-IN-WITH-X). Errors: 404 state_not_found when there is no stored state and no `state` is sent; 422 ' +
+      'state_incomplete when no analysis has its inputs.',
     responses: {
       200: HealthReportSchema,
       404: ErrorEnvelope,
@@ -1509,7 +1517,7 @@ const router = c.router({
       ...authErrors,
     },
     metadata: {
-      payment: fixed('0.08'),
+      payment: adaptive('0.008', '0.08'),
       auth: 'siwx',
       example: {
         body: {

@@ -221,12 +221,20 @@ export interface UpdateIdentityRequest {
   rotateKey?: KeyProof;
   deactivate?: true;
 }
-export interface IssueCredentialRequest {
-  action: 'issue';
+/** Step 1 of issuing: the registry builds the credential and says exactly what the issuer's key must sign. */
+export interface PrepareCredentialRequest {
+  action: 'prepare';
   issuer: string;
   subject: string;
   claims: CredentialClaims;
   validUntil?: string;
+}
+/** Step 2 of issuing: the issuer's signature over the prepared credential; the registry verifies it and registers the credential. */
+export interface IssueCredentialRequest {
+  action: 'issue';
+  credentialId: string;
+  /** "z" + base58btc of the Ed25519 signature of `signingInput` by the key `verificationMethod` names. */
+  proofValue: string;
 }
 export interface SetCredentialStatusRequest {
   action: 'setStatus';
@@ -234,7 +242,19 @@ export interface SetCredentialStatusRequest {
   status: 'active' | 'suspended' | 'revoked';
   reason?: string;
 }
-export type CredentialActionRequest = IssueCredentialRequest | SetCredentialStatusRequest;
+export type CredentialActionRequest = PrepareCredentialRequest | IssueCredentialRequest | SetCredentialStatusRequest;
+/** A credential built for its issuer to sign: the document with its proof options, and the bytes to sign. */
+export interface PreparedCredential {
+  credentialId: string;
+  /** The credential as it will be issued, its proof without proofValue. */
+  credential: Omit<VerifiableCredential, 'proof'> & { proof: Omit<DataIntegrityProof, 'proofValue'> };
+  /** The issuer DID's current key, which must sign (`<did>#key-<n>`). */
+  verificationMethod: string;
+  /** base58btc of the 64 bytes to sign: SHA-256(JCS(proof options with the credential's @context)) ‖ SHA-256(JCS(credential without proof)). */
+  signingInput: string;
+  /** Sign and send it with action "issue" before this time. */
+  expiresAt: string;
+}
 
 /** A credential someone presents: verified exactly as received (unknown fields are kept, they are signed too). */
 export interface PresentedCredential {
@@ -285,6 +305,7 @@ export interface ListIdentitiesQuery {
 export type ListIdentitiesQueryInput = Omit<ListIdentitiesQuery, 'limit'> & { limit?: number };
 export interface ListCredentialsQuery {
   role: 'subject' | 'issuer';
+  credentialId?: string;
   kind?: CredentialKind;
   status?: CredentialStatus;
   limit: number;
@@ -331,9 +352,8 @@ export interface TrustChain {
 export interface TrustScoreRequest {
   did: string;
   tradeHistory?: { completedTrades: number; disputedTrades: number; volumeUsd: string; firstTradeAt?: string };
-  reputation?: { score: number; ratings: number };
 }
-export type TrustFactorSource = 'registry' | 'caller' | 'none';
+export type TrustFactorSource = 'registry' | 'caller' | 'reputation' | 'none';
 export interface FactorScore {
   score: number;
   weight: number;
@@ -501,11 +521,11 @@ const DidDocumentSchema: z.ZodType<DidDocument> = z.object({
   verificationMethod: z
     .array(z.object({ id: z.string(), type: z.literal('Multikey'), controller: z.string(), publicKeyMultibase: z.string() }))
     .describe(
-      '#key-<n>: the current key; #controller: the controller wallet’s Ed25519 key; #registrar: the key this service signs ' +
-        'credentials with on the DID’s behalf',
+      '#key-<n>: the current key (it signs the credentials the DID issues); #controller: the controller wallet’s Ed25519 key. ' +
+        'The registry holds no key of any DID',
     ),
   authentication: z.array(z.string()).describe('#key-<n> and #controller'),
-  assertionMethod: z.array(z.string()).describe('#key-<n> and #registrar'),
+  assertionMethod: z.array(z.string()).describe('#key-<n>'),
   capabilityInvocation: z.array(z.string()).describe('#controller'),
   service: z.array(z.object({ id: z.string(), type: ServiceEndpointTypeSchema, serviceEndpoint: z.string() })),
 });
@@ -574,7 +594,7 @@ const DataIntegrityProofSchema: z.ZodType<DataIntegrityProof> = z.object({
   type: z.literal('DataIntegrityProof'),
   cryptosuite: z.literal('eddsa-jcs-2022'),
   created: Timestamp,
-  verificationMethod: z.string().describe('the issuer’s #registrar key'),
+  verificationMethod: z.string().describe('the issuer DID’s own key that signed it, <did>#key-<n> (the registry never holds it)'),
   proofPurpose: z.literal('assertionMethod'),
   proofValue: z.string().describe('"z" + base58btc of the Ed25519 signature'),
 });
@@ -588,7 +608,7 @@ const VerifiableCredentialSchema: z.ZodType<VerifiableCredential> = z.object({
   credentialSubject: z.object({ id: z.string() }).catchall(z.unknown()).describe('the subject DID and the claims'),
   credentialStatus: z
     .object({ id: z.string(), type: z.literal('RegistryStatus'), statusPurpose: z.literal('revocation') })
-    .describe('status is checked live with POST /api/credentials/verify'),
+    .describe('id: a free public GET of the credential’s live status (GET /api/credentials/<subject>?credentialId=<id>)'),
   proof: DataIntegrityProofSchema,
 });
 const CredentialRecordSchema: z.ZodType<CredentialRecord> = z.object({
@@ -603,6 +623,33 @@ const CredentialRecordSchema: z.ZodType<CredentialRecord> = z.object({
   validUntil: Timestamp.nullable(),
   claims: CredentialClaimsSchema,
   credential: VerifiableCredentialSchema,
+});
+const PreparedCredentialSchema: z.ZodType<PreparedCredential> = z.object({
+  credentialId: z.string(),
+  credential: z
+    .object({
+      '@context': z.array(z.string()),
+      id: z.string(),
+      type: z.array(z.string()),
+      issuer: z.string(),
+      validFrom: Timestamp,
+      validUntil: Timestamp.optional(),
+      credentialSubject: z.object({ id: z.string() }).catchall(z.unknown()),
+      credentialStatus: z.object({ id: z.string(), type: z.literal('RegistryStatus'), statusPurpose: z.literal('revocation') }),
+      proof: z.object({
+        type: z.literal('DataIntegrityProof'),
+        cryptosuite: z.literal('eddsa-jcs-2022'),
+        created: Timestamp,
+        verificationMethod: z.string(),
+        proofPurpose: z.literal('assertionMethod'),
+      }),
+    })
+    .describe('the credential as it will be issued; its proof lacks only proofValue'),
+  verificationMethod: z.string().describe('the issuer DID’s current key, <did>#key-<n>, which must sign'),
+  signingInput: z
+    .string()
+    .describe('base58btc of the 64 bytes to sign with Ed25519 (eddsa-jcs-2022 hashData): SHA-256(JCS(proof options + @context)) ‖ SHA-256(JCS(credential without proof))'),
+  expiresAt: Timestamp.describe('send the signature with action "issue" before this time (10 minutes)'),
 });
 const KindCountsSchema: z.ZodType<KindCounts> = z.object({
   skill_attestation: count(),
@@ -640,6 +687,7 @@ const ListIdentitiesQuerySchema: z.ZodType<ListIdentitiesQuery, z.ZodTypeDef, Li
 });
 const ListCredentialsQuerySchema: z.ZodType<ListCredentialsQuery, z.ZodTypeDef, ListCredentialsQueryInput> = z.object({
   role: z.enum(['subject', 'issuer']).default('subject').describe('subject: credentials the DID holds; issuer: those it issued'),
+  credentialId: CredentialId.optional().describe('only this credential: its live revocation status, as the credential’s credentialStatus.id reads it'),
   kind: CredentialKindSchema.optional(),
   status: CredentialStatusSchema.optional(),
   ...PageQuery,
@@ -690,6 +738,16 @@ const CredentialActionBody: z.ZodType<CredentialActionRequest> = z.discriminated
   z
     .object({
       action: z.literal('issue'),
+      credentialId: CredentialId.describe('the prepared credential'),
+      proofValue: z
+        .string()
+        .regex(/^z[1-9A-HJ-NP-Za-km-z]{60,100}$/, 'must be "z" + base58btc of a 64-byte Ed25519 signature')
+        .describe('"z" + base58btc of the issuer key’s Ed25519 signature of signingInput'),
+    })
+    .strict(),
+  z
+    .object({
+      action: z.literal('prepare'),
       issuer: AgentDid.describe('the issuing DID; the caller must be its controller'),
       subject: AgentDid.describe('the DID receiving the credential'),
       claims: CredentialClaimsSchema,
@@ -726,7 +784,9 @@ const CredentialVerificationSchema: z.ZodType<CredentialVerification> = z.object
   status: z.union([CredentialStatusSchema, z.literal('unknown')]).describe('unknown for a credential this registry did not issue'),
   checks: z.object({
     registered: z.boolean().describe('issued through this registry'),
-    signature: z.boolean().describe('the eddsa-jcs-2022 proof verifies against the issuer’s #registrar key'),
+    signature: z
+      .boolean()
+      .describe('the eddsa-jcs-2022 proof verifies against the issuer’s key it names (#key-<n>: the current key, or one rotated out after the credential’s validFrom)'),
     issuerActive: z.boolean(),
     subjectActive: z.boolean(),
     notExpired: z.boolean(),
@@ -789,7 +849,7 @@ const factorFields = {
   score: z.number().min(0).max(100),
   weight: z.number().min(0).max(1).describe('defaults 0.15, 0.30, 0.30, 0.25; a factor with source none gets 0 and the rest are rescaled'),
   contribution: z.number().describe('score × weight'),
-  source: z.enum(['registry', 'caller', 'none']),
+  source: z.enum(['registry', 'caller', 'reputation', 'none']),
 };
 const TrustScoreSchema: z.ZodType<TrustScore> = z.object({
   did: z.string(),
@@ -820,7 +880,10 @@ const TrustScoreSchema: z.ZodType<TrustScore> = z.object({
       .describe('100 × (1 − disputeRate) × min(1, log10(1 + trades) / 2); from the request, else from trade certifications'),
     reputation: z
       .object({ ...factorFields, reputationScore: z.number().nullable(), ratings: count() })
-      .describe('reputation score × min(1, ratings / 10); only from the request'),
+      .describe(
+        'reputation score × min(1, ratings / 10), read from the reputation service for the DID’s controller wallet (source ' +
+          'reputation; ratings = its verified trades); left out (source none) when the wallet has no verified trade there or the service does not answer',
+      ),
   }),
   riskFlags: z.array(
     z.enum([
@@ -850,11 +913,6 @@ const TrustScoreBody: z.ZodType<TrustScoreRequest> = z
       .strict()
       .optional()
       .describe('trade record, e.g. from the escrow service; taken from the DID’s trade certifications when omitted'),
-    reputation: z
-      .object({ score: z.number().min(0).max(100), ratings: count().max(10_000_000) })
-      .strict()
-      .optional()
-      .describe('reputation, e.g. from the reputation service; the factor is left out when omitted'),
   })
   .strict();
 
@@ -1015,17 +1073,23 @@ const router = c.router({
     body: CredentialActionBody,
     summary: 'Issue a verifiable credential to an agent',
     description:
-      '`action: "issue"` issues a W3C verifiable credential (Data Model 2.0) from the issuer DID to the subject DID: a ' +
-      'skill attestation, a trade certification or an audit badge. The caller must control the issuer DID (SIGN-IN-WITH-X). ' +
-      'The credential is signed with eddsa-jcs-2022 by the issuer’s #registrar key, which every DID document lists in ' +
-      'assertionMethod, so any Data Integrity verifier accepts it. `action: "setStatus"` lets the issuer suspend, ' +
-      'reinstate or revoke (final) a credential it issued. Design: revocation status lives here and is checked with POST ' +
-      '/api/credentials/verify. Errors: 403 not_issuer_controller; 404 did_not_found, credential_not_found; 409 ' +
-      'did_deactivated, credential_revoked, credential_expired; 422 self_attestation (issuer = subject), ' +
-      'capability_not_declared (a skill the subject has not declared), invalid_validity (validUntil past or over 5 years), ' +
-      'invalid_period (periodEnd before periodStart).',
+      'Issues a W3C verifiable credential (Data Model 2.0) from the issuer DID to the subject DID (a skill attestation, a ' +
+      'trade certification or an audit badge), signed with eddsa-jcs-2022 by the issuer DID’s own key: the registry never ' +
+      'holds a DID’s private key, so it cannot sign for anyone. Two steps, both by the issuer DID’s controller ' +
+      '(SIGN-IN-WITH-X): `action: "prepare"` (free) checks the request and answers the credential as it will be issued, ' +
+      'the key that must sign (`verificationMethod`, the issuer’s current `#key-<n>`) and `signingInput`, the exact 64 ' +
+      'bytes (base58btc) to sign with Ed25519; `action: "issue"` (paid) sends `proofValue` = "z" + base58btc of that ' +
+      'signature within 10 minutes: the registry verifies it with the key and registers the credential, so any Data ' +
+      'Integrity verifier checks it against the issuer’s DID document. `action: "setStatus"` lets the issuer suspend, ' +
+      'reinstate or revoke (final) a credential it issued. Design: revocation status lives here; anyone reads it free ' +
+      'with GET /api/credentials/:subject?credentialId=… (the credential’s credentialStatus.id). Errors: 403 ' +
+      'not_issuer_controller; 404 did_not_found, credential_not_found (also an unknown or expired prepared credential); ' +
+      '409 did_deactivated, credential_revoked, credential_expired, credential_exists (already issued), key_rotated (the ' +
+      'issuer’s key changed since prepare); 422 proof_invalid (the signature does not verify with the issuer’s key), ' +
+      'self_attestation (issuer = subject), capability_not_declared (a skill the subject has not declared), ' +
+      'invalid_validity (validUntil past or over 5 years), invalid_period (periodEnd before periodStart).',
     responses: {
-      200: CredentialRecordSchema,
+      200: z.union([CredentialRecordSchema, PreparedCredentialSchema]),
       404: ErrorEnvelope,
       409: ErrorEnvelope,
       422: ErrorEnvelope,
@@ -1035,13 +1099,14 @@ const router = c.router({
     },
     metadata: {
       payment: tiered([
-        { id: 'issue', usd: '0.01', description: 'issue a credential' },
+        { id: 'prepare', usd: '0', description: 'build a credential for the issuer to sign' },
+        { id: 'issue', usd: '0.01', description: 'issue a credential signed by the issuer' },
         { id: 'setStatus', usd: '0', description: 'suspend, reinstate or revoke a credential you issued' },
       ]),
       auth: 'siwx',
       example: {
         body: {
-          action: 'issue',
+          action: 'prepare',
           issuer: exampleIssuer,
           subject: exampleDid,
           claims: { kind: 'skill_attestation', skill: 'code-review', level: 'expert', note: 'Reviewed 12 modules without a missed finding' },
@@ -1071,10 +1136,11 @@ const router = c.router({
     summary: 'Credentials held by the agent',
     description:
       'Credentials the DID holds, newest first, a page at a time, with their status; role=issuer lists those it issued ' +
-      'instead. Filter by kind and status. Errors: 404 did_not_found.',
-    responses: { 200: page(CredentialRecordSchema), 404: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+      'instead. Filter by kind, status, or one credentialId. Free and public: it is the revocation status a credential’s ' +
+      'credentialStatus.id points to, which any verifier must be able to read. Errors: 404 did_not_found.',
+    responses: { 200: page(CredentialRecordSchema), 404: ErrorEnvelope, ...standardErrors },
     metadata: {
-      payment: fixed('0.002'),
+      payment: free(),
       example: { params: { did: exampleDid }, query: { kind: 'skill_attestation', status: 'active', limit: 20 } },
     } satisfies RouteMeta,
   },
@@ -1101,8 +1167,12 @@ const router = c.router({
     description:
       'A 0-to-100 trust score composed of DID age, credentials, trade history and reputation, each factor with its ' +
       'inputs, score, weight and contribution, plus risk flags and an explanation written by the reasoning engine. Trade ' +
-      'history and reputation may be supplied (e.g. from the escrow and reputation services); otherwise trade history ' +
-      'comes from the DID’s trade certifications and reputation is left out, its weight shared among the others. A ' +
+      'history may be supplied (e.g. from the escrow service); otherwise it comes from the DID’s trade certifications. ' +
+      'Reputation is never taken from the caller: the service reads the reputation service for the DID’s controller ' +
+      'wallet, and leaves the factor out (its weight shared among the others) when the wallet has no verified trade there ' +
+      'or that service does not answer. ' +
+      'Credentials count only from issuers controlled by another wallet than the subject’s, and not from an issuer the ' +
+      'subject’s controller vouched for in return (a ring of mutual vouching): one wallet cannot raise its own DIDs. A ' +
       'deactivated DID scores 0 with the flag deactivated. Errors: 404 did_not_found.',
     responses: { 200: TrustScoreSchema, 404: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
@@ -1111,7 +1181,6 @@ const router = c.router({
         body: {
           did: exampleDid,
           tradeHistory: { completedTrades: 37, disputedTrades: 1, volumeUsd: '1840.50', firstTradeAt: '2025-11-02T09:00:00.000Z' },
-          reputation: { score: 88, ratings: 29 },
         },
       },
     } satisfies RouteMeta,

@@ -323,7 +323,9 @@ const router = c.router({
     body: z
       .object({
         negotiationId: NegotiationIdParam.optional().describe('an accepted negotiation for this module: its agreed price is charged'),
-        beneficiary: SolanaAddress.optional().describe('the wallet the module is bought for, when the payer buys on someone’s behalf (the gateway does)'),
+        beneficiary: SolanaAddress.optional().describe(
+          'the wallet the module is bought for, when the payer buys on someone’s behalf (the gateway does); with `negotiationId`, the agreement’s buyer (the default)',
+        ),
       })
       .strict(),
     summary: 'Buy a module: pay its price, receive its content',
@@ -333,12 +335,18 @@ const router = c.router({
       'agreed price of the accepted negotiation named by `negotiationId` (read from the negotiation service before quoting). ' +
       'No demand surcharge applies. The quote’s payTo is the seller’s wallet, so the buyer pays the seller directly and the ' +
       'market holds no funds. The answer carries the content and its SHA-256, which equals the listed contentHash. The buyer ' +
-      'is `beneficiary` when given, else the payer; an agreement is honoured only for its own buyer, once, within its ' +
-      'validity. Errors: 404 module_not_found, 404 negotiation_not_found, 409 negotiation_not_accepted, 409 ' +
+      'is `beneficiary` when given, else the payer. An agreement (`negotiationId`) is honoured once, within its validity, ' +
+      'and only when the x402 payer is the agreement’s buyer or the registered broker that opened it for them (the gateway ' +
+      'buying for a buyer); the purchase is then the agreement’s buyer’s (`beneficiary` may be omitted, and must be that ' +
+      'buyer when given), paidBy the payer. A payer who is neither is refused after verification and before settlement ' +
+      '(403 not_agreement_buyer): nothing is charged and the agreement stays usable. (A deployment that charges nothing for ' +
+      'purchases has no payer to check; there the agreement moves no money.) Errors: 403 not_agreement_buyer, 404 ' +
+      'module_not_found, 404 negotiation_not_found, 409 negotiation_not_accepted, 409 ' +
       'negotiation_already_used, 409 agreement_expired, 422 negotiation_mismatch (another module, or another buyer), ' +
       '422 own_module (the buyer is the seller), 502 negotiation_unavailable. All are checked before the quote, so none is charged.',
     responses: {
       200: PurchaseSchema,
+      403: ErrorEnvelope,
       404: ErrorEnvelope,
       409: ErrorEnvelope,
       422: ErrorEnvelope,

@@ -102,6 +102,8 @@ export interface NegotiatedTerms {
   negotiationId: string;
   moduleId: string;
   buyer: string;
+  /** The registered broker that opened the negotiation for the buyer and may pay with the agreement for them; null when the buyer opened it. */
+  broker: string | null;
   seller: string;
   priceUsd: string;
   listPriceUsd: string;
@@ -189,7 +191,8 @@ const SummarySchema: z.ZodType<NegotiationSummary> = z.object({
 const TermsSchema: z.ZodType<NegotiatedTerms> = z.object({
   negotiationId: z.string(),
   moduleId: z.string(),
-  buyer: SolanaAddress,
+  buyer: SolanaAddress.describe('the wallet the agreement is for: the purchase is recorded as theirs'),
+  broker: SolanaAddress.nullable().describe('the registered broker that opened it for the buyer, which may also pay with it; null when the buyer opened it'),
   seller: SolanaAddress,
   priceUsd: UsdAmount.describe('the agreed price'),
   listPriceUsd: UsdAmount,
@@ -224,7 +227,8 @@ const OpenBody: z.ZodType<NegotiationOpenBodyOut, z.ZodTypeDef, NegotiationOpenB
     offerUsd: OfferPrice.describe('the buyer’s opening offer in USD'),
     message: Message.optional(),
     buyer: SolanaAddress.optional().describe(
-      'the buyer, when the caller opens the negotiation on the buyer’s behalf (the gateway does); default the caller',
+      'the buyer, when a registered broker (the gateway) opens the negotiation on the buyer’s behalf; default the caller. ' +
+        'Another wallet than the caller’s is refused unless the caller is a registered broker (403 not_a_broker)',
     ),
     ttlSeconds: z
       .number()
@@ -246,12 +250,16 @@ const router = c.router({
     body: OpenBody,
     summary: 'Open a negotiation over a module with an opening offer',
     description:
-      'Design: the signed-in wallet (or `buyer`, when a broker such as the gateway opens it; the broker may then act for ' +
-      'the buyer) offers a price for a module of the knowledge market; the seller is the module’s seller and the mode is ' +
+      'Design: the signed-in wallet offers a price for a module of the knowledge market as its buyer. A registered broker ' +
+      '(the gateway; the deployment lists brokers’ wallets in NEGOTIATION_BROKERS) may instead open it for another wallet ' +
+      'named in `buyer`: the negotiation and its agreement record the broker, which may then move and pay for the buyer. ' +
+      'Anyone else naming a `buyer` other than themselves is refused (403 not_a_broker), so nobody can open, or block, a ' +
+      'negotiation in another buyer’s name. The seller is the module’s seller and the mode is ' +
       'the module’s negotiation mode. An opening offer at or above the list price is accepted at the list price at once. ' +
       'In mode auto the responder answers within this call, so the answer may already be countered, accepted or rejected; ' +
       `in mode manual the negotiation is open until the seller moves. ${STRATEGY} The price is a small fee against spam. Errors: 404 module_not_found, ` +
       '409 negotiation_exists (an unfinished negotiation of this buyer over this module; details.negotiationId names it), ' +
+      '403 not_a_broker (`buyer` names another wallet and the caller is not a registered broker), ' +
       '422 not_negotiable (the module’s negotiation mode is off), 422 own_module (the buyer is the seller), 502 ' +
       'market_unavailable; none is charged.',
     responses: {
@@ -399,9 +407,9 @@ const router = c.router({
     pathParams: NegotiationParams,
     summary: 'The agreed terms of an accepted negotiation',
     description:
-      'Design: only the terms a purchase needs: module, buyer, seller, agreed price, validity. The knowledge market reads ' +
-      'it to price a purchase; the unguessable negotiation id is the capability, and nothing else of the negotiation is ' +
-      'shown. Free: read service to service. Errors: 404 negotiation_not_found, 409 negotiation_not_accepted (details.state).',
+      'Design: only the terms a purchase needs: module, buyer, broker, seller, agreed price, validity. The knowledge market ' +
+      'reads it to price a purchase, and honours it only when the purchase’s payer is the buyer or the broker (knowing the ' +
+      'id is not enough to spend it); nothing else of the negotiation is shown. Free: read service to service. Errors: 404 negotiation_not_found, 409 negotiation_not_accepted (details.state).',
     responses: { 200: TermsSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, ...standardErrors },
     metadata: { payment: free(), example: { params: { negotiationId: EXAMPLE_ID } } } satisfies RouteMeta,
   },

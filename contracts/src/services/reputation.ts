@@ -38,7 +38,7 @@ export interface ReputationReport {
   signature: string | null;
   /** True when filed by a trusted service or backed by an on-chain transfer between the two parties. */
   verified: boolean;
-  /** Weight in the score: 1 verified, 0.25 unverified, before time decay. */
+  /** Weight in the score: 1 verified, 0 unverified (kept and shown, weighing nothing), before time decay. */
   weight: number;
   /** Points the report contributes, 0 to 100 (outcome points averaged with rating points when rated). */
   points: number;
@@ -207,7 +207,9 @@ const router = c.router({
       'Design: records one trade outcome about `subject` and updates its score. The caller is the reporter (SIGN-IN-WITH-X). ' +
       'A report is verified (weight 1) when the reporter is a trusted service (the escrow service reports every settled ' +
       'escrow automatically, rating included) or when `signature` is a confirmed transfer between reporter and subject; ' +
-      'otherwise it weighs 0.25. Points: completed 100, auto_released 80, dispute_won 90, dispute_split 50, ' +
+      'otherwise it is kept and shown (history, trade counts, rates) but weighs 0: only a counterparty of a real trade ' +
+      'moves a score, its confidence or its tier, so reports from wallets that never traded with the subject cost their ' +
+      'sender and change nothing. Points: completed 100, auto_released 80, dispute_won 90, dispute_split 50, ' +
       'dispute_lost 0, expired 0, averaged with (rating - 1) × 25 when rated; weights halve every 180 days. ' +
       'Errors: 403 not_trusted_reporter (`ratedBy` from a caller that is not a trusted service), 409 duplicate_report (the ' +
       'same reporter already reported this escrow or transaction about this subject), 422 self_report (subject is the ' +
@@ -238,7 +240,8 @@ const router = c.router({
     summary: 'An agent’s reputation with its history',
     description:
       'Design: the agent’s score (0 to 100), tier, confidence, per-role statistics and the reports about it, newest first ' +
-      '(paged by `limit` and `cursor`). Tiers: unrated without reports, new under 5 trades, then bronze under 60, silver ' +
+      '(paged by `limit` and `cursor`). Tiers, from verified reports and trades only: unrated without verified reports, ' +
+      'new under 5 verified trades, then bronze under 60, silver ' +
       'under 75, gold under 90, platinum at 90 with 20 trades or more. An agent nobody reported on is answered, not ' +
       'refused: score 50, tier unrated, confidence 0.',
     responses: { 200: ProfileSchema, ...standardErrors, ...paymentErrors },

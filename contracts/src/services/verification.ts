@@ -291,7 +291,9 @@ export interface VerificationScanBodyIn {
 const ScanBody: z.ZodType<VerificationScanBodyOut, z.ZodTypeDef, VerificationScanBodyIn> = z
   .object({
     content: ScannableContentInput,
-    moduleId: ModuleId.optional().describe('the knowledge-market module this content is, if any'),
+    moduleId: ModuleId.optional().describe(
+      'the knowledge-market module this content is, if any: the market must list it with this content’s SHA-256 (else 404 module_not_found or 422 content_mismatch)',
+    ),
     checks: z
       .array(CheckSchema)
       .min(1)
@@ -317,12 +319,18 @@ const router = c.router({
     description:
       'Design: scans the content and stores the result under a scan id. Quality measures structure and prose (words, sections, ' +
       'code blocks, readability, repeated lines); safety looks for secrets, prompt injections, dangerous commands and personal ' +
-      'data; plagiarism compares 5-word shingles with every earlier scan. Each check scores 0 to 100; the overall score weighs ' +
+      'data; plagiarism compares 5-word shingles with the earlier scans of other works first published no later than this ' +
+      'one. A work is dated by first publication, not by scan order: the knowledge market’s publication time of its module, ' +
+      'else its earliest scan (same content and holder), so an author scanning after a copier is not flagged for the copy. ' +
+      'A `moduleId` is checked with the knowledge market before anything is charged: the module must exist and its listed ' +
+      'contentHash must equal the scanned content’s SHA-256, so a scan and its certificate bind content to a module only ' +
+      'when it is that module’s content. Each check scores 0 to 100; the overall score weighs ' +
       'quality 40, safety 35, plagiarism 25 (over the checks run). Verdict: pass at 70 or more with no high or critical finding, ' +
       'warn at 50 or more with no critical finding, fail otherwise. When all three checks ran, the verdict is pass and `certify` ' +
-      'is true, a signed certificate is issued (GET /api/certificates/:certificateId). Errors: 422 invalid_json_content when ' +
-      'format is "json" and the body does not parse (not charged).',
-    responses: { 201: ScanResultSchema, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+      'is true, a signed certificate is issued (GET /api/certificates/:certificateId). Errors: 404 module_not_found (the ' +
+      'market lists no such module), 422 content_mismatch (details.listedContentHash and details.contentHash differ), 422 ' +
+      'invalid_json_content when format is "json" and the body does not parse, 502 market_unavailable; none is charged.',
+    responses: { 201: ScanResultSchema, 404: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
       payment: fixed('0.02'),
       example: {

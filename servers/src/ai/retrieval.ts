@@ -41,9 +41,11 @@ export class Bm25Index<D> {
     entries: { doc: D; text: string }[],
     private readonly k1 = 1.2,
     private readonly b = 0.75,
+    /** How texts and queries become terms (default `tokenize`); a caller may normalize further, the same way for both. */
+    private readonly terms: (text: string) => string[] = tokenize,
   ) {
     this.docs = entries.map(({ doc, text }) => {
-      const tokens = tokenize(text);
+      const tokens = this.terms(text);
       const tf = new Map<string, number>();
       for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
       for (const t of tf.keys()) this.df.set(t, (this.df.get(t) ?? 0) + 1);
@@ -59,11 +61,11 @@ export class Bm25Index<D> {
 
   /** Query terms (distinct, stemmed) that occur somewhere in the index. */
   knownTerms(query: string): string[] {
-    return [...new Set(tokenize(query))].filter((t) => this.df.has(t));
+    return [...new Set(this.terms(query))].filter((t) => this.df.has(t));
   }
 
   search(query: string, limit = 10, filter?: (doc: D) => boolean): Hit<D>[] {
-    const terms = [...new Set(tokenize(query))];
+    const terms = [...new Set(this.terms(query))];
     const hits: Hit<D>[] = [];
     for (const entry of this.docs) {
       if (filter && !filter(entry.doc)) continue;

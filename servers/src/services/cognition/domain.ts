@@ -211,7 +211,8 @@ export function computeAllocation(request: ComputeAllocationRequest): Core<Compu
   const waste = queued > 0 && availableUnits > 0 ? (idle.gpus + idle.cpus) / availableUnits : 0;
   return {
     analysis: 'compute-allocation',
-    ...scored(100 * (1 - 0.4 * (deadlineMisses / n) - 0.3 * (count('infeasible') / n) - 0.3 * waste)),
+    // A task that can never run on this compute is a plan that cannot complete: never "ok", whatever the rest does.
+    ...scored(Math.min(100 * (1 - 0.4 * (deadlineMisses / n) - 0.3 * (count('infeasible') / n) - 0.3 * waste), count('infeasible') ? 50 : 100)),
     strategy: request.strategy,
     allocations,
     utilization: { gpuPercent: percent(gpus, usedNow.gpus), cpuPercent: percent(cpus, usedNow.cpus) },
@@ -398,8 +399,16 @@ export function checkContext(items: readonly { addedAt?: string }[], field = 'bo
   items.forEach((item, i) => item.addedAt !== undefined && parseTime(item.addedAt, `${field}.${i}.addedAt`));
 }
 
+/** A goal must hold a word BM25 can score; one of stopwords and punctuation only would rank every item 0 (422 goal_unscorable). */
+export function checkGoal(goal: string, field = 'goal'): void {
+  if (!tokenize(goal).length) {
+    throw unprocessable('goal_unscorable', 'The goal has no word the analysis can score: only stopwords or punctuation', { field, goal });
+  }
+}
+
 export function contextRelevance(request: ContextRelevanceRequest, now: number): Core<ContextRelevanceResult> {
   checkContext(request.items);
+  checkGoal(request.goal);
   const { goal, items, tokenBudget } = request;
   const goalTerms = [...new Set(tokenize(goal))];
   const index = new Bm25Index(items.map((item, i) => ({ doc: i, text: item.text })));
@@ -806,7 +815,10 @@ export function cognitiveLoad(request: CognitiveLoadRequest): Core<CognitiveLoad
   return {
     analysis: 'cognitive-load',
     // Health of the current assignment: overloaded agents, unassigned work and uneven load all need fixing.
-    ...scored(100 - 50 * (overloadedBefore / agents.length) - 30 * (unassignedBefore / tasks.length) - 20 * Math.min(1, imbalanceBefore)),
+    // Work no agent can take is never "ok": at most 50 (warning) while anything is unplaced.
+    ...scored(
+      Math.min(100 - 50 * (overloadedBefore / agents.length) - 30 * (unassignedBefore / tasks.length) - 20 * Math.min(1, imbalanceBefore), unplaced.length ? 50 : 100),
+    ),
     targetUtilization: target,
     before,
     after: snapshot(),
@@ -911,6 +923,9 @@ export function performanceDrift(request: PerformanceDriftRequest): Core<Perform
 }
 
 // ---------------------------------------------------------------- the full diagnostic
+
+/** The full diagnostic's price per analysis that runs (all ten: 0.08 USD, the route's maximum). */
+export const DIAGNOSTIC_USD_PER_ANALYSIS = '0.008';
 
 export const ANALYSES: readonly AnalysisId[] = [
   'compute-allocation',

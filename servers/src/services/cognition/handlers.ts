@@ -1,4 +1,5 @@
 import {
+  atomicToUsd,
   priceRange,
   routeMeta,
   type AnalysisId,
@@ -13,6 +14,7 @@ import {
 import type { Reasoner } from '../../ai';
 import { callerOf, type RouterImplementation } from '../../runtime/app';
 import { notFound, unprocessable } from '../../runtime/errors';
+import type { VerifiedPayment } from '../../runtime/paywall';
 import { adviceTask, diagnosticTask, headline } from './advice';
 import {
   GRADE_SCALE,
@@ -160,6 +162,7 @@ export function cognitionHandlers({ store, reasoner, service }: CognitionDeps): 
         ...overall,
         analysesRun: advised.length,
         analysesSkipped: outcomes.length - advised.length,
+        chargedUsd: atomicToUsd(BigInt((res.locals.payment as VerifiedPayment | undefined)?.amount ?? '0')),
         entries: entries.map(({ actions: _actions, ...e }) => e),
         topActions: output.topActions.slice(0, 5),
         summary: output.summary,

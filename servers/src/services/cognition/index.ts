@@ -1,14 +1,17 @@
-import { cognition, withPrices } from '@agent-economy/contracts';
+import { atomicToUsd, cognition, usdToAtomic, withPrices } from '@agent-economy/contracts';
 import { migrate } from '../../db';
 import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import {
   checkAssignments,
   checkContext,
+  checkGoal,
   checkMemory,
   checkSchedulable,
   checkScores,
   checkStateTimes,
+  ANALYSES,
+  DIAGNOSTIC_USD_PER_ANALYSIS,
   driftWindows,
   parseTime,
 } from './domain';
@@ -19,6 +22,8 @@ export async function createCognitionApp(context: ServiceContext) {
   await migrate(context.db, 'cognition', migrations);
   const store = cognitionStore(context.db);
   const service = withPrices(cognition, context.prices ?? {});
+  // The preflight's reading of the state, for the price resolver (which sees the request but not the caller).
+  const diagnostics = new WeakMap<object, Awaited<ReturnType<typeof diagnosticInputs>>>();
   return await createServiceApp({
     service: cognition,
     handlers: cognitionHandlers({ store, reasoner: context.reasoner, service }),
@@ -34,7 +39,10 @@ export async function createCognitionApp(context: ServiceContext) {
       },
       computeAllocation: ({ body }) => checkSchedulable(body.tasks),
       memoryCompression: ({ body }) => checkMemory(body),
-      contextRelevance: ({ body }) => checkContext(body.items),
+      contextRelevance: ({ body }) => {
+        checkContext(body.items);
+        checkGoal(body.goal, 'body.goal');
+      },
       confidenceCalibration: ({ body }) => {
         body.predictions.forEach((p: { at?: string }, i: number) => p.at !== undefined && parseTime(p.at, `body.predictions.${i}.at`));
       },
@@ -43,9 +51,16 @@ export async function createCognitionApp(context: ServiceContext) {
         checkScores(body.scores);
         driftWindows(body);
       },
-      fullDiagnostic: async ({ body }, caller) => {
-        if (body.state) checkStateTimes(body.state, 'body.state.');
-        await diagnosticInputs(store, caller!, body.agentId, body.state, Date.now());
+      fullDiagnostic: async (request, caller) => {
+        if (request.body.state) checkStateTimes(request.body.state, 'body.state.');
+        diagnostics.set(request, await diagnosticInputs(store, caller!, request.body.agentId, request.body.state, Date.now()));
+      },
+    },
+    // The diagnostic costs what it runs: 0.008 USD per analysis whose inputs the state holds, decided in the preflight.
+    pricing: {
+      fullDiagnostic: (request) => {
+        const ran = diagnostics.get(request)?.outcomes.filter((o) => 'core' in o).length ?? ANALYSES.length;
+        return { usd: atomicToUsd(usdToAtomic(DIAGNOSTIC_USD_PER_ANALYSIS) * BigInt(ran)) };
       },
     },
   });

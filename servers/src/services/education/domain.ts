@@ -372,6 +372,14 @@ const TutorOutputSchema: z.ZodType<TutorOutput> = z.object({
 /** The best passage must contain at least this share of the question's terms, or the question is out of scope. */
 export const MIN_QUESTION_COVERAGE = 0.4;
 
+/**
+ * The tutor's terms: the shared tokenizer's stems, with a final "e" dropped so that the forms of one verb meet
+ * ("share", "shared", "shares", "sharing" -> "shar"; "cache", "cached" -> "cach"), as Porter's step 5 does.
+ */
+export function tutorTerms(text: string): string[] {
+  return tokenize(text).map((t) => (t.length > 3 && t.endsWith('e') && !t.endsWith('ee') ? t.slice(0, -1) : t));
+}
+
 /** The course material cut into sections and indexed for BM25, built once per process. */
 export class TutorIndex {
   private readonly index: Bm25Index<Passage>;
@@ -404,6 +412,9 @@ export class TutorIndex {
     // Headings and lesson titles say what a section is about: they count twice.
     this.index = new Bm25Index(
       entries.map(({ extra, ...doc }) => ({ doc, text: `${doc.lessonTitle} ${doc.heading} ${doc.heading} ${doc.text} ${extra}` })),
+      undefined,
+      undefined,
+      tutorTerms,
     );
   }
 
@@ -412,7 +423,7 @@ export class TutorIndex {
    * section shares enough of its terms) is refused with 422, before any charge.
    */
   retrieve(question: string, courseId?: string): Passage[] {
-    const terms = new Set(tokenize(question));
+    const terms = new Set(tutorTerms(question));
     const hits = this.index.search(question, 8, courseId ? (p) => p.courseId === courseId : undefined);
     const top = hits[0];
     if (!top || top.matched.length < Math.max(1, MIN_QUESTION_COVERAGE * terms.size)) {
@@ -432,10 +443,10 @@ export class TutorIndex {
 
 /** Extractive answer: the sentences of the best passages that carry the most of the question's weight. */
 function composeTutorAnswer({ question, passages }: TutorTaskInput): TutorOutput {
-  const terms = new Set(tokenize(question));
+  const terms = new Set(tutorTerms(question));
   const scored = passages.map((passage, index) => {
     const ranked = sentences(passage.text)
-      .map((sentence, order) => ({ sentence, order, hits: new Set(tokenize(sentence).filter((t) => terms.has(t))).size }))
+      .map((sentence, order) => ({ sentence, order, hits: new Set(tutorTerms(sentence).filter((t) => terms.has(t))).size }))
       .filter((s) => s.hits > 0)
       .sort((a, b) => b.hits - a.hits || a.order - b.order)
       .slice(0, 2)
@@ -468,8 +479,8 @@ export function tutorTask(question: string, passages: Passage[]): AiTask<TutorTa
 
 /** How much of the question the cited passages cover: the share of its known terms they contain. */
 export function tutorConfidence(question: string, passages: Passage[]): number {
-  const terms = [...new Set(tokenize(question))];
+  const terms = [...new Set(tutorTerms(question))];
   if (!terms.length) return 0;
-  const covered = new Set(passages.flatMap((p) => tokenize(`${p.lessonTitle} ${p.heading} ${p.text}`)));
+  const covered = new Set(passages.flatMap((p) => tutorTerms(`${p.lessonTitle} ${p.heading} ${p.text}`)));
   return Math.round((terms.filter((t) => covered.has(t)).length / terms.length) * 100) / 100;
 }

@@ -1,6 +1,6 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { base58Decode, base58Encode } from '@agent-economy/contracts';
-import { signEd25519, verifyEd25519, walletFromSeed, type Wallet } from '../../runtime/wallet';
+import { signEd25519, verifyEd25519, type Wallet } from '../../runtime/wallet';
 
 // The cryptography of the identity service: Ed25519 Multikeys (did:key encoding), proofs of key
 // possession, JCS (RFC 8785) and the eddsa-jcs-2022 Data Integrity cryptosuite. Ed25519 itself is
@@ -52,16 +52,6 @@ export function verifyKeyProof(controller: string, publicKeyMultibase: string, p
   return verifyEd25519(publicKey, new TextEncoder().encode(keyProofMessage(controller, publicKeyMultibase)), signature);
 }
 
-/**
- * The key this deployment signs credentials with on the issuers' behalf (#registrar). It is derived
- * from the service's wallet, for this purpose only, so the wallet's own key never signs credentials
- * and every replica holding the wallet derives the same registrar key.
- */
-export function registrarKey(serviceWallet: Wallet): Wallet {
-  const seed = createHmac('sha256', serviceWallet.secretKey.subarray(0, 32)).update('agent-economy identity registrar key v1').digest();
-  return walletFromSeed(new Uint8Array(seed));
-}
-
 /** RFC 8785 JSON Canonicalization Scheme: keys sorted by UTF-16 code units, ECMAScript number and string forms. */
 export function canonicalize(value: unknown): string {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
@@ -94,6 +84,11 @@ export interface ProofOptions {
   created: string;
   verificationMethod: string;
   proofPurpose: 'assertionMethod';
+}
+
+/** The 64 bytes an eddsa-jcs-2022 proof signs for a document (without proof) and its proof options: what an issuer signs. */
+export function dataIntegrityInput(unsecured: Record<string, unknown>, options: object): Uint8Array {
+  return hashData(unsecured, { ...options });
 }
 
 /** Adds an eddsa-jcs-2022 Data Integrity proof by `signer` to a document (which must have no proof yet). */

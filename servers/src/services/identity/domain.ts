@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import {
   atomicToUsd,
+  base58Decode,
   base58Encode,
   usdToAtomic,
   type Capability,
@@ -15,7 +16,7 @@ import {
   type Identity,
   type IdentityDocument,
   type IdentitySummary,
-  type IssueCredentialRequest,
+  type PrepareCredentialRequest,
   type KindCounts,
   type TrustChain,
   type TrustLink,
@@ -30,8 +31,8 @@ import {
 } from '@agent-economy/contracts';
 import type { AiTask, Generator } from '../../ai';
 import { HttpError, conflict, unprocessable } from '../../runtime/errors';
-import type { Wallet } from '../../runtime/wallet';
-import { decodeEd25519Multikey, multikeyOfAddress, publicKeyOfDidKey, signDataIntegrity, verifyDataIntegrity, verifyKeyProof } from './crypto';
+import { verifyEd25519 } from '../../runtime/wallet';
+import { dataIntegrityInput, decodeEd25519Multikey, multikeyOfAddress, publicKeyOfDidKey, verifyDataIntegrity, verifyKeyProof, type ProofOptions } from './crypto';
 import type { CredentialRow, IdentityChange, IdentityRecord, StoredCapability } from './store';
 
 // The identity domain: plain functions over plain data. Handlers load the data, call these, store the result.
@@ -199,8 +200,8 @@ export function planUpdate(identity: IdentityRecord, body: UpdateIdentityRequest
   };
 }
 
-/** The W3C DID document: the current key, the controller wallet's key and the registrar key, and the service endpoints. */
-export function didDocument(identity: IdentityRecord, registrarMultikey: string): DidDocument {
+/** The W3C DID document: the current key (which signs the DID's credentials), the controller wallet's key, the service endpoints. */
+export function didDocument(identity: IdentityRecord): DidDocument {
   const { did } = identity;
   const current = identity.keys.find((k) => k.status === 'current')!;
   const keyId = `${did}#key-${current.n}`;
@@ -212,10 +213,9 @@ export function didDocument(identity: IdentityRecord, registrarMultikey: string)
     verificationMethod: [
       method(keyId, current.publicKeyMultibase),
       method(`${did}#controller`, multikeyOfAddress(identity.controller)),
-      method(`${did}#registrar`, registrarMultikey),
     ],
     authentication: [keyId, `${did}#controller`],
-    assertionMethod: [keyId, `${did}#registrar`],
+    assertionMethod: [keyId],
     capabilityInvocation: [`${did}#controller`],
     service: identity.serviceEndpoints.map((e) => ({ id: `${did}#${e.id}`, type: e.type, serviceEndpoint: e.url })),
   };
@@ -278,12 +278,11 @@ export function identityDocument(
   identity: IdentityRecord,
   held: CredentialRow[],
   chain: Pick<TrustChain, 'vouchers' | 'verified'>,
-  registrarMultikey: string,
   now: Date,
 ): IdentityDocument {
   return {
     ...identityView(identity, held, now),
-    didDocument: didDocument(identity, registrarMultikey),
+    didDocument: didDocument(identity),
     didDocumentMetadata: {
       created: iso(identity.createdAt),
       updated: iso(identity.updatedAt),
@@ -317,7 +316,7 @@ export function credentialRecord(row: CredentialRow, now: Date): CredentialRecor
  * The checks an issue request must pass, in the contract's order: who may issue (403), who exists
  * (404 by the caller), who is active (409), then the domain rules (422). Nothing is written.
  */
-export function checkIssue(body: IssueCredentialRequest, issuer: IdentityRecord, subject: IdentityRecord, caller: string, now: Date): void {
+export function checkIssue(body: PrepareCredentialRequest, issuer: IdentityRecord, subject: IdentityRecord, caller: string, now: Date): void {
   if (issuer.controller !== caller) {
     throw new HttpError(403, 'not_issuer_controller', `Only the controller wallet of ${issuer.did} may issue as it`, { issuer: issuer.did });
   }
@@ -356,27 +355,60 @@ function subjectClaims(claims: CredentialClaims): Record<string, unknown> {
   return rest;
 }
 
-/** A W3C VC Data Model 2.0 credential, signed with eddsa-jcs-2022 by the registrar key as `issuer#registrar`. */
-export function issueCredential(
-  input: { credentialId: string; issuer: string; subject: string; claims: CredentialClaims; validUntil?: string; statusUrl: string },
-  registrar: Wallet,
+/** How long a prepared credential waits for its issuer's signature. */
+export const PREPARED_TTL_MS = 10 * 60_000;
+
+/** The issuer's current key as a verification method id, `<did>#key-<n>`, with its public key. */
+export function currentKeyOf(issuer: IdentityRecord): { verificationMethod: string; publicKey: Uint8Array } {
+  const current = issuer.keys.find((k) => k.status === 'current')!;
+  return { verificationMethod: `${issuer.did}#key-${current.n}`, publicKey: decodeEd25519Multikey(current.publicKeyMultibase)! };
+}
+
+export type UnsignedCredential = Omit<VerifiableCredential, 'proof'> & { proof: ProofOptions };
+
+/**
+ * A W3C VC Data Model 2.0 credential ready for its issuer to sign with eddsa-jcs-2022: the document, its proof options
+ * naming the issuer's current key, and the exact bytes that key must sign. The registry never signs: it holds no key.
+ */
+export function prepareCredential(
+  input: { credentialId: string; issuer: IdentityRecord; subject: string; claims: CredentialClaims; validUntil?: string; statusUrl: string },
   now: Date,
-): VerifiableCredential {
+): { credential: UnsignedCredential; signingInput: Uint8Array } {
   const unsigned = {
     '@context': ['https://www.w3.org/ns/credentials/v2'],
     id: credentialUrn(input.credentialId),
     type: ['VerifiableCredential', KIND_TYPE[input.claims.kind]],
-    issuer: input.issuer,
+    issuer: input.issuer.did,
     validFrom: iso(now),
     ...(input.validUntil ? { validUntil: input.validUntil } : {}),
     credentialSubject: { id: input.subject, ...subjectClaims(input.claims) },
     credentialStatus: { id: input.statusUrl, type: 'RegistryStatus' as const, statusPurpose: 'revocation' as const },
   };
-  return signDataIntegrity(
-    unsigned,
-    { type: 'DataIntegrityProof', cryptosuite: 'eddsa-jcs-2022', created: iso(now), verificationMethod: `${input.issuer}#registrar`, proofPurpose: 'assertionMethod' },
-    registrar,
-  ) as VerifiableCredential;
+  const options: ProofOptions = {
+    type: 'DataIntegrityProof',
+    cryptosuite: 'eddsa-jcs-2022',
+    created: iso(now),
+    verificationMethod: currentKeyOf(input.issuer).verificationMethod,
+    proofPurpose: 'assertionMethod',
+  };
+  return { credential: { ...unsigned, proof: options }, signingInput: dataIntegrityInput(unsigned, options) };
+}
+
+/**
+ * The prepared credential with the issuer's signature, once it verifies with the key the proof names, which must still
+ * be the issuer's current key; 409 key_rotated or 422 proof_invalid otherwise.
+ */
+export function completeCredential(prepared: UnsignedCredential, proofValue: string, issuer: IdentityRecord): VerifiableCredential {
+  const { verificationMethod, publicKey } = currentKeyOf(issuer);
+  if (prepared.proof.verificationMethod !== verificationMethod) {
+    throw conflict('key_rotated', `${issuer.did} rotated its key since the credential was prepared; prepare it again`, { verificationMethod });
+  }
+  const { proof, ...unsigned } = prepared;
+  const signature = base58Decode(proofValue.slice(1));
+  if (!signature || signature.length !== 64 || !verifyEd25519(publicKey, dataIntegrityInput(unsigned, proof), signature)) {
+    throw unprocessable('proof_invalid', `proofValue is not ${verificationMethod}'s Ed25519 signature of the prepared credential's signingInput`, { verificationMethod });
+  }
+  return { ...unsigned, proof: { ...proof, proofValue } } as VerifiableCredential;
 }
 
 /** The credential id a presented document names, when it is one of ours. */
@@ -405,18 +437,21 @@ export function kindOf(document: Record<string, unknown>): CredentialKind | null
 }
 
 /**
- * The public key a proof's verificationMethod names, if the issuer's DID document lists it for
- * assertions: `<did:agent>#registrar`, `<did:agent>#key-<n>` (the current key), or a did:key's own key.
+ * The public key a proof's verificationMethod names, if the issuer's DID held it for assertions when the credential was
+ * issued: `<did:agent>#key-<n>` (the current key, or a key rotated out after `validFrom`), or a did:key's own key.
  */
-export function assertionKey(issuerDid: string, verificationMethod: unknown, issuer: IdentityRecord | undefined, registrarPublicKey: Uint8Array): Uint8Array | undefined {
+export function assertionKey(issuerDid: string, verificationMethod: unknown, issuer: IdentityRecord | undefined, validFrom?: unknown): Uint8Array | undefined {
   if (typeof verificationMethod !== 'string') return undefined;
   const [did, fragment] = verificationMethod.split('#');
   if (did !== issuerDid || !fragment) return undefined;
   if (issuerDid.startsWith('did:key:')) return fragment === issuerDid.slice('did:key:'.length) ? publicKeyOfDidKey(issuerDid) : undefined;
   if (!issuer) return undefined;
-  if (fragment === 'registrar') return registrarPublicKey;
-  const current = issuer.keys.find((k) => k.status === 'current');
-  return current && fragment === `key-${current.n}` ? decodeEd25519Multikey(current.publicKeyMultibase) : undefined;
+  const key = issuer.keys.find((k) => fragment === `key-${k.n}`);
+  if (!key) return undefined;
+  const issuedAt = typeof validFrom === 'string' ? Date.parse(validFrom) : NaN;
+  // A rotated key still vouches for what it signed while it was current, never for anything dated later.
+  if (key.status !== 'current' && !(key.rotatedAt && issuedAt < key.rotatedAt.getTime())) return undefined;
+  return decodeEd25519Multikey(key.publicKeyMultibase);
 }
 
 /**
@@ -428,18 +463,21 @@ export function verifyCredential(input: {
   /** The registry's record of the id the document names, if any. */
   record: CredentialRow | undefined;
   identities: Map<string, IdentityRecord>;
-  registrarPublicKey: Uint8Array;
   now: Date;
 }): CredentialVerification {
   const { document, record, identities, now } = input;
   const issuerDid = issuerOf(document) ?? '';
   const issuer = identities.get(issuerDid);
   const proof = document.proof as { verificationMethod?: unknown } | undefined;
-  const key = assertionKey(issuerDid, proof?.verificationMethod, issuer, input.registrarPublicKey);
+  const key = assertionKey(issuerDid, proof?.verificationMethod, issuer, document.validFrom);
   const signature = !!key && verifyDataIntegrity(document, key);
-  // Ours only if the record's issuer signed it through the registrar, as everything issued here is.
+  // Ours only if it is the document the registry registered: same issuer, same signing key.
+  // The very signature registered: a variant re-signed with the same key (say, one rotated out and leaked) is not ours.
   const registered =
-    !!record && record.issuer === issuerDid && proof?.verificationMethod === record.document.proof.verificationMethod;
+    !!record &&
+    record.issuer === issuerDid &&
+    proof?.verificationMethod === record.document.proof.verificationMethod &&
+    (proof as { proofValue?: unknown } | undefined)?.proofValue === record.document.proof.proofValue;
   const subjectDid = registered ? record!.subject : subjectOf(document);
   const subject = subjectDid ? identities.get(subjectDid) : undefined;
   const validUntilText = registered ? (record!.validUntil ? iso(record!.validUntil) : undefined) : (document.validUntil as unknown);
@@ -622,9 +660,37 @@ export function band(score: number): TrustScore['band'] {
 
 export type ScoreFacts = Omit<TrustScore, 'summary' | 'generator'>;
 
+/**
+ * Which of a DID's credentials may count toward its trust: not those from a DID of the same controller wallet, nor from
+ * an issuer the subject's controller vouched for in return (a ring of mutual vouching). `issuers` are the issuers'
+ * identities; `vouchedBySubjectController` the DIDs that some DID of the subject's controller issued a credential to.
+ */
+export function independentAttestation(subject: IdentityRecord, issuers: Map<string, IdentityRecord>, vouchedBySubjectController: ReadonlySet<string>) {
+  return (c: CredentialRow): boolean => {
+    const issuer = issuers.get(c.issuer);
+    return !!issuer && issuer.controller !== subject.controller && !vouchedBySubjectController.has(issuer.did);
+  };
+}
+
+/** The reputation the reputation service holds for the DID's controller wallet, or null when it did not answer. */
+export interface ServiceReputation {
+  score: number;
+  /** The verified trades the score rests on. */
+  ratings: number;
+}
+
 /** The trust score's factors, weights and flags (the contract's formulas), without the written summary. */
-export function scoreTrust(identity: IdentityRecord, held: CredentialRow[], chainVerified: boolean, request: TrustScoreRequest, now: Date): ScoreFacts {
-  const mine = held.filter((c) => c.subject === identity.did);
+export function scoreTrust(
+  identity: IdentityRecord,
+  held: CredentialRow[],
+  chainVerified: boolean,
+  request: TrustScoreRequest,
+  now: Date,
+  independent: (c: CredentialRow) => boolean = () => true,
+  reputation: ServiceReputation | null = null,
+): ScoreFacts {
+  // Attestations from the subject's own controller (or a ring) are not evidence: they are left out entirely.
+  const mine = held.filter((c) => c.subject === identity.did && independent(c));
   const active = mine.filter((c) => effectiveStatus(c, now) === 'active');
   const suspended = mine.filter((c) => effectiveStatus(c, now) === 'suspended').length;
   const revoked = mine.filter((c) => effectiveStatus(c, now) === 'revoked').length;
@@ -665,7 +731,6 @@ export function scoreTrust(identity: IdentityRecord, held: CredentialRow[], chai
   const disputeRate = trades ? disputedTrades / trades : 0;
   const tradeScore = 100 * (1 - disputeRate) * Math.min(1, Math.log10(1 + trades) / 2);
 
-  const reputation = request.reputation;
   const reputationScore = reputation ? reputation.score * Math.min(1, reputation.ratings / 10) : 0;
 
   // Reputation left out: its weight is shared among the other factors in proportion to theirs.
@@ -716,7 +781,7 @@ export function scoreTrust(identity: IdentityRecord, held: CredentialRow[], chai
       },
       reputation: {
         ...factor(reputationScore, weights.reputation),
-        source: reputation ? 'caller' : 'none',
+        source: reputation ? 'reputation' : 'none',
         reputationScore: reputation ? reputation.score : null,
         ratings: reputation ? reputation.ratings : 0,
       },

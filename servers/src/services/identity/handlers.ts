@@ -1,22 +1,31 @@
-import { identity as contract, type IdentityStats, type IssueCredentialRequest, type SetCredentialStatusRequest } from '@agent-economy/contracts';
+import {
+  base58Encode,
+  identity as contract,
+  type IdentityStats,
+  type IssueCredentialRequest,
+  type PrepareCredentialRequest,
+  type SetCredentialStatusRequest,
+} from '@agent-economy/contracts';
 import type { Reasoner } from '../../ai';
 import { callerOf, type RouterImplementation } from '../../runtime/app';
 import { HttpError, conflict, notFound } from '../../runtime/errors';
-import type { Wallet } from '../../runtime/wallet';
 import {
   DOCUMENT_CHAIN_DEPTH,
   KIND_ORDER,
+  PREPARED_TTL_MS,
   checkIssue,
+  completeCredential,
   credentialIdOf,
   credentialRecord,
   effectiveStatus,
   identityDocument,
   identitySummary,
-  issueCredential,
+  independentAttestation,
   issuerOf,
   newCredentialId,
   planCreate,
   planUpdate,
+  prepareCredential,
   scoreTrust,
   subjectOf,
   traceTrustChain,
@@ -24,15 +33,14 @@ import {
   verifyCredential,
   withSummary,
   type ChainLoader,
+  type ServiceReputation,
 } from './domain';
 import type { CredentialRow, IdentityRecord, IdentityStore } from './store';
 
 export interface IdentityDeps {
   store: IdentityStore;
-  /** The key credentials are signed with, as each issuer's #registrar. */
-  registrar: Wallet;
-  registrarMultikey: string;
-  registrarPublicKey: Uint8Array;
+  /** The reputation service's score of a wallet, read over HTTP; null when it does not answer. */
+  reputation(wallet: string): Promise<ServiceReputation | null>;
   anchors: ReadonlySet<string>;
   reasoner: Reasoner;
   publicUrl: string;
@@ -77,11 +85,32 @@ export function identityChecks(deps: IdentityDeps) {
       return { identity, change: planUpdate(identity, body, caller, now()) };
     },
 
-    async issue(body: IssueCredentialRequest, caller: string) {
+    async prepare(body: PrepareCredentialRequest, caller: string) {
       const issuer = await identityOf(body.issuer, 'issuer');
       const subject = await identityOf(body.subject, 'subject');
       checkIssue(body, issuer, subject, caller, now());
       return { issuer, subject };
+    },
+
+    /** A prepared credential with its issuer's verified signature, ready to register (every rule checked again). */
+    async complete(body: IssueCredentialRequest, caller: string) {
+      const prepared = await store.getPrepared(body.credentialId);
+      if (!prepared || prepared.expiresAt.getTime() <= now().getTime()) {
+        if (await store.getCredential(body.credentialId)) throw conflict('credential_exists', `${body.credentialId} is already issued`, { credentialId: body.credentialId });
+        throw notFound('credential_not_found', `No prepared credential ${body.credentialId} (prepare it again: a prepared credential waits 10 minutes)`, {
+          credentialId: body.credentialId,
+        });
+      }
+      const request: PrepareCredentialRequest = {
+        action: 'prepare',
+        issuer: prepared.issuer,
+        subject: prepared.subject,
+        claims: prepared.claims,
+        ...(prepared.validUntil ? { validUntil: prepared.validUntil.toISOString() } : {}),
+      };
+      const { issuer } = await this.prepare(request, caller);
+      const credential = completeCredential(prepared.document, body.proofValue, issuer);
+      return { prepared, credential };
     },
 
     /** Who may change the status (the issuer's controller) and to what: revoked and expired are final. */
@@ -120,7 +149,7 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
   async function documentOf(identity: IdentityRecord, at: Date) {
     const held = await store.credentialsHeldBy([identity.did]);
     const chain = await traceTrustChain(identity, { maxDepth: DOCUMENT_CHAIN_DEPTH, includeInactive: false, anchors, now: at }, loader);
-    return identityDocument(identity, held, chain, deps.registrarMultikey, at);
+    return identityDocument(identity, held, chain, at);
   }
 
   async function resolve(did: string, at: Date) {
@@ -168,35 +197,46 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
     issueCredential: async ({ body, res }) => {
       const caller = callerOf(res);
       const at = now();
-      if (body.action === 'issue') {
-        await checks.issue(body, caller);
+      if (body.action === 'prepare') {
+        const { issuer } = await checks.prepare(body, caller);
         const credentialId = newCredentialId();
-        const document = issueCredential(
-          {
-            credentialId,
-            issuer: body.issuer,
-            subject: body.subject,
-            claims: body.claims,
-            ...(body.validUntil ? { validUntil: body.validUntil } : {}),
-            statusUrl: `${deps.publicUrl}/api/credentials/verify#${credentialId}`,
-          },
-          deps.registrar,
+        const statusUrl = `${deps.publicUrl}/api/credentials/${body.subject}?credentialId=${credentialId}`;
+        const { credential, signingInput } = prepareCredential(
+          { credentialId, issuer, subject: body.subject, claims: body.claims, ...(body.validUntil ? { validUntil: body.validUntil } : {}), statusUrl },
           at,
         );
-        const row = {
+        const expiresAt = new Date(at.getTime() + PREPARED_TTL_MS);
+        await store.insertPrepared({
           credentialId,
-          kind: body.claims.kind,
           issuer: body.issuer,
           subject: body.subject,
+          claims: body.claims,
+          validUntil: body.validUntil ? new Date(body.validUntil) : null,
+          document: credential,
+          preparedAt: at,
+          expiresAt,
+        });
+        return {
+          status: 200,
+          body: { credentialId, credential, verificationMethod: credential.proof.verificationMethod, signingInput: base58Encode(signingInput), expiresAt: expiresAt.toISOString() },
+        };
+      }
+      if (body.action === 'issue') {
+        const { prepared, credential } = await checks.complete(body, caller);
+        const row = {
+          credentialId: prepared.credentialId,
+          kind: prepared.claims.kind,
+          issuer: prepared.issuer,
+          subject: prepared.subject,
           status: 'active' as const,
           statusReason: null,
           statusChangedAt: null,
-          issuedAt: at,
-          validUntil: body.validUntil ? new Date(body.validUntil) : null,
-          claims: body.claims,
-          document,
+          issuedAt: new Date(credential.validFrom),
+          validUntil: prepared.validUntil,
+          claims: prepared.claims,
+          document: credential,
         };
-        await store.insertCredential(row);
+        if (!(await store.issuePrepared(row))) throw conflict('credential_exists', `${row.credentialId} is already issued`, { credentialId: row.credentialId });
         return { status: 200, body: credentialRecord({ ...row, seq: 0 }, at) };
       }
       const credential = await checks.setStatus(body, caller);
@@ -222,7 +262,7 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
       }
       const dids = [issuerOf(document), subjectOf(document), record?.issuer, record?.subject].filter((d): d is string => !!d);
       const identities = await store.getIdentities([...new Set(dids)]);
-      const result = verifyCredential({ document, record, identities, registrarPublicKey: deps.registrarPublicKey, now: at });
+      const result = verifyCredential({ document, record, identities, now: at });
       await store.bump(result.valid ? { verifications_valid: 1 } : { verifications_invalid: 1 });
       return { status: 200, body: result };
     },
@@ -231,7 +271,12 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
       const before = decodeCursor('c', query.cursor);
       await checks.identityOf(params.did);
       const at = now();
-      const rows = await store.listCredentials({ did: params.did, role: query.role, kind: query.kind, status: query.status }, at, query.limit, before);
+      const rows = await store.listCredentials(
+        { did: params.did, role: query.role, kind: query.kind, status: query.status, ...(query.credentialId ? { credentialId: query.credentialId } : {}) },
+        at,
+        query.limit,
+        before,
+      );
       const items = rows.slice(0, query.limit);
       return {
         status: 200,
@@ -253,7 +298,13 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
       const identity = await checks.identityOf(body.did);
       const held = await store.credentialsHeldBy([identity.did]);
       const chain = await traceTrustChain(identity, { maxDepth: DOCUMENT_CHAIN_DEPTH, includeInactive: false, anchors, now: at }, loader);
-      const facts = scoreTrust(identity, held, chain.verified, body, at);
+      // Who vouched: an issuer of the same controller, or one the subject's controller vouched for in return, is not evidence.
+      const [issuers, vouched, reputation] = await Promise.all([
+        store.getIdentities([...new Set(held.map((c) => c.issuer))]),
+        store.didsControlledBy(identity.controller).then((dids) => store.subjectsVouchedBy(dids)),
+        deps.reputation(identity.controller),
+      ]);
+      const facts = scoreTrust(identity, held, chain.verified, body, at, independentAttestation(identity, issuers, vouched), reputation);
       const { output, generator } = await deps.reasoner.run(
         trustSummaryTask({ name: identity.name, facts, ...(body.tradeHistory?.firstTradeAt ? { firstTradeAt: body.tradeHistory.firstTradeAt } : {}) }),
       );

@@ -1,8 +1,9 @@
-import { identity } from '@agent-economy/contracts';
+import { identity, reputation } from '@agent-economy/contracts';
+import { createServiceClient, walletFromSecretKey } from '@agent-economy/sdk';
 import { migrate } from '../../db';
 import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
-import { ed25519Multikey, registrarKey } from './crypto';
+import type { Logger } from 'pino';
 import { decodeCursor, identityChecks, identityHandlers, type IdentityDeps } from './handlers';
 import { identityStore, migrations } from './store';
 
@@ -12,19 +13,47 @@ export interface IdentityOptions {
    * through active credentials (`npm start` reads them from IDENTITY_TRUST_ANCHORS). Default: none.
    */
   trustAnchors?: readonly string[];
+  /**
+   * Base address of the reputation service, read for the reputation factor of trust scores (a function when it is known
+   * only later, as in tests). Default: the deployment's (REPUTATION_PUBLIC_URL, else its default port).
+   */
+  reputationUrl?: string | (() => string);
   /** The service's clock (tests move it to watch credentials expire and identities age). */
   now?: () => Date;
 }
 
+/**
+ * How the service reads a wallet's reputation: over HTTP through the SDK, paying the reputation service's price from its
+ * own wallet (at most 0.01 USD a read). Null when the wallet has no verified trade there, or the service does not answer
+ * or cannot be paid: the factor is then left out.
+ */
+function reputationReader(url: () => string, context: ServiceContext, logger: Logger) {
+  const signer = walletFromSecretKey(context.wallet.secretKey);
+  return async (wallet: string) => {
+    try {
+      const client = createServiceClient(reputation, url(), {
+        wallet: await signer,
+        payments: { rpcUrl: context.rpcUrl, maxPerCallUsd: '0.01' },
+        maxRetries: 0,
+        timeoutMs: 10_000,
+      });
+      const profile = await client.get({ params: { agentId: wallet }, query: { limit: 1 } });
+      // A wallet without a verified trade has no reputation to weigh (its score is the prior): the factor is left out.
+      return profile.verifiedTradeCount ? { score: profile.score, ratings: profile.verifiedTradeCount } : null;
+    } catch (error) {
+      logger.warn({ err: error, wallet }, 'identity: the reputation service did not answer; the reputation factor is left out');
+      return null;
+    }
+  };
+}
+
 export async function createIdentityApp(context: ServiceContext, options: IdentityOptions = {}) {
   await migrate(context.db, 'identity', migrations);
-  const registrar = registrarKey(context.wallet);
-  const registrarPublicKey = registrar.secretKey.slice(32);
+  const configured = options.reputationUrl ?? (() => context.serviceUrl('reputation'));
+  const reputationUrl = typeof configured === 'function' ? configured : () => configured;
   const deps: IdentityDeps = {
     store: identityStore(context.db),
-    registrar,
-    registrarPublicKey,
-    registrarMultikey: ed25519Multikey(registrarPublicKey),
+    reputation: reputationReader(reputationUrl, context, context.logger),
     anchors: new Set(options.trustAnchors ?? []),
     reasoner: context.reasoner,
     publicUrl: context.publicUrl.replace(/\/+$/, ''),
@@ -47,7 +76,8 @@ export async function createIdentityApp(context: ServiceContext, options: Identi
       create: async ({ body }, caller) => void (await checks.create(body, caller!)),
       update: async ({ body }, caller) => void (await checks.update(body, caller!)),
       issueCredential: async ({ body }, caller) => {
-        if (body.action === 'issue') await checks.issue(body, caller!);
+        if (body.action === 'prepare') await checks.prepare(body, caller!);
+        else if (body.action === 'issue') await checks.complete(body, caller!);
         else await checks.setStatus(body, caller!);
       },
       verifyCredential: async ({ body }) => {

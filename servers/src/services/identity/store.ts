@@ -9,6 +9,7 @@ import type {
   VerifiableCredential,
 } from '@agent-economy/contracts';
 import { conflict } from '../../runtime/errors';
+import type { UnsignedCredential } from './domain';
 
 export const migrations: Record<string, Migration> = {
   '001_identities_and_credentials': {
@@ -65,7 +66,35 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // Credentials are signed by their issuer's own key in two steps: a prepared credential waits here for the signature.
+  '002_prepared_credentials': {
+    async up(db) {
+      await db.schema
+        .createTable('identity_prepared_credentials')
+        .addColumn('credential_id', 'text', (c) => c.primaryKey())
+        .addColumn('issuer', 'text', (c) => c.notNull())
+        .addColumn('subject', 'text', (c) => c.notNull())
+        .addColumn('claims', 'jsonb', (c) => c.notNull())
+        .addColumn('valid_until', 'timestamptz')
+        .addColumn('document', 'jsonb', (c) => c.notNull())
+        .addColumn('prepared_at', 'timestamptz', (c) => c.notNull())
+        .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
+
+/** A credential built for its issuer to sign (action prepare), until it is signed or expires. */
+export interface PreparedRow {
+  credentialId: string;
+  issuer: string;
+  subject: string;
+  claims: CredentialClaims;
+  validUntil: Date | null;
+  document: UnsignedCredential;
+  preparedAt: Date;
+  expiresAt: Date;
+}
 
 export interface StoredCapability {
   id: string;
@@ -157,6 +186,16 @@ interface Tables {
   identity_keys: KeyTable;
   identity_credentials: CredentialTable;
   identity_counters: { name: string; value: bigint };
+  identity_prepared_credentials: {
+    credential_id: string;
+    issuer: string;
+    subject: string;
+    claims: CredentialClaims;
+    valid_until: Date | null;
+    document: UnsignedCredential;
+    prepared_at: Date;
+    expires_at: Date;
+  };
 }
 
 export type CounterName = 'verifications_valid' | 'verifications_invalid' | 'resolutions_single' | 'resolutions_batch' | 'dids_resolved';
@@ -218,6 +257,7 @@ export interface IdentityFilter {
 export interface CredentialFilter {
   did: string;
   role: 'subject' | 'issuer';
+  credentialId?: string;
   kind?: CredentialKind;
   status?: CredentialStatus;
 }
@@ -381,6 +421,7 @@ export function identityStore(database: Kysely<any>) {
     async listCredentials(filter: CredentialFilter, now: Date, limit: number, before?: number): Promise<CredentialRow[]> {
       let query = db.selectFrom('identity_credentials').selectAll().where(filter.role, '=', filter.did);
       if (filter.kind) query = query.where('kind', '=', filter.kind);
+      if (filter.credentialId) query = query.where('credential_id', '=', filter.credentialId);
       const status = filter.status;
       if (status === 'revoked') query = query.where('status', '=', 'revoked');
       // "expired" is derived: not revoked and past valid_until; active and suspended are so only while unexpired.
@@ -391,6 +432,79 @@ export function identityStore(database: Kysely<any>) {
       if (before !== undefined) query = query.where('seq', '<', before);
       const rows = await query.orderBy('seq', 'desc').limit(limit + 1).execute();
       return rows.map(toCredential);
+    },
+
+    /** Stores a credential prepared for its issuer to sign (expired ones are cleared on the way). */
+    async insertPrepared(p: PreparedRow): Promise<void> {
+      await db.deleteFrom('identity_prepared_credentials').where('expires_at', '<', p.preparedAt).execute();
+      await db
+        .insertInto('identity_prepared_credentials')
+        .values({
+          credential_id: p.credentialId,
+          issuer: p.issuer,
+          subject: p.subject,
+          claims: json(p.claims),
+          valid_until: p.validUntil,
+          document: json(p.document),
+          prepared_at: p.preparedAt,
+          expires_at: p.expiresAt,
+        } as any)
+        .execute();
+    },
+
+    async getPrepared(credentialId: string): Promise<PreparedRow | undefined> {
+      const r = await db.selectFrom('identity_prepared_credentials').selectAll().where('credential_id', '=', credentialId).executeTakeFirst();
+      if (!r) return undefined;
+      return {
+        credentialId: r.credential_id,
+        issuer: r.issuer,
+        subject: r.subject,
+        claims: r.claims,
+        validUntil: r.valid_until ? new Date(r.valid_until) : null,
+        document: r.document,
+        preparedAt: new Date(r.prepared_at),
+        expiresAt: new Date(r.expires_at),
+      };
+    },
+
+    /**
+     * Registers a signed prepared credential once: the prepared row is taken and the credential inserted together; false
+     * when another request took it first.
+     */
+    async issuePrepared(credential: Omit<CredentialRow, 'seq'>): Promise<boolean> {
+      return db.transaction().execute(async (tx) => {
+        const taken = await tx.deleteFrom('identity_prepared_credentials').where('credential_id', '=', credential.credentialId).executeTakeFirst();
+        if (!Number(taken.numDeletedRows)) return false;
+        await tx
+          .insertInto('identity_credentials')
+          .values({
+            credential_id: credential.credentialId,
+            kind: credential.kind,
+            issuer: credential.issuer,
+            subject: credential.subject,
+            status: credential.status,
+            status_reason: credential.statusReason,
+            status_changed_at: credential.statusChangedAt,
+            issued_at: credential.issuedAt,
+            valid_until: credential.validUntil,
+            claims: json(credential.claims),
+            document: json(credential.document),
+          } as any)
+          .execute();
+        return true;
+      });
+    },
+
+    /** The DIDs a wallet controls. */
+    async didsControlledBy(controller: string): Promise<string[]> {
+      return (await db.selectFrom('identity_identities').select('did').where('controller', '=', controller).execute()).map((r) => r.did);
+    },
+
+    /** The subjects of the credentials any of `issuers` issued (active or not). */
+    async subjectsVouchedBy(issuers: string[]): Promise<Set<string>> {
+      if (!issuers.length) return new Set();
+      const rows = await db.selectFrom('identity_credentials').select('subject').where('issuer', 'in', issuers).execute();
+      return new Set(rows.map((r) => r.subject));
     },
 
     /** Every credential held by any of `subjects`, newest first (trust chains, scores, attestation counts). */

@@ -171,7 +171,15 @@ export function marketHandlers(deps: MarketDeps, planPurchase: ReturnType<typeof
       const plan = await planPurchase(res.locals.parsed as ParsedRequest);
       const { module, terms } = plan;
       const payer = (res.locals.payment as VerifiedPayment | undefined)?.payer || undefined;
-      const buyer = body.beneficiary ?? payer;
+      // Knowing an agreement's id is not owning it: only its buyer, or the registered broker that opened it for them, may
+      // pay with it. Refused here, after verification and before settlement, so nothing is charged and the agreement stays.
+      if (terms && payer && payer !== terms.buyer && payer !== terms.broker) {
+        throw new HttpError(403, 'not_agreement_buyer', `Negotiation ${terms.negotiationId} was agreed for another buyer: only that buyer or its broker may pay with it`, {
+          negotiationId: terms.negotiationId,
+        });
+      }
+      // A purchase with an agreement is the agreement's buyer's; otherwise the beneficiary's, else the payer's.
+      const buyer = body.beneficiary ?? terms?.buyer ?? payer;
       if (!buyer) throw badField('body.beneficiary', 'is required when the purchase is not paid: without a payer it names the buyer');
       if (buyer === module.seller) throw unprocessable('own_module', 'The buyer is the module’s seller', { moduleId: module.id });
       if (terms && terms.buyer !== buyer) {

@@ -280,6 +280,7 @@ export function toTerms(n: StoredNegotiation): NegotiatedTerms {
     negotiationId: n.id,
     moduleId: n.moduleId,
     buyer: n.buyer,
+    broker: n.broker,
     seller: n.seller,
     priceUsd: usd(n.agreement.price),
     listPriceUsd: usd(n.listPrice),

@@ -27,6 +27,8 @@ export interface NegotiationDeps {
   store: NegotiationStore;
   /** The module's terms from the knowledge market (404 module_not_found, 502 market_unavailable). */
   module(moduleId: string): Promise<ModuleTerms>;
+  /** Wallets allowed to open a negotiation for another buyer (the gateway): NEGOTIATION_BROKERS and `npm start`'s gateway. */
+  brokers: ReadonlySet<string>;
   now: () => Date;
 }
 
@@ -69,6 +71,10 @@ export function negotiationLogic(deps: NegotiationDeps) {
   async function checkOpen(body: OpenBody, caller: string, request?: ParsedRequest): Promise<{ module: ModuleTerms; buyer: string; broker: string | null }> {
     assertStorable('body.message', body.message);
     const buyer = body.buyer ?? caller;
+    // Only a registered broker speaks for another wallet: anyone else could open (and so block) a buyer's negotiation.
+    if (buyer !== caller && !deps.brokers.has(caller)) {
+      throw new HttpError(403, 'not_a_broker', 'Only a registered broker may open a negotiation for another buyer; open it as yourself', { caller, buyer });
+    }
     const module = await moduleFor(request, body.moduleId);
     checkOpening(module, buyer);
     await store.expireDue(now());

@@ -15,6 +15,11 @@ export interface NegotiationOptions {
    * in tests). Default: the deployment's (KNOWLEDGE_MARKET_PUBLIC_URL, else its default port).
    */
   marketUrl?: string | (() => string);
+  /**
+   * Wallets that may open a negotiation for another buyer (`buyer` in the open body) and then act and pay for them: the
+   * gateway (`npm start` adds its wallet when it runs it, and NEGOTIATION_BROKERS). Default: none.
+   */
+  brokers?: readonly string[];
   /** The clock (tests move it past expiries). */
   now?: () => Date;
 }
@@ -45,7 +50,7 @@ export async function createNegotiationApp(context: ServiceContext, options: Neg
   await migrate(context.db, 'negotiation', migrations);
   const configured = options.marketUrl ?? (() => context.serviceUrl('knowledge-market'));
   const marketUrl = typeof configured === 'function' ? configured : () => configured;
-  const deps = { store: negotiationStore(context.db), module: moduleReader(marketUrl), now: options.now ?? (() => new Date()) };
+  const deps = { store: negotiationStore(context.db), module: moduleReader(marketUrl), brokers: new Set(options.brokers ?? []), now: options.now ?? (() => new Date()) };
   const logic = negotiationLogic(deps);
   return await createServiceApp({
     service: negotiation,

@@ -11,14 +11,18 @@ import type {
 
 // Reputation as plain functions over plain report data. The formulas are the contract's:
 //   points  = outcome points, averaged with (rating - 1) × 25 when rated
-//   weight  = 1 verified, 0.25 unverified, halved every 180 days of age
+//   weight  = 1 verified, 0 unverified (kept and shown, weighing nothing), halved every 180 days of age
 //   score   = (50 × 5 + Σ weight × points) / (5 + Σ weight)     (Bayesian average, prior 50 with weight 5)
 //   confidence = Σ weight / (Σ weight + 5)
 
 export const PRIOR_SCORE = 50;
 export const PRIOR_WEIGHT = 5;
 export const VERIFIED_WEIGHT = 1;
-export const UNVERIFIED_WEIGHT = 0.25;
+/**
+ * A report from a wallet that shows no trade with the subject (no trusted reporter, no cited transfer between the two)
+ * weighs nothing: anyone can file one for 0.001 USD, and from fresh wallets without limit, so it must not move a score.
+ */
+export const UNVERIFIED_WEIGHT = 0;
 export const HALF_LIFE_DAYS = 180;
 const DAY_MS = 86_400_000;
 
@@ -88,6 +92,7 @@ export function scoreOf(reports: readonly Scored[], now: Date): { score: number;
   return { score: (PRIOR_SCORE * PRIOR_WEIGHT + weighted) / (PRIOR_WEIGHT + weight), totalWeight: weight };
 }
 
+/** The tier from verified trades and reports only (unverified ones are shown but earn nothing). */
 export function tierOf(score: number, trades: number, reports: number): ReputationTier {
   if (reports === 0) return 'unrated';
   if (trades < 5) return 'new';
@@ -124,6 +129,7 @@ interface Summary {
   confidence: number;
   trades: number;
   verifiedTrades: number;
+  verifiedReports: number;
   completed: number;
   disputes: number;
   disputesLost: number;
@@ -147,11 +153,13 @@ export function summarize(reports: readonly StoredReport[], now: Date): Summary 
   const completed = count(COMPLETED);
   const disputes = count(DISPUTED);
   const times = reports.map((r) => r.createdAt.getTime());
+  const verified = reports.filter((r) => r.verified);
   return {
     score: round(score),
     confidence: round(totalWeight / (totalWeight + PRIOR_WEIGHT), 4),
     trades: trades.length,
-    verifiedTrades: tradesOf(reports.filter((r) => r.verified)).length,
+    verifiedTrades: tradesOf(verified).length,
+    verifiedReports: verified.length,
     completed,
     disputes,
     disputesLost: trades.filter((t) => t.outcome === 'dispute_lost').length,
@@ -222,7 +230,7 @@ export function buildProfile(
   return {
     agentId,
     score: s.score,
-    tier: tierOf(s.score, s.trades, s.reports),
+    tier: tierOf(s.score, s.verifiedTrades, s.verifiedReports),
     confidence: s.confidence,
     tradeCount: s.trades,
     verifiedTradeCount: s.verifiedTrades,
@@ -263,7 +271,7 @@ export function rankAgents(reports: readonly StoredReport[], role: ReputationRol
     ranked.push({
       agentId,
       score: s.score,
-      tier: tierOf(overall.score, overall.trades, overall.reports),
+      tier: tierOf(overall.score, overall.verifiedTrades, overall.verifiedReports),
       confidence: s.confidence,
       tradeCount: s.trades,
       completionRate: s.completionRate,
@@ -296,7 +304,7 @@ export function buildStats(reports: readonly StoredReport[], counterparties: Rea
   for (const list of groups.values()) {
     const s = summarize(list, now);
     scoreSum += s.score;
-    tiers[tierOf(s.score, s.trades, s.reports)] += 1;
+    tiers[tierOf(s.score, s.verifiedTrades, s.verifiedReports)] += 1;
   }
   const unrated = [...counterparties].filter((a) => !groups.has(a)).length;
   tiers.unrated += unrated;

@@ -35,6 +35,12 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('reputation_reports_subject_idx').on('reputation_reports').columns(['subject', 'created_at', 'id']).execute();
     },
   },
+  // Unverified reports weigh nothing (they used to weigh 0.25): reports stored before keep their row, lose their weight.
+  '002_unverified_weightless': {
+    async up(db) {
+      await sql`update reputation_reports set weight = 0 where not verified`.execute(db);
+    },
+  },
 };
 
 interface ReportRow {

@@ -313,20 +313,57 @@ export interface EarlierScan {
   contentHash: string;
   holder: string | null;
   shingles: string[];
+  scannedAt: Date;
+  /** The market's publication time of the module the scan was bound to, else null. */
+  publishedAt: Date | null;
+}
+
+/** One work as the plagiarism check dates it: its module (if bound), its content and its holder. */
+interface Work {
+  moduleId: string | null;
+  contentHash: string;
+  holder: string | null;
+}
+
+/** The same work: the same module, or the same content under the same holder (a seller rescanning what it scanned). */
+const sameWork = (a: Work, b: Work) => (!!a.moduleId && a.moduleId === b.moduleId) || (a.contentHash === b.contentHash && a.holder === b.holder);
+
+/**
+ * When each work was first published: the market's publication time of its module, or its earliest scan, whichever is
+ * earlier (`at` for a work never seen before). One pass over the scans, then a lookup per work.
+ */
+export function publicationDates(scans: readonly EarlierScan[], at: Date): (work: Work & { publishedAt?: Date | null }) => number {
+  const byModule = new Map<string, number>();
+  const byContent = new Map<string, number>();
+  const keep = (map: Map<string, number>, key: string, t: number) => map.set(key, Math.min(map.get(key) ?? Infinity, t));
+  for (const e of scans) {
+    const t = Math.min(e.scannedAt.getTime(), e.publishedAt?.getTime() ?? Infinity);
+    if (e.moduleId) keep(byModule, e.moduleId, t);
+    keep(byContent, `${e.contentHash}:${e.holder ?? ''}`, t);
+  }
+  return (work) =>
+    Math.min(
+      at.getTime(),
+      work.publishedAt?.getTime() ?? Infinity,
+      (work.moduleId && byModule.get(work.moduleId)) || Infinity,
+      byContent.get(`${work.contentHash}:${work.holder ?? ''}`) ?? Infinity,
+    );
 }
 
 /**
- * Similarity to every earlier scan except the same work: earlier scans of the same module, and of the same
- * content by the same holder (a seller or an escrow rescanning what it already scanned).
+ * Similarity to the earlier scans of other works that were published no later than this one: plagiarism is judged by
+ * first publication (the market's publication time, else the earliest scan of the work), not by scan order, so an
+ * author scanning after a copier is not flagged for the copier's scan. Scans of the same work are never compared.
  */
 export function plagiarismCheck(
-  own: { shingles: string[]; moduleId: string | null; contentHash: string; holder: string | null },
+  own: { shingles: string[]; moduleId: string | null; contentHash: string; holder: string | null; publishedAt?: Date | null },
   earlier: readonly EarlierScan[],
+  at: Date = new Date(),
 ): { check: ScanPlagiarismCheck; findings: DraftFinding[] } {
   const mine = new Set(own.shingles);
-  const compared = earlier.filter(
-    (e) => !(own.moduleId && e.moduleId === own.moduleId) && !(e.contentHash === own.contentHash && e.holder === own.holder) && e.shingles.length,
-  );
+  const firstPublished = publicationDates(earlier, at);
+  const ownFirst = firstPublished(own);
+  const compared = earlier.filter((e) => !sameWork(own, e) && e.shingles.length && firstPublished(e) <= ownFirst);
   const scored = compared
     .map((e) => ({ scanId: e.scanId, certificateId: e.certificateId, moduleId: e.moduleId, title: e.title, similarity: round(jaccard(mine, e.shingles), 4) }))
     .sort((a, b) => b.similarity - a.similarity || (a.scanId < b.scanId ? -1 : 1));
@@ -381,8 +418,9 @@ export function certificationDecision(checks: readonly ScanCheck[], verdict: Sca
 
 /** The scan of one content against the earlier scans, without its id or certificate. */
 export function scanContent(
-  input: { content: ScannableContentInput; moduleId: string | null; holder: string | null; checks: readonly ScanCheck[] },
+  input: { content: ScannableContentInput; moduleId: string | null; holder: string | null; checks: readonly ScanCheck[]; publishedAt?: Date | null },
   earlier: readonly EarlierScan[],
+  at: Date = new Date(),
 ) {
   const { content } = input;
   const sizeBytes = Buffer.byteLength(content.body, 'utf8');
@@ -392,7 +430,7 @@ export function scanContent(
   const quality = ran.includes('quality') ? qualityCheck(content, sizeBytes) : null;
   const safety = ran.includes('safety') ? safetyCheck(content.body) : null;
   const plagiarism = ran.includes('plagiarism')
-    ? plagiarismCheck({ shingles: ownShingles, moduleId: input.moduleId, contentHash, holder: input.holder }, earlier)
+    ? plagiarismCheck({ shingles: ownShingles, moduleId: input.moduleId, contentHash, holder: input.holder, publishedAt: input.publishedAt ?? null }, earlier, at)
     : null;
   const drafts = [...(quality?.findings ?? []), ...(safety?.findings ?? []), ...(plagiarism?.findings ?? [])];
   const findings: ScanFinding[] = drafts.map((f, i) => ({ id: `f${i + 1}`, ...f }));

@@ -4,14 +4,46 @@ import { BUILTIN_GENERATOR } from '../../ai/reasoner';
 import type { RouterImplementation } from '../../runtime/app';
 import { HttpError, notFound, unprocessable } from '../../runtime/errors';
 import { signEd25519, type Wallet } from '../../runtime/wallet';
-import { canonicalPayload, certificateStatus, certificationDecision, jsonProblem, oneYearAfter, round, scanContent } from './domain';
+import { canonicalPayload, certificateStatus, certificationDecision, jsonProblem, oneYearAfter, round, scanContent, sha256Hex } from './domain';
 import type { StoredCertificate, StoredScan, VerificationStore } from './store';
 
 export interface VerificationDeps {
   store: VerificationStore;
   /** The service's wallet: its key signs the certificates. */
   wallet: Wallet;
+  /** A module's listing in the knowledge market (404 module_not_found, 502 market_unavailable), read over HTTP. */
+  module(moduleId: string): Promise<{ contentHash: string; publishedAt: Date }>;
   now: () => Date;
+}
+
+/**
+ * The module a scan names, confirmed by the knowledge market: its listed contentHash must be the scanned content's, so
+ * a scan (and its certificate) binds content to a module only when it is that module's content. Runs before the paywall
+ * too; the result is the module's publication time, which dates the work for the plagiarism check.
+ */
+export function moduleBinding(deps: Pick<VerificationDeps, 'module'>) {
+  const bindings = new WeakMap<object, Promise<Date | null>>();
+  async function bind(body: { moduleId?: string; content: { body: string } }): Promise<Date | null> {
+    if (!body.moduleId) return null;
+    const listed = await deps.module(body.moduleId);
+    const hash = sha256Hex(body.content.body);
+    if (listed.contentHash !== hash) {
+      throw unprocessable('content_mismatch', `The content is not module ${body.moduleId}'s: the market lists SHA-256 ${listed.contentHash}, the content has ${hash}`, {
+        moduleId: body.moduleId,
+        listedContentHash: listed.contentHash,
+        contentHash: hash,
+      });
+    }
+    return listed.publishedAt;
+  }
+  return (request: { body: unknown }): Promise<Date | null> => {
+    let bound = bindings.get(request);
+    if (!bound) {
+      bound = bind(request.body as { moduleId?: string; content: { body: string } });
+      bindings.set(request, bound);
+    }
+    return bound;
+  };
 }
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -56,7 +88,7 @@ export function certificatePosition(cursor: string | undefined): { issuedAt: Dat
 }
 
 function toScanResult(scan: StoredScan) {
-  const { shingles: _, scannedAt, ...rest } = scan;
+  const { shingles: _, publishedAt: __, scannedAt, ...rest } = scan;
   return { ...rest, scannedAt: scannedAt.toISOString() };
 }
 
@@ -82,14 +114,18 @@ export function toCertificate(c: StoredCertificate, now: Date): VerificationCert
 }
 
 // Handlers only translate between the contract and the domain.
-export function verificationHandlers({ store, wallet, now }: VerificationDeps): RouterImplementation<typeof verification.router> {
+export function verificationHandlers(
+  { store, wallet, now }: VerificationDeps,
+  binding: ReturnType<typeof moduleBinding>,
+): RouterImplementation<typeof verification.router> {
   return {
-    scan: async ({ body }) => {
+    scan: async ({ body, res }) => {
       assertParsableContent(body.content);
+      const publishedAt = await binding(res.locals.parsed as { body: unknown });
       const scannedAt = now();
       const moduleId = body.moduleId ?? null;
       const holder = body.holder ?? null;
-      const result = scanContent({ content: body.content, moduleId, holder, checks: body.checks }, await store.earlierScans());
+      const result = scanContent({ content: body.content, moduleId, holder, checks: body.checks, publishedAt }, await store.earlierScans(), scannedAt);
       const decision = certificationDecision(result.checks, result.verdict, body.certify, result.score);
       const scanId = newId('scn');
       let certificate: StoredCertificate | null = null;
@@ -144,6 +180,7 @@ export function verificationHandlers({ store, wallet, now }: VerificationDeps): 
         generator: BUILTIN_GENERATOR,
         shingles: result.shingles,
         scannedAt,
+        publishedAt,
       };
       await store.save(scan, certificate);
       return { status: 201, body: toScanResult(scan) };

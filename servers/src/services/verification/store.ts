@@ -61,6 +61,12 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('verification_certificates_order_idx').on('verification_certificates').columns(['issued_at', 'id']).execute();
     },
   },
+  // When the knowledge market first published the module a scan is bound to: plagiarism is judged by first publication.
+  '002_scan_published_at': {
+    async up(db) {
+      await db.schema.alterTable('verification_scans').addColumn('published_at', 'timestamptz').execute();
+    },
+  },
 };
 
 export interface StoredScan {
@@ -82,6 +88,8 @@ export interface StoredScan {
   generator: Generator;
   shingles: string[];
   scannedAt: Date;
+  /** The market's publication time of the module the scan is bound to (moduleId), else null. */
+  publishedAt?: Date | null;
 }
 
 export interface StoredCertificate {
@@ -122,6 +130,7 @@ interface ScanRow {
   generator: Generator;
   shingles: string[];
   scanned_at: Date;
+  published_at: Date | null;
 }
 
 interface CertificateRow {
@@ -212,7 +221,7 @@ export function verificationStore(database: Kysely<any>) {
       const rows = await db
         .selectFrom('verification_scans as s')
         .leftJoin('verification_certificates as c', 'c.scan_id', 's.id')
-        .select(['s.id', 's.module_id', 's.title', 's.content_hash', 's.holder', 's.shingles', 'c.id as certificate_id'])
+        .select(['s.id', 's.module_id', 's.title', 's.content_hash', 's.holder', 's.shingles', 's.scanned_at', 's.published_at', 'c.id as certificate_id'])
         .orderBy('s.scanned_at', 'desc')
         .execute();
       return rows.map((r) => ({
@@ -223,6 +232,8 @@ export function verificationStore(database: Kysely<any>) {
         contentHash: r.content_hash,
         holder: r.holder,
         shingles: r.shingles,
+        scannedAt: new Date(r.scanned_at),
+        publishedAt: r.published_at ? new Date(r.published_at) : null,
       }));
     },
 
@@ -250,6 +261,7 @@ export function verificationStore(database: Kysely<any>) {
             generator: json(scan.generator),
             shingles: json(scan.shingles),
             scanned_at: scan.scannedAt,
+            published_at: scan.publishedAt ?? null,
           } as any)
           .execute();
         if (certificate) {
