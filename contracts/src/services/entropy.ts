@@ -173,7 +173,7 @@ const HarvestedSourcesSchema: z.ZodType<HarvestedSources> = z.object({
     ),
   }),
 });
-const EntropyProofSchema: z.ZodType<EntropyProof> = z
+export const EntropyProofSchema: z.ZodType<EntropyProof> = z
   .object({
     proofId: z.string().regex(/^ent_[A-Za-z0-9]{16,40}$/),
     version: z.literal('ae-entropy-v1'),
@@ -196,7 +196,7 @@ const EntropyProofSchema: z.ZodType<EntropyProof> = z
     seedHex: Hex64.describe('k5, the output of the last step: the key of the output stream'),
   })
   .describe('everything needed to recompute the seed and the output');
-const DerivationSchema: z.ZodType<DrawDerivation> = z
+export const DerivationSchema: z.ZodType<DrawDerivation> = z
   .object({
     label: LabelSchema.describe('the stream label'),
     blocksUsed: Count.describe('HMAC-SHA512 stream blocks consumed'),
@@ -397,4 +397,7 @@ export const entropy = defineService({
     'block timing, block details) and mixes them with a cascade of HMAC-SHA512; random bytes, unbiased integers, shuffles, ' +
     'coin flips and dice rolls, each with the proof to recompute it.',
   router,
+  dataModes: {
+    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL',
+  },
 });

@@ -747,10 +747,12 @@ const router = c.router({
       '(`reviewPeriodHours`, default 72); when it ends unconfirmed and undisputed, the milestone is released to the seller. ' +
       'The timeout release (`timeoutHours`, default 336 = 14 days) refunds every milestone still undelivered to the buyer. ' +
       'Errors: 403 payer_mismatch (the x402 payment does not come from the signed-in wallet), 422 self_escrow (seller is ' +
-      'the buyer). The price ranges from 0.02 to 10,100 USD; it depends on the amount, not on demand.',
+      'the buyer), 422 invalid_seller (the seller is the escrow\'s own vault). The price ranges from 0.02 to 10,100 USD; it depends on the amount, not on demand.',
     responses: { 201: EscrowSchema, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors, ...authErrors },
     metadata: {
       payment: adaptive('0.02', '10100'),
+      // The payment is the funding: settled before the escrow is created, refunded if creation then fails.
+      settle: 'first',
       auth: 'siwx',
       example: {
         body: {
@@ -855,7 +857,8 @@ const router = c.router({
       'on-chain transfer from the vault, recorded in the timeline. A report (outcome completed, with the rating) is sent ' +
       'to the reputation service automatically; if that service is unreachable the report is queued and retried. ' +
       'Errors: 403 not_buyer, 404 escrow_not_found, 404 milestone_not_found, 409 escrow_closed, 409 escrow_disputed, ' +
-      '409 milestone_not_releasable (already settled or disputed).',
+      '409 milestone_not_releasable (already settled or disputed), 409 operation_in_progress (an earlier transfer of this ' +
+      'escrow is being sent: retry shortly), 503 chain_unavailable (nothing moved; retrying finishes the release).',
     responses: {
       200: ConfirmResultSchema,
       404: ErrorEnvelope,

@@ -6,6 +6,7 @@ import { free, type RouteMeta } from '../core/payment';
 import { UsdAmount } from '../core/money';
 import { SolanaSignature, Timestamp } from '../core/chain';
 import { authErrors } from './shared';
+import { DerivationSchema, EntropyProofSchema, type DrawDerivation, type EntropyProof } from './entropy';
 
 const c = initContract();
 
@@ -15,9 +16,12 @@ const c = initContract();
 // - Stakes: the service holds them in its vault wallet. A player transfers the stake (stablecoin) from the connected
 //   wallet to the vault and names the transfer's signature when challenging or accepting; the service checks it on
 //   the chain. Refunds and payouts are on-chain transfers from the vault; every movement is in the wager's audit trail.
-// - Outcome: a provably fair coin flip. The service commits to a secret seed when the challenge is created
-//   (seedHash = SHA-256 of the seed) and reveals the seed once the wager is settled; the challenger wins when the first
-//   byte of SHA-256(seed + ":" + challengeId + ":" + the acceptor's stakeTxSignature) is even, the opponent otherwise.
+// - Outcome: a provably fair coin flip by the entropy service (POST /api/random/coin, paid by the vault from the house
+//   cut), its proof stored on the wager. The service commits to a secret 32-byte seed when the challenge is created
+//   (seedHash = SHA-256 of the seed's bytes) and reveals it once the flip is drawn. The flip's clientSeed is
+//   hex(SHA-256(UTF-8 of seed + ":" + challengeId + ":" + challenger's stakeTxSignature + ":" + opponent's
+//   stakeTxSignature)): fixed before the chain is harvested, steerable by neither player alone. Heads: the challenger
+//   wins; tails: the opponent. Anyone can recompute the seed hash, the clientSeed and the flip from the proof.
 // - Error codes of this service are UPPER_SNAKE_CASE, like the five the specification names.
 
 export type ChallengeStatus = 'pending' | 'accepted' | 'declined' | 'expired' | 'cancelled';
@@ -96,6 +100,14 @@ export interface WagerTransfer {
   txSignature: string;
   confirmedAt: string;
 }
+export interface WagerFlip {
+  clientSeed: string;
+  outcome: 'heads' | 'tails';
+  derivation: DrawDerivation;
+  proof: EntropyProof;
+  feeUsd: string;
+  feeTxSignature: string | null;
+}
 export interface Wager {
   wagerId: string;
   challengeId: string;
@@ -112,6 +124,7 @@ export interface Wager {
   winner: 'challenger' | 'opponent' | null;
   seedHash: string;
   seed: string | null;
+  flip: WagerFlip | null;
   transfers: WagerTransfer[];
   createdAt: string;
   settledAt: string | null;
@@ -198,9 +211,20 @@ const WagerSchema: z.ZodType<Wager> = z.object({
   houseCutPercent: z.number().describe('HOUSE_CUT_PERCENT when the wager was created'),
   houseCutUsd: UsdAmount.describe('potUsd × houseCutPercent / 100, rounded down to 0.000001; stays in the vault'),
   payoutUsd: UsdAmount.describe('potUsd − houseCutUsd, paid to the winner'),
-  winner: z.enum(['challenger', 'opponent']).nullable().describe('null until the flip is revealed'),
+  winner: z.enum(['challenger', 'opponent']).nullable().describe('null until the flip is drawn; heads: the challenger'),
   seedHash: Hex64,
-  seed: Hex64.nullable().describe('the secret seed, revealed when settled: check SHA-256(seed) = seedHash and redo the flip'),
+  seed: Hex64.nullable().describe('the secret seed, revealed once the flip is drawn: check SHA-256(seed) = seedHash and the flip’s clientSeed'),
+  flip: z
+    .object({
+      clientSeed: Hex64.describe('hex SHA-256 of seed ":" challengeId ":" both stake signatures (challenger’s first)'),
+      outcome: z.enum(['heads', 'tails']),
+      derivation: DerivationSchema,
+      proof: EntropyProofSchema.describe('the entropy service’s proof: recompute the flip from it'),
+      feeUsd: UsdAmount.describe('what the entropy service charged the vault, paid from the house cut'),
+      feeTxSignature: z.string().nullable().describe('the x402 settlement of that fee'),
+    })
+    .nullable()
+    .describe('the coin flip that decided the wager, with its proof; null until drawn'),
   transfers: z
     .array(
       z.object({
@@ -225,7 +249,7 @@ const stakeRule =
   '`stakeTxSignature` names a confirmed transfer of exactly the stake, in the stablecoin, from your connected wallet to the ' +
   'vault (GET /api/v1/health gives the vault and asset), not yet used: 422 STAKE_INVALID (not found, not confirmed, wrong ' +
   'amount, sender, recipient or asset), 409 STAKE_ALREADY_USED. A transfer refused this way stays unused: name it in a later ' +
-  'request. ';
+  'request. 503 chain_unavailable when the chain does not answer. ';
 
 const router = c.router({
   health: {
@@ -291,7 +315,7 @@ const router = c.router({
       'Design: you go offline (others get USER_NOT_FOUND when challenging you); your pending outgoing challenges are ' +
       'cancelled and pending challenges to you declined, each stake refunded from the vault. Refused with 409 ' +
       'WAGER_IN_PROGRESS while you have an active wager.',
-    responses: { 200: DisconnectionSchema, 409: ErrorEnvelope, ...standardErrors, ...authErrors },
+    responses: { 200: DisconnectionSchema, 409: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
     metadata: { payment: free(), auth: 'siwx' } satisfies RouteMeta,
   },
   challenge: {
@@ -317,7 +341,7 @@ const router = c.router({
       'SELF_WAGER (the opponent is you), AMOUNT_OUT_OF_RANGE (outside MIN_WAGER_USD to MAX_WAGER_USD); 409 ' +
       'WAGER_IN_PROGRESS (you or the opponent have an active wager), CHALLENGE_EXISTS (a pending challenge between you two ' +
       'already exists).',
-    responses: { 201: ChallengeSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...authErrors },
+    responses: { 201: ChallengeSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
     metadata: {
       payment: free(),
       auth: 'siwx',
@@ -344,13 +368,15 @@ const router = c.router({
     description:
       identity +
       connected +
-      'Design: with your matching stake in the vault the challenge becomes a wager: `active` while the coin flip is ' +
-      'revealed and the winner paid (payoutUsd = both stakes less HOUSE_CUT_PERCENT) from the vault, then `settled`. ' +
+      'Design: with your matching stake in the vault the challenge becomes a wager: `active` while the entropy service ' +
+      'flips the coin (its proof is stored on the wager) and the winner is paid (payoutUsd = both stakes less ' +
+      'HOUSE_CUT_PERCENT) from the vault, then `settled`; when the flip or the payout cannot finish now, the wager stays ' +
+      '`active` and the service finishes it later. ' +
       stakeRule +
       'Answers the wager (`active`, or already `settled`). Errors: 404 CHALLENGE_NOT_FOUND (no such challenge to you); 409 ' +
       'CHALLENGE_NOT_PENDING (already accepted, declined, expired or cancelled), WAGER_IN_PROGRESS (you or the challenger ' +
       'have an active wager).',
-    responses: { 200: WagerSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...authErrors },
+    responses: { 200: WagerSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
     metadata: {
       payment: free(),
       auth: 'siwx',
@@ -376,8 +402,9 @@ const router = c.router({
       connected +
       'Design: declines a pending challenge to you (the body may be `{}`: then the oldest one); the challenger’s stake is ' +
       'refunded from the vault. Answers the declined challenge with its refund signature. Errors: 404 CHALLENGE_NOT_FOUND ' +
-      '(no such challenge to you, or none pending); 409 CHALLENGE_NOT_PENDING.',
-    responses: { 200: ChallengeSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, ...standardErrors, ...authErrors },
+      '(no such challenge to you, or none pending); 409 CHALLENGE_NOT_PENDING; 503 chain_unavailable or transfer_pending ' +
+      '(the challenge is declined; the refund is retried until it lands).',
+    responses: { 200: ChallengeSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
     metadata: { payment: free(), auth: 'siwx', example: { body: { challengeId: 'chl_4Rt8mQ2xLp7Vn9Kd' } } } satisfies RouteMeta,
   },
   challenges: {
