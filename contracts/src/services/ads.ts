@@ -1,8 +1,8 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
-import { ErrorEnvelope, standardErrors } from '../core/errors';
-import { free, type RouteMeta } from '../core/payment';
+import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
+import { adaptive, free, type RouteMeta } from '../core/payment';
 import { AtomicAmount } from '../core/money';
 import { Caip2Network, SolanaAddress, SolanaSignature, Timestamp } from '../core/chain';
 import { authErrors, PageQuery, page } from './shared';
@@ -52,6 +52,10 @@ export interface Campaign {
   rec_catalog_id: string | null;
   spent_total: string;
   spent_today: string;
+  budget_funded: string;
+  budget_refunded: string;
+  budget_held: string;
+  last_refund_transaction: string | null;
   stats: CampaignStats;
   created_at: string;
   updated_at: string;
@@ -201,6 +205,12 @@ const CampaignSchema: z.ZodType<Campaign> = z.object({
   rec_catalog_id: z.string().nullable(),
   spent_total: AtomicAmount.describe('charged so far, atomic units'),
   spent_today: AtomicAmount.describe('charged since 00:00 UTC, atomic units'),
+  budget_funded: AtomicAmount.describe('paid into the network’s wallet by activations so far, atomic units'),
+  budget_refunded: AtomicAmount.describe('paid back to the advertiser’s wallet by pauses so far, atomic units'),
+  budget_held: AtomicAmount.describe(
+    'budget_funded - budget_refunded - spent_total: what the network holds for the campaign now; charges never exceed it',
+  ),
+  last_refund_transaction: SolanaSignature.nullable().describe('the transaction of the last refund of unspent budget; null before any'),
   stats: z.object({
     matches: z.number().int().describe('times /v1/match chose this campaign'),
     settlements: z.number().int().describe('sponsored settlements recorded by POST /v1/events'),
@@ -388,6 +398,10 @@ const router = c.router({
         network: Caip2Network.describe('chain of the settlement, <namespace>:<reference>'),
         payerWallet: SolanaAddress.describe('the wallet that paid'),
         settledAmount: AtomicAmount.describe('amount settled, atomic units'),
+        txHash: SolanaSignature.optional().describe(
+          'the settlement transaction: the match is recorded as this settlement’s delivery, which events, the impression ' +
+            'beacon and conversions then refer to; without it the match records nothing and cannot be charged',
+        ),
       })
       .strict(),
     summary: 'Find a campaign for a settled resource',
@@ -400,7 +414,9 @@ const router = c.router({
       '`resourceUrl` (a resource outside the catalog matches only campaigns without category targeting, and counts as http). ' +
       'A campaign never matches its own recommended resource. Design: the highest bid per delivery wins (cpm: max_bid_amount / ' +
       '1000; cpa: max_bid_amount / 100, assuming a 1 % conversion rate), ties going to the campaign served least recently. ' +
-      'A match charges nothing (the settlement event does) and counts in the campaign’s stats.matches. ' +
+      'A match charges nothing (the settlement event does) and counts in the campaign’s stats.matches. With `txHash` ' +
+      'the settlement is recorded (once per txHash: a repeat answers the first match again), whether or not a campaign ' +
+      'matched: it is the facilitator’s record conversions sent by clients are checked against. ' +
       'The answer is `{ matched: false }` and nothing else when no campaign is eligible. ' +
       freeInfra,
     responses: { 200: MatchResultSchema, ...standardErrors, ...authErrors },
@@ -516,11 +532,21 @@ const router = c.router({
         siwxNote +
         'only the owning advertiser’s wallet (403 not_advertiser_owner). Sets status `active` from `draft` or `paused`: the ' +
         'campaign matches from the next /v1/match on (once schedule_start is reached). Activating an active campaign answers it ' +
-        'unchanged. Answers the campaign. Errors: 404 campaign_not_found; 409 campaign_ended (status exhausted or completed: ' +
-        'raise budget_total or move schedule_end first). ' +
-        freeInfra,
-      responses: { 200: CampaignSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, ...standardErrors, ...authErrors },
-      metadata: { payment: free(), auth: 'siwx', example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' } } } satisfies RouteMeta,
+        'unchanged. Answers the campaign. Design: budgets are funded up front. The price of an activation is what the ' +
+        'campaign still lacks to cover its remaining budget, budget_total - spent_total - budget_held (atomic units, paid ' +
+        'with x402 into the network’s wallet, settled before the campaign changes); a campaign that holds enough activates ' +
+        'free. Pausing pays the unspent part back. If the activation then fails, the payment is refunded on chain. Errors: ' +
+        '404 campaign_not_found; 409 campaign_ended (status exhausted or completed: raise budget_total or move schedule_end ' +
+        'first), 409 funding_changed (the budget changed between the quote and the payment: refunded, ask again); 422 ' +
+        'budget_too_large (more than one activation can fund). ' +
+        'Paid: the unfunded budget, at most 1,000,000 USD per activation.',
+      responses: { 200: CampaignSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors, ...authErrors },
+      metadata: {
+        payment: adaptive('0', '1000000'),
+        settle: 'first',
+        auth: 'siwx',
+        example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' } },
+      } satisfies RouteMeta,
     },
     pause: {
       method: 'POST',
@@ -531,11 +557,14 @@ const router = c.router({
       description:
         siwxNote +
         'only the owning advertiser’s wallet (403 not_advertiser_owner). Sets status `paused` from `active`: the campaign ' +
-        'stops matching at once (events and conversions of earlier matches are still recorded and charged). Pausing a paused ' +
-        'campaign answers it unchanged. Answers the campaign. Errors: 404 campaign_not_found; 409 campaign_not_active (status ' +
-        'draft, exhausted or completed). ' +
+        'stops matching at once. Design: pausing also withdraws: what the campaign holds (budget_held) is sent back on chain ' +
+        'from the network’s wallet to the advertiser’s wallet (last_refund_transaction), so events and conversions of ' +
+        'earlier matches are still recorded but charge only what is still held (nothing). Pausing a paused campaign answers ' +
+        'it unchanged (and finishes a refund the chain did not take); pausing an exhausted or completed campaign keeps its ' +
+        'status and withdraws what it still holds. Answers the campaign. Errors: 404 campaign_not_found; 409 ' +
+        'campaign_not_active (status draft); 503 chain_unavailable (the refund could not be sent: pause again). ' +
         freeInfra,
-      responses: { 200: CampaignSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, ...standardErrors, ...authErrors },
+      responses: { 200: CampaignSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
       metadata: { payment: free(), auth: 'siwx', example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' } } } satisfies RouteMeta,
     },
   },
@@ -564,9 +593,10 @@ const router = c.router({
         siwxNote +
         'the proof’s wallet must be wallet_address (403 wallet_mismatch): that wallet then owns the advertiser’s campaigns. ' +
         'Required: name, wallet_address, network. Answers 201 with the advertiser. Errors: 409 advertiser_exists (the wallet is ' +
-        'already registered on that network). ' +
+        'already registered on that network); 422 unsupported_network (network is not the deployment’s: campaigns are ' +
+        'funded and refunded there). ' +
         freeInfra,
-      responses: { 201: AdvertiserSchema, 409: ErrorEnvelope, ...standardErrors, ...authErrors },
+      responses: { 201: AdvertiserSchema, 409: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...authErrors },
       metadata: {
         payment: free(),
         auth: 'siwx',
@@ -588,13 +618,18 @@ const router = c.router({
       summary: 'Record a sponsored settlement event',
       description:
         facilitatorOnly +
-        'The facilitator calls it after every sponsored settlement (fire and forget). Design: a cpm campaign is charged ' +
+        'The facilitator calls it after every sponsored settlement (fire and forget). Design: only a settlement the ' +
+        'facilitator’s /v1/match delivered for this campaign (same txHash, campaignId, payer, resource url and network) can ' +
+        'be recorded, else 404 settlement_not_found: a made-up settlement never costs a campaign anything. Any signed-in ' +
+        'caller may report such a delivered settlement (when the facilitator’s own report was lost); it is charged once. ' +
+        'A cpm campaign is charged ' +
         'max_bid_amount / 1000 (rounded down to an atomic unit) per event, a cpa campaign nothing; a charge never exceeds what ' +
         'is left of the daily and total budgets, and a campaign whose total budget is spent becomes `exhausted`. The event is ' +
         'recorded even if the campaign was paused since the match. Idempotent by txHash: a repeat answers the first receipt with ' +
-        '`duplicate: true`. Errors: 404 campaign_not_found. ' +
+        '`duplicate: true`. Errors: 404 campaign_not_found, settlement_not_found; 422 event_invalid (settledAmount is not ' +
+        'the amount the facilitator reported). ' +
         freeInfra,
-      responses: { 200: EventReceiptSchema, 404: ErrorEnvelope, ...standardErrors, ...authErrors },
+      responses: { 200: EventReceiptSchema, 404: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...authErrors },
       metadata: {
         payment: free(),
         auth: 'siwx',
@@ -639,10 +674,14 @@ const router = c.router({
       description:
         facilitatorOnly +
         'Records that the payer of a sponsored settlement later paid for the recommended resource (the facilitator sees both ' +
-        'payments). Design: a cpa campaign is charged max_bid_amount (capped by what is left of its budgets), a cpm campaign ' +
+        'payments and reports it). Design: a caller other than the facilitator must be payerWallet itself (403 not_payer), ' +
+        'and its conversionTxHash must be a settlement the facilitator reported to /v1/match, paid by payerWallet for ' +
+        'convertedResourceUrl (else 422 conversion_unverified): nobody can forge a conversion. convertedResourceUrl must be ' +
+        'the campaign’s rec_resource_url (422 conversion_invalid). A cpa campaign is charged max_bid_amount (capped by what ' +
+        'is left of its budgets and of what it holds), a cpm campaign ' +
         'nothing. Idempotent by conversionTxHash (`duplicate: true` on a repeat). Answers the recorded conversion. Errors: 404 campaign_not_found, event_not_found (originalTxHash is not a recorded event of the ' +
-        'campaign); 422 conversion_invalid (conversionTxHash equals originalTxHash, payerWallet is not the original payer, or ' +
-        'the timestamp precedes the original settlement). ' +
+        'campaign); 422 conversion_invalid (conversionTxHash equals originalTxHash, payerWallet is not the original payer, ' +
+        'convertedResourceUrl is not the recommended resource, or the timestamp precedes the original settlement). ' +
         freeInfra,
       responses: { 200: RecordedConversionSchema, 404: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...authErrors },
       metadata: {
@@ -691,11 +730,18 @@ const router = c.router({
     method: 'GET',
     path: '/v1/track/impression/:campaignId',
     pathParams: z.object({ campaignId: CampaignId }),
+    query: z
+      .object({
+        tx: SolanaSignature.optional().describe('the sponsored settlement whose recommendation was delivered (the facilitator’s beacon carries it)'),
+      })
+      .strict(),
     summary: 'Impression beacon',
     description:
       'Clients fire it to confirm a recommendation was delivered; answers 204 with no body. Open to anyone. Design: it ' +
-      'counts in the campaign’s stats.impressions and charges nothing (charges follow facilitator-reported settlements and ' +
-      'conversions, so beacon traffic cannot drain a budget). Errors: 404 campaign_not_found. ' +
+      'counts in the campaign’s stats.impressions once per settlement: only with `tx` naming a settlement /v1/match ' +
+      'delivered for this campaign, the first time (a repeat, an unknown settlement or no `tx` answers 204 and counts ' +
+      'nothing, so beacon traffic cannot inflate the figure); it charges nothing (charges follow facilitator-reported ' +
+      'settlements and conversions, so beacon traffic cannot drain a budget). Errors: 404 campaign_not_found. ' +
       freeInfra,
     responses: { 204: c.noBody(), 404: ErrorEnvelope, ...standardErrors },
     metadata: { payment: free(), example: { params: { campaignId: 'cmp_7Hq2LxN4pR8sT1vW' } } } satisfies RouteMeta,

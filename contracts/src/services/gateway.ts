@@ -14,14 +14,14 @@ const c = initContract();
 // Trade lifecycle (spec 000): discover, negotiate, verify, purchase, rate.
 //
 // Who pays (design): the buyer pays the gateway once, with x402, for POST /api/trade/execute: the module's price
-// plus the gateway's fee. The gateway then pays the knowledge market from its own wallet (x402, beneficiary = the
-// buyer, so the purchase, its content and its rating belong to the buyer) and pays the reputation report. Why:
-// the spec has execute run verification, purchase and reputation reporting in one call; one payment means one
-// budget check in the buyer's SDK; and because a paid route settles only after its handler succeeded, a trade whose
-// verification fails costs the buyer nothing. The cost: the gateway pays the seller before the buyer's payment
-// settles (it was verified first; a settlement failure at that point is the gateway's loss), so the gateway keeps a
-// float in its wallet. Every plan also lists each step's own endpoint and price, so a buyer's SDK may run the steps
-// itself instead, paying each service directly.
+// plus the gateway's fee. The route settles first (the buyer's money is in the gateway's wallet before it buys);
+// the gateway then pays the knowledge market from its own wallet (x402, beneficiary = the buyer, so the purchase,
+// its content and its rating belong to the buyer) and pays the reputation report. Why: the spec has execute run
+// verification, purchase and reputation reporting in one call; one payment means one budget check in the buyer's
+// SDK. Every refusal that can be decided before the payment is (nothing charged); a step that fails after it is
+// refunded on chain in full. The cost: a purchase made before a later step fails (the content does not match its
+// certificate) is the gateway's loss, so the gateway keeps a float in its wallet. Every plan also lists each step's
+// own endpoint and price, so a buyer's SDK may run the steps itself instead, paying each service directly.
 
 /** The gateway's fee on POST /api/trade/execute, on top of the module's price: it pays the reputation report and the relay. */
 export const TRADE_GATEWAY_FEE_USD = '0.02';
@@ -494,7 +494,9 @@ const hitFields = {
   id: z.string(),
   title: z.string(),
   snippet: z.string().describe('the matching text, up to 200 characters'),
-  score: Unit.describe('relevance 0 to 1 (BM25 normalised per type); results are ordered by it'),
+  score: Unit.describe(
+    'relevance 0 to 1: BM25 (k1 1.2, b 0.75) over the record’s text divided by the best BM25 of its type, times the share of the query’s terms it contains; results are ordered by it',
+  ),
   service: ServiceIdSchema,
   href: EndpointRefSchema.describe('where the full record is'),
 };
@@ -794,7 +796,7 @@ const TradeStartBody: z.ZodType<GatewayTradeStartBodyOut, z.ZodTypeDef, GatewayT
       .string()
       .regex(/^neg_[A-Za-z0-9]{16,40}$/, 'must be a negotiation id such as "neg_9Vt4Lm2Qx8Kd3Rp7"')
       .optional()
-      .describe('your accepted negotiation: its module is selected at the agreed price and no negotiation is opened'),
+      .describe('an accepted negotiation the gateway brokered for you (one you finished yourself after an earlier plan): its module is selected at the agreed price and no negotiation is opened'),
     maxPriceUsd: ModulePrice.describe('the most the buyer pays for the module, USD (the gateway fee comes on top)'),
     offerUsd: ModulePrice.optional().describe('opening offer; default the lower of maxPriceUsd and 80 percent of the list price'),
     minSellerScore: z.number().min(0).max(100).optional().describe('only sellers with at least this reputation score'),
@@ -916,13 +918,14 @@ const router = c.router({
       '`matchScore`). negotiate: for the best candidate, opens a negotiation for the signed-in buyer with the gateway as ' +
       'broker at `offerUsd`, default the lower of maxPriceUsd and 80 percent of the list price; a seller in mode auto ' +
       'answers at once with the negotiation service’s deterministic rule (an opening offer at or above the list price is ' +
-      'accepted at the list price). With `negotiationId`, an agreement the buyer reached directly is used instead (read ' +
-      'from the negotiation service’s GET /api/negotiations/:negotiationId/agreement). The plan lists the five steps in lifecycle order with their endpoints, who pays each, and the estimate of ' +
+      'accepted at the list price). With `negotiationId`, an accepted negotiation the gateway brokered for the buyer is used ' +
+      'instead (the market honours an agreement only when its buyer or the broker that opened it pays). The plan lists the five steps in lifecycle order with their endpoints, who pays each, and the estimate of ' +
       'POST /api/trade/execute. Keep negotiating with the negotiation service (the plan’s negotiate step lists the calls) ' +
       `or execute now. The plan is valid for ${TRADE_PLAN_VALID_MINUTES} minutes. Errors: 404 module_not_found ` +
       '(`moduleId`), 404 negotiation_not_found, 409 negotiation_exists (the buyer already has an unfinished negotiation over ' +
-      'the selected module, opened without the gateway; details.negotiationId: finish it, then pass it as negotiationId), ' +
-      '409 negotiation_not_accepted (`negotiationId`), 422 negotiation_mismatch (`negotiationId` is another buyer’s), 422 ' +
+      'the selected module, opened without the gateway; details.negotiationId: buy with it directly in the market, or reject ' +
+      'it), 409 negotiation_not_accepted (`negotiationId`), 422 negotiation_mismatch (`negotiationId` is another buyer’s or ' +
+      'about another module), 422 negotiation_not_brokered (`negotiationId` was not opened through the gateway), 422 ' +
       'no_matching_sellers (details: how many modules each filter removed), 502 upstream_unavailable (the market or the ' +
       'negotiation service did not answer); none is charged.',
     responses: {
@@ -965,14 +968,17 @@ const router = c.router({
       'certificate bound to the module’s contentHash; skipped only when the plan did not require one), purchase (the ' +
       'gateway pays the knowledge market from its own wallet with beneficiary = the buyer, and checks that the content ' +
       'hashes to the certified contentHash), rate (a verified trade report about the seller to the reputation service, ' +
-      'queued and retried if it does not answer). The buyer is charged only when all of this succeeded; rate the module ' +
-      'later with the knowledge market’s POST /api/modules/:moduleId/rate. Only the plan’s buyer may execute it, once. ' +
+      'queued and retried if it does not answer). The payment settles before these steps run; if one fails, the whole ' +
+      'payment is refunded on chain and the error says so (details.refund). Rate the module ' +
+      'later with the knowledge market’s POST /api/modules/:moduleId/rate. Only the plan’s buyer may execute it, once ' +
+      '(per plan and per payment; a plan whose execution failed and was refunded may be executed again). ' +
       'Errors: 404 plan_not_found, 403 not_plan_owner, 409 plan_expired, 409 plan_already_executed (details.purchaseId: ' +
       'fetch the content again from the knowledge market), 409 negotiation_pending (the seller’s move), 409 ' +
       'negotiation_closed (rejected or expired: start a new plan), 422 module_not_in_plan, 422 price_above_max, 422 ' +
       'verification_failed (no valid certificate bound to the contentHash: missing, expired or revoked since the plan), 422 ' +
       'content_mismatch (the delivered content does not hash to the certified contentHash; the gateway bears the loss), ' +
-      '502 upstream_unavailable. None of them is charged.',
+      '502 upstream_unavailable. Those decided before the payment (plan, owner, expiry, module, price, negotiation, ' +
+      'certificate) are not charged; content_mismatch and an upstream failure during the purchase are refunded.',
     responses: {
       200: ExecutionSchema,
       404: ErrorEnvelope,
@@ -986,6 +992,7 @@ const router = c.router({
     metadata: {
       payment: adaptive(addUsd(MODULE_PRICE_MIN_USD, TRADE_GATEWAY_FEE_USD), addUsd(MODULE_PRICE_MAX_USD, TRADE_GATEWAY_FEE_USD)),
       auth: 'siwx',
+      settle: 'first',
       example: { body: { planId: 'plan_5Jr8Tq2Vn6Xc3Lm9', maxPriceUsd: '0.45' } },
     } satisfies RouteMeta,
   },
@@ -1028,7 +1035,8 @@ const router = c.router({
       .strict(),
     summary: 'Every endpoint of the five services with descriptions, pricing, methods and usage',
     description:
-      'Design: generated from the services’ contracts (the same source as their OpenAPI documents), in each service’s ' +
+      'Design: read from each service’s own OpenAPI document (GET <url>/openapi.json, generated from its contract with ' +
+      'this deployment’s prices; kept 5 minutes; a service that does not answer is listed from its contract), in each service’s ' +
       'listing order: gateway, knowledge-market, negotiation, reputation, verification. Each entry has its method, path, ' +
       'address on this deployment, pricing, whether SIGN-IN-WITH-X is required, and usage: an SDK call, a curl line and the ' +
       'contract’s example request. Not paged: the list is bounded by the contracts.',

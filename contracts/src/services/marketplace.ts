@@ -145,7 +145,10 @@ const router = c.router({
     summary: 'All available pay-per-call resources',
     description:
       'Every pay-per-call resource the facilitator knows (from its catalog and settlement records), with its seller wallet, ' +
-      'price per call in USD and all-time statistics: `{ ok, resources }`. Design: ordered by total volume, highest first. ' +
+      'price per call in USD and all-time statistics: `{ ok, resources }`. Design: the resources are the paid routes of ' +
+      'the running services, read from their descriptors and OpenAPI documents (a tiered route shows its lowest paid ' +
+      'tier); the statistics count the facilitator’s settlements that called the route and paid its payTo, never a ' +
+      'wallet paying itself; ordered by total volume, highest first. ' +
       openNote,
     responses: { 200: MarketplaceResourcesSchema, ...standardErrors },
     metadata: { payment: free() } satisfies RouteMeta,
