@@ -212,6 +212,11 @@ describe('both deployments over the embedded model', () => {
     expect(plain.days).toHaveLength(90);
     const withSummary = await second.client.btcMetrics.range({ body });
     expect(withSummary.days).toEqual(plain.days);
+    // A range asked through /api/metrics carries the same summary on the second deployment, none on the first.
+    const viaMetrics = await second.client.btcMetrics.metrics({ body });
+    expect(viaMetrics).toMatchObject({ kind: 'range', summary: withSummary.summary });
+    expect((await first.client.btcMetrics.metrics({ body })).summary).toBeUndefined();
+    expect((await second.client.btcMetrics.metrics({ body: { date: '2018-01-18' } })).summary).toBeUndefined();
     const days = withSummary.days;
     const s = withSummary.summary!;
     expect(s.days).toBe(90);
@@ -257,6 +262,7 @@ describe('both deployments over the embedded model', () => {
   it('info: the first deployment lists the date ranges, the second says it summarizes and fetches sequentially', async () => {
     const a = await first.client.btcMetrics.info();
     expect(a.deployment).toEqual({ summaryStatistics: false, sequentialUpstreamFetch: false });
+    expect(a.dataMode).toBe('simulated');
     expect(a.limits).toEqual({ maxRangeDays: 366, cacheTtlSeconds: BTC_CACHE_TTL_SECONDS });
     expect(a.metrics.map((m) => m.id)).toEqual(['priceUsd', 'mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl']);
     expect(a.availableDateRanges).toEqual(['priceUsd', 'mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl'].map((metric) => ({ metric, from: '2015-04-16', to: '2020-03-29' })));
@@ -479,6 +485,7 @@ describe('the live adapter (Coin Metrics + BGeometrics) against a local replay',
     expect(latest.interpretation.signals.map((s) => s.metric)).toEqual(['mvrv', 'mvrvZScore', 'sopr', 'nupl']);
 
     const info = await first.client.btcMetrics.info();
+    expect(info.dataMode).toBe('live');
     expect(info.availableDateRanges).toEqual([
       { metric: 'priceUsd', from: '2020-03-25', to: '2020-03-29' },
       { metric: 'mvrv', from: '2020-03-25', to: '2020-03-29' },

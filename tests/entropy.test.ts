@@ -573,6 +573,7 @@ describe('paid for real through the facilitator', () => {
     });
     try {
       await economy.ledger.openTokenAccount(dead.context.wallet.address);
+      economy.sellers.add(dead.context.wallet.address);
       const buyer = createClient({ baseUrls: { entropy: dead.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
       const before = economy.ledger.tokenBalance(economy.buyer.address);
       const error = await rejection(buyer.entropy.proof({ body: {} }));

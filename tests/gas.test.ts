@@ -32,6 +32,9 @@ let ledger: LocalLedger;
 let rpcServer: LedgerRpcServer;
 let rpc: ReturnType<typeof createSolanaRpc>;
 let service: RunningService;
+/** The gas service's clock: real time, or pinned where a test needs to know which quarter hour it is in. */
+let pinned: Date | undefined;
+const clock = () => pinned ?? new Date();
 const payer = generateWallet();
 /** An account some transactions write-lock at a higher price: its own local fee market. */
 const hot = generateWallet();
@@ -168,7 +171,7 @@ beforeAll(async () => {
   // Move the airdrops out of the node's 150-slot fee cache and out of the newest performance sample.
   ledger.warp(400);
   await playActivity();
-  service = await startService((c) => createGasApp({ ...c, prices: ZERO_PRICES }), { id: 'gas', rpcUrl: rpcServer.url });
+  service = await startService((c) => createGasApp({ ...c, prices: ZERO_PRICES }, { now: clock }), { id: 'gas', rpcUrl: rpcServer.url });
 });
 
 afterAll(async () => {
@@ -332,10 +335,9 @@ describe('network status', () => {
   });
 
   it('forecasts from the hour-of-day profile of the past 7 days, persisted across restarts', async () => {
-    // Stay clear of a quarter-hour boundary so that "now + 30 minutes" falls in the same quarter here and on the server.
-    const intoQuarter = Date.now() % 900_000;
-    if (intoQuarter > 890_000) await new Promise((r) => setTimeout(r, 900_000 - intoQuarter + 1000));
-    const target = new Date(Date.now() + 30 * 60_000);
+    // The service's clock is pinned a minute into the current quarter hour, so "now + 30 minutes" is in a known quarter.
+    pinned = new Date(Math.floor(Date.now() / 900_000) * 900_000 + 60_000);
+    const target = new Date(pinned.getTime() + 30 * 60_000);
     const day = 24 * 3600_000;
     const seed = (id: string, at: Date, median: number, score: number) =>
       service.database.db.insertInto('gas_observations').values({ id, observed_at: at, slot: 1n, median_fee: BigInt(median), congestion_score: score }).execute();
@@ -345,6 +347,10 @@ describe('network status', () => {
 
     const status = await gas().networkStatus({ body: { forecastMinutes: 120 } });
     expect(status.forecast).toHaveLength(8);
+    // It rests on the two seeded days and the readings this file's calls made today (the 8-day-old one is pruned).
+    expect(status.forecastBasis.oldestAt).toBe(new Date(target.getTime() - 3 * day).toISOString());
+    expect(status.forecastBasis.daysCovered).toBeGreaterThanOrEqual(3);
+    expect(status.forecastBasis.observations).toBeGreaterThanOrEqual(3);
     // nearest-rank median of 100 and 300 is 100; mean score 85 is extreme; 2 of the 7 days observed
     expect(status.forecast[2]).toMatchObject({ expectedComputeUnitPrice: 100, congestionLevel: 'extreme', confidence: round(2 / 7, 4) });
     expect(status.forecast[3]!.confidence).toBe(0);
@@ -366,19 +372,20 @@ describe('network status', () => {
     });
     const quarter = (at: Date) => at.getUTCHours() * 4 + Math.floor(at.getUTCMinutes() / 15);
     expect(quarter(new Date(low.bestWindow.startsAt))).toBe(quarter(target));
-    expect(Date.parse(low.bestWindow.startsAt) - Date.now()).toBeGreaterThan(29 * 60_000);
+    expect(Date.parse(low.bestWindow.startsAt) - pinned.getTime()).toBeGreaterThan(29 * 60_000);
     expect(low.bestWindow.reason).toContain('100 µL/CU');
     // normal waits up to 30 minutes (the same window), high only 5 (now)
     expect((await gas().recommend({ body: { urgency: 'normal' } })).bestWindow.waitSeconds).toBe(1800);
     expect((await gas().recommend({ body: { urgency: 'high' } })).bestWindow.waitSeconds).toBe(0);
 
     // Another instance on the same database forecasts from the same history.
-    const restarted = await startService((c) => createGasApp({ ...c, prices: ZERO_PRICES }), { id: 'gas', rpcUrl: rpcServer.url, database: service.database });
+    const restarted = await startService((c) => createGasApp({ ...c, prices: ZERO_PRICES }, { now: clock }), { id: 'gas', rpcUrl: rpcServer.url, database: service.database });
     try {
       const again = await restarted.client.gas.networkStatus({ body: { forecastMinutes: 45 } });
       expect(again.forecast[2]).toMatchObject({ expectedComputeUnitPrice: 100, congestionLevel: 'extreme' });
     } finally {
       await restarted.stopServer();
+      pinned = undefined;
     }
   });
 });

@@ -55,6 +55,8 @@ export interface BtcMetricsResult {
   startDate: string;
   endDate: string;
   days: BtcDailyMetrics[];
+  /** Range results of the second deployment, whichever route asked for the range. */
+  summary?: BtcRangeSummary;
   cache: BtcCacheInfo;
   source: DataSource;
 }
@@ -144,6 +146,8 @@ export interface BtcDateRange {
 export interface BtcMetricsInfo {
   service: 'btc-metrics';
   deployment: { summaryStatistics: boolean; sequentialUpstreamFetch: boolean };
+  /** The `source.mode` this deployment answers with. */
+  dataMode: 'simulated' | 'live';
   metrics: BtcMetricDescription[];
   usage: BtcUsage[];
   limits: { maxRangeDays: number; cacheTtlSeconds: number };
@@ -214,6 +218,7 @@ const MetricsResultSchema: z.ZodType<BtcMetricsResult> = z.object({
   startDate: IsoDate,
   endDate: IsoDate,
   days: z.array(DailyMetricsSchema).describe('one entry per day with data, oldest first'),
+  summary: z.lazy(() => RangeSummarySchema).optional().describe('with kind "range", on the second deployment: summary statistics per metric, as /api/metrics/range gives'),
   cache: CacheSchema,
   source: DataSource,
 });
@@ -320,6 +325,9 @@ const InfoSchema: z.ZodType<BtcMetricsInfo> = z.object({
       sequentialUpstreamFetch: z.boolean().describe('upstream requests are made one at a time to respect rate limits (second deployment)'),
     })
     .describe('the options this deployment runs with'),
+  dataMode: z
+    .enum(['simulated', 'live'])
+    .describe('the `source.mode` of this deployment’s answers: simulated (the seeded model, the default) or live (MARKET_DATA=live)'),
   metrics: z.array(
     z.object({
       id: MetricIdSchema,
@@ -393,7 +401,7 @@ const router = c.router({
       'half or inverted range is 400 invalid_request. ' +
       errors,
     responses: { 200: MetricsResultSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.005'), example: { body: { date: '2024-03-14' } } } satisfies RouteMeta,
+    metadata: { payment: fixed('0.005'), example: { body: { date: '2020-03-14' } } } satisfies RouteMeta,
   },
   range: {
     method: 'POST',
@@ -407,7 +415,7 @@ const router = c.router({
       'without data inside the range are skipped. ' +
       errors,
     responses: { 200: RangeResultSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.005'), example: { body: { startDate: '2024-01-01', endDate: '2024-03-31' } } } satisfies RouteMeta,
+    metadata: { payment: fixed('0.005'), example: { body: { startDate: '2020-01-01', endDate: '2020-03-29' } } } satisfies RouteMeta,
   },
   latest: {
     method: 'POST',
@@ -444,4 +452,8 @@ export const btcMetrics = defineService({
     'for 1 hour. Two deployments serve this contract: the second adds summary statistics to range results and fetches ' +
     'upstream data sequentially to respect upstream rate limits.',
   router,
+  dataModes: {
+    simulated: 'the seeded model pinned to Coin Metrics reference rows, 2015-04-16 to 2020-03-29, the default',
+    live: 'Coin Metrics Community and BGeometrics, with MARKET_DATA=live',
+  },
 });

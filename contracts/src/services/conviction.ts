@@ -403,4 +403,8 @@ export const conviction = defineService({
     'deep liquidity, bid concentration (Gini coefficient), volume asymmetry, cross-market correlation with SOL, BTC and ETH, ' +
     'and market firmness, from six or more data sources, with an AI summary.',
   router,
+  dataModes: {
+    simulated: 'the seeded order-book and trade model on neutral venue names, the default',
+    live: 'Binance and OKX spot books and klines, CoinGecko as fallback, with MARKET_DATA=live',
+  },
 });

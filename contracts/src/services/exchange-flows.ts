@@ -13,7 +13,9 @@ const c = initContract();
 // BTC quantities are decimal strings with at most 8 decimals, USD values decimal strings of any precision (netflows
 // and changes may be negative); z-scores, percents, confidences and weights are numbers.
 
-export type FlowExchange = 'binance' | 'coinbase' | 'kraken' | 'bitfinex' | 'okx' | 'bybit' | 'bitstamp' | 'gemini';
+export type FlowExchange =
+  | 'binance' | 'coinbase' | 'kraken' | 'bitfinex' | 'okx' | 'bybit' | 'bitstamp' | 'gemini'
+  | 'venue-a' | 'venue-b' | 'venue-c' | 'venue-d' | 'venue-e' | 'venue-f' | 'venue-g' | 'venue-h';
 export type FlowDirection = 'inflow' | 'outflow' | 'balanced';
 export type FlowSignalValue = 'bullish' | 'bearish' | 'neutral';
 
@@ -123,8 +125,13 @@ export interface SignalRequestInput {
   lookbackDays?: number;
 }
 
-const EXCHANGES = ['binance', 'coinbase', 'kraken', 'bitfinex', 'okx', 'bybit', 'bitstamp', 'gemini'] as const;
-const ExchangeSchema = z.enum(EXCHANGES);
+const REAL_EXCHANGES = ['binance', 'coinbase', 'kraken', 'bitfinex', 'okx', 'bybit', 'bitstamp', 'gemini'] as const;
+/** The seeded model's venues: simulated answers never name real exchanges. */
+export const SIMULATED_FLOW_VENUES = ['venue-a', 'venue-b', 'venue-c', 'venue-d', 'venue-e', 'venue-f', 'venue-g', 'venue-h'] as const;
+const EXCHANGES = [...REAL_EXCHANGES, ...SIMULATED_FLOW_VENUES] as const;
+const ExchangeSchema = z
+  .enum(EXCHANGES)
+  .describe('an exchange: venue-a … venue-h are the simulated venues (source.mode simulated); real exchange ids appear only with live per-exchange data');
 const IsoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date written YYYY-MM-DD');
 const BtcAmount = z.string().regex(/^(0|[1-9]\d*)(\.\d{1,8})?$/, 'must be a non-negative BTC decimal string (at most 8 decimals)');
 const SignedBtcAmount = z.string().regex(/^-?(0|[1-9]\d*)(\.\d{1,8})?$/, 'must be a BTC decimal string (at most 8 decimals)');
@@ -218,8 +225,8 @@ const ExchangeBreakdownSchema: z.ZodType<ExchangeBreakdown> = z.object({
       direction: DirectionSchema,
     }),
   ),
-  totalReserveBtc: Btc('reserves of the listed exchanges'),
-  totalVolume24hUsd: Usd('volume of the listed exchanges over 24 hours'),
+  totalReserveBtc: Btc('reserves of the listed exchanges (none listed: of all exchanges the provider tracks)'),
+  totalVolume24hUsd: Usd('volume of the listed exchanges over 24 hours (none listed: BTC volume of all markets)'),
   source: DataSource,
 });
 const SignalSchema: z.ZodType<FlowSignal> = z.object({
@@ -245,7 +252,7 @@ const SignalSchema: z.ZodType<FlowSignal> = z.object({
 const FlowsBody: z.ZodType<FlowsRequest, z.ZodTypeDef, FlowsRequestInput> = z
   .object({
     days: Days(90, 7),
-    exchanges: z.array(ExchangeSchema).min(1).max(EXCHANGES.length).optional().describe('only these exchanges (default: all tracked)'),
+    exchanges: z.array(ExchangeSchema).min(1).max(SIMULATED_FLOW_VENUES.length).optional().describe('only these exchanges (default: all tracked); simulated mode tracks venue-a … venue-h'),
   })
   .strict();
 const ExchangesBody: z.ZodType<ExchangesRequest, z.ZodTypeDef, ExchangesRequestInput> = z
@@ -293,7 +300,8 @@ const router = c.router({
     description:
       'Each tracked exchange ranked by 24-hour BTC volume (or reserve, or netflow), with its estimated BTC reserve, the ' +
       'reserve change over `days`, its inflow, outflow and net flow direction. Reserves are estimates from labelled ' +
-      'wallets. ' +
+      'wallets. Per-exchange data is not free: with live data and no per-exchange provider the list is empty and ' +
+      '`source.note` says so. ' +
       upstream,
     responses: { 200: ExchangeBreakdownSchema, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: { payment: fixed('0.01'), example: { body: { days: 30, sortBy: 'reserve' } } } satisfies RouteMeta,
@@ -322,4 +330,8 @@ export const exchangeFlows = defineService({
     'and sentiment, per-exchange volume rankings and reserve estimates, and an AI-generated bullish, bearish or neutral ' +
     'signal with confidence and reasoning.',
   router,
+  dataModes: {
+    simulated: 'the seeded flow model over neutral venues venue-a to venue-h, the default',
+    live: 'Coin Metrics Community aggregate flows and CoinGecko, with MARKET_DATA=live; per-exchange fields empty',
+  },
 });

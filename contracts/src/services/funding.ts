@@ -400,4 +400,8 @@ export const funding = defineService({
     'open interest, volume, basis and squeeze risk; ranked short- and long-squeeze candidates with AI commentary; one ' +
     'asset across all exchanges; and a free market overview.',
   router,
+  dataModes: {
+    simulated: 'the seeded market model, the default: never observed data',
+    live: 'the nine venues\' public APIs, with MARKET_DATA=live',
+  },
 });

@@ -76,7 +76,14 @@ export interface NetworkStatus {
   feePercentiles: FeePercentiles;
   lookbackSlots: number;
   forecast: FeeWindow[];
+  forecastBasis: ForecastBasis;
   source: DataSource;
+}
+/** The history a forecast rests on: the congestion readings of the past 7 days. */
+export interface ForecastBasis {
+  observations: number;
+  daysCovered: number;
+  oldestAt: string | null;
 }
 export interface SimulationError {
   code: string;
@@ -212,6 +219,13 @@ const NetworkStatusSchema: z.ZodType<NetworkStatus> = z.object({
   forecast: z
     .array(TimeWindowSchema)
     .describe('15-minute windows from now, from the hour-of-day profile of the past 7 days'),
+  forecastBasis: z
+    .object({
+      observations: Count.describe('congestion readings of the past 7 days the forecast draws on (one per status or recommendation call)'),
+      daysCovered: z.number().int().min(0).max(8).describe('distinct UTC days among them'),
+      oldestAt: Timestamp.nullable().describe('the oldest reading used; null before the first'),
+    })
+    .describe('how much history the forecast rests on: a window of a quarter hour never observed repeats the current reading with confidence 0'),
   source: DataSource,
 });
 const SimulationSchema: z.ZodType<TransactionSimulation> = z.object({
@@ -426,4 +440,7 @@ export const gas = defineService({
     'Recommends a priority fee and a time window for a Solana transaction, reports network status (TPS, slot time, ' +
     'congestion, fee percentiles, forecast), simulates transactions for compute-unit estimates and returns fee history.',
   router,
+  dataModes: {
+    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL',
+  },
 });

@@ -244,7 +244,7 @@ const AlphaCrowdingSchema: z.ZodType<AlphaCrowding> = z.object({
     uniqueTraderDensity: z.object({ score: Score, uniqueTraders: Count, tradesPerTrader: z.number().min(0) }),
     spreadCompression: z.object({
       score: Score,
-      spreadBps: z.number().min(0).describe('(ask − bid) / mid × 10⁴ now'),
+      spreadBps: z.number().min(0).describe('(ask − bid) / mid × 10⁴ now; 0 with weight 0 when no quotes are read (source.note)'),
       baselineSpreadBps: z.number().min(0).describe('median spread over the 30 days before the window'),
       compressionPercent: z.number().describe('how much tighter than the baseline, percent'),
     }),
@@ -257,7 +257,7 @@ const AlphaCrowdingSchema: z.ZodType<AlphaCrowding> = z.object({
   }),
   weights: z
     .object({ volumeConcentration: Unit, uniqueTraderDensity: Unit, spreadCompression: Unit, orderFlowToxicity: Unit })
-    .describe('0.25 each; they sum to 1'),
+    .describe('0.25 each; they sum to 1. A component the chain read cannot observe (no quotes: spread; no moving price: VPIN) gets weight 0 and the others share its weight, as source.note says'),
   sampledTrades: Count,
   source: DataSource,
 });
@@ -355,8 +355,8 @@ const TARGET_MESSAGE = 'give a mint, a strategy, or both';
 
 const analysisErrors = { 404: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors } as const;
 const ERRORS_TEXT =
-  ' Errors: 404 token_not_found (no DEX market for the mint), 422 insufficient_activity (too few trades in the window to ' +
-  'analyse), 502 upstream_unavailable; none of them is charged.';
+  ' Errors: 404 token_not_found (not a token mint on the chain read), 422 insufficient_activity (fewer than 10 transfers in ' +
+  'the window to analyse), 502 upstream_unavailable; none of them is charged.';
 
 const router = c.router({
   agentDensity: {
@@ -370,12 +370,16 @@ const router = c.router({
     description:
       'Estimates the number of autonomous agents trading a token or strategy from transaction patterns (repeated ' +
       'program-call shapes), timing signatures (periodic wallets, same-slot reactions) and MEV behaviour (sandwiches, ' +
-      'backruns, Jito tips), with a 90 % interval and a split by strategy. Design: give `mint`, `strategy` or both.' +
+      'backruns, Jito tips), with a 90 % interval and a split by strategy. Design: give `mint`, `strategy` or both. Each ' +
+      'transfer of the mint read from the chain is a trade (buyer = receiver, seller = sender); a wallet is an agent when ' +
+      'its sends are periodic (coefficient of variation of inter-send slot intervals < 0.2 over ≥ 3 intervals) or react ' +
+      'in the slot of another wallet’s transfer (≥ 2, and half its sends); range is the 90 % Wilson interval of the agent ' +
+      'share × uniqueTraders; agentShareOfVolume = agent-held sides / (2 × volume).' +
       ERRORS_TEXT,
     responses: { 200: AgentDensitySchema, ...analysisErrors },
     metadata: {
       payment: fixed('0.03'),
-      example: { body: { mint: 'So11111111111111111111111111111111111111112', window: '24h' } },
+      example: { body: { mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', window: '24h' } },
     } satisfies RouteMeta,
   },
   strategyCollision: {
@@ -400,7 +404,7 @@ const router = c.router({
     responses: { 200: StrategyCollisionSchema, ...analysisErrors },
     metadata: {
       payment: fixed('0.05'),
-      example: { body: { strategy: 'momentum', mint: 'So11111111111111111111111111111111111111112', timeframe: '5m' } },
+      example: { body: { strategy: 'momentum', mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', timeframe: '5m' } },
     } satisfies RouteMeta,
   },
   alphaCrowding: {
@@ -420,7 +424,7 @@ const router = c.router({
     responses: { 200: AlphaCrowdingSchema, ...analysisErrors },
     metadata: {
       payment: fixed('0.03'),
-      example: { body: { mint: 'So11111111111111111111111111111111111111112', window: '24h' } },
+      example: { body: { mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', window: '24h' } },
     } satisfies RouteMeta,
   },
   responseTime: {
@@ -446,7 +450,7 @@ const router = c.router({
     responses: { 200: ResponseTimeSchema, ...analysisErrors },
     metadata: {
       payment: fixed('0.03'),
-      example: { body: { mint: 'So11111111111111111111111111111111111111112', eventKind: 'large-swap', window: '1h' } },
+      example: { body: { mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', eventKind: 'large-swap', window: '1h' } },
     } satisfies RouteMeta,
   },
   capitalFlow: {
@@ -474,7 +478,7 @@ const router = c.router({
     responses: { 200: CapitalFlowSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
       payment: fixed('0.05'),
-      example: { body: { mint: 'So11111111111111111111111111111111111111112', window: '7d' } },
+      example: { body: { mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', window: '7d' } },
     } satisfies RouteMeta,
   },
   metaShift: {
@@ -500,4 +504,7 @@ export const intel = defineService({
     'Six paid analyses of competing autonomous agents on Solana’s DeFi markets: agent density, strategy collision risk, ' +
     'alpha crowding, response time, capital flow and meta-strategy shift.',
   router,
+  dataModes: {
+    chain: 'the deployment\'s Solana RPC: the local ledger\'s agent traffic (npm run simulate), or a cluster with SOLANA_RPC_URL; what transfers cannot show is 0 or null, source.note says why',
+  },
 });

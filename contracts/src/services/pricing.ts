@@ -118,21 +118,22 @@ export interface RiskWarning {
 }
 export interface TokenIntel {
   mint: string;
-  name: string;
-  symbol: string;
+  name: string | null;
+  symbol: string | null;
   decimals: number;
   /** Circulating supply in whole tokens (UI amount). */
   supply: string;
+  /** null when the deployment reads no market provider (`source.note` says so). */
   market: {
-    priceUsd: string;
-    priceChange24hPercent: number;
+    priceUsd: string | null;
+    priceChange24hPercent: number | null;
     volume24hUsd: string;
     liquidityUsd: string;
     marketCapUsd: string | null;
     fdvUsd: string | null;
     pairCount: number;
     primaryPair: TokenPairRef | null;
-  };
+  } | null;
   holders: { total: number | null; top10Percent: number; largestHolderPercent: number };
   authorities: { mintAuthority: string | null; freezeAuthority: string | null; metadataMutable: boolean | null };
   risk: { score: number; level: 'low' | 'medium' | 'high'; warnings: RiskWarning[] };
@@ -153,12 +154,12 @@ export interface WalletScan {
   balances: {
     lamports: string;
     sol: string;
-    solValueUsd: string;
+    solValueUsd: string | null;
     tokens: TokenBalance[];
     tokenAccountCount: number;
-    totalValueUsd: string;
+    totalValueUsd: string | null;
   };
-  identity: { kind: WalletKind; label: string | null; domains: string[] };
+  identity: { kind: WalletKind; label: string | null; domains: string[] | null };
   fundingSource: {
     address: string;
     kind: WalletKind;
@@ -179,14 +180,16 @@ export interface WalletScan {
 export interface TrendingToken {
   rank: number;
   mint: string;
-  symbol: string;
-  name: string;
-  priceUsd: string;
-  priceChangePercent: number;
-  volumeUsd: string;
-  liquidityUsd: string;
+  symbol: string | null;
+  name: string | null;
+  priceUsd: string | null;
+  priceChangePercent: number | null;
+  volumeUsd: string | null;
+  liquidityUsd: string | null;
   marketCapUsd: string | null;
-  txns: { buys: number; sells: number };
+  txns: { buys: number; sells: number } | null;
+  /** Transactions that moved the token in the window, counted on the chain (the offline ranking); null in live mode. */
+  transfers: number | null;
   listedBy: string[];
   trendScore: number;
 }
@@ -216,7 +219,7 @@ export interface WhaleMove {
 }
 export interface WhaleWatch {
   mint: string;
-  symbol: string;
+  symbol: string | null;
   supply: string;
   holderCount: number | null;
   thresholdPercent: number;
@@ -330,13 +333,13 @@ const MarketplaceAnalyticsSchema: z.ZodType<MarketplaceAnalytics> = z.object({
 });
 const TokenIntelSchema: z.ZodType<TokenIntel> = z.object({
   mint: SolanaAddress,
-  name: z.string(),
-  symbol: z.string(),
+  name: z.string().nullable().describe('from the token metadata, else the market pair; null when neither names it'),
+  symbol: z.string().nullable(),
   decimals: z.number().int().min(0).max(18),
   supply: TokenAmount,
   market: z.object({
-    priceUsd: UsdValue,
-    priceChange24hPercent: z.number(),
+    priceUsd: UsdValue.nullable(),
+    priceChange24hPercent: z.number().nullable(),
     volume24hUsd: UsdValue,
     liquidityUsd: UsdValue.describe('summed over every pair of the token'),
     marketCapUsd: UsdValue.nullable(),
@@ -352,7 +355,7 @@ const TokenIntelSchema: z.ZodType<TokenIntel> = z.object({
       })
       .nullable()
       .describe('the pair with the most liquidity: the reference price'),
-  }),
+  }).nullable().describe('null when the deployment reads no market provider (MARKET_DATA=live reads DexScreener)'),
   holders: z.object({
     total: Count.nullable(),
     top10Percent: Percent.describe('share of supply held by the 10 largest owners (AMM vaults and burn excluded)'),
@@ -377,7 +380,7 @@ const WalletScanSchema: z.ZodType<WalletScan> = z.object({
   balances: z.object({
     lamports: Lamports,
     sol: TokenAmount,
-    solValueUsd: UsdValue,
+    solValueUsd: UsdValue.nullable().describe('null without a live SOL price'),
     tokens: z
       .array(
         z.object({
@@ -390,12 +393,12 @@ const WalletScanSchema: z.ZodType<WalletScan> = z.object({
       )
       .describe('the 100 largest holdings by USD value, largest first; zero balances omitted'),
     tokenAccountCount: Count,
-    totalValueUsd: UsdValue,
+    totalValueUsd: UsdValue.nullable().describe('SOL and priced tokens; null without a live SOL price'),
   }),
   identity: z.object({
     kind: WalletKindSchema,
     label: z.string().nullable().describe('a known name, e.g. an exchange hot wallet'),
-    domains: z.array(z.string()).describe('.sol names pointing at the address'),
+    domains: z.array(z.string()).nullable().describe('.sol names pointing at the address; null when not resolved'),
   }),
   fundingSource: z
     .object({
@@ -423,14 +426,15 @@ const TrendingTokensSchema: z.ZodType<TrendingTokens> = z.object({
     z.object({
       rank: z.number().int().min(1),
       mint: SolanaAddress,
-      symbol: z.string(),
-      name: z.string(),
-      priceUsd: UsdValue,
-      priceChangePercent: z.number().describe('over the window'),
-      volumeUsd: UsdValue.describe('over the window'),
-      liquidityUsd: UsdValue,
+      symbol: z.string().nullable(),
+      name: z.string().nullable(),
+      priceUsd: UsdValue.nullable().describe('null without a market provider'),
+      priceChangePercent: z.number().nullable().describe('over the window'),
+      volumeUsd: UsdValue.nullable().describe('over the window'),
+      liquidityUsd: UsdValue.nullable(),
       marketCapUsd: UsdValue.nullable(),
-      txns: z.object({ buys: Count, sells: Count }).describe('over the window'),
+      txns: z.object({ buys: Count, sells: Count }).nullable().describe('over the window'),
+      transfers: Count.nullable().describe('transactions moving the token in the window, counted on the chain (offline ranking)'),
       listedBy: z.array(z.string()).describe('the providers whose trending list holds the token'),
       trendScore: Percent.describe('reciprocal-rank fusion of the providers’ ranks, scaled to 0..100'),
     }),
@@ -440,7 +444,7 @@ const TrendingTokensSchema: z.ZodType<TrendingTokens> = z.object({
 });
 const WhaleWatchSchema: z.ZodType<WhaleWatch> = z.object({
   mint: SolanaAddress,
-  symbol: z.string(),
+  symbol: z.string().nullable().describe('null when neither the metadata nor a market pair names it'),
   supply: TokenAmount,
   holderCount: Count.nullable(),
   thresholdPercent: z.number().describe('the minPercent asked for'),
@@ -508,7 +512,8 @@ const router = c.router({
     summary: 'Current price and demand zone of one endpoint',
     description:
       'The current price, demand zone and surge multiplier (a decimal string from "0.5" to "5") of one paid endpoint, with the ' +
-      'demand reading they come from. The price is what a 402 quote asks at this moment; it can move before you call. An ' +
+      'demand reading they come from. The price is what a 402 quote asks at this moment; it can move before you call, but a ' +
+      'payment of a price a 402 quoted is accepted until that quote expires (the quote’s maxTimeoutSeconds). An ' +
       'endpoint name outside the four is 400 invalid_request.',
     responses: { 200: EndpointPriceSchema, ...standardErrors },
     metadata: { payment: free(), example: { params: { endpoint: 'token-intel' } } } satisfies RouteMeta,
@@ -535,13 +540,14 @@ const router = c.router({
     summary: 'Deep token intelligence from third-party providers',
     description:
       'Identity, supply, market (price, volume, liquidity, market cap, primary pair), holder concentration, mint and freeze ' +
-      'authorities and a risk score with warnings, merged from third-party providers (DexScreener, Jupiter, RugCheck, ' +
-      'Solana RPC). Design: 404 token_not_found when no provider knows the mint (not charged); 502 upstream_unavailable when ' +
-      'every provider fails. `appliedPrice` is what the call was charged.',
+      'authorities and a risk score with warnings: mint, authorities, metadata and holders from the Solana RPC, market from ' +
+      'DexScreener with MARKET_DATA=live (else `market` is null and `source.note` says why). Design: 404 token_not_found ' +
+      'for an address that is not a mint (not charged); 502 upstream_unavailable when a provider fails (not charged). ' +
+      'Risk score: the points of each finding, capped at 100. `appliedPrice` is what the call was charged.',
     responses: { 200: TokenIntelSchema, ...dataErrors },
     metadata: {
       payment: adaptive('0.01', '0.10'),
-      example: { body: { mint: 'DezXAZ8z7PnrnRJjz3wXBoRgixCa6xjnB7YaB1pPB263' } },
+      example: { body: { mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU' } },
     } satisfies RouteMeta,
   },
   walletScan: {
@@ -570,9 +576,11 @@ const router = c.router({
       .strict(),
     summary: 'Live trending tokens from two third-party providers',
     description:
-      'Tokens trending now on two providers (DexScreener boosts and Birdeye trending in live mode), merged and ranked by ' +
-      'trendScore. Design: trendScore is reciprocal-rank fusion (Σ 1 / (60 + rank) over the lists holding the token) scaled ' +
-      'so the top token is 100; `listedBy` names the lists. 502 upstream_unavailable when both providers fail (not charged).',
+      'Tokens trending now on two providers (live mode, MARKET_DATA=live: DexScreener top boosts and latest token profiles, ' +
+      'keyless), merged and ranked by trendScore, with market figures of each token’s most liquid pair. Offline: the tokens ' +
+      'moved by the most transactions on the chain in the window (source.mode chain, market fields null). Design: trendScore ' +
+      'is reciprocal-rank fusion (Σ 1 / (60 + rank) over the lists holding the token) scaled so the top token is 100; ' +
+      '`listedBy` names the lists. 502 upstream_unavailable when both providers fail (not charged).',
     responses: { 200: TrendingTokensSchema, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: { payment: adaptive('0.005', '0.05'), example: { body: { window: '6h', limit: 10 } } } satisfies RouteMeta,
   },
@@ -597,7 +605,7 @@ const router = c.router({
     responses: { 200: WhaleWatchSchema, ...dataErrors },
     metadata: {
       payment: adaptive('0.04', '0.40'),
-      example: { body: { mint: 'DezXAZ8z7PnrnRJjz3wXBoRgixCa6xjnB7YaB1pPB263', minPercent: 0.5, limit: 10 } },
+      example: { body: { mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', minPercent: 0.5, limit: 10 } },
     } satisfies RouteMeta,
   },
 });
@@ -610,4 +618,8 @@ export const pricing = defineService({
     'prices, low demand gives discounts, through a surge multiplier between 0.5x and 5x. Free endpoints show the marketplace, ' +
     'the price of one endpoint and analytics.',
   router,
+  dataModes: {
+    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL; market fields null, source.note says why',
+    live: 'the chain plus DexScreener, with MARKET_DATA=live',
+  },
 });

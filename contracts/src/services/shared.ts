@@ -28,12 +28,15 @@ export interface DataSource {
   mode: DataMode;
   providers: string[];
   asOf: string;
+  /** Why some fields of the answer are null (a source this deployment does not read), when any are. */
+  note?: string;
 }
 export const DataSource: z.ZodType<DataSource> = z
   .object({
     mode: DataMode,
     providers: z.array(z.string()).describe('the upstream sources read, e.g. "coingecko" or "local-ledger"'),
     asOf: Timestamp.describe('when the data was read'),
+    note: z.string().optional().describe('why some fields of the answer are null: a source this deployment does not read'),
   })
   .describe('where the data came from');
 

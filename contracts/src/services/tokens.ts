@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { defineService } from '../core/service';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, type RouteMeta } from '../core/payment';
-import { SolanaAddress, Timestamp } from '../core/chain';
+import { SolanaAddress, Timestamp, USDC_DEVNET } from '../core/chain';
 import { DataSource } from './shared';
 
 const c = initContract();
@@ -40,10 +40,10 @@ export interface TokenOverview {
   imageUrl: string | null;
   priceUsd: string | null;
   priceChange24hPercent: number | null;
-  volume24hUsd: string;
+  volume24hUsd: string | null;
   marketCapUsd: string | null;
   fdvUsd: string | null;
-  liquidityUsd: string;
+  liquidityUsd: string | null;
   supply: string;
   uiSupply: string;
   pairCount: number;
@@ -69,7 +69,7 @@ export interface TokenSecurityReport {
   token2022Extensions: string[];
   transferFeePercent: number | null;
   lpLockedPercent: number | null;
-  liquidityUsd: string;
+  liquidityUsd: string | null;
   lpProviderCount: number | null;
   top10HolderPercent: number;
   warnings: TokenWarning[];
@@ -144,9 +144,9 @@ export interface TokenMarket {
   referencePair: string | null;
   priceChangePercent: TokenPriceChanges;
   volumeUsd: TokenVolumes;
-  buys24h: number;
-  sells24h: number;
-  liquidityUsd: string;
+  buys24h: number | null;
+  sells24h: number | null;
+  liquidityUsd: string | null;
   pairs: TokenPair[];
   source: DataSource;
 }
@@ -172,8 +172,8 @@ export interface ComparedToken {
   name: string | null;
   priceUsd: string | null;
   marketCapUsd: string | null;
-  volume24hUsd: string;
-  liquidityUsd: string;
+  volume24hUsd: string | null;
+  liquidityUsd: string | null;
   priceChange24hPercent: number | null;
   riskScore: number;
   top10HolderPercent: number;
@@ -192,6 +192,9 @@ export interface TokenCompareRequest {
 }
 
 const Percent = z.number().min(0).max(100);
+const NO_MARKET =
+  'null when the deployment reads no market provider (MARKET_DATA=live reads DexScreener): `source.note` says so; ' +
+  'never a made-up figure';
 const TokenProgramSchema = z.enum(['spl-token', 'token-2022']).describe('the owning token program');
 const RawAmount = z.string().regex(/^\d{1,40}$/, 'must be an integer string of base units');
 const UsdValue = z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a non-negative decimal string');
@@ -207,10 +210,10 @@ const TokenOverviewSchema: z.ZodType<TokenOverview> = z.object({
   imageUrl: z.string().nullable(),
   priceUsd: Usd('price on the pair with the most liquidity').nullable().describe('USD price from the most liquid pair (decimal string); null when no market prices it'),
   priceChange24hPercent: z.number().nullable().describe('price change over 24 hours, percent'),
-  volume24hUsd: Usd('traded volume over 24 hours across all pairs'),
+  volume24hUsd: Usd('traded volume over 24 hours across all pairs').nullable().describe(NO_MARKET),
   marketCapUsd: Usd('price × circulating supply').nullable().describe('price × circulating supply, USD decimal string; null without a price'),
   fdvUsd: Usd('fully diluted valuation').nullable().describe('fully diluted valuation: price × total supply, USD decimal string; null without a price'),
-  liquidityUsd: Usd('pooled liquidity across all pairs'),
+  liquidityUsd: Usd('pooled liquidity across all pairs').nullable().describe(NO_MARKET),
   supply: RawAmount.describe('total supply in base units (getTokenSupply amount)'),
   uiSupply: UiAmount.describe('total supply in whole tokens (supply / 10^decimals), decimal string'),
   pairCount: z.number().int().min(0).describe('trading pairs found for the token'),
@@ -250,7 +253,7 @@ const TokenSecuritySchema: z.ZodType<TokenSecurityReport> = z.object({
   token2022Extensions: z.array(z.string()).describe('Token-2022 extensions enabled on the mint, e.g. "transferFeeConfig"; empty for spl-token'),
   transferFeePercent: z.number().min(0).max(100).nullable().describe('Token-2022 transfer fee, percent; null when none'),
   lpLockedPercent: Percent.nullable().describe('share of the main pool’s LP tokens locked or burned; null when unknown'),
-  liquidityUsd: Usd('pooled liquidity across all pairs'),
+  liquidityUsd: Usd('pooled liquidity across all pairs').nullable().describe(NO_MARKET),
   lpProviderCount: z.number().int().min(0).nullable(),
   top10HolderPercent: Percent.describe('share of supply held by the 10 largest holders, AMM vaults and burn addresses excluded'),
   warnings: z.array(TokenWarningSchema).describe('most severe first'),
@@ -318,9 +321,9 @@ const TokenMarketSchema: z.ZodType<TokenMarket> = z.object({
   referencePair: z.string().nullable().describe('address of the pair with the most USD liquidity, the price reference'),
   priceChangePercent: PriceChanges.describe('price change over 5 minutes, 1, 6 and 24 hours, percent'),
   volumeUsd: Volumes.describe('traded volume over 5 minutes, 1, 6 and 24 hours across all pairs, USD decimal strings'),
-  buys24h: z.number().int().min(0),
-  sells24h: z.number().int().min(0),
-  liquidityUsd: Usd('pooled liquidity across all pairs'),
+  buys24h: z.number().int().min(0).nullable(),
+  sells24h: z.number().int().min(0).nullable(),
+  liquidityUsd: Usd('pooled liquidity across all pairs').nullable().describe(NO_MARKET),
   pairs: z
     .array(
       z.object({
@@ -362,8 +365,8 @@ const TokenComparisonSchema: z.ZodType<TokenComparison> = z.object({
         name: z.string().nullable(),
         priceUsd: Usd('price').nullable(),
         marketCapUsd: Usd('market cap').nullable(),
-        volume24hUsd: Usd('traded volume over 24 hours'),
-        liquidityUsd: Usd('pooled liquidity'),
+        volume24hUsd: Usd('traded volume over 24 hours').nullable(),
+        liquidityUsd: Usd('pooled liquidity').nullable(),
         priceChange24hPercent: z.number().nullable(),
         riskScore: z.number().min(0).max(100),
         top10HolderPercent: Percent,
@@ -392,8 +395,8 @@ const CompareBody: z.ZodType<TokenCompareRequest> = z
   })
   .strict();
 
-const BONK = 'DezXAZ8z7PnrnRJjz3wXBoRgixCa6xjnB7YaB1pPB263';
-const JUP = 'JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCN';
+// Examples name mints every deployment has, the local ledger included: the stablecoin and wrapped SOL.
+const USDC = USDC_DEVNET;
 const WSOL = 'So11111111111111111111111111111111111111112';
 
 const notFound =
@@ -412,7 +415,7 @@ const router = c.router({
       'listed; USD figures are decimal strings. ' +
       notFound,
     responses: { 200: TokenOverviewSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.002'), example: { params: { mint: BONK } } } satisfies RouteMeta,
+    metadata: { payment: fixed('0.002'), example: { params: { mint: USDC } } } satisfies RouteMeta,
   },
   security: {
     method: 'GET',
@@ -424,9 +427,13 @@ const router = c.router({
       'extensions (transfer fee, permanent delegate, transfer hook), locked LP share, liquidity, LP provider count and ' +
       'holder concentration. Each finding is a warning with a level and the points it adds; riskScore is their sum ' +
       'capped at 100 (higher = riskier). Design: warning codes as enumerated; levels low < 25 ≤ medium < 50 ≤ high < 75 ≤ critical. ' +
+      'Points: mint authority 30, permanent delegate 25, freeze authority 20, one holder ≥ 20 % 20, top 10 ≥ 50 % 15, ' +
+      'transfer hook 10, transfer fee 10, liquidity under 10,000 USD 10, no pair 10, mutable metadata 5, first pair under ' +
+      '7 days old 5. Authorities, extensions, metadata and holders are read from the chain; market warnings are raised ' +
+      'only when a market provider was read. ' +
       notFound,
     responses: { 200: TokenSecuritySchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.01'), example: { params: { mint: BONK } } } satisfies RouteMeta,
+    metadata: { payment: fixed('0.01'), example: { params: { mint: WSOL } } } satisfies RouteMeta,
   },
   holders: {
     method: 'GET',
@@ -447,7 +454,7 @@ const router = c.router({
       '`excluded` and left out of the concentration figures (top 1/10/20 share, Gini, HHI). Design: fields as listed. ' +
       notFound,
     responses: { 200: TokenHoldersSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.01'), example: { params: { mint: JUP }, query: { whaleThresholdPercent: 1 } } } satisfies RouteMeta,
+    metadata: { payment: fixed('0.01'), example: { params: { mint: USDC }, query: { whaleThresholdPercent: 1 } } } satisfies RouteMeta,
   },
   market: {
     method: 'GET',
@@ -471,7 +478,7 @@ const router = c.router({
       'buying them separately. ' +
       notFound,
     responses: { 200: TokenFullSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.02'), example: { params: { mint: BONK } } } satisfies RouteMeta,
+    metadata: { payment: fixed('0.02'), example: { params: { mint: USDC } } } satisfies RouteMeta,
   },
   compare: {
     method: 'POST',
@@ -486,7 +493,7 @@ const router = c.router({
       'rank. Fewer than 2, more than 5 or repeated mints are 400 invalid_request. 404 token_not_found names the unknown ' +
       'mint in `details.mint`; 502 upstream_unavailable when a live provider fails.',
     responses: { 200: TokenComparisonSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.03'), example: { body: { mints: [BONK, JUP, WSOL] } } } satisfies RouteMeta,
+    metadata: { payment: fixed('0.03'), example: { body: { mints: [USDC, WSOL] } } } satisfies RouteMeta,
   },
 });
 
@@ -498,4 +505,8 @@ export const tokens = defineService({
     'market cap), security scoring with warnings, holder distribution with whale detection, market data by trading ' +
     'pair, everything combined, and side-by-side comparison of 2 to 5 tokens with rankings.',
   router,
+  dataModes: {
+    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL; market fields null, source.note says why',
+    live: 'the chain plus DexScreener\'s trading pairs, with MARKET_DATA=live',
+  },
 });

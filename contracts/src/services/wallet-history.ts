@@ -243,4 +243,7 @@ export const walletHistory = defineService({
     'bridges and more), priced by the wallet’s activity tier: light 0.02, moderate 0.05, heavy 0.10, whale 0.15 USD. ' +
     'A free quote tells the tier and price before paying.',
   router,
+  dataModes: {
+    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL',
+  },
 });

@@ -40,7 +40,7 @@ export function answerer(service: MetricsService) {
 }
 
 const METRICS: BtcMetricDescription[] = [
-  { id: 'priceUsd', name: 'BTC price', formula: 'daily close in USD (Coin Metrics PriceUSD)', unit: 'USD', interpretation: 'the market price the other metrics compare with the cost basis' },
+  { id: 'priceUsd', name: 'BTC price', formula: 'daily close in USD: Coin Metrics PriceUSD when live (MARKET_DATA=live), the seeded model when simulated', unit: 'USD', interpretation: 'the market price the other metrics compare with the cost basis' },
   {
     id: 'mvrv',
     name: 'MVRV ratio',
@@ -94,7 +94,9 @@ export function btcMetricsHandlers(service: MetricsService, deployment: Deployme
       const kind: BtcMetricsResult['kind'] = body.date ? 'date' : body.startDate ? 'range' : 'latest';
       const startDate = body.date ?? body.startDate ?? value.days[0]!.date;
       const endDate = body.date ?? body.endDate ?? value.days[0]!.date;
-      return { status: 200, body: { kind, startDate, endDate, days: value.days, cache, source: value.source } };
+      // Every range result of the second deployment carries its summary, whichever route asked for the range.
+      const summary = kind === 'range' && deployment.summaryStatistics ? { summary: rangeSummary(value.days) } : {};
+      return { status: 200, body: { kind, startDate, endDate, days: value.days, ...summary, cache, source: value.source } };
     },
 
     range: async ({ body, res }) => {
@@ -124,6 +126,7 @@ export function btcMetricsHandlers(service: MetricsService, deployment: Deployme
       body: {
         service: 'btc-metrics' as const,
         deployment: { summaryStatistics: deployment.summaryStatistics, sequentialUpstreamFetch: deployment.sequentialUpstreamFetch },
+        dataMode: service.source.mode as 'simulated' | 'live',
         metrics: METRICS,
         usage: USAGE,
         limits: { maxRangeDays: BTC_MAX_RANGE_DAYS, cacheTtlSeconds: BTC_CACHE_TTL_SECONDS },

@@ -226,6 +226,16 @@ export function quarterOfDay(at: Date): number {
   return at.getUTCHours() * 4 + Math.floor(at.getUTCMinutes() / FORECAST_WINDOW_MINUTES);
 }
 
+/** How much history a forecast rests on: the readings, the UTC days they span, the oldest. */
+export function forecastBasis(observations: readonly Observation[]): { observations: number; daysCovered: number; oldestAt: string | null } {
+  const times = observations.map((o) => o.observedAt.getTime());
+  return {
+    observations: observations.length,
+    daysCovered: new Set(observations.map((o) => o.observedAt.toISOString().slice(0, 10))).size,
+    oldestAt: times.length ? new Date(Math.min(...times)).toISOString() : null,
+  };
+}
+
 /**
  * Windows of 15 minutes from `now`. The first is now: the live median and congestion, confidence 1.
  * Each later one reads the observations of the past 7 days made in the same quarter-hour of the day:

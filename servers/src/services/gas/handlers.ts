@@ -9,7 +9,7 @@ import {
 } from './chain';
 import {
   FORECAST_WINDOW_MINUTES, URGENCY_PERCENTILE, bestWindow, combinePercentiles, computeBudgetInstructions, congestion, feeHistory, feePercentiles, feeTotals,
-  forecastWindows, networkFigures, priceForUrgency, recommendedComputeUnitLimit, requestedComputeBudget, sampleRates, windowsFor,
+  forecastBasis, forecastWindows, networkFigures, priceForUrgency, recommendedComputeUnitLimit, requestedComputeBudget, sampleRates, windowsFor,
   type Observation, type PerformanceSample, type SlotFee,
 } from './domain';
 import { historyStart, type GasStore } from './store';
@@ -18,6 +18,8 @@ export interface GasDeps {
   chain: SolanaSource;
   store: GasStore;
   db: Kysely<any>;
+  /** The clock readings are stamped with and forecasts count from. */
+  now: () => Date;
 }
 
 /** The most accounts getRecentPrioritizationFees takes. */
@@ -49,7 +51,7 @@ export function transactionOf(
 }
 
 // Handlers only translate between the contract and the domain.
-export function gasHandlers({ chain, store, db }: GasDeps): RouterImplementation<typeof gas.router> {
+export function gasHandlers({ chain, store, db, now: clock }: GasDeps): RouterImplementation<typeof gas.router> {
   const source = (asOf: Date) => chain.tracker.source([chain.provider], asOf);
 
   return {
@@ -61,7 +63,7 @@ export function gasHandlers({ chain, store, db }: GasDeps): RouterImplementation
         readPerformanceSamples(chain),
       ]);
       const slot = globalFees[globalFees.length - 1]?.slot ?? (await readSlot(chain));
-      const now = new Date();
+      const now = clock();
       const { rating, medianFee, observations } = await assess(store, now, slot, globalFees, samples);
       const global = feePercentiles(globalFees.map((f) => f.fee));
       const local = localFees ? feePercentiles(localFees.map((f) => f.fee)) : null;
@@ -90,7 +92,7 @@ export function gasHandlers({ chain, store, db }: GasDeps): RouterImplementation
 
     networkStatus: async ({ body }) => {
       const [epoch, fees, samples] = await Promise.all([readEpoch(chain), readSlotFees(chain), readPerformanceSamples(chain)]);
-      const now = new Date();
+      const now = clock();
       const { figures, rating, medianFee, observations } = await assess(store, now, epoch.slot, fees, samples);
       return {
         status: 200,
@@ -102,6 +104,7 @@ export function gasHandlers({ chain, store, db }: GasDeps): RouterImplementation
           feePercentiles: feePercentiles(fees.map((f) => f.fee)),
           lookbackSlots: fees.length,
           forecast: forecastWindows(now, body.forecastMinutes / FORECAST_WINDOW_MINUTES, observations, { medianFee, score: rating.score }),
+          forecastBasis: forecastBasis(observations),
           source: source(now),
         },
       };
@@ -117,7 +120,7 @@ export function gasHandlers({ chain, store, db }: GasDeps): RouterImplementation
         readSlotFees(chain),
         writable.length > 0 ? readSlotFees(chain, writable) : Promise.resolve(null),
       ]);
-      const now = new Date();
+      const now = clock();
       const requested = requestedComputeBudget(tx.instructions);
       const missing = (requested.limit === null ? 1 : 0) + (requested.price === null ? 1 : 0);
       const limit = recommendedComputeUnitLimit(simulation.unitsConsumed, missing);
@@ -150,7 +153,7 @@ export function gasHandlers({ chain, store, db }: GasDeps): RouterImplementation
     feeHistory: async ({ body }) => {
       const accounts = body.accounts ?? [];
       const all = await readSlotFees(chain, accounts);
-      const now = new Date();
+      const now = clock();
       // only the global market feeds the 7-day statistics
       if (accounts.length === 0) await store.recordReadings({ fees: all, samples: [], at: now });
       const perBlock = all.slice(-body.blocks);

@@ -1,0 +1,300 @@
+import { createHmac } from 'node:crypto';
+import { createSolanaRpc } from '@solana/kit';
+import { atomicToUsd } from '@agent-economy/contracts';
+import { ApiError, createClient, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
+import { hashString, uniform } from '../upstream/market/random';
+import { walletFromSeed, type Wallet } from '../runtime/wallet';
+import { createMint, mintTokens, setMintAuthority, transferTokens } from './mints';
+
+// A seeded population of agents trading through the real services: each step one agent buys a lesson, asks the tutor,
+// draws randomness, asks for a fee estimate, publishes knowledge or buys another agent's, launches a token to a
+// heavy-tailed set of holders, or moves tokens it holds. Every payment is a real x402 payment and every token move a
+// real transaction, so the chain services have true history to analyse; it doubles as a load generator.
+
+export interface Deployment {
+  rpcUrl: string;
+  /** The local ledger's faucet (POST {address, usd, sol}); absent on a real cluster, where agents must be funded first. */
+  faucetUrl?: string;
+  network: string;
+  /** Service id → base address. */
+  services: Record<string, string>;
+}
+
+export interface SimulationOptions {
+  deployment: Deployment;
+  seed?: string;
+  agents?: number;
+  /** Stop after this many seconds, or after `steps` steps, whichever comes first (at least one of them). */
+  seconds?: number;
+  steps?: number;
+  /** Per-agent spending cap, USD (the SDK's budget: an agent never spends more). */
+  budgetUsd?: string;
+  onProgress?: (progress: SimulationProgress) => void;
+  signal?: AbortSignal;
+}
+
+export type ActionKind = 'lesson' | 'tutor' | 'entropy' | 'gas' | 'publish' | 'purchase' | 'launch' | 'transfer';
+
+export interface SimulationProgress {
+  elapsedSeconds: number;
+  steps: number;
+  calls: number;
+  paidCalls: number;
+  /** Atomic units of the stablecoin that settled in x402 payments. */
+  volumeAtomic: bigint;
+  mints: number;
+  tokenTransfers: number;
+  errors: number;
+}
+
+export interface SimulationSummary extends SimulationProgress {
+  agents: string[];
+  /** Skipped: the action's precondition was not met yet (no module listed to buy, no token held to move). */
+  byAction: Record<ActionKind, { ok: number; failed: number; skipped: number }>;
+  /** Error messages by how often they happened, most frequent first. */
+  errorsByMessage: { message: string; count: number }[];
+  launchedMints: { mint: string; creator: string; holders: number; renounced: boolean }[];
+  volumeUsd: string;
+}
+
+interface Agent {
+  wallet: Wallet;
+  client: AgentEconomyClient;
+}
+
+interface Launched {
+  mint: string;
+  decimals: number;
+  creator: Agent;
+  holders: Agent[];
+  renounced: boolean;
+}
+
+const TOPICS = [
+  ['priority fees', 'How to pick a compute-unit price from recent prioritization fees, per writable account.'],
+  ['retrieval chunking', 'Chunk sizes, overlap and why headings belong in every chunk for retrieval.'],
+  ['agent budgets', 'Per-call, per-service and rolling caps that keep an autonomous agent from overspending.'],
+  ['escrow timers', 'Review windows and timeout releases that keep both sides of a trade honest.'],
+  ['funding rates', 'Reading perpetual funding across venues and what a squeeze looks like before it happens.'],
+  ['tool schemas', 'Designing tool input schemas a model fills in correctly the first time.'],
+  ['idempotency', 'Idempotency keys for paid calls: retry without paying twice.'],
+  ['holder concentration', 'Gini and HHI of token holders, and why burn and pool accounts are left out.'],
+] as const;
+
+const QUESTIONS = [
+  'How should an agent chunk documents for retrieval?',
+  'What is a good way to retry a failed tool call?',
+  'How do I keep an agent within its budget?',
+  'When should an agent summarize its memory?',
+  'How do I deploy an agent behind a load balancer?',
+];
+
+/** A deterministic wallet per (seed, index): the same seed finds the same agents (and their balances) again. */
+export function agentWallet(seed: string, index: number): Wallet {
+  return walletFromSeed(createHmac('sha256', `agent-economy-simulate:${seed}`).update(String(index)).digest());
+}
+
+async function fund(deployment: Deployment, address: string): Promise<void> {
+  if (!deployment.faucetUrl) return;
+  const response = await fetch(deployment.faucetUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ address, usd: '20', sol: '1' }),
+  });
+  if (!response.ok) throw new Error(`the faucet refused ${address}: HTTP ${response.status} ${await response.text()}`);
+}
+
+/** An action that cannot run yet (nothing to buy, no token held): not an error. */
+class Skip extends Error {}
+
+const messageOf = (error: unknown) =>
+  error instanceof ApiError ? `${error.status} ${error.code}` : error instanceof Error ? error.message.split('\n')[0]!.slice(0, 160) : String(error);
+
+export async function simulate(options: SimulationOptions): Promise<SimulationSummary> {
+  const { deployment } = options;
+  if (options.seconds === undefined && options.steps === undefined) throw new Error('simulate needs seconds or steps');
+  const seed = options.seed ?? 'agent-economy';
+  const key = hashString(seed);
+  let draw = 0;
+  const random = () => uniform(key, draw++);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const rpc = createSolanaRpc(deployment.rpcUrl);
+
+  const agents: Agent[] = [];
+  for (let i = 0; i < (options.agents ?? 6); i++) {
+    const wallet = agentWallet(seed, i);
+    await fund(deployment, wallet.address);
+    const client = createClient({
+      baseUrls: deployment.services as never,
+      wallet: await walletFromSecretKey(wallet.secretKey),
+      network: deployment.network,
+      maxRetries: 0,
+      payments: { rpcUrl: deployment.rpcUrl, maxPerCallUsd: '1', maxTotalUsd: options.budgetUsd ?? '5' },
+    });
+    agents.push({ wallet, client });
+  }
+
+  const progress: SimulationProgress = { elapsedSeconds: 0, steps: 0, calls: 0, paidCalls: 0, volumeAtomic: 0n, mints: 0, tokenTransfers: 0, errors: 0 };
+  const byAction = Object.fromEntries((['lesson', 'tutor', 'entropy', 'gas', 'publish', 'purchase', 'launch', 'transfer'] as const).map((a) => [a, { ok: 0, failed: 0, skipped: 0 }])) as SimulationSummary['byAction'];
+  const errors = new Map<string, number>();
+  const launched: Launched[] = [];
+  let lessons: { courseId: string; lessonId: string }[] | undefined;
+
+  /** Runs one paid or free call and counts what it paid from its receipt. */
+  async function call<T extends { payment?: { amount: string } | undefined }>(run: () => Promise<T>): Promise<T> {
+    progress.calls++;
+    const result = await run();
+    if (result.payment) {
+      progress.paidCalls++;
+      progress.volumeAtomic += BigInt(result.payment.amount);
+    }
+    return result;
+  }
+
+  const has = (id: string) => !!deployment.services[id];
+  const actions: { kind: ActionKind; weight: number; run(agent: Agent): Promise<void> }[] = [
+    {
+      kind: 'lesson',
+      weight: has('education') ? 3 : 0,
+      async run(agent) {
+        if (!lessons) {
+          progress.calls++;
+          lessons = (await agent.client.education.catalog()).courses.flatMap((c) => c.lessons.map((l) => ({ courseId: c.id, lessonId: l.id })));
+        }
+        await call(() => agent.client.education.lesson.withResponse({ body: pick(lessons!) }));
+      },
+    },
+    {
+      kind: 'tutor',
+      weight: has('education') ? 2 : 0,
+      run: async (agent) => void (await call(() => agent.client.education.tutor.withResponse({ body: { question: pick(QUESTIONS) } }))),
+    },
+    {
+      kind: 'entropy',
+      weight: has('entropy') ? 2 : 0,
+      run: async (agent) => void (await call(() => agent.client.entropy.dice.withResponse({ body: { sides: 6, count: 2 } }))),
+    },
+    {
+      kind: 'gas',
+      weight: has('gas') ? 1 : 0,
+      run: async (agent) => void (await call(() => agent.client.gas.recommend.withResponse({ body: { urgency: pick(['low', 'normal', 'high', 'urgent'] as const) } }))),
+    },
+    {
+      kind: 'publish',
+      weight: has('knowledge-market') ? 2 : 0,
+      async run(agent) {
+        const [topic, summary] = pick(TOPICS);
+        const n = Math.floor(random() * 1e9);
+        const priceUsd = (0.01 + Math.floor(random() * 40) / 100).toFixed(2);
+        await call(() =>
+          agent.client.knowledgeMarket.publish.withResponse({
+            body: {
+              title: `Notes on ${topic} #${n}`,
+              description: summary,
+              tags: [topic.split(' ')[0]!.toLowerCase()],
+              capabilities: [topic.replace(/\s+/g, '-')],
+              priceUsd,
+              format: 'markdown',
+              content: `# ${topic}\n\n${summary}\n\nField notes ${n} from agent ${agent.wallet.address.slice(0, 8)}: measured, written down, sold.\n`,
+            } as never,
+          }),
+        );
+      },
+    },
+    {
+      kind: 'purchase',
+      weight: has('knowledge-market') ? 3 : 0,
+      async run(agent) {
+        progress.calls++;
+        const { items } = await agent.client.knowledgeMarket.list({ query: { maxPriceUsd: '1', limit: 50 } as never });
+        const others = items.filter((m) => m.seller.wallet !== agent.wallet.address);
+        if (!others.length) throw new Skip('nothing to buy yet');
+        const module = pick(others);
+        await call(() => agent.client.knowledgeMarket.purchase.withResponse({ params: { moduleId: module.id }, body: {} }));
+      },
+    },
+    {
+      kind: 'launch',
+      weight: 1,
+      async run(agent) {
+        const decimals = pick([0, 6, 9]);
+        const freeze = random() < 0.3 ? agent.wallet.address : null;
+        const mint = await createMint(rpc, agent.wallet, { decimals, freezeAuthority: freeze });
+        // Heavy-tailed holdings: holder k gets a share ∝ 1 / k^1.2 (a Zipf law), the creator keeping the largest.
+        const holders = [agent, ...agents.filter((a) => a !== agent).sort(() => random() - 0.5).slice(0, 2 + Math.floor(random() * (agents.length - 1)))];
+        const supply = BigInt(1_000_000 + Math.floor(random() * 9_000_000)) * 10n ** BigInt(decimals);
+        const weights = holders.map((_, k) => 1 / (k + 1) ** 1.2);
+        const total = weights.reduce((a, b) => a + b, 0);
+        const grants = holders.map((h, k) => ({ owner: h.wallet.address, amount: (supply * BigInt(Math.round((weights[k]! / total) * 1e6))) / 1_000_000n }));
+        await mintTokens(rpc, agent.wallet, mint, agent.wallet, decimals, grants);
+        const renounced = random() < 0.5;
+        if (renounced) await setMintAuthority(rpc, agent.wallet, mint, agent.wallet, 'mint', null);
+        progress.mints++;
+        launched.push({ mint, decimals, creator: agent, holders, renounced });
+      },
+    },
+    {
+      kind: 'transfer',
+      weight: 3,
+      async run(agent) {
+        const held = launched.filter((l) => l.holders.includes(agent));
+        if (!held.length) throw new Skip('holds no launched token yet');
+        const token = pick(held);
+        const to = pick(agents.filter((a) => a !== agent));
+        const { value } = await rpc.getTokenAccountsByOwner(agent.wallet.address as never, { mint: token.mint as never }, { encoding: 'jsonParsed' }).send();
+        const balance = BigInt((value[0]?.account.data as { parsed?: { info?: { tokenAmount?: { amount?: string } } } } | undefined)?.parsed?.info?.tokenAmount?.amount ?? '0');
+        if (balance === 0n) throw new Skip('its balance of that token is zero');
+        const amount = (balance * BigInt(1 + Math.floor(random() * 20))) / 100n || 1n;
+        await transferTokens(rpc, agent.wallet, token.mint, token.decimals, agent.wallet, to.wallet.address, amount);
+        if (!token.holders.includes(to)) token.holders.push(to);
+        progress.tokenTransfers++;
+      },
+    },
+  ];
+  const totalWeight = actions.reduce((s, a) => s + a.weight, 0);
+  const chooseAction = () => {
+    let r = random() * totalWeight;
+    for (const action of actions) {
+      r -= action.weight;
+      if (r < 0 && action.weight > 0) return action;
+    }
+    return actions.find((a) => a.weight > 0)!;
+  };
+
+  const started = Date.now();
+  const deadline = options.seconds === undefined ? Infinity : started + options.seconds * 1000;
+  const maxSteps = options.steps ?? Infinity;
+  let lastReport = 0;
+  while (progress.steps < maxSteps && Date.now() < deadline && !options.signal?.aborted) {
+    const action = chooseAction();
+    const agent = agents[Math.floor(random() * agents.length)]!;
+    progress.steps++;
+    try {
+      await action.run(agent);
+      byAction[action.kind].ok++;
+    } catch (error) {
+      if (error instanceof Skip) byAction[action.kind].skipped++;
+      else {
+        byAction[action.kind].failed++;
+        progress.errors++;
+        const message = `${action.kind}: ${messageOf(error)}`;
+        errors.set(message, (errors.get(message) ?? 0) + 1);
+      }
+    }
+    progress.elapsedSeconds = Math.round((Date.now() - started) / 100) / 10;
+    if (options.onProgress && Date.now() - lastReport >= 250) {
+      lastReport = Date.now();
+      options.onProgress({ ...progress });
+    }
+  }
+  progress.elapsedSeconds = Math.round((Date.now() - started) / 100) / 10;
+  options.onProgress?.({ ...progress });
+  return {
+    ...progress,
+    agents: agents.map((a) => a.wallet.address),
+    byAction,
+    errorsByMessage: [...errors].map(([message, count]) => ({ message, count })).sort((a, b) => b.count - a.count),
+    launchedMints: launched.map((l) => ({ mint: l.mint, creator: l.creator.wallet.address, holders: l.holders.length, renounced: l.renounced })),
+    volumeUsd: atomicToUsd(progress.volumeAtomic),
+  };
+}
