@@ -8,12 +8,15 @@ import {
   SOLANA_DEVNET,
   SolanaAddress,
   USDC_DEVNET,
+  UsdAmount,
   envPrefix,
   listRoutes,
   type PaymentMeta,
   type ServiceDefinition,
+  usdToAtomic,
 } from '@agent-economy/contracts';
 import { z } from 'zod';
+import { PAYWALL_FAULTS } from './runtime/paywall';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 
@@ -41,6 +44,8 @@ const Env = z.object({
   SOLANA_NETWORK: Caip2Network.default(SOLANA_DEVNET),
   STABLECOIN_MINT: SolanaAddress.default(USDC_DEVNET),
   PAYMENT_TIMEOUT_SECONDS: z.coerce.number().int().min(10).max(600).default(60),
+  // Test-only fault injection on the paid path (runtime/paywall.ts PAYWALL_FAULTS): the chaos tests stop a service at one step.
+  PAYWALL_FAULT: z.enum(PAYWALL_FAULTS).optional(),
   // The facilitator pays every settlement's fees: caps per minute bound what one burst can cost it.
   FACILITATOR_SETTLE_CAP: z.coerce.number().int().min(1).default(600),
   FACILITATOR_SELLER_SETTLE_CAP: z.coerce.number().int().min(1).default(120),
@@ -51,6 +56,10 @@ const Env = z.object({
   // servers' wallets that sign their /verify and /settle calls (any payTo then, e.g. a marketplace's sellers).
   FACILITATOR_SELLERS: listOf(SolanaAddress),
   FACILITATOR_RESOURCE_SERVERS: listOf(SolanaAddress),
+  // How long a settlement waits for the ad network's recommendation at most (the spec's 2 s); 0 turns sponsored access off.
+  FACILITATOR_ADS_TIMEOUT_MS: z.coerce.number().int().min(0).max(10_000).default(2_000),
+  // Facilitator wallets the ad network trusts to report settlements, beyond the deployment's own facilitator.
+  ADS_TRUSTED_FACILITATORS: listOf(SolanaAddress),
   // Unset: `npm start` runs the local ledger on LEDGER_PORT and every service settles through the local facilitator.
   SOLANA_RPC_URL: z.string().url().optional(),
   LEDGER_PORT: Port.default(DEFAULT_PORTS.ledger),
@@ -71,12 +80,39 @@ const Env = z.object({
   MARKET_SEED: z.string().min(1).max(200).default('agent-economy'),
   BTC_METRICS_COINMETRICS_URL: z.string().url().optional(),
   BTC_METRICS_BGEOMETRICS_URL: z.string().url().optional(),
+  // The exchange-flow monitor's providers with MARKET_DATA=live (Coin Metrics community, CoinGecko; a CoinGecko demo key is optional).
+  EXCHANGE_FLOWS_COINMETRICS_URL: z.string().url().optional(),
+  EXCHANGE_FLOWS_COINGECKO_URL: z.string().url().optional(),
+  COINGECKO_API_KEY: z.string().min(1).optional(),
+  // The conviction index's live spot providers (MARKET_DATA=live), where they differ from the public APIs.
+  CONVICTION_BINANCE_URL: z.string().url().optional(),
+  CONVICTION_OKX_URL: z.string().url().optional(),
+  CONVICTION_COINGECKO_URL: z.string().url().optional(),
   // DIDs whose vouching makes an identity's trust chain verified (e.g. known auditors).
   IDENTITY_TRUST_ANCHORS: listOf(AgentDid),
   // Wallets whose reputation reports count as verified: the escrow and gateway of other processes.
   REPUTATION_TRUSTED_REPORTERS: listOf(SolanaAddress),
+  // `npm start` also runs `npm run simulate` in the background with this many agents (local ledger only).
+  SIMULATE_AGENTS: z.coerce.number().int().min(2).max(50).optional(),
+  // Escrow timers when a create body leaves them out: the buyer's review period (72 h) and the seller's delivery
+  // timeout (336 h); and how often the escrow scheduler fires due timers.
+  ESCROW_REVIEW_SECONDS: z.coerce.number().int().min(1).max(720 * 3600).default(72 * 3600),
+  ESCROW_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(2160 * 3600).default(336 * 3600),
+  ESCROW_TICK_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   // Wallets that may open negotiations for other buyers and pay with their agreements: the gateways of other processes.
   NEGOTIATION_BROKERS: listOf(SolanaAddress),
+  // The chat wager service (spec 002): stake limits in USD, the house's share of each pot, how long a challenge waits,
+  // and the chain its stakes move on (default: the deployment's, SOLANA_RPC_URL or the local ledger).
+  MIN_WAGER_USD: UsdAmount.refine((v) => !/^0(\.0*)?$/.test(v), 'must be more than 0').default('1'),
+  MAX_WAGER_USD: UsdAmount.default('25'),
+  // Held as basis points (5 % = 500) so that the cut is integer arithmetic.
+  HOUSE_CUT_PERCENT: z
+    .string()
+    .regex(/^\d{1,2}(\.\d{1,2})?$/, 'must be a percentage from 0 to below 100, at most 2 decimals, e.g. "5" or "2.5"')
+    .default('5')
+    .transform((v) => Math.round(Number(v) * 100)),
+  WAGER_CHALLENGE_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(600),
+  CHAIN_RPC_URL: z.string().url().optional(),
 });
 
 export interface ServiceSettings {
@@ -131,6 +167,7 @@ export function loadConfig(mounted: readonly ServiceDefinition[], environment: N
   const base = Env.safeParse(env);
   if (!base.success) for (const issue of base.error.issues) problems.push(`${issue.path.join('.')}: ${issue.message}`);
   if (env.LLM_BASE_URL && !env.LLM_MODEL) problems.push('LLM_MODEL: required when LLM_BASE_URL is set');
+  if (base.success && usdToAtomic(base.data.MIN_WAGER_USD) > usdToAtomic(base.data.MAX_WAGER_USD)) problems.push('MIN_WAGER_USD: must not be above MAX_WAGER_USD');
 
   const services: Config['services'] = {};
   for (const service of mounted) {

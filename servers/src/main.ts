@@ -1,6 +1,7 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Express } from 'express';
+import { sql } from 'kysely';
 import { atomicToUsd, usdToAtomic } from '@agent-economy/contracts';
 import { reasonerFromEnv } from './ai';
 import { ConfigError, loadConfig } from './config';
@@ -12,15 +13,51 @@ import { listen, type RunningServer } from './runtime/server';
 import { loadOrCreateWallet } from './runtime/wallet';
 import type { ServiceContext } from './runtime/context';
 import { deployments, serviceApps, type DeploymentId } from './services';
+import { createAdsApp } from './services/ads';
 import { createBtcMetricsApp } from './services/btc-metrics';
+import { createEscrowApp } from './services/escrow';
 import { createFacilitatorApp } from './services/facilitator';
 import { createFundingApp } from './services/funding';
+import { createExchangeFlowsApp } from './services/exchange-flows';
+import { createConvictionApp } from './services/conviction';
 import { createIdentityApp } from './services/identity';
 import { createReputationApp } from './services/reputation';
+import { createTokensApp } from './services/tokens';
+import { createPricingApp } from './services/pricing';
+import { simulate } from './simulate/economy';
+import { createNegotiationApp } from './services/negotiation';
+import { createWagersApp } from './services/wagers';
 
 const FEE_PAYER_FLOOR_LAMPORTS = 10_000_000_000n; // 10 SOL: tops the fee payer up below this
+const SERVICE_SOL_FLOOR_LAMPORTS = 100_000_000n; // 0.1 SOL: tops a service wallet up below this
+const SERVICE_SOL_GRANT_LAMPORTS = 1_000_000_000n; // 1 SOL
 const DEMO_FLOOR = usdToAtomic('1');
 const DEMO_GRANT = usdToAtomic('100');
+const GATEWAY_FLOAT_FLOOR = usdToAtomic('1');
+const GATEWAY_FLOAT_GRANT = usdToAtomic('20');
+
+/** A URL with its password hidden, for messages. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'DATABASE_URL';
+  }
+}
+
+/** Calls `attempt` until it answers, waiting 1, 2, 4 … up to 30 s between tries, one line per failure. */
+async function untilReachable<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+  for (let wait = 1; ; wait = Math.min(wait * 2, 30)) {
+    try {
+      return await attempt();
+    } catch (error) {
+      console.error(`${what} does not answer (${(error as Error).message}); trying again in ${wait} s`);
+      await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    }
+  }
+}
 
 // `npm start`: the local ledger, the facilitator and every service with real handlers, each on its own
 // port, one process, one database.
@@ -54,6 +91,14 @@ async function main() {
     return loadOrCreateWallet(id, { dataDir: config.DATA_DIR, ...(secret ? { envValue: secret } : {}) });
   };
   const wallets = Object.fromEntries(mounted.map((s) => [s.id, wallet(s.id)]));
+  // Every service wallet of the deployment the facilitator can know: the mounted services', and the key files
+  // of services run by other processes on this data directory (SERVICES=...).
+  const deploymentWallets = [
+    ...Object.values(wallets).map((w) => w.address),
+    ...deployments
+      .filter((s) => !wallets[s.id] && existsSync(join(config.DATA_DIR, 'keys', `${s.id}.json`)))
+      .map((s) => loadOrCreateWallet(s.id, { dataDir: config.DATA_DIR }).address),
+  ];
   const demo = loadOrCreateWallet('demo-agent', { dataDir: config.DATA_DIR, ...(config.DEMO_WALLET_SECRET ? { envValue: config.DEMO_WALLET_SECRET } : {}) });
 
   // The chain: a real cluster when SOLANA_RPC_URL is set, else the local ledger posing as devnet.
@@ -65,12 +110,26 @@ async function main() {
       mint: config.STABLECOIN_MINT,
       mintAuthority: loadOrCreateWallet('ledger-mint-authority', { dataDir: config.DATA_DIR }),
     });
-    ledgerRpc = await startLedgerRpc(ledger, { host: config.HOST, port: config.LEDGER_PORT });
+    ledgerRpc = await startLedgerRpc(ledger, {
+      host: config.HOST,
+      port: config.LEDGER_PORT,
+      corsOrigins: config.LEDGER_CORS_ORIGINS,
+      faucetCaps: { usd: config.LEDGER_FAUCET_MAX_USD, sol: config.LEDGER_FAUCET_MAX_SOL },
+    });
     const feePayer = wallets.facilitator;
     if (feePayer && ledger.lamports(feePayer.address) < FEE_PAYER_FLOOR_LAMPORTS) await ledger.airdrop(feePayer.address, 100n * FEE_PAYER_FLOOR_LAMPORTS);
     // Payments go to the sellers' token accounts, which clients expect to exist.
     for (const s of mounted) if (s.id !== 'facilitator') await ledger.openTokenAccount(wallets[s.id]!.address);
+    // Every service wallet pays its own fees when it sends (the vault: refunds, payouts): keep some SOL in it.
+    for (const s of mounted) {
+      const own = wallets[s.id]!.address;
+      if (s.id !== 'facilitator' && ledger.lamports(own) < SERVICE_SOL_FLOOR_LAMPORTS) await ledger.airdrop(own, SERVICE_SOL_GRANT_LAMPORTS);
+    }
     if (ledger.tokenBalance(demo.address) < DEMO_FLOOR) await ledger.mintTo(demo.address, DEMO_GRANT);
+    // The gateway's float: it pays reputation lookups and negotiation fees for buyers, and refunds a buyer whose
+    // purchase it already paid for when the content turns out not to match (it bears that loss).
+    const gatewayWallet = wallets.gateway?.address;
+    if (gatewayWallet && ledger.tokenBalance(gatewayWallet) < GATEWAY_FLOAT_FLOOR) await ledger.mintTo(gatewayWallet, GATEWAY_FLOAT_GRANT);
   }
   const rpcUrl = config.SOLANA_RPC_URL ?? ledgerRpc!.url;
 
@@ -78,13 +137,24 @@ async function main() {
   const facilitatorUrl = config.FACILITATOR_URL ?? config.services.facilitator?.publicUrl;
   let feePayer = wallets.facilitator?.address;
   if (config.FACILITATOR_URL) {
-    const supported = await facilitatorClient(config.FACILITATOR_URL).supported();
+    // A replica started while its facilitator is down waits for it (a deployment starting everything at once).
+    const supported = await untilReachable(`the facilitator at ${config.FACILITATOR_URL}`, () => facilitatorClient(config.FACILITATOR_URL!).supported());
     const kind = supported.kinds.find((k) => k.network === config.SOLANA_NETWORK && k.scheme === 'exact');
-    if (!kind) throw new Error(`the facilitator at ${config.FACILITATOR_URL} does not settle "exact" payments on ${config.SOLANA_NETWORK}`);
+    if (!kind) {
+      console.error(`The facilitator at ${config.FACILITATOR_URL} does not settle "exact" payments on ${config.SOLANA_NETWORK} (its /supported lists ${supported.kinds.map((k) => `${k.scheme} on ${k.network}`).join(', ') || 'nothing'}).`);
+      process.exit(2);
+    }
     feePayer = kind.extra.feePayer;
   }
 
   const database = await openDatabase(config.DATABASE_URL ? { url: config.DATABASE_URL } : { dataDir: join(config.DATA_DIR, 'db') });
+  try {
+    await sql`select 1`.execute(database.db);
+  } catch (error) {
+    const where = config.DATABASE_URL ? redactUrl(config.DATABASE_URL) : join(config.DATA_DIR, 'db');
+    console.error(`The database at ${where} cannot be reached: ${(error as Error).message || (error as { code?: string }).code}. Check DATABASE_URL and that PostgreSQL is running.`);
+    process.exit(1);
+  }
   const reasoner = reasonerFromEnv({ LLM_BASE_URL: config.LLM_BASE_URL, LLM_MODEL: config.LLM_MODEL, LLM_API_KEY: config.LLM_API_KEY });
 
   const btcSources = {
@@ -95,15 +165,53 @@ async function main() {
   // Services with settings of their own beyond the context.
   const configured: Partial<Record<string, (context: ServiceContext) => Promise<Express>>> = {
     facilitator: (context) =>
-      createFacilitatorApp(context, { settleCaps: { global: config.FACILITATOR_SETTLE_CAP, perSeller: config.FACILITATOR_SELLER_SETTLE_CAP } }),
+      createFacilitatorApp(context, {
+        settleCaps: { global: config.FACILITATOR_SETTLE_CAP, perSeller: config.FACILITATOR_SELLER_SETTLE_CAP, perPayer: config.FACILITATOR_PAYER_SETTLE_CAP },
+        maxComputeUnitPriceMicroLamports: BigInt(config.FACILITATOR_MAX_COMPUTE_UNIT_PRICE),
+        // The fee payer settles for this deployment's services (their wallets pay and sign) and the configured ones.
+        sellers: new Set([...deploymentWallets, ...config.FACILITATOR_SELLERS, ...config.FACILITATOR_RESOURCE_SERVERS]),
+        resourceServers: new Set([...deploymentWallets, ...config.FACILITATOR_RESOURCE_SERVERS]),
+        ads: config.FACILITATOR_ADS_TIMEOUT_MS > 0 && { timeoutMs: config.FACILITATOR_ADS_TIMEOUT_MS },
+      }),
+    // The ad network trusts this deployment's facilitator (its fee payer) and ADS_TRUSTED_FACILITATORS to report settlements.
+    ads: (context) => createAdsApp(context, { facilitators: [...(context.paywall.feePayer ? [context.paywall.feePayer] : []), ...config.ADS_TRUSTED_FACILITATORS] }),
     identity: (context) => createIdentityApp(context, { trustAnchors: config.IDENTITY_TRUST_ANCHORS }),
     funding: (context) => createFundingApp(context, { market: config.MARKET_DATA, seed: config.MARKET_SEED }),
+    'exchange-flows': (context) =>
+      createExchangeFlowsApp(context, {
+        market: config.MARKET_DATA,
+        seed: config.MARKET_SEED,
+        ...(config.EXCHANGE_FLOWS_COINMETRICS_URL ? { coinMetricsUrl: config.EXCHANGE_FLOWS_COINMETRICS_URL } : {}),
+        ...(config.EXCHANGE_FLOWS_COINGECKO_URL ? { coinGeckoUrl: config.EXCHANGE_FLOWS_COINGECKO_URL } : {}),
+        ...(config.COINGECKO_API_KEY ? { coinGeckoApiKey: config.COINGECKO_API_KEY } : {}),
+      }),
+    conviction: (context) =>
+      createConvictionApp(context, {
+        market: config.MARKET_DATA,
+        seed: config.MARKET_SEED,
+        live: { ...(config.CONVICTION_BINANCE_URL ? { binanceUrl: config.CONVICTION_BINANCE_URL } : {}), ...(config.CONVICTION_OKX_URL ? { okxUrl: config.CONVICTION_OKX_URL } : {}), ...(config.CONVICTION_COINGECKO_URL ? { coingeckoUrl: config.CONVICTION_COINGECKO_URL } : {}) },
+      }),
+    tokens: (context) => createTokensApp(context, { market: config.MARKET_DATA }),
+    pricing: (context) => createPricingApp(context, { market: config.MARKET_DATA }),
     'btc-metrics': (context) => createBtcMetricsApp(context, { deployment: 'first', ...btcSources }),
     'btc-metrics-2': (context) => createBtcMetricsApp(context, { deployment: 'second', ...btcSources }),
+    escrow: (context) =>
+      createEscrowApp(context, { reviewSeconds: config.ESCROW_REVIEW_SECONDS, timeoutSeconds: config.ESCROW_TIMEOUT_SECONDS, tickMs: config.ESCROW_TICK_SECONDS * 1000 }),
     // The escrow and the gateway report trades they saw settle; run here, their wallets are trusted as they are.
     reputation: (context) =>
       createReputationApp(context, {
         trustedReporters: [...config.REPUTATION_TRUSTED_REPORTERS, ...(['escrow', 'gateway'] as const).flatMap((id) => (wallets[id] ? [wallets[id].address] : []))],
+      }),
+    // The gateway negotiates and buys for its buyers; run here, its wallet is a registered broker.
+    negotiation: (context) =>
+      createNegotiationApp(context, { brokers: [...config.NEGOTIATION_BROKERS, ...(wallets.gateway ? [wallets.gateway.address] : [])] }),
+    // CHAIN_RPC_URL (the spec's setting of the wager service) points its stakes, refunds and payouts at another endpoint.
+    wagers: (context) =>
+      createWagersApp(config.CHAIN_RPC_URL ? { ...context, rpcUrl: config.CHAIN_RPC_URL, localChain: false } : context, {
+        minWagerUsd: config.MIN_WAGER_USD,
+        maxWagerUsd: config.MAX_WAGER_USD,
+        houseCutBps: config.HOUSE_CUT_PERCENT,
+        challengeTtlSeconds: config.WAGER_CHALLENGE_TTL_SECONDS,
       }),
   };
 
@@ -127,6 +235,7 @@ async function main() {
         network: config.SOLANA_NETWORK,
         asset: config.STABLECOIN_MINT,
         maxTimeoutSeconds: config.PAYMENT_TIMEOUT_SECONDS,
+        ...(config.PAYWALL_FAULT ? { fault: config.PAYWALL_FAULT } : {}),
         ...(feePayer ? { feePayer } : {}),
         ...(facilitatorUrl ? { facilitatorUrl } : {}),
       },
@@ -160,12 +269,24 @@ async function main() {
   for (const t of table) console.log(`  ${t.id.padEnd(width)}  ${t.url.padEnd(24)}  docs ${t.docs}`);
   if (ledger) console.log(`Demo agent wallet ${demo.address} holds ${demoWallet.usd} USD (key in ${join(config.DATA_DIR, 'keys', 'demo-agent.json')}).`);
   console.log(`Table written to ${join(config.DATA_DIR, 'services.json')}. Ctrl-C stops.\n`);
+  // SIMULATE_AGENTS: a seeded population trades through the economy for as long as it runs (see npm run simulate).
+  const simulation = new AbortController();
+  if (config.SIMULATE_AGENTS && ledgerRpc) {
+    console.log(`Simulating ${config.SIMULATE_AGENTS} agents trading through the services (SIMULATE_AGENTS).`);
+    simulate({
+      deployment: { rpcUrl, faucetUrl: `${ledgerRpc.url}/faucet`, network: config.SOLANA_NETWORK, services: Object.fromEntries(table.map((t) => [t.id, t.url])) },
+      agents: config.SIMULATE_AGENTS,
+      seconds: Number.MAX_SAFE_INTEGER / 1000,
+      signal: simulation.signal,
+    }).catch((error: unknown) => logger.error({ err: error }, 'simulation stopped'));
+  }
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
+    simulation.abort();
     await Promise.allSettled(running.map((r) => r.server.close()));
     await ledgerRpc?.close();
     await ledger?.close();
