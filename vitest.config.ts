@@ -7,6 +7,9 @@ export default defineConfig({
   test: {
     include: ['tests/**/*.test.ts'],
     globalSetup: ['tests/support/global-setup.ts'],
+    // Most test files wait on the ledger's slots, child processes and HTTP rather than on the CPU: four at a time
+    // finish far sooner than one per core (vitest's default) even on two cores.
+    maxWorkers: 4,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     env: { LOG_LEVEL: 'silent' },

@@ -4,7 +4,7 @@ import type { DataServiceHealth } from '@agent-economy/contracts';
 import { BadRequestError, InternalServerError, NotFoundError, createClient, walletFromSecretKey } from '@agent-economy/sdk';
 import { createFundingApp, type FundingOptions } from '../servers/src/services/funding';
 import { annualize, assessSqueeze, encodeCursor, per8h, sentimentOf, usd, weightedMean, zScore } from '../servers/src/services/funding/domain';
-import { MarketModel, PERP_EXCHANGES, type PerpExchange, type PerpQuote } from '../servers/src/upstream/market';
+import { MarketModel, PERP_EXCHANGES, SIMULATED_VENUES, simulatedQuote, type PerpExchange, type PerpQuote, type PerpVenue } from '../servers/src/upstream/market';
 import type { ServiceContext } from '../servers/src/runtime/context';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
@@ -100,7 +100,7 @@ describe('formulas', () => {
 // ---------------------------------------------------------------------------------------------------------------
 // Embedded market
 
-describe('on the embedded market model', () => {
+describe('on the simulated market model', () => {
   let service: RunningService;
   const model = new MarketModel();
   let all: PerpQuote[];
@@ -108,7 +108,8 @@ describe('on the embedded market model', () => {
 
   beforeAll(async () => {
     service = await startService(factory(EMBEDDED), { id: 'funding' });
-    all = model.perpetuals(MINUTE_OF_NOW, { history: true });
+    // What the service answers: the model's contracts on neutral venues under neutral instrument names.
+    all = model.perpetuals(MINUTE_OF_NOW, { history: true }).map(simulatedQuote);
   });
   afterAll(() => service?.close());
 
@@ -120,7 +121,7 @@ describe('on the embedded market model', () => {
     expect(o.assets).toBe(640);
     const totalOi = all.reduce((a, q) => a + q.openInterestUsd, 0);
     expect(Number(o.totalOpenInterestUsd)).toBeCloseTo(totalOi, 1);
-    expect(o.exchanges.map((e) => e.exchange)).toEqual([...PERP_EXCHANGES]);
+    expect(o.exchanges.map((e) => e.exchange)).toEqual([...SIMULATED_VENUES]);
     for (const e of o.exchanges) {
       const rows = all.filter((q) => q.exchange === e.exchange);
       expect(e).toMatchObject({ status: 'ok', perpetualPairs: rows.length, positiveFundingPairs: rows.filter((q) => q.fundingRate > 0).length, negativeFundingPairs: rows.filter((q) => q.fundingRate < 0).length });
@@ -135,7 +136,7 @@ describe('on the embedded market model', () => {
   });
 
   it('scan: rows carry the contract’s formulas, filters apply, pages join up without gaps', async () => {
-    const filters = { exchanges: ['binance', 'hyperliquid'] as PerpExchange[], minOpenInterestUsd: '20000000' };
+    const filters = { exchanges: ['venue-a', 'venue-g'] as PerpVenue[], minOpenInterestUsd: '20000000' };
     const expected = all.filter((q) => filters.exchanges.includes(q.exchange) && q.openInterestUsd >= 20_000_000);
     const seen: Awaited<ReturnType<ReturnType<typeof funding>['scan']>>['items'] = [];
     let cursor: string | undefined;
@@ -143,7 +144,7 @@ describe('on the embedded market model', () => {
     do {
       const page = await funding().scan({ body: { ...filters, sortBy: 'absFundingRate', limit: 100, ...(cursor ? { cursor } : {}) } });
       expect(page.total).toBe(expected.length);
-      expect(page.exchangesScanned).toEqual(['binance', 'hyperliquid']);
+      expect(page.exchangesScanned).toEqual(['venue-a', 'venue-g']);
       seen.push(...page.items);
       cursor = page.nextCursor ?? undefined;
       pages++;
@@ -165,7 +166,8 @@ describe('on the embedded market model', () => {
       expect(row.squeezeRiskScore).toBeGreaterThanOrEqual(0);
       expect(row.squeezeRiskScore).toBeLessThanOrEqual(100);
     }
-    const hl = seen.find((r) => r.exchange === 'hyperliquid')!;
+    // venue-g is the model's hourly-funding venue profile.
+    const hl = seen.find((r) => r.exchange === 'venue-g')!;
     expect(hl.fundingIntervalHours).toBe(1);
     expect(Date.parse(hl.nextFundingTime!)).toBe(Date.parse('2026-11-22T10:00:00.000Z'));
   });
@@ -189,20 +191,20 @@ describe('on the embedded market model', () => {
   });
 
   it('scan: a cursor from other filters, or not ours, is 400 invalid_cursor', async () => {
-    const page = await funding().scan({ body: { exchanges: ['gate'], limit: 10 } });
-    const other = await funding().scan({ body: { exchanges: ['mexc'], limit: 10, cursor: page.nextCursor! } }).catch((e) => e);
+    const page = await funding().scan({ body: { exchanges: ['venue-e'], limit: 10 } });
+    const other = await funding().scan({ body: { exchanges: ['venue-f'], limit: 10, cursor: page.nextCursor! } }).catch((e) => e);
     expect(other).toBeInstanceOf(BadRequestError);
     expect(other).toMatchObject({ code: 'invalid_cursor' });
     expect((other as BadRequestError).fields.map((f) => f.field)).toEqual(['body.cursor']);
     const junk = await funding().scan({ body: { cursor: 'bm90LWEtY3Vyc29y' } }).catch((e) => e);
     expect(junk).toMatchObject({ status: 400, code: 'invalid_cursor' });
     // A cursor older than an hour has expired (the market would have to be re-simulated at its instant).
-    const stale = encodeCursor(10, NOW - 2 * 3_600_000, { exchanges: ['gate'], minOpenInterestUsd: '0', sortBy: 'absFundingRate' });
-    const expired = await funding().scan({ body: { exchanges: ['gate'], limit: 10, cursor: stale } }).catch((e) => e);
+    const stale = encodeCursor(10, NOW - 2 * 3_600_000, { exchanges: ['venue-e'], minOpenInterestUsd: '0', sortBy: 'absFundingRate' });
+    const expired = await funding().scan({ body: { exchanges: ['venue-e'], limit: 10, cursor: stale } }).catch((e) => e);
     expect(expired).toMatchObject({ status: 400, code: 'invalid_cursor' });
     expect((expired as BadRequestError).message).toContain('expired');
     // The same filters with another page size are fine.
-    const next = await funding().scan({ body: { exchanges: ['gate'], limit: 5, cursor: page.nextCursor! } });
+    const next = await funding().scan({ body: { exchanges: ['venue-e'], limit: 5, cursor: page.nextCursor! } });
     expect(next.items).toHaveLength(5);
   });
 
@@ -230,7 +232,7 @@ describe('on the embedded market model', () => {
     const weighted = rows.reduce((a, q) => a + f8(q) * q.openInterestUsd, 0) / oi;
     expect(top.weightedFundingRate8h).toBeCloseTo(weighted, 12);
     expect(top.annualizedFundingRate).toBeCloseTo(weighted * 1095, 10);
-    expect(top.exchanges).toEqual(PERP_EXCHANGES.filter((e) => rows.some((q) => q.exchange === e)));
+    expect(top.exchanges).toEqual(SIMULATED_VENUES.filter((e) => rows.some((q) => q.exchange === e)));
     const past = rows[0]!.history!.fundingRate8h.map((_, k) => {
       const w = rows.reduce((a, q) => a + q.history!.openInterestUsd[k]!, 0);
       return rows.reduce((a, q) => a + q.history!.fundingRate8h[k]! * q.history!.openInterestUsd[k]!, 0) / w;
@@ -241,7 +243,7 @@ describe('on the embedded market model', () => {
     expect(top.components.funding).toBeCloseTo(40 * Math.min(1, Math.abs((weighted - mean) / sd) / 3), 2);
     const before = rows.reduce((a, q) => a + q.openInterestUsd24hAgo!, 0);
     expect(top.openInterestChange24hPercent).toBeCloseTo(((oi - before) / before) * 100, 3);
-    expect(top.longShortRatio).toBeCloseTo(rows.find((q) => q.exchange === 'binance')?.longShortRatio ?? NaN, 3);
+    expect(top.longShortRatio).toBeCloseTo(rows.find((q) => q.exchange === 'venue-a')?.longShortRatio ?? NaN, 3);
 
     const shorts = await funding().squeeze({ body: { direction: 'short_squeeze', minRiskScore: 0, limit: 50 } });
     expect(shorts.candidates.length).toBeGreaterThan(0);
@@ -268,12 +270,12 @@ describe('on the embedded market model', () => {
     expect(v.squeezeRisk.score).toBeCloseTo(Object.values(v.squeezeRisk.components).reduce((a, b) => a + b, 0), 6);
     expect(v.source.mode).toBe('simulated');
 
-    const two = await funding().asset({ params: { symbol: 'ETH' }, body: { exchanges: ['okx', 'dydx'] } });
-    expect(two.venues.map((x) => x.exchange).sort()).toEqual(['dydx', 'okx']);
-    const pair = rows.filter((q) => q.exchange === 'okx' || q.exchange === 'dydx');
+    const two = await funding().asset({ params: { symbol: 'ETH' }, body: { exchanges: ['venue-c', 'venue-h'] } });
+    expect(two.venues.map((x) => x.exchange).sort()).toEqual(['venue-c', 'venue-h']);
+    const pair = rows.filter((q) => q.exchange === 'venue-c' || q.exchange === 'venue-h');
     expect(two.weightedFundingRate8h).toBeCloseTo(pair.reduce((a, q) => a + f8(q) * q.openInterestUsd, 0) / pair.reduce((a, q) => a + q.openInterestUsd, 0), 12);
-    // The long/short account ratio is the asset's (Binance publishes it), whichever venues are selected.
-    const ls = rows.find((q) => q.exchange === 'binance')!.longShortRatio!;
+    // The long/short account ratio is the asset's (the first venue publishes it), whichever venues are selected.
+    const ls = rows.find((q) => q.exchange === 'venue-a')!.longShortRatio!;
     const side = two.weightedFundingRate8h >= 0 ? (ls - 1) / 1 : (1 - ls) / 0.3;
     expect(two.squeezeRisk.components.longShort).toBeCloseTo(20 * Math.min(1, Math.max(0, side)), 2);
   });
@@ -283,8 +285,18 @@ describe('on the embedded market model', () => {
     expect(unknown).toBeInstanceOf(NotFoundError);
     expect(unknown).toMatchObject({ code: 'asset_not_found', details: { symbol: 'NOTACOIN1' } });
     const tail = model.assets.find((a) => !a.exchanges.includes('deribit') && !a.core)!;
-    const off = await funding().asset({ params: { symbol: tail.symbol }, body: { exchanges: ['deribit'] } }).catch((e) => e);
+    const off = await funding().asset({ params: { symbol: tail.symbol }, body: { exchanges: ['venue-i'] } }).catch((e) => e);
     expect(off).toMatchObject({ status: 404, code: 'asset_not_found' });
+  });
+
+  it('never names a real exchange or a real venue’s instrument, and refuses real venues it does not serve', async () => {
+    const page = await funding().scan({ body: { sortBy: 'openInterest', limit: 100 } });
+    const text = JSON.stringify([page, await funding().overview(), await funding().asset({ params: { symbol: 'BTC' }, body: {} })]);
+    for (const real of PERP_EXCHANGES) expect(text).not.toContain(`"${real}"`);
+    expect(text).not.toMatch(/BTCUSDT|BTC-PERPETUAL|BTC-USDT-SWAP/);
+    expect(page.items[0]!.symbol).toMatch(/^[A-Z0-9]+-(USDT|USDC|USD)-PERP$/);
+    const real = await funding().scan({ body: { exchanges: ['binance', 'venue-b'] } }).catch((e) => e);
+    expect(real).toMatchObject({ status: 422, code: 'venue_not_served', details: { venues: ['binance'] } });
   });
 
   it('health: ok, reading the market model', async () => {

@@ -13,7 +13,10 @@ const c = initContract();
 // `annualizedFundingRate` is the simple APR fraction rate × (24 / intervalHours) × 365. USD values (prices, open
 // interest, volume) are decimal strings of any precision; rates, ratios, percents and scores are numbers.
 
-export type FundingExchange = 'binance' | 'bybit' | 'okx' | 'bitget' | 'gate' | 'mexc' | 'hyperliquid' | 'dydx' | 'deribit';
+/** Real exchanges answer live (MARKET_DATA=live); the simulated market answers as neutral venues venue-a to venue-i. */
+export type FundingExchange =
+  | 'binance' | 'bybit' | 'okx' | 'bitget' | 'gate' | 'mexc' | 'hyperliquid' | 'dydx' | 'deribit'
+  | 'venue-a' | 'venue-b' | 'venue-c' | 'venue-d' | 'venue-e' | 'venue-f' | 'venue-g' | 'venue-h' | 'venue-i';
 export type SqueezeDirection = 'short_squeeze' | 'long_squeeze';
 export type FundingSortKey = 'absFundingRate' | 'fundingRate' | 'openInterest' | 'volume' | 'squeezeRisk';
 export type FundingSentimentLabel = 'strongly_bearish' | 'bearish' | 'neutral' | 'bullish' | 'strongly_bullish';
@@ -147,13 +150,21 @@ export interface FundingAssetRequest {
   exchanges?: FundingExchange[];
 }
 
-const EXCHANGES = ['binance', 'bybit', 'okx', 'bitget', 'gate', 'mexc', 'hyperliquid', 'dydx', 'deribit'] as const;
-const ExchangeSchema = z.enum(EXCHANGES);
+const REAL_EXCHANGES = ['binance', 'bybit', 'okx', 'bitget', 'gate', 'mexc', 'hyperliquid', 'dydx', 'deribit'] as const;
+const SIMULATED_VENUES = ['venue-a', 'venue-b', 'venue-c', 'venue-d', 'venue-e', 'venue-f', 'venue-g', 'venue-h', 'venue-i'] as const;
+const EXCHANGES = [...REAL_EXCHANGES, ...SIMULATED_VENUES] as const;
+const ExchangeSchema = z
+  .enum(EXCHANGES)
+  .describe('a real exchange with live data (MARKET_DATA=live), or a simulated venue (venue-a to venue-i) of the seeded market model');
 const Ticker = z
   .string()
   .regex(/^[A-Za-z0-9]{1,20}$/, 'must be an asset ticker such as "BTC" or "1000PEPE"')
   .transform((s) => s.toUpperCase());
-const ExchangeFilter = z.array(ExchangeSchema).min(1).max(EXCHANGES.length).describe('only these exchanges (default: all)');
+const ExchangeFilter = z
+  .array(ExchangeSchema)
+  .min(1)
+  .max(REAL_EXCHANGES.length)
+  .describe('only these venues (default: all); real exchanges on a live deployment, venue-a to venue-i on a simulated one (422 venue_not_served otherwise)');
 const AssetFilter = z.array(Ticker).min(1).max(50).describe('only these base assets, by ticker (default: all)');
 const MinOpenInterest = z
   .string()
@@ -338,10 +349,10 @@ const router = c.router({
       'score. Filters: `exchanges`, `assets` (tickers) and `minOpenInterestUsd`; paged with `limit` and `cursor` in the ' +
       'body. Design: rates are decimal fractions; a cursor from other filters is 400 invalid_cursor. ' +
       upstream,
-    responses: { 200: ScanResultSchema, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+    responses: { 200: ScanResultSchema, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
       payment: fixed('0.01'),
-      example: { body: { exchanges: ['binance', 'bybit', 'okx'], minOpenInterestUsd: '10000000', sortBy: 'absFundingRate', limit: 20 } },
+      example: { body: { exchanges: ['venue-a', 'venue-b', 'venue-c'], minOpenInterestUsd: '10000000', sortBy: 'absFundingRate', limit: 20 } },
     } satisfies RouteMeta,
   },
   squeeze: {
@@ -357,7 +368,7 @@ const router = c.router({
       '(≤ 15) + long/short ratio extremeness (≤ 20); the components are returned for audit. An empty list is a valid ' +
       'answer. ' +
       upstream,
-    responses: { 200: SqueezeScanSchema, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+    responses: { 200: SqueezeScanSchema, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
       payment: fixed('0.03'),
       example: { body: { direction: 'both', minRiskScore: 60, minOpenInterestUsd: '5000000', limit: 10 } },
@@ -375,7 +386,7 @@ const router = c.router({
       'interest and volume, and the asset’s squeeze risk. The body may restrict `exchanges`; send `{}` for all. ' +
       '404 asset_not_found when no (selected) exchange lists a perpetual on the ticker. ' +
       upstream,
-    responses: { 200: AssetViewSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+    responses: { 200: AssetViewSchema, 404: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: { payment: fixed('0.005'), example: { params: { symbol: 'BTC' }, body: {} } } satisfies RouteMeta,
   },
   overview: {

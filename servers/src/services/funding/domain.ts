@@ -14,7 +14,7 @@ import type {
 import { z } from 'zod';
 import type { AiTask } from '../../ai';
 import { HttpError } from '../../runtime/errors';
-import { PERP_EXCHANGES, type PerpQuote, type PerpSnapshot } from '../../upstream/market';
+import { ALL_VENUES, type PerpQuote, type PerpSnapshot } from '../../upstream/market';
 
 // Pure functions over plain data: the formulas of research/domain.md §3 and the contract's descriptions.
 
@@ -127,19 +127,19 @@ export interface Selection {
 
 /** The contracts of venues that answered, kept by the filters. */
 export function select(snapshot: PerpSnapshot, selection: Selection): PerpQuote[] {
-  const exchanges = new Set(selection.exchanges ?? PERP_EXCHANGES);
+  const exchanges = selection.exchanges ? new Set<string>(selection.exchanges) : undefined;
   const assets = selection.assets ? new Set(selection.assets) : undefined;
   const min = Number(selection.minOpenInterestUsd ?? '0');
   return snapshot.venues
-    .filter((v) => v.status === 'ok' && exchanges.has(v.exchange))
+    .filter((v) => v.status === 'ok' && (!exchanges || exchanges.has(v.exchange)))
     .flatMap((v) => v.contracts)
     .filter((c) => (!assets || assets.has(c.asset)) && c.openInterestUsd >= min);
 }
 
 /** Venues selected that answered, in the canonical order. */
 export function venuesScanned(snapshot: PerpSnapshot, exchanges?: readonly FundingExchange[]): FundingExchange[] {
-  const wanted = new Set(exchanges ?? PERP_EXCHANGES);
-  return snapshot.venues.filter((v) => v.status === 'ok' && wanted.has(v.exchange)).map((v) => v.exchange);
+  const wanted = exchanges ? new Set<string>(exchanges) : undefined;
+  return snapshot.venues.filter((v) => v.status === 'ok' && (!wanted || wanted.has(v.exchange))).map((v) => v.exchange);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ export function sortRows(rows: FundingContractRow[], by: FundingSortKey): Fundin
   return rows.sort(
     (a, b) =>
       key(b) - key(a) ||
-      PERP_EXCHANGES.indexOf(a.exchange) - PERP_EXCHANGES.indexOf(b.exchange) ||
+      ALL_VENUES.indexOf(a.exchange) - ALL_VENUES.indexOf(b.exchange) ||
       (a.symbol < b.symbol ? -1 : a.symbol > b.symbol ? 1 : 0),
   );
 }
@@ -349,7 +349,7 @@ export function assetView(aggregate: AssetAggregate): Omit<FundingAssetView, 'so
       ...row,
       openInterestSharePercent: total > 0 ? round((aggregate.rows[i]!.openInterestUsd / total) * 100, 4) : round(100 / rows.length, 4),
     }))
-    .sort((a, b) => b.fundingRate8h - a.fundingRate8h || PERP_EXCHANGES.indexOf(a.exchange) - PERP_EXCHANGES.indexOf(b.exchange));
+    .sort((a, b) => b.fundingRate8h - a.fundingRate8h || ALL_VENUES.indexOf(a.exchange) - ALL_VENUES.indexOf(b.exchange));
   const highest = venues[0]!;
   const lowest = venues[venues.length - 1]!;
   return {
@@ -451,7 +451,7 @@ export function candidateFacts(c: RankedCandidate): CandidateFacts {
     priceChange24hPercent: r4(a.priceChange24hPercent),
     premium: a.premium === null ? null : rate(a.premium),
     longShortRatio: r4(a.longShortRatio),
-    exchanges: PERP_EXCHANGES.filter((e) => a.rows.some((r) => r.exchange === e)),
+    exchanges: ALL_VENUES.filter((e) => a.rows.some((r) => r.exchange === e)),
   };
 }
 

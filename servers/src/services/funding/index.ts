@@ -1,5 +1,6 @@
 import { funding } from '@agent-economy/contracts';
 import { createServiceApp, fromContext } from '../../runtime/app';
+import { unprocessable } from '../../runtime/errors';
 import type { ServiceContext } from '../../runtime/context';
 import { embeddedPerpSource, livePerpSource, sharedMarketModel, type PerpExchange } from '../../upstream/market';
 import { decodeCursor } from './domain';
@@ -22,6 +23,17 @@ export interface FundingOptions {
  * The funding-rate scanner: perpetual funding, open interest, basis and squeeze risk across nine venues, from the
  * seeded market model or the venues' public APIs. It keeps no state: every answer is computed from the market.
  */
+/** 422 venue_not_served when the request names a venue this deployment's market does not have. */
+function servedVenues(served: readonly string[], asked: readonly string[] | undefined): void {
+  const foreign = asked?.filter((venue) => !served.includes(venue)) ?? [];
+  if (!foreign.length) return;
+  throw unprocessable(
+    'venue_not_served',
+    `This deployment's market has no ${foreign.join(', ')}: it answers with ${served.join(', ')} (${served[0]?.startsWith('venue-') ? 'the simulated market; real exchanges need MARKET_DATA=live' : 'live exchanges'})`,
+    { venues: foreign, served },
+  );
+}
+
 export async function createFundingApp(context: ServiceContext, options: FundingOptions = {}) {
   const now = options.now ?? Date.now;
   const source =
@@ -35,13 +47,21 @@ export async function createFundingApp(context: ServiceContext, options: Funding
     // /health reports the market source: mode, each provider's last outcome, degraded while one is failing.
     health: () => source.tracker.health('funding', context.db),
     // A cursor from other filters, an unknown asset, or every venue failing fail before the 402: nobody pays for them.
+    // Venues this deployment does not serve (a real exchange on a simulated market, or the reverse) are refused too.
     preflight: {
       scan: async ({ body }) => {
+        servedVenues(source.venues, body.exchanges);
         const page = body.cursor ? decodeCursor(body.cursor, scanFilters(body), now()) : undefined;
         await source.snapshot(page ? { at: page.at } : {});
       },
-      squeeze: async () => void (await source.snapshot()),
-      asset: async ({ params, body }) => void assetRows(await source.snapshot(), params.symbol, body.exchanges),
+      squeeze: async ({ body }) => {
+        servedVenues(source.venues, (body as { exchanges?: readonly string[] }).exchanges);
+        await source.snapshot();
+      },
+      asset: async ({ params, body }) => {
+        servedVenues(source.venues, body.exchanges);
+        assetRows(await source.snapshot(), params.symbol, body.exchanges);
+      },
     },
   });
 }

@@ -4,6 +4,20 @@ import { hashString, subKey, uniform } from './random';
 export const PERP_EXCHANGES = ['binance', 'bybit', 'okx', 'bitget', 'gate', 'mexc', 'hyperliquid', 'dydx', 'deribit'] as const;
 export type PerpExchange = (typeof PERP_EXCHANGES)[number];
 
+/**
+ * The names the simulated market answers with. The model draws each venue's parameters (listings, weights,
+ * funding intervals) from a profile, but what it answers is no venue's data, so it never carries a real venue's name.
+ */
+export const SIMULATED_VENUES = ['venue-a', 'venue-b', 'venue-c', 'venue-d', 'venue-e', 'venue-f', 'venue-g', 'venue-h', 'venue-i'] as const;
+export type SimulatedVenue = (typeof SIMULATED_VENUES)[number];
+/** A venue as a source names it: a real exchange (live data) or a simulated venue. */
+export type PerpVenue = PerpExchange | SimulatedVenue;
+/** Every venue id, real then simulated: the canonical order of answers. */
+export const ALL_VENUES: readonly PerpVenue[] = [...PERP_EXCHANGES, ...SIMULATED_VENUES];
+
+/** The simulated venue the model's `exchange` profile answers as. */
+export const simulatedVenueOf = (exchange: PerpExchange): SimulatedVenue => SIMULATED_VENUES[PERP_EXCHANGES.indexOf(exchange)]!;
+
 /** One simulated asset: fixed parameters drawn once from the seed. */
 export interface AssetProfile {
   symbol: string;

@@ -1,5 +1,5 @@
 import { UpstreamTracker, upstreamUnavailable } from '../tracker';
-import { PERP_EXCHANGES, type PerpExchange } from './assets';
+import { PERP_EXCHANGES, SIMULATED_VENUES, simulatedVenueOf, type PerpExchange, type PerpVenue } from './assets';
 import { MarketModel } from './model';
 import type { PerpQuote, PerpSnapshot, VenueRead } from './types';
 import { DEFAULT_VENUE_URLS, VENUE_ADAPTERS } from './venues';
@@ -8,6 +8,8 @@ import { DEFAULT_VENUE_URLS, VENUE_ADAPTERS } from './venues';
 export interface PerpSource {
   readonly mode: 'simulated' | 'live';
   readonly tracker: UpstreamTracker;
+  /** The venue ids this source answers with: real exchanges when live, neutral simulated venues otherwise. */
+  readonly venues: readonly PerpVenue[];
   /** The providers a response built from `snapshot` names in its `source`. */
   providersOf(snapshot: PerpSnapshot): string[];
   /**
@@ -42,10 +44,18 @@ function onePerAsset(rows: PerpQuote[]): PerpQuote[] {
   return [...best.values()];
 }
 
-function byVenue(rows: PerpQuote[], failed: ReadonlySet<PerpExchange> = new Set()): VenueRead[] {
-  const groups = new Map<PerpExchange, PerpQuote[]>(PERP_EXCHANGES.map((e) => [e, []]));
+function byVenue(rows: PerpQuote[], venues: readonly PerpVenue[], failed: ReadonlySet<PerpVenue> = new Set()): VenueRead[] {
+  const groups = new Map<PerpVenue, PerpQuote[]>(venues.map((e) => [e, []]));
   for (const r of rows) groups.get(r.exchange)!.push(r);
-  return PERP_EXCHANGES.map((exchange) => ({ exchange, status: failed.has(exchange) ? 'unavailable' : 'ok', contracts: groups.get(exchange)! }));
+  return venues.map((exchange) => ({ exchange, status: failed.has(exchange) ? 'unavailable' : 'ok', contracts: groups.get(exchange)! }));
+}
+
+/**
+ * A model contract as the simulated market answers it: on its neutral venue, under a neutral instrument name, so no
+ * answer looks like an observation of a real exchange.
+ */
+export function simulatedQuote(row: PerpQuote): PerpQuote {
+  return { ...row, exchange: simulatedVenueOf(row.exchange as PerpExchange), symbol: `${row.asset}-${row.quote}-PERP` };
 }
 
 /**
@@ -58,12 +68,13 @@ export function embeddedPerpSource(model: MarketModel = sharedMarketModel(), now
   return {
     mode: 'simulated',
     tracker,
+    venues: SIMULATED_VENUES,
     providersOf: () => [MARKET_MODEL_PROVIDER],
     async snapshot(options = {}) {
       const at = Math.floor((options.at ?? now()) / 60_000) * 60_000;
       if (cached?.asOf.getTime() === at) return cached;
-      const rows = await tracker.call(MARKET_MODEL_PROVIDER, async () => model.perpetuals(at, { history: true }));
-      const snapshot: PerpSnapshot = { asOf: new Date(at), venues: byVenue(rows) };
+      const rows = await tracker.call(MARKET_MODEL_PROVIDER, async () => model.perpetuals(at, { history: true }).map(simulatedQuote));
+      const snapshot: PerpSnapshot = { asOf: new Date(at), venues: byVenue(rows, SIMULATED_VENUES) };
       cached = snapshot;
       return snapshot;
     },
@@ -91,7 +102,7 @@ export function livePerpSource(options: LivePerpOptions = {}): PerpSource {
 
   const read = async (): Promise<PerpSnapshot> => {
     const asOf = new Date();
-    const failed = new Set<PerpExchange>(PERP_EXCHANGES.filter((e) => !exchanges.includes(e)));
+    const failed = new Set<PerpVenue>(PERP_EXCHANGES.filter((e) => !exchanges.includes(e)));
     const errors: unknown[] = [];
     const results = await Promise.all(
       exchanges.map((exchange) =>
@@ -112,13 +123,14 @@ export function livePerpSource(options: LivePerpOptions = {}): PerpSource {
       ),
     );
     if (exchanges.every((e) => failed.has(e))) throw upstreamUnavailable(exchanges.join(', '), 'every exchange failed');
-    return { asOf, venues: byVenue(onePerAsset(results.flat()), failed) };
+    return { asOf, venues: byVenue(onePerAsset(results.flat()), PERP_EXCHANGES, failed) };
   };
 
   return {
     mode: 'live',
     tracker,
-    providersOf: (snapshot) => snapshot.venues.filter((v) => v.status === 'ok' && exchanges.includes(v.exchange)).map((v) => v.exchange),
+    venues: PERP_EXCHANGES,
+    providersOf: (snapshot) => snapshot.venues.filter((v) => v.status === 'ok' && (exchanges as readonly PerpVenue[]).includes(v.exchange)).map((v) => v.exchange),
     async snapshot() {
       if (cached && Date.now() - cached.at < cacheMs) return cached.snapshot;
       pending ??= read().finally(() => (pending = undefined));

@@ -1,11 +1,11 @@
-import type { PerpExchange } from './assets';
+import type { PerpVenue } from './assets';
 
 /**
  * One perpetual contract as a source reports it, in plain numbers (the service formats them). Rates are
  * decimal fractions per the venue's own funding interval; USD figures are floats (market data, not money).
  */
 export interface PerpQuote {
-  exchange: PerpExchange;
+  exchange: PerpVenue;
   symbol: string;
   asset: string;
   quote: string;
@@ -28,7 +28,7 @@ export interface PerpQuote {
 
 /** What one venue answered. */
 export interface VenueRead {
-  exchange: PerpExchange;
+  exchange: PerpVenue;
   status: 'ok' | 'unavailable';
   contracts: PerpQuote[];
 }
