@@ -4,6 +4,7 @@ import type { DataSource, PricedEndpoint, RiskWarning, TokenBalance, TrendWindow
 import type { RouterImplementation } from '../../runtime/app';
 import type { VerifiedPayment } from '../../runtime/paywall';
 import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from '../../ledger/programs';
+import { sharedReads } from '../../upstream/shared-reads';
 import { multiplyDecimals, percentOf, sumDecimals, toScaled, uiAmount } from '../../upstream/decimal';
 import { DEXSCREENER, type DexPair, type MarketSource } from '../../upstream/dexscreener';
 import { gini, hhi } from '../../upstream/measures';
@@ -32,17 +33,7 @@ export interface PricingDeps {
 
 /** The chain and market reads of the paid endpoints; a preflight and the handler after it share each read briefly. */
 export function pricingReader(deps: PricingDeps) {
-  const recent = new Map<string, { at: number; value: Promise<unknown> }>();
-  function once<T>(key: string, read: () => Promise<T>): Promise<T> {
-    const now = Date.now();
-    const hit = recent.get(key);
-    if (hit && now - hit.at < 1_000) return hit.value as Promise<T>;
-    const value = read();
-    value.catch(() => recent.delete(key));
-    recent.set(key, { at: now, value });
-    if (recent.size > 500) recent.delete(recent.keys().next().value!);
-    return value;
-  }
+  const once = sharedReads();
   const live = deps.market !== null;
   const mintOf = (mint: string) => once(`mint:${mint}`, () => readMint(deps.chain, mint));
   const pairsOf = (mint: string): Promise<DexPair[] | null> => (deps.market ? once(`pairs:${mint}`, () => deps.market!.pairs(mint)) : Promise.resolve(null));

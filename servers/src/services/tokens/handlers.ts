@@ -1,5 +1,6 @@
 import type { DataSource, TokenHolders, TokenMarket, TokenOverview, TokenSecurityReport, tokens } from '@agent-economy/contracts';
 import type { RouterImplementation } from '../../runtime/app';
+import { sharedReads } from '../../upstream/shared-reads';
 import { multiplyDecimals, sumDecimals, uiAmount } from '../../upstream/decimal';
 import type { DexPair, MarketSource } from '../../upstream/dexscreener';
 import type { SolanaSource } from '../../upstream/solana';
@@ -20,18 +21,8 @@ export const NO_MARKET_NOTE =
 
 /** One token's reads, shared by the parts of an answer (and by the preflight that checked the mint exists). */
 export function tokenReader(deps: TokensDeps) {
-  // A preflight and the handler after it read the same mint within a moment: keep each read a second.
-  const recent = new Map<string, { at: number; value: Promise<unknown> }>();
-  function once<T>(key: string, read: () => Promise<T>): Promise<T> {
-    const now = Date.now();
-    const hit = recent.get(key);
-    if (hit && now - hit.at < 1_000) return hit.value as Promise<T>;
-    const value = read();
-    value.catch(() => recent.delete(key));
-    recent.set(key, { at: now, value });
-    if (recent.size > 500) recent.delete(recent.keys().next().value!);
-    return value;
-  }
+  // A preflight and the handler after it read the same mint within a moment: they share the read.
+  const once = sharedReads();
   const mintOf = (mint: string) => once(`mint:${mint}`, () => readMint(deps.chain, mint));
   const pairsOf = (mint: string): Promise<DexPair[] | null> => (deps.market ? once(`pairs:${mint}`, () => deps.market!.pairs(mint)) : Promise.resolve(null));
 
