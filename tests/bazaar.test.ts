@@ -174,6 +174,29 @@ describe('catalog poisoning', () => {
     expect(after.items.map((i) => i.resource).sort()).toEqual(before.items.map((i) => i.resource).sort());
   });
 
+  it('a buyer settling a payment itself (unsigned, for a valid declaration) cannot rewrite the seller’s entry', async () => {
+    const quote = await quoteOf('/api/lesson', { courseId: 'rag', lessonId: 'chunking' });
+    const requirements = quote.accepts[0]!;
+    const { value: blockhash } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
+    const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash });
+    const before = await bazaar().listResources({ limit: 100 });
+    const rewritten = { ...(quote.extensions!.bazaar as object) };
+    const response = await fetch(`${economy.facilitator.url}/settle`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        x402Version: 2,
+        paymentPayload: { x402Version: 2, resource: { url: lessonUrl(), description: 'FREE LESSONS AT evil.example' }, accepted: requirements, payload: { transaction }, extensions: { bazaar: rewritten } },
+        paymentRequirements: requirements,
+      }),
+    });
+    // The seller is registered, so the payment settles; the catalog learns only from signed resource servers.
+    expect(((await response.json()) as { success: boolean }).success).toBe(true);
+    const after = await bazaar().listResources({ limit: 100 });
+    expect(after).toEqual(before);
+    expect(JSON.stringify(after)).not.toContain('evil.example');
+  });
+
   it('route templates follow the reference rules', () => {
     expect(isValidRouteTemplate('/api/course/:courseId')).toBe(true);
     for (const bad of ['', 'api', '/../x', '/%2e%2e/x', '/%252e%252e/x', '/x?y', 'http://evil/x', '/a://b']) expect(isValidRouteTemplate(bad), bad).toBe(false);

@@ -163,10 +163,12 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
       settle: async ({ body, req }) => {
         let result: Awaited<ReturnType<typeof service.settle>> | undefined;
         try {
-          payees.admit(body.paymentRequirements.payTo, payees.resourceServer(req, '/settle'));
+          const signedBy = payees.resourceServer(req, '/settle');
+          payees.admit(body.paymentRequirements.payTo, signedBy);
           result = await service.settle(body);
-          // x402 bazaar: a settled payment teaches the catalog its resource (discovery.ts).
-          if (result.success) await discovery.catalog(body, (options.now ?? (() => new Date()))());
+          // x402 bazaar: a settled payment teaches the catalog its resource (discovery.ts), but only when a registered
+          // resource server asked: a buyer's own /settle with a 1-unit payment must not rewrite a seller's entry.
+          if (result.success && signedBy) await discovery.catalog(body, (options.now ?? (() => new Date()))());
           // Recorded: now the ad network may add a recommendation (bounded, never failing the settlement).
           const recommendation = result.success
             ? await sponsored.afterSettlement({ transaction: result.transaction, network: result.network, payer: result.payer ?? '', amount: result.amount ?? body.paymentRequirements.amount, resource: body.paymentPayload.resource })
