@@ -258,8 +258,9 @@ describe('onboarding', () => {
     const client = await as(buyer);
     const error = await expectError(client.onboard({ body: { buyerWallet: buyer.address, network: 'mainnet-beta' } }), UnprocessableEntityError, 'unsupported_network');
     expect(error.details.supported).toEqual(['devnet']);
-    // The default network is mainnet-beta, which this deployment does not serve.
-    await expectError(client.onboardingStatus({ query: { wallet: buyer.address } }), UnprocessableEntityError, 'unsupported_network');
+    // Without a network, the facilitator's own cluster is meant (the spec's mainnet-beta default would be refused here).
+    expect(await client.onboardingStatus({ query: { wallet: buyer.address } })).toMatchObject({ network: 'devnet', status: 'not_onboarded' });
+    await expectError(client.onboardingStatus({ query: { wallet: buyer.address, network: 'mainnet-beta' } }), UnprocessableEntityError, 'unsupported_network');
     const own = await as(economy.feePayer);
     expect((await expectError(own.onboard({ body: { buyerWallet: economy.feePayer.address, network: 'devnet' } }), UnprocessableEntityError, 'not_eligible')).details.reason).toBe('facilitator_key');
   });

@@ -260,7 +260,8 @@ export interface DelegationRole {
 }
 export interface SmartWalletOnboardRequest {
   buyerWallet: string;
-  network: FacilitatorCluster;
+  /** Default: the facilitator's own cluster. */
+  network?: FacilitatorCluster;
   spendLimitAtomic: string;
   ttlSeconds: number;
 }
@@ -283,7 +284,8 @@ export interface SmartWalletOnboarding {
 }
 export interface SmartWalletConfirmRequest {
   buyerWallet: string;
-  network: FacilitatorCluster;
+  /** Default: the facilitator's own cluster. */
+  network?: FacilitatorCluster;
   signedTransactions: string[];
 }
 export interface SmartWalletConfirmInput {
@@ -298,7 +300,8 @@ export interface SmartWalletConfirmation extends SmartWalletOnboarding {
 export type SmartWalletOnboardingState = 'not_onboarded' | 'pending' | 'active' | 'expired' | 'revoked';
 export interface SmartWalletStatusQuery {
   wallet: string;
-  network: FacilitatorCluster;
+  /** Default: the facilitator's own cluster. */
+  network?: FacilitatorCluster;
 }
 export interface SmartWalletStatusInput {
   wallet: string;
@@ -725,12 +728,16 @@ const DelegationRoleSchema: z.ZodType<DelegationRole> = z.object({
   programs: z.array(SolanaAddress).describe('the programs the role may call'),
 });
 
+// The specification defaults the cluster to mainnet-beta; a deployment settles on one cluster, so the default is that
+// cluster (a default the deployment would refuse with 422 unsupported_network helps nobody).
+const OWN_CLUSTER = 'cluster; default: the facilitator’s own (devnet on the local ledger), any other is 422 unsupported_network';
+
 const OnboardRequestSchema = acceptingAliases<SmartWalletOnboardRequest, SmartWalletOnboardInput>(
   { buyer_wallet: 'buyerWallet', spend_limit_atomic: 'spendLimitAtomic', ttl_seconds: 'ttlSeconds' },
   z
     .object({
       buyerWallet: SolanaAddress.describe('the buyer; must be the SIGN-IN-WITH-X wallet'),
-      network: NetworkName.default('mainnet-beta').describe('cluster, default mainnet-beta (as the status query)'),
+      network: NetworkName.optional().describe(OWN_CLUSTER),
       spendLimitAtomic: PositiveAtomic.default('100000000').describe(
         'the most the delegation role may move, atomic units; default "100000000" (100 USD)',
       ),
@@ -764,7 +771,7 @@ const ConfirmRequestSchema = acceptingAliases<SmartWalletConfirmRequest, SmartWa
   z
     .object({
       buyerWallet: SolanaAddress.describe('the buyer; must be the SIGN-IN-WITH-X wallet'),
-      network: NetworkName.default('mainnet-beta').describe('cluster, default mainnet-beta'),
+      network: NetworkName.optional().describe(OWN_CLUSTER),
       signedTransactions: z
         .array(Base64Transaction)
         .min(1)
@@ -784,7 +791,7 @@ const StatusQuerySchema = acceptingAliases<SmartWalletStatusQuery, SmartWalletSt
   { buyer_wallet: 'wallet' },
   z.object({
     wallet: SolanaAddress.describe('the buyer wallet (also accepted as buyer_wallet)'),
-    network: NetworkName.default('mainnet-beta').describe('cluster, default mainnet-beta'),
+    network: NetworkName.optional().describe(OWN_CLUSTER),
   }),
 );
 
@@ -1261,7 +1268,7 @@ const router = c.router({
     description:
       'Where a buyer stands: not_onboarded, pending, active, expired or revoked, with the smart wallet, the role id, the ' +
       'spend limit and what remains of it, the role’s expiry and the number of open sessions. `wallet` is required ' +
-      '(also accepted as buyer_wallet); `network` is a cluster, default mainnet-beta. Errors: 401 siwx_invalid; 403 ' +
+      '(also accepted as buyer_wallet); `network` is a cluster, default the facilitator’s own. Errors: 401 siwx_invalid; 403 ' +
       'wallet_mismatch (only the wallet itself may ask); 422 unsupported_network; 503 temporarily_unavailable. Design: ' +
       `the response, statuses. ${FREE_WHY}`,
     responses: { 200: StatusSchema, 422: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
