@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, walletFromSecretKey } from '@agent-economy/sdk';
 import { generateWallet } from '../servers/src/runtime/wallet';
 import { createEntropyApp } from '../servers/src/services/entropy';
+import { createIntelApp } from '../servers/src/services/intel';
 import { createKnowledgeMarketApp } from '../servers/src/services/knowledge-market';
 import { createTokensApp } from '../servers/src/services/tokens';
 import { agentWallet, simulate, type SimulationSummary } from '../servers/src/simulate/economy';
@@ -22,6 +23,7 @@ describe('npm run simulate', () => {
   let entropy: RunningService;
   let market: RunningService;
   let tokens: RunningService;
+  let intel: RunningService;
   let summary: SimulationSummary;
   const seed = `test-${Date.now()}`;
   const agents = Array.from({ length: 4 }, (_, i) => agentWallet(seed, i));
@@ -32,6 +34,7 @@ describe('npm run simulate', () => {
     entropy = await economy.startPaidService(createEntropyApp, { id: 'entropy' });
     market = await economy.startPaidService(createKnowledgeMarketApp, { id: 'knowledge-market' });
     tokens = await economy.startPaidService(createTokensApp, { id: 'tokens' });
+    intel = await economy.startPaidService((context) => createIntelApp(context), { id: 'intel' });
     summary = await simulate({
       deployment: {
         rpcUrl: economy.rpcUrl,
@@ -116,6 +119,16 @@ describe('npm run simulate', () => {
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }
+  });
+
+  it('intel reads the simulated agents’ payments from the chain', async () => {
+    const reader = createClient({ baseUrls: { intel: intel.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const stablecoin = economy.education.context.paywall.asset;
+    const density = await reader.intel.agentDensity({ body: { mint: stablecoin, window: '1h' } });
+    // Every x402 payment of the run is a stablecoin transfer from an agent: the agents are among the traders read.
+    expect(density.sampledTransactions).toBeGreaterThanOrEqual(summary.paidCalls);
+    expect(density.uniqueTraders).toBeGreaterThanOrEqual(agents.length);
+    expect(density.source.mode).toBe('chain');
   });
 
   it('the same seed finds the same agents; another seed, others', () => {
