@@ -106,8 +106,18 @@ export async function migrate(db: Kysely<any>, scope: string, migrations: Record
     migrationLockTableName: `${scope}_migrations_lock`,
     migrationTableSchema: rows[0]!.schema,
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
+  const own = rows[0]!.schema;
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) return;
+    // Kysely checks for its migration tables by introspecting every schema of the database: another tenant (a
+    // replica of another deployment, a parallel test) dropping its schema at that moment fails the read with 3F000
+    // naming that schema. That happens before any migration runs, so trying again is safe.
+    const missing = /schema "([^"]+)" does not exist/.exec(String(error))?.[1];
+    if (missing && missing !== own && attempt < 8) {
+      await new Promise((resolve) => setTimeout(resolve, 25 * attempt));
+      continue;
+    }
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
     throw new Error(`migrations of ${scope} failed${failed ? ` at ${failed}` : ''}: ${String(error)}`, { cause: error });
   }
