@@ -40,7 +40,8 @@ describe('npm run simulate', () => {
         rpcUrl: economy.rpcUrl,
         faucetUrl: `${economy.rpcUrl}/faucet`,
         network: economy.education.context.paywall.network,
-        services: { education: economy.education.url, entropy: entropy.url, 'knowledge-market': market.url },
+        services: { education: economy.education.url, entropy: entropy.url, 'knowledge-market': market.url, facilitator: economy.facilitator.url },
+        wallets: { education: economy.education.context.wallet.address, entropy: entropy.context.wallet.address },
       },
       seed,
       agents: 4,
@@ -58,6 +59,8 @@ describe('npm run simulate', () => {
     expect(summary.errorsByMessage).toEqual([]);
     expect(summary.paidCalls).toBeGreaterThan(0);
     expect(summary.byAction.lesson.ok + summary.byAction.tutor.ok + summary.byAction.entropy.ok).toBeGreaterThan(0);
+    // One-shot charges through the facilitator are among the ways agents pay.
+    expect(summary.byAction.charge.ok).toBeGreaterThan(0);
   });
 
   it('paid real money: what the agents lost together is what the services earned, to the atomic unit', () => {

@@ -274,7 +274,13 @@ async function main() {
   if (config.SIMULATE_AGENTS && ledgerRpc) {
     console.log(`Simulating ${config.SIMULATE_AGENTS} agents trading through the services (SIMULATE_AGENTS).`);
     simulate({
-      deployment: { rpcUrl, faucetUrl: `${ledgerRpc.url}/faucet`, network: config.SOLANA_NETWORK, services: Object.fromEntries(table.map((t) => [t.id, t.url])) },
+      deployment: {
+        rpcUrl,
+        faucetUrl: `${ledgerRpc.url}/faucet`,
+        network: config.SOLANA_NETWORK,
+        services: Object.fromEntries(table.map((t) => [t.id, t.url])),
+        wallets: Object.fromEntries(table.map((t) => [t.id, t.wallet])),
+      },
       agents: config.SIMULATE_AGENTS,
       seconds: Number.MAX_SAFE_INTEGER / 1000,
       signal: simulation.signal,

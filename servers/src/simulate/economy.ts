@@ -1,9 +1,24 @@
 import { createHmac } from 'node:crypto';
-import { createSolanaRpc } from '@solana/kit';
+import {
+  address,
+  appendTransactionMessageInstructions,
+  compileTransaction,
+  createNoopSigner,
+  createSolanaRpc,
+  createTransactionMessage,
+  getBase64EncodedWireTransaction,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Blockhash,
+} from '@solana/kit';
+import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
+import { getTransferCheckedInstruction } from '@solana-program/token';
 import { atomicToUsd } from '@agent-economy/contracts';
 import { ApiError, createClient, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
 import { hashString, uniform } from '../upstream/market/random';
-import { walletFromSeed, type Wallet } from '../runtime/wallet';
+import { associatedTokenAddress } from '../ledger/programs';
+import { signEd25519, walletFromSeed, type Wallet } from '../runtime/wallet';
 import { createMint, mintTokens, setMintAuthority, transferTokens } from './mints';
 
 // A seeded population of agents trading through the real services: each step one agent buys a lesson, asks the tutor,
@@ -18,6 +33,8 @@ export interface Deployment {
   network: string;
   /** Service id → base address. */
   services: Record<string, string>;
+  /** Service id → the wallet it is paid to (services.json has them): one-shot charges pay these. */
+  wallets?: Record<string, string>;
 }
 
 export interface SimulationOptions {
@@ -33,7 +50,7 @@ export interface SimulationOptions {
   signal?: AbortSignal;
 }
 
-export type ActionKind = 'lesson' | 'tutor' | 'entropy' | 'gas' | 'publish' | 'purchase' | 'launch' | 'transfer';
+export type ActionKind = 'lesson' | 'tutor' | 'entropy' | 'gas' | 'charge' | 'publish' | 'purchase' | 'launch' | 'transfer';
 
 export interface SimulationProgress {
   elapsedSeconds: number;
@@ -135,7 +152,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
   }
 
   const progress: SimulationProgress = { elapsedSeconds: 0, steps: 0, calls: 0, paidCalls: 0, volumeAtomic: 0n, mints: 0, tokenTransfers: 0, errors: 0 };
-  const byAction = Object.fromEntries((['lesson', 'tutor', 'entropy', 'gas', 'publish', 'purchase', 'launch', 'transfer'] as const).map((a) => [a, { ok: 0, failed: 0, skipped: 0 }])) as SimulationSummary['byAction'];
+  const byAction = Object.fromEntries((['lesson', 'tutor', 'entropy', 'gas', 'charge', 'publish', 'purchase', 'launch', 'transfer'] as const).map((a) => [a, { ok: 0, failed: 0, skipped: 0 }])) as SimulationSummary['byAction'];
   const errors = new Map<string, number>();
   const launched: Launched[] = [];
   let lessons: { courseId: string; lessonId: string }[] | undefined;
@@ -152,6 +169,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
   }
 
   const has = (id: string) => !!deployment.services[id];
+  const sellers = Object.entries(deployment.wallets ?? {}).filter(([id]) => id !== 'facilitator').map(([, wallet]) => wallet);
   const actions: { kind: ActionKind; weight: number; run(agent: Agent): Promise<void> }[] = [
     {
       kind: 'lesson',
@@ -178,6 +196,50 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
       kind: 'gas',
       weight: has('gas') ? 1 : 0,
       run: async (agent) => void (await call(() => agent.client.gas.recommend.withResponse({ body: { urgency: pick(['low', 'normal', 'high', 'urgent'] as const) } }))),
+    },
+    {
+      kind: 'charge',
+      // A one-shot charge through the facilitator (/mpp/prepare, then /mpp/settle): a stablecoin transfer the agent
+      // signs with the facilitator as fee payer, to a service's wallet.
+      weight: has('facilitator') && sellers.length ? 1 : 0,
+      async run(agent) {
+        const prepared = await agent.client.facilitator.prepare({ body: {} });
+        const recipient = pick(sellers);
+        const amount = BigInt(1_000 + Math.floor(random() * 9_000)); // 0.001 to 0.01 USD
+        const self = createNoopSigner(address(agent.wallet.address));
+        const message = pipe(
+          createTransactionMessage({ version: 0 }),
+          (m) => setTransactionMessageFeePayer(address(prepared.feePayer), m),
+          (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: prepared.blockhash as Blockhash, lastValidBlockHeight: BigInt(prepared.lastValidBlockHeight) }, m),
+          (m) =>
+            appendTransactionMessageInstructions(
+              [
+                getSetComputeUnitLimitInstruction({ units: 20_000 }),
+                getSetComputeUnitPriceInstruction({ microLamports: 1n }),
+                getTransferCheckedInstruction(
+                  {
+                    source: address(associatedTokenAddress(agent.wallet.address, prepared.splToken, prepared.tokenProgram)),
+                    mint: address(prepared.splToken),
+                    destination: address(associatedTokenAddress(recipient, prepared.splToken, prepared.tokenProgram)),
+                    authority: self,
+                    amount,
+                    decimals: prepared.decimals,
+                  },
+                  { programAddress: address(prepared.tokenProgram) },
+                ),
+              ],
+              m,
+            ),
+        );
+        const compiled = compileTransaction(message);
+        // The buyer signs its slot only; the facilitator co-signs as fee payer when it settles.
+        const signatures = { ...compiled.signatures, [agent.wallet.address]: signEd25519(agent.wallet, new Uint8Array(compiled.messageBytes)) };
+        const transaction = getBase64EncodedWireTransaction({ ...compiled, signatures } as typeof compiled);
+        progress.calls++;
+        const settled = await agent.client.facilitator.settleCharge({ body: { transaction, recipient, amount: amount.toString() } });
+        progress.paidCalls++;
+        progress.volumeAtomic += BigInt(settled.amount);
+      },
     },
     {
       kind: 'publish',

@@ -18,7 +18,7 @@ Reads the deployment from $DATA_DIR/services.json (default .data/), written by n
 
 interface ServicesFile {
   chain: { rpcUrl: string; network: string; faucet?: string; local?: boolean };
-  services: { id: string; url: string }[];
+  services: { id: string; url: string; wallet?: string }[];
 }
 
 function fail(message: string): never {
@@ -66,6 +66,7 @@ async function main() {
     network: file.chain.network,
     ...(file.chain.faucet ? { faucetUrl: file.chain.faucet } : {}),
     services: Object.fromEntries(file.services.map((s) => [s.id, s.url])),
+    wallets: Object.fromEntries(file.services.filter((s) => s.wallet).map((s) => [s.id, s.wallet!])),
   };
 
   const controller = new AbortController();
