@@ -277,25 +277,27 @@ export interface AdvertiserSummary extends AdvertiserRow {
   spent_total: bigint;
 }
 
-export interface NewCampaign {
-  id: string;
-  advertiserId: string;
-  name: string;
-  budgetTotal: bigint;
-  budgetDaily: bigint;
-  maxBid: bigint;
-  bidStrategy: BidStrategy;
-  scheduleStart: Date;
-  scheduleEnd: Date | null;
-  targetCategories: string[];
-  targetNetworks: string[];
-  targetTransports: ResourceTransport[];
-  targetUrlPatterns: string[];
-  recResourceUrl: string;
-  recDescription: string;
-  recSponsorName: string;
-  recCatalogId: string | null;
-}
+/** What creating a campaign writes: the advertiser's fields of a stored campaign; counters and status start empty. */
+export type NewCampaign = Pick<
+  StoredCampaign,
+  | 'id'
+  | 'advertiserId'
+  | 'name'
+  | 'budgetTotal'
+  | 'budgetDaily'
+  | 'maxBid'
+  | 'bidStrategy'
+  | 'scheduleStart'
+  | 'scheduleEnd'
+  | 'targetCategories'
+  | 'targetNetworks'
+  | 'targetTransports'
+  | 'targetUrlPatterns'
+  | 'recResourceUrl'
+  | 'recDescription'
+  | 'recSponsorName'
+  | 'recCatalogId'
+>;
 
 /** Fields PATCH may change, in column names. */
 export type CampaignChanges = Partial<Pick<CampaignRow, 'name' | 'budget_total' | 'budget_daily' | 'max_bid' | 'bid_strategy' | 'schedule_start' | 'schedule_end' | 'rec_resource_url' | 'rec_description' | 'rec_sponsor_name' | 'rec_catalog_id' | 'status'>> & {
