@@ -18,7 +18,13 @@ export function base58Encode(bytes: Uint8Array): string {
       carry = (carry / 58) | 0;
     }
   }
-  return '1'.repeat(zeros) + digits.reverse().map((d) => ALPHABET[d]).join('');
+  return (
+    '1'.repeat(zeros) +
+    digits
+      .reverse()
+      .map((d) => ALPHABET[d])
+      .join('')
+  );
 }
 
 /** Decodes base58; returns undefined for a character outside the alphabet. */

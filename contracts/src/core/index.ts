@@ -9,3 +9,5 @@ export * from './x402';
 export * from './ports';
 export * from './siwx';
 export * from './keys';
+export * from './names';
+export * from './sessions';

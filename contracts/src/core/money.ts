@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { named } from './names';
 
 // Money is exact: USD amounts travel as decimal strings, stablecoin amounts as atomic units (bigint).
 // The stablecoin has 6 decimals, so 1 USD = 1_000_000 atomic units and 0.000001 USD is the smallest step.
@@ -11,15 +12,29 @@ const USD_PATTERN = /^(0|[1-9]\d{0,11})(\.\d+)?$/;
 const ATOMIC_PATTERN = /^(0|[1-9]\d{0,24})$/;
 
 /** A USD amount on the wire: a non-negative decimal string with at most 6 decimals, e.g. "0.05". */
-export const UsdAmount = z
-  .string()
-  .regex(/^(0|[1-9]\d{0,11})(\.\d{1,6})?$/, 'must be a USD decimal string with at most 6 decimals, e.g. "0.05"');
+export const UsdAmount = named(
+  'UsdAmount',
+  z
+    .string()
+    .regex(/^(0|[1-9]\d{0,11})(\.\d{1,6})?$/, 'must be a USD decimal string with at most 6 decimals, e.g. "0.05"'),
+  { example: '0.05' },
+);
 
 /** Atomic stablecoin units on the wire: a non-negative integer string, e.g. "1000000" (= 1.00 USD). */
-export const AtomicAmount = z.string().regex(ATOMIC_PATTERN, 'must be an integer string of atomic units, e.g. "1000000"');
+export const AtomicAmount = named(
+  'AtomicAmount',
+  z.string().regex(ATOMIC_PATTERN, 'must be an integer string of atomic units, e.g. "1000000"'),
+  {
+    example: '50000',
+  },
+);
 
 /** Atomic units, more than zero. Zod runs refinements on values that failed the format too: skip those. */
-export const PositiveAtomicAmount = AtomicAmount.refine((v) => !ATOMIC_PATTERN.test(v) || BigInt(v) > 0n, 'must be more than 0');
+export const PositiveAtomicAmount = named(
+  'PositiveAtomicAmount',
+  AtomicAmount.refine((v) => !ATOMIC_PATTERN.test(v) || BigInt(v) > 0n, 'must be more than 0'),
+  { example: '50000' },
+);
 
 export class MoneyError extends Error {
   override name = 'MoneyError';

@@ -13,7 +13,9 @@ export interface ServiceDefinition<R extends AppRouter = AppRouter, Id extends s
   title: string;
   description: string;
   router: R;
-  /** A data service's possible `source.mode`s: the documents state them on every route whose answer carries `source`. */
+  /**
+   * A data service's possible `source.mode`s: the documents state them on every route whose answer carries `source`.
+   */
   dataModes?: DataModes;
 }
 

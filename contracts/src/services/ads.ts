@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { adaptive, free, type RouteMeta } from '../core/payment';
 import { AtomicAmount } from '../core/money';
@@ -164,90 +165,113 @@ const PositiveAtomic = z
   .string()
   .regex(/^[1-9]\d{0,24}$/, 'must be a positive integer string of atomic units, e.g. "1000000" (= 1.00 USD)');
 const CampaignId = z.string().regex(/^cmp_[A-Za-z0-9]{8,40}$/, 'must be a campaign id such as "cmp_7Hq2LxN4pR8sT1vW"');
-const AdvertiserId = z.string().regex(/^adv_[A-Za-z0-9]{8,40}$/, 'must be an advertiser id such as "adv_3kP9mZ2qW7xR5tYb"');
-const Category = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'must be a lowercase category slug such as "market-data"');
+const AdvertiserId = z
+  .string()
+  .regex(/^adv_[A-Za-z0-9]{8,40}$/, 'must be an advertiser id such as "adv_3kP9mZ2qW7xR5tYb"');
+const Category = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'must be a lowercase category slug such as "market-data"');
 const UrlPattern = z
   .string()
   .min(1)
   .max(500)
   .describe('a glob over resource addresses: `*` matches any run of characters, e.g. "https://*.example.com/api/*"');
-const StatusSchema = z.enum(['draft', 'active', 'paused', 'exhausted', 'completed']);
-const BidStrategySchema = z.enum(['cpm', 'cpa']);
-const TransportSchema = z.enum(['http', 'mcp']);
+const StatusSchema = named('Status', z.enum(['draft', 'active', 'paused', 'exhausted', 'completed']));
+const BidStrategySchema = named('BidStrategy', z.enum(['cpm', 'cpa']));
+const TransportSchema = named('Transport', z.enum(['http', 'mcp']));
 
-const AdvertiserRefSchema: z.ZodType<AdvertiserRef> = z.object({
-  id: z.string(),
-  name: z.string(),
-  wallet_address: z.string(),
-  network: z.string(),
-});
-const CampaignSchema: z.ZodType<Campaign> = z.object({
-  id: z.string().describe('cmp_…'),
-  advertiser_id: z.string(),
-  advertiser: AdvertiserRefSchema.describe('the advertiser that owns the campaign'),
-  name: z.string(),
-  status: StatusSchema.describe(
-    'draft (created, never activated), active (matching), paused, exhausted (budget_total spent), completed (schedule_end passed)',
-  ),
-  budget_total: AtomicAmount.describe('lifetime budget, atomic units'),
-  budget_daily: AtomicAmount.describe('budget per UTC day, atomic units'),
-  max_bid_amount: AtomicAmount.describe('cpm: price of 1000 sponsored settlements; cpa: price of one conversion; atomic units'),
-  bid_strategy: BidStrategySchema,
-  schedule_start: Timestamp,
-  schedule_end: Timestamp.nullable(),
-  target_categories: z.array(z.string()).describe('empty: any category'),
-  target_networks: z.array(z.string()).describe('CAIP-2 ids; empty: any network'),
-  target_transports: z.array(TransportSchema).describe('empty: any transport'),
-  target_url_patterns: z.array(z.string()).describe('globs over the settled resource address; empty: any address'),
-  rec_resource_url: z.string(),
-  rec_description: z.string(),
-  rec_sponsor_name: z.string(),
-  rec_catalog_id: z.string().nullable(),
-  spent_total: AtomicAmount.describe('charged so far, atomic units'),
-  spent_today: AtomicAmount.describe('charged since 00:00 UTC, atomic units'),
-  budget_funded: AtomicAmount.describe('paid into the network’s wallet by activations so far, atomic units'),
-  budget_refunded: AtomicAmount.describe('paid back to the advertiser’s wallet by pauses so far, atomic units'),
-  budget_held: AtomicAmount.describe(
-    'budget_funded - budget_refunded - spent_total: what the network holds for the campaign now; charges never exceed it',
-  ),
-  last_refund_transaction: SolanaSignature.nullable().describe('the transaction of the last refund of unspent budget; null before any'),
-  stats: z.object({
-    matches: z.number().int().describe('times /v1/match chose this campaign'),
-    settlements: z.number().int().describe('sponsored settlements recorded by POST /v1/events'),
-    impressions: z.number().int().describe('impression beacon calls'),
-    conversions: z.number().int(),
+const AdvertiserRefSchema: z.ZodType<AdvertiserRef> = named(
+  'AdvertiserRef',
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    wallet_address: z.string(),
+    network: z.string(),
   }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  activated_at: Timestamp.nullable().describe('the last activation; null while draft'),
-});
-const AdvertiserSchema: z.ZodType<Advertiser> = z.object({
-  id: z.string().describe('adv_…'),
-  name: z.string(),
-  wallet_address: z.string(),
-  network: z.string(),
-  campaign_count: z.number().int(),
-  active_campaigns: z.number().int(),
-  spent_total: AtomicAmount.describe('charged across all campaigns, atomic units'),
-  created_at: Timestamp,
-});
-const RecommendationSchema: z.ZodType<Recommendation> = z.object({
-  resourceUrl: z.string().describe('the recommended resource (the campaign’s rec_resource_url)'),
-  description: z.string(),
-  sponsor: z.string(),
-});
-const MatchResultSchema: z.ZodType<MatchResult> = z.discriminatedUnion('matched', [
-  z
-    .object({
-      matched: z.literal(true),
-      campaignId: z.string(),
-      recommendation: RecommendationSchema,
-      impressionBeacon: z.string().describe('address of GET /v1/track/impression/:campaignId for the campaign'),
-      conversionResource: z.string().describe('address of the recommended resource'),
-    })
-    .strict(),
-  z.object({ matched: z.literal(false) }).strict(),
-]);
+);
+const CampaignSchema: z.ZodType<Campaign> = named(
+  'Campaign',
+  z.object({
+    id: z.string().describe('cmp_…'),
+    advertiser_id: z.string(),
+    advertiser: AdvertiserRefSchema.describe('the advertiser that owns the campaign'),
+    name: z.string(),
+    status: StatusSchema.describe(
+      'draft (created, never activated), active (matching), paused, exhausted (budget_total spent), completed (schedule_end passed)',
+    ),
+    budget_total: AtomicAmount.describe('lifetime budget, atomic units'),
+    budget_daily: AtomicAmount.describe('budget per UTC day, atomic units'),
+    max_bid_amount: AtomicAmount.describe(
+      'cpm: price of 1000 sponsored settlements; cpa: price of one conversion; atomic units',
+    ),
+    bid_strategy: BidStrategySchema,
+    schedule_start: Timestamp,
+    schedule_end: Timestamp.nullable(),
+    target_categories: z.array(z.string()).describe('empty: any category'),
+    target_networks: z.array(z.string()).describe('CAIP-2 ids; empty: any network'),
+    target_transports: z.array(TransportSchema).describe('empty: any transport'),
+    target_url_patterns: z.array(z.string()).describe('globs over the settled resource address; empty: any address'),
+    rec_resource_url: z.string(),
+    rec_description: z.string(),
+    rec_sponsor_name: z.string(),
+    rec_catalog_id: z.string().nullable(),
+    spent_total: AtomicAmount.describe('charged so far, atomic units'),
+    spent_today: AtomicAmount.describe('charged since 00:00 UTC, atomic units'),
+    budget_funded: AtomicAmount.describe('paid into the network’s wallet by activations so far, atomic units'),
+    budget_refunded: AtomicAmount.describe('paid back to the advertiser’s wallet by pauses so far, atomic units'),
+    budget_held: AtomicAmount.describe(
+      'budget_funded - budget_refunded - spent_total: what the network holds for the campaign now; charges never exceed it',
+    ),
+    last_refund_transaction: SolanaSignature.nullable().describe(
+      'the transaction of the last refund of unspent budget; null before any',
+    ),
+    stats: z.object({
+      matches: z.number().int().describe('times /v1/match chose this campaign'),
+      settlements: z.number().int().describe('sponsored settlements recorded by POST /v1/events'),
+      impressions: z.number().int().describe('impression beacon calls'),
+      conversions: z.number().int(),
+    }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    activated_at: Timestamp.nullable().describe('the last activation; null while draft'),
+  }),
+);
+const AdvertiserSchema: z.ZodType<Advertiser> = named(
+  'Advertiser',
+  z.object({
+    id: z.string().describe('adv_…'),
+    name: z.string(),
+    wallet_address: z.string(),
+    network: z.string(),
+    campaign_count: z.number().int(),
+    active_campaigns: z.number().int(),
+    spent_total: AtomicAmount.describe('charged across all campaigns, atomic units'),
+    created_at: Timestamp,
+  }),
+);
+const RecommendationSchema: z.ZodType<Recommendation> = named(
+  'Recommendation',
+  z.object({
+    resourceUrl: z.string().describe('the recommended resource (the campaign’s rec_resource_url)'),
+    description: z.string(),
+    sponsor: z.string(),
+  }),
+);
+const MatchResultSchema: z.ZodType<MatchResult> = named(
+  'MatchResult',
+  z.discriminatedUnion('matched', [
+    z
+      .object({
+        matched: z.literal(true),
+        campaignId: z.string(),
+        recommendation: RecommendationSchema,
+        impressionBeacon: z.string().describe('address of GET /v1/track/impression/:campaignId for the campaign'),
+        conversionResource: z.string().describe('address of the recommended resource'),
+      })
+      .strict(),
+    z.object({ matched: z.literal(false) }).strict(),
+  ]),
+);
 const settlementEventFields = {
   txHash: SolanaSignature.describe('the settlement transaction'),
   network: Caip2Network,
@@ -262,24 +286,32 @@ const settlementEventFields = {
   campaignId: CampaignId.describe('the campaign /v1/match chose'),
   timestamp: Timestamp.describe('when the settlement confirmed'),
 };
-const RecordedEventSchema: z.ZodType<RecordedEvent> = z.object({
-  eventId: z.string().describe('evt_…'),
-  txHash: z.string(),
-  network: z.string(),
-  resource: z.object({ url: z.string(), description: z.string() }),
-  payer: z.string(),
-  settledAmount: AtomicAmount,
-  campaignId: z.string(),
-  timestamp: Timestamp,
-  chargedAmount: AtomicAmount.describe('what the campaign was charged for this settlement (cpm), atomic units'),
-  receivedAt: Timestamp,
-});
-const EventReceiptSchema: z.ZodType<EventReceipt> = z.object({
-  accepted: z.literal(true),
-  eventId: z.string(),
-  duplicate: z.boolean().describe('true when this txHash was already recorded: nothing was recorded or charged again'),
-  chargedAmount: AtomicAmount,
-});
+const RecordedEventSchema: z.ZodType<RecordedEvent> = named(
+  'RecordedEvent',
+  z.object({
+    eventId: z.string().describe('evt_…'),
+    txHash: z.string(),
+    network: z.string(),
+    resource: z.object({ url: z.string(), description: z.string() }),
+    payer: z.string(),
+    settledAmount: AtomicAmount,
+    campaignId: z.string(),
+    timestamp: Timestamp,
+    chargedAmount: AtomicAmount.describe('what the campaign was charged for this settlement (cpm), atomic units'),
+    receivedAt: Timestamp,
+  }),
+);
+const EventReceiptSchema: z.ZodType<EventReceipt> = named(
+  'EventReceipt',
+  z.object({
+    accepted: z.literal(true),
+    eventId: z.string(),
+    duplicate: z
+      .boolean()
+      .describe('true when this txHash was already recorded: nothing was recorded or charged again'),
+    chargedAmount: AtomicAmount,
+  }),
+);
 const conversionFields = {
   originalTxHash: SolanaSignature.describe('the sponsored settlement that carried the recommendation'),
   conversionTxHash: SolanaSignature.describe('the later payment for the recommended resource'),
@@ -289,55 +321,74 @@ const conversionFields = {
   network: Caip2Network,
   timestamp: Timestamp.describe('when the conversion payment confirmed'),
 };
-const RecordedConversionSchema: z.ZodType<RecordedConversion> = z.object({
-  conversionId: z.string().describe('cnv_…'),
-  originalTxHash: z.string(),
-  conversionTxHash: z.string(),
-  campaignId: z.string(),
-  payerWallet: z.string(),
-  convertedResourceUrl: z.string(),
-  network: z.string(),
-  timestamp: Timestamp,
-  chargedAmount: AtomicAmount.describe('what the campaign was charged for this conversion (cpa), atomic units'),
-  recordedAt: Timestamp,
-  duplicate: z.boolean().describe('true when this conversionTxHash was already recorded'),
-});
-const ManifestSchema: z.ZodType<Manifest> = z.object({
-  version: z.string().describe('changes whenever the set of campaigns or any of their fields changes'),
-  generatedAt: Timestamp,
-  ttlSeconds: z.number().int().describe('how long a publisher may cache this manifest before polling again'),
-  campaigns: z.array(
-    z.object({
-      campaignId: z.string(),
-      recommendation: RecommendationSchema,
-      catalogId: z.string().nullable(),
-      targeting: z.object({
-        categories: z.array(z.string()),
-        networks: z.array(z.string()),
-        transports: z.array(TransportSchema),
-        urlPatterns: z.array(z.string()),
+const RecordedConversionSchema: z.ZodType<RecordedConversion> = named(
+  'RecordedConversion',
+  z.object({
+    conversionId: z.string().describe('cnv_…'),
+    originalTxHash: z.string(),
+    conversionTxHash: z.string(),
+    campaignId: z.string(),
+    payerWallet: z.string(),
+    convertedResourceUrl: z.string(),
+    network: z.string(),
+    timestamp: Timestamp,
+    chargedAmount: AtomicAmount.describe('what the campaign was charged for this conversion (cpa), atomic units'),
+    recordedAt: Timestamp,
+    duplicate: z.boolean().describe('true when this conversionTxHash was already recorded'),
+  }),
+);
+const ManifestSchema: z.ZodType<Manifest> = named(
+  'Manifest',
+  z.object({
+    version: z.string().describe('changes whenever the set of campaigns or any of their fields changes'),
+    generatedAt: Timestamp,
+    ttlSeconds: z.number().int().describe('how long a publisher may cache this manifest before polling again'),
+    campaigns: z.array(
+      z.object({
+        campaignId: z.string(),
+        recommendation: RecommendationSchema,
+        catalogId: z.string().nullable(),
+        targeting: z.object({
+          categories: z.array(z.string()),
+          networks: z.array(z.string()),
+          transports: z.array(TransportSchema),
+          urlPatterns: z.array(z.string()),
+        }),
+        impressionBeacon: z.string(),
+        conversionResource: z.string(),
+        scheduleEnd: Timestamp.nullable(),
       }),
-      impressionBeacon: z.string(),
-      conversionResource: z.string(),
-      scheduleEnd: Timestamp.nullable(),
-    }),
-  ),
-});
-const AdsHealthSchema: z.ZodType<AdsHealth> = z.object({
-  status: z.enum(['ok', 'degraded']).describe("'ok' when healthy; 'degraded' when the resource catalog cannot be read"),
-  service: z.string().describe('service name'),
-  version: z.string().describe('version of the service'),
-  bazaarResources: z.number().int().describe('count of catalog resources (x402 bazaar discovery) the matcher knows'),
-});
+    ),
+  }),
+);
+const AdsHealthSchema: z.ZodType<AdsHealth> = named(
+  'AdsHealth',
+  z.object({
+    status: z
+      .enum(['ok', 'degraded'])
+      .describe("'ok' when healthy; 'degraded' when the resource catalog cannot be read"),
+    service: z.string().describe('service name'),
+    version: z.string().describe('version of the service'),
+    bazaarResources: z.number().int().describe('count of catalog resources (x402 bazaar discovery) the matcher knows'),
+  }),
+);
 
 const targetFields = {
-  target_categories: z.array(Category).max(20).describe('categories of the settled resource to match; empty or absent: any'),
+  target_categories: z
+    .array(Category)
+    .max(20)
+    .describe('categories of the settled resource to match; empty or absent: any'),
   target_networks: z.array(Caip2Network).max(10).describe('CAIP-2 networks to match; empty or absent: any'),
   target_transports: z
     .array(TransportSchema)
     .max(2)
-    .describe('transports of the settled resource as the catalog lists it (a resource not in the catalog counts as http); empty or absent: any'),
-  target_url_patterns: z.array(UrlPattern).max(20).describe('globs over the settled resource address; empty or absent: any'),
+    .describe(
+      'transports of the settled resource as the catalog lists it (a resource not in the catalog counts as http); empty or absent: any',
+    ),
+  target_url_patterns: z
+    .array(UrlPattern)
+    .max(20)
+    .describe('globs over the settled resource address; empty or absent: any'),
 };
 const campaignCreateBody = z
   .object({
@@ -345,7 +396,9 @@ const campaignCreateBody = z
     name: z.string().trim().min(1).max(100),
     budget_total: PositiveAtomic.describe('lifetime budget, atomic units'),
     budget_daily: PositiveAtomic.describe('budget per UTC day, atomic units; at most budget_total'),
-    max_bid_amount: PositiveAtomic.describe('cpm: price of 1000 sponsored settlements; cpa: price of one conversion; atomic units'),
+    max_bid_amount: PositiveAtomic.describe(
+      'cpm: price of 1000 sponsored settlements; cpa: price of one conversion; atomic units',
+    ),
     schedule_start: Timestamp.describe('matching never starts before this time'),
     rec_resource_url: HttpUrl.describe('recommended resource address'),
     rec_description: z.string().trim().min(1).max(500),
@@ -355,8 +408,15 @@ const campaignCreateBody = z
     target_transports: targetFields.target_transports.default([]),
     target_url_patterns: targetFields.target_url_patterns.default([]),
     schedule_end: Timestamp.optional().describe('matching stops at this time; after schedule_start'),
-    rec_catalog_id: z.string().min(1).max(200).optional().describe('identifier of a catalog entry of the recommended resource'),
-    bid_strategy: BidStrategySchema.default('cpm').describe('cpm (default): charged per sponsored settlement; cpa: charged per conversion'),
+    rec_catalog_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('identifier of a catalog entry of the recommended resource'),
+    bid_strategy: BidStrategySchema.default('cpm').describe(
+      'cpm (default): charged per sponsored settlement; cpa: charged per conversion',
+    ),
   })
   .strict();
 const campaignUpdateBody = z
@@ -459,7 +519,9 @@ const router = c.router({
       path: '/v1/campaigns/:id',
       pathParams: CampaignParams,
       summary: 'One campaign',
-      description: 'One campaign with its advertiser, budgets, spend and stats. Errors: 404 campaign_not_found. Design: open to anyone. ' + freeInfra,
+      description:
+        'One campaign with its advertiser, budgets, spend and stats. Errors: 404 campaign_not_found. Design: open to anyone. ' +
+        freeInfra,
       responses: { 200: CampaignSchema, 404: ErrorEnvelope, ...standardErrors },
       metadata: { payment: free(), example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' } } } satisfies RouteMeta,
     },
@@ -519,7 +581,10 @@ const router = c.router({
       metadata: {
         payment: free(),
         auth: 'siwx',
-        example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' }, body: { budget_daily: '8000000', target_url_patterns: ['http://127.0.0.1:4106/*'] } },
+        example: {
+          params: { id: 'cmp_7Hq2LxN4pR8sT1vW' },
+          body: { budget_daily: '8000000', target_url_patterns: ['http://127.0.0.1:4106/*'] },
+        },
       } satisfies RouteMeta,
     },
     activate: {
@@ -540,7 +605,15 @@ const router = c.router({
         'first), 409 funding_changed (the budget changed between the quote and the payment: refunded, ask again); 422 ' +
         'budget_too_large (more than one activation can fund). ' +
         'Paid: the unfunded budget, at most 1,000,000 USD per activation.',
-      responses: { 200: CampaignSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors, ...authErrors },
+      responses: {
+        200: CampaignSchema,
+        404: ErrorEnvelope,
+        409: ErrorEnvelope,
+        422: ErrorEnvelope,
+        ...standardErrors,
+        ...paymentErrors,
+        ...authErrors,
+      },
       metadata: {
         payment: adaptive('0', '1000000'),
         settle: 'first',
@@ -564,8 +637,19 @@ const router = c.router({
         'status and withdraws what it still holds. Answers the campaign. Errors: 404 campaign_not_found; 409 ' +
         'campaign_not_active (status draft); 503 chain_unavailable (the refund could not be sent: pause again). ' +
         freeInfra,
-      responses: { 200: CampaignSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
-      metadata: { payment: free(), auth: 'siwx', example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' } } } satisfies RouteMeta,
+      responses: {
+        200: CampaignSchema,
+        404: ErrorEnvelope,
+        409: ErrorEnvelope,
+        503: ErrorEnvelope,
+        ...standardErrors,
+        ...authErrors,
+      },
+      metadata: {
+        payment: free(),
+        auth: 'siwx',
+        example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' } },
+      } satisfies RouteMeta,
     },
   },
   advertisers: {
@@ -574,7 +658,9 @@ const router = c.router({
       path: '/v1/advertisers',
       query: z.object({ ...PageQuery }).strict(),
       summary: 'List advertisers',
-      description: 'Every registered advertiser, newest first, with campaign counts and total spend. Design: open to anyone. ' + freeInfra,
+      description:
+        'Every registered advertiser, newest first, with campaign counts and total spend. Design: open to anyone. ' +
+        freeInfra,
       responses: { 200: page(AdvertiserSchema), ...standardErrors },
       metadata: { payment: free(), example: { query: { limit: 20 } } } satisfies RouteMeta,
     },
@@ -637,7 +723,10 @@ const router = c.router({
           body: {
             txHash: '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW',
             network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
-            resource: { url: 'http://127.0.0.1:4107/api/intel/competitors', description: 'Competitive intelligence report' },
+            resource: {
+              url: 'http://127.0.0.1:4107/api/intel/competitors',
+              description: 'Competitive intelligence report',
+            },
             payer: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM',
             settledAmount: '50000',
             campaignId: 'cmp_7Hq2LxN4pR8sT1vW',
@@ -683,14 +772,21 @@ const router = c.router({
         'campaign); 422 conversion_invalid (conversionTxHash equals originalTxHash, payerWallet is not the original payer, ' +
         'convertedResourceUrl is not the recommended resource, or the timestamp precedes the original settlement). ' +
         freeInfra,
-      responses: { 200: RecordedConversionSchema, 404: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...authErrors },
+      responses: {
+        200: RecordedConversionSchema,
+        404: ErrorEnvelope,
+        422: ErrorEnvelope,
+        ...standardErrors,
+        ...authErrors,
+      },
       metadata: {
         payment: free(),
         auth: 'siwx',
         example: {
           body: {
             originalTxHash: '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW',
-            conversionTxHash: '3nqf9zR2bS7cJpW4yTtYwK1xGvB6mLhQ8dNfE5uPaZrKcX2jVbHsM9gDq4oUeT7iLwRyA1kNzF3pC6vJxB8mQhSt',
+            conversionTxHash:
+              '3nqf9zR2bS7cJpW4yTtYwK1xGvB6mLhQ8dNfE5uPaZrKcX2jVbHsM9gDq4oUeT7iLwRyA1kNzF3pC6vJxB8mQhSt',
             campaignId: 'cmp_7Hq2LxN4pR8sT1vW',
             payerWallet: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM',
             convertedResourceUrl: 'http://127.0.0.1:4109/api/gas/estimate',
@@ -711,7 +807,10 @@ const router = c.router({
         'with `cursor`. Errors: 404 campaign_not_found. ' +
         freeInfra,
       responses: { 200: page(RecordedConversionSchema), 404: ErrorEnvelope, ...standardErrors },
-      metadata: { payment: free(), example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' }, query: { limit: 20 } } } satisfies RouteMeta,
+      metadata: {
+        payment: free(),
+        example: { params: { id: 'cmp_7Hq2LxN4pR8sT1vW' }, query: { limit: 20 } },
+      } satisfies RouteMeta,
     },
   },
   manifest: {
@@ -732,7 +831,9 @@ const router = c.router({
     pathParams: z.object({ campaignId: CampaignId }),
     query: z
       .object({
-        tx: SolanaSignature.optional().describe('the sponsored settlement whose recommendation was delivered (the facilitator’s beacon carries it)'),
+        tx: SolanaSignature.optional().describe(
+          'the sponsored settlement whose recommendation was delivered (the facilitator’s beacon carries it)',
+        ),
       })
       .strict(),
     summary: 'Impression beacon',

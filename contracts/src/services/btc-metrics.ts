@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { Timestamp } from '../core/chain';
@@ -176,9 +177,14 @@ const daysBetween = (start: string, end: string) => Math.round((Date.parse(end) 
 
 function checkRange(start: string | undefined, end: string | undefined, ctx: z.RefinementCtx): void {
   if (!start || !end || !/^\d{4}-\d{2}-\d{2}$/.test(start) || !/^\d{4}-\d{2}-\d{2}$/.test(end)) return;
-  if (start > end) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['endDate'], message: 'endDate must not be before startDate' });
+  if (start > end)
+    ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['endDate'], message: 'endDate must not be before startDate' });
   else if (daysBetween(start, end) > BTC_MAX_RANGE_DAYS)
-    ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['endDate'], message: `a range may span at most ${BTC_MAX_RANGE_DAYS} days` });
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      path: ['endDate'],
+      message: `a range may span at most ${BTC_MAX_RANGE_DAYS} days`,
+    });
 }
 
 const UsdValue = z
@@ -190,199 +196,258 @@ const SignedUsdValue = z
   .regex(/^-?(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string')
   .describe('USD as a signed decimal string');
 
-const DailyMetricsSchema: z.ZodType<BtcDailyMetrics> = z.object({
-  date: IsoDate,
-  priceUsd: UsdValue.describe('BTC price, USD decimal string (daily close)'),
-  marketCapUsd: UsdValue.describe('MC = price × current supply, USD decimal string'),
-  realizedCapUsd: UsdValue.describe(
-    'RC: every coin valued at the price it last moved, USD decimal string (MC / MVRV where the upstream gives MVRV)',
-  ),
-  realizedPriceUsd: UsdValue.describe('RC / supply, USD decimal string'),
-  mvrv: z.number().describe('MC / RC; below 1 undervalued, 3.5 and above overvalued'),
-  mvrvZScore: z
-    .number()
-    .describe('(MC − RC) / σ(MC), σ the population standard deviation of the market cap from the first day of data to this day'),
-  sopr: z.number().nullable().describe('value of spent outputs at spend price / at creation price; null when no source has it for the day'),
-  asopr: z.number().nullable().describe('SOPR leaving out outputs spent less than 1 hour after creation; null when unavailable'),
-  nupl: z.number().describe('(MC − RC) / MC = 1 − 1 / MVRV'),
-});
-const CacheSchema: z.ZodType<BtcCacheInfo> = z
-  .object({
-    hit: z.boolean().describe('true when the answer came from the 1-hour in-memory cache'),
-    cachedAt: Timestamp.describe('when the cached data was read from upstream'),
-    expiresAt: Timestamp.describe('cachedAt + 1 hour'),
-  })
-  .describe('the in-memory result cache (1 hour)');
-const MetricsResultSchema: z.ZodType<BtcMetricsResult> = z.object({
-  kind: z.enum(['date', 'range', 'latest']).describe('what the request asked for'),
-  startDate: IsoDate,
-  endDate: IsoDate,
-  days: z.array(DailyMetricsSchema).describe('one entry per day with data, oldest first'),
-  summary: z.lazy(() => RangeSummarySchema).optional().describe('with kind "range", on the second deployment: summary statistics per metric, as /api/metrics/range gives'),
-  cache: CacheSchema,
-  source: DataSource,
-});
-const StatsSchema: z.ZodType<BtcMetricStats> = z.object({
-  count: z.number().int().min(1).describe('days with a value'),
-  min: z.number(),
-  minDate: IsoDate,
-  max: z.number(),
-  maxDate: IsoDate,
-  mean: z.number(),
-  median: z.number(),
-  stdDev: z.number().min(0).describe('population standard deviation'),
-  first: z.number(),
-  last: z.number(),
-  change: z.number().describe('last − first'),
-  changePercent: z.number().nullable().describe('(last − first) / |first| × 100; null when first is 0'),
-});
-const UsdStatsSchema: z.ZodType<BtcUsdStats> = z
-  .object({
-    count: z.number().int().min(1),
-    min: UsdValue,
-    minDate: IsoDate,
-    max: UsdValue,
-    maxDate: IsoDate,
-    mean: UsdValue,
-    median: UsdValue,
-    stdDev: UsdValue.describe('population standard deviation'),
-    first: UsdValue,
-    last: UsdValue,
-    change: SignedUsdValue.describe('last − first'),
-    changePercent: z.number().nullable().describe('(last − first) / first × 100; null when first is 0'),
-  })
-  .describe('statistics of a USD series, values as decimal strings');
-const RangeSummarySchema: z.ZodType<BtcRangeSummary> = z
-  .object({
-    days: z.number().int().min(1),
-    priceUsd: UsdStatsSchema,
-    mvrv: StatsSchema,
-    mvrvZScore: StatsSchema,
-    sopr: StatsSchema.nullable().describe('null when no day in the range has a SOPR value'),
-    asopr: StatsSchema.nullable(),
-    nupl: StatsSchema,
-  })
-  .describe('summary statistics per metric; served by the second deployment only');
-const RangeResultSchema: z.ZodType<BtcRangeResult> = z.object({
-  startDate: IsoDate,
-  endDate: IsoDate,
-  days: z.array(DailyMetricsSchema).describe('one entry per day with data, oldest first'),
-  summary: RangeSummarySchema.optional(),
-  cache: CacheSchema,
-  source: DataSource,
-});
-const ZoneSchema = z.enum([
-  'undervalued',
-  'neutral',
-  'overvalued',
-  'capitulation',
-  'hope_fear',
-  'optimism_anxiety',
-  'belief_denial',
-  'euphoria_greed',
-  'loss_realization',
-  'break_even',
-  'profit_taking',
-]);
-const LatestSchema: z.ZodType<BtcLatestMetrics> = z.object({
-  date: IsoDate.describe('the latest day with data'),
-  metrics: DailyMetricsSchema,
-  interpretation: z
-    .object({
-      phase: z
-        .enum(['capitulation', 'accumulation', 'optimism', 'belief', 'euphoria'])
-        .describe(
-          'market cycle phase from the NUPL band (< 0 capitulation, < 0.25 accumulation, < 0.5 optimism, < 0.75 belief, ' +
-            'else euphoria), raised to euphoria when MVRV Z-Score ≥ 7 and lowered to capitulation when MVRV < 1',
-        ),
-      signals: z
-        .array(
-          z.object({
-            metric: z.enum(['mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl']),
-            value: z.number(),
-            zone: ZoneSchema.describe(
-              'MVRV: < 1 undervalued, < 3.5 neutral, else overvalued; Z-Score: < 0 undervalued, < 7 neutral, else ' +
-                'overvalued; NUPL: capitulation < 0 ≤ hope_fear < 0.25 ≤ optimism_anxiety < 0.5 ≤ belief_denial < 0.75 ≤ ' +
-                'euphoria_greed; SOPR/aSOPR: < 0.99 loss_realization, ≤ 1.01 break_even, else profit_taking',
-            ),
-            reading: z.string().describe('what the zone has meant historically'),
-          }),
-        )
-        .describe('one per metric with a value on the day'),
-      summary: z.string().describe('AI reading of the cycle position from the signals'),
-      generator: Generator,
-    })
-    .describe('market cycle interpretation'),
-  cache: CacheSchema,
-  source: DataSource,
-});
-const MetricIdSchema = z.enum(['priceUsd', 'mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl']);
-const InfoSchema: z.ZodType<BtcMetricsInfo> = z.object({
-  service: z.literal('btc-metrics'),
-  deployment: z
-    .object({
-      summaryStatistics: z.boolean().describe('range results carry `summary` (second deployment)'),
-      sequentialUpstreamFetch: z.boolean().describe('upstream requests are made one at a time to respect rate limits (second deployment)'),
-    })
-    .describe('the options this deployment runs with'),
-  dataMode: z
-    .enum(['simulated', 'live'])
-    .describe('the `source.mode` of this deployment’s answers: simulated (the seeded model, the default) or live (MARKET_DATA=live)'),
-  metrics: z.array(
-    z.object({
-      id: MetricIdSchema,
-      name: z.string(),
-      formula: z.string(),
-      unit: z.string().describe('"USD" or "ratio"'),
-      interpretation: z.string().describe('the standard reading bands'),
-    }),
-  ),
-  usage: z
-    .array(
-      z.object({
-        method: z.enum(['GET', 'POST']),
-        path: z.string(),
-        description: z.string(),
-        exampleBody: z.record(z.string()).nullable(),
-      }),
-    )
-    .describe('how to call each route'),
-  limits: z.object({
-    maxRangeDays: z.number().int().describe(`longest range per request (${BTC_MAX_RANGE_DAYS} days)`),
-    cacheTtlSeconds: z.number().int().describe(`result cache lifetime (${BTC_CACHE_TTL_SECONDS} s)`),
+const DailyMetricsSchema: z.ZodType<BtcDailyMetrics> = named(
+  'BtcDailyMetrics',
+  z.object({
+    date: IsoDate,
+    priceUsd: UsdValue.describe('BTC price, USD decimal string (daily close)'),
+    marketCapUsd: UsdValue.describe('MC = price × current supply, USD decimal string'),
+    realizedCapUsd: UsdValue.describe(
+      'RC: every coin valued at the price it last moved, USD decimal string (MC / MVRV where the upstream gives MVRV)',
+    ),
+    realizedPriceUsd: UsdValue.describe('RC / supply, USD decimal string'),
+    mvrv: z.number().describe('MC / RC; below 1 undervalued, 3.5 and above overvalued'),
+    mvrvZScore: z
+      .number()
+      .describe(
+        '(MC − RC) / σ(MC), σ the population standard deviation of the market cap from the first day of data to this day',
+      ),
+    sopr: z
+      .number()
+      .nullable()
+      .describe('value of spent outputs at spend price / at creation price; null when no source has it for the day'),
+    asopr: z
+      .number()
+      .nullable()
+      .describe('SOPR leaving out outputs spent less than 1 hour after creation; null when unavailable'),
+    nupl: z.number().describe('(MC − RC) / MC = 1 − 1 / MVRV'),
   }),
-  availableDateRanges: z
-    .array(z.object({ metric: MetricIdSchema, from: IsoDate, to: IsoDate }))
-    .optional()
-    .describe('the dates each metric has data for (first deployment only)'),
-});
+);
+const CacheSchema: z.ZodType<BtcCacheInfo> = named(
+  'BtcCacheInfo',
+  z
+    .object({
+      hit: z.boolean().describe('true when the answer came from the 1-hour in-memory cache'),
+      cachedAt: Timestamp.describe('when the cached data was read from upstream'),
+      expiresAt: Timestamp.describe('cachedAt + 1 hour'),
+    })
+    .describe('the in-memory result cache (1 hour)'),
+);
+const MetricsResultSchema: z.ZodType<BtcMetricsResult> = named(
+  'BtcMetricsResult',
+  z.object({
+    kind: z.enum(['date', 'range', 'latest']).describe('what the request asked for'),
+    startDate: IsoDate,
+    endDate: IsoDate,
+    days: z.array(DailyMetricsSchema).describe('one entry per day with data, oldest first'),
+    summary: z
+      .lazy(() => RangeSummarySchema)
+      .optional()
+      .describe(
+        'with kind "range", on the second deployment: summary statistics per metric, as /api/metrics/range gives',
+      ),
+    cache: CacheSchema,
+    source: DataSource,
+  }),
+);
+const StatsSchema: z.ZodType<BtcMetricStats> = named(
+  'BtcMetricStats',
+  z.object({
+    count: z.number().int().min(1).describe('days with a value'),
+    min: z.number(),
+    minDate: IsoDate,
+    max: z.number(),
+    maxDate: IsoDate,
+    mean: z.number(),
+    median: z.number(),
+    stdDev: z.number().min(0).describe('population standard deviation'),
+    first: z.number(),
+    last: z.number(),
+    change: z.number().describe('last − first'),
+    changePercent: z.number().nullable().describe('(last − first) / |first| × 100; null when first is 0'),
+  }),
+);
+const UsdStatsSchema: z.ZodType<BtcUsdStats> = named(
+  'BtcUsdStats',
+  z
+    .object({
+      count: z.number().int().min(1),
+      min: UsdValue,
+      minDate: IsoDate,
+      max: UsdValue,
+      maxDate: IsoDate,
+      mean: UsdValue,
+      median: UsdValue,
+      stdDev: UsdValue.describe('population standard deviation'),
+      first: UsdValue,
+      last: UsdValue,
+      change: SignedUsdValue.describe('last − first'),
+      changePercent: z.number().nullable().describe('(last − first) / first × 100; null when first is 0'),
+    })
+    .describe('statistics of a USD series, values as decimal strings'),
+);
+const RangeSummarySchema: z.ZodType<BtcRangeSummary> = named(
+  'BtcRangeSummary',
+  z
+    .object({
+      days: z.number().int().min(1),
+      priceUsd: UsdStatsSchema,
+      mvrv: StatsSchema,
+      mvrvZScore: StatsSchema,
+      sopr: StatsSchema.nullable().describe('null when no day in the range has a SOPR value'),
+      asopr: StatsSchema.nullable(),
+      nupl: StatsSchema,
+    })
+    .describe('summary statistics per metric; served by the second deployment only'),
+);
+const RangeResultSchema: z.ZodType<BtcRangeResult> = named(
+  'BtcRangeResult',
+  z.object({
+    startDate: IsoDate,
+    endDate: IsoDate,
+    days: z.array(DailyMetricsSchema).describe('one entry per day with data, oldest first'),
+    summary: RangeSummarySchema.optional(),
+    cache: CacheSchema,
+    source: DataSource,
+  }),
+);
+const ZoneSchema = named(
+  'Zone',
+  z.enum([
+    'undervalued',
+    'neutral',
+    'overvalued',
+    'capitulation',
+    'hope_fear',
+    'optimism_anxiety',
+    'belief_denial',
+    'euphoria_greed',
+    'loss_realization',
+    'break_even',
+    'profit_taking',
+  ]),
+);
+const LatestSchema: z.ZodType<BtcLatestMetrics> = named(
+  'BtcLatestMetrics',
+  z.object({
+    date: IsoDate.describe('the latest day with data'),
+    metrics: DailyMetricsSchema,
+    interpretation: z
+      .object({
+        phase: z
+          .enum(['capitulation', 'accumulation', 'optimism', 'belief', 'euphoria'])
+          .describe(
+            'market cycle phase from the NUPL band (< 0 capitulation, < 0.25 accumulation, < 0.5 optimism, < 0.75 belief, ' +
+              'else euphoria), raised to euphoria when MVRV Z-Score ≥ 7 and lowered to capitulation when MVRV < 1',
+          ),
+        signals: z
+          .array(
+            z.object({
+              metric: z.enum(['mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl']),
+              value: z.number(),
+              zone: ZoneSchema.describe(
+                'MVRV: < 1 undervalued, < 3.5 neutral, else overvalued; Z-Score: < 0 undervalued, < 7 neutral, else ' +
+                  'overvalued; NUPL: capitulation < 0 ≤ hope_fear < 0.25 ≤ optimism_anxiety < 0.5 ≤ belief_denial < 0.75 ≤ ' +
+                  'euphoria_greed; SOPR/aSOPR: < 0.99 loss_realization, ≤ 1.01 break_even, else profit_taking',
+              ),
+              reading: z.string().describe('what the zone has meant historically'),
+            }),
+          )
+          .describe('one per metric with a value on the day'),
+        summary: z.string().describe('AI reading of the cycle position from the signals'),
+        generator: Generator,
+      })
+      .describe('market cycle interpretation'),
+    cache: CacheSchema,
+    source: DataSource,
+  }),
+);
+const MetricIdSchema = named('MetricId', z.enum(['priceUsd', 'mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl']));
+const InfoSchema: z.ZodType<BtcMetricsInfo> = named(
+  'BtcMetricsInfo',
+  z.object({
+    service: z.literal('btc-metrics'),
+    deployment: z
+      .object({
+        summaryStatistics: z.boolean().describe('range results carry `summary` (second deployment)'),
+        sequentialUpstreamFetch: z
+          .boolean()
+          .describe('upstream requests are made one at a time to respect rate limits (second deployment)'),
+      })
+      .describe('the options this deployment runs with'),
+    dataMode: z
+      .enum(['simulated', 'live'])
+      .describe(
+        'the `source.mode` of this deployment’s answers: simulated (the seeded model, the default) or live (MARKET_DATA=live)',
+      ),
+    metrics: z.array(
+      z.object({
+        id: MetricIdSchema,
+        name: z.string(),
+        formula: z.string(),
+        unit: z.string().describe('"USD" or "ratio"'),
+        interpretation: z.string().describe('the standard reading bands'),
+      }),
+    ),
+    usage: z
+      .array(
+        z.object({
+          method: z.enum(['GET', 'POST']),
+          path: z.string(),
+          description: z.string(),
+          exampleBody: z.record(z.string()).nullable(),
+        }),
+      )
+      .describe('how to call each route'),
+    limits: z.object({
+      maxRangeDays: z.number().int().describe(`longest range per request (${BTC_MAX_RANGE_DAYS} days)`),
+      cacheTtlSeconds: z.number().int().describe(`result cache lifetime (${BTC_CACHE_TTL_SECONDS} s)`),
+    }),
+    availableDateRanges: z
+      .array(z.object({ metric: MetricIdSchema, from: IsoDate, to: IsoDate }))
+      .optional()
+      .describe('the dates each metric has data for (first deployment only)'),
+  }),
+);
 
-const MetricsBody: z.ZodType<BtcMetricsRequest> = z
-  .object({
-    date: IsoDate.optional().describe('one day'),
-    startDate: IsoDate.optional().describe('first day of a range (with endDate)'),
-    endDate: IsoDate.optional().describe('last day of a range, included (with startDate)'),
-  })
-  .strict()
-  .superRefine((body, ctx) => {
-    if (body.date !== undefined && (body.startDate !== undefined || body.endDate !== undefined))
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['date'], message: 'give either date or startDate and endDate, not both' });
-    if ((body.startDate === undefined) !== (body.endDate === undefined))
-      ctx.addIssue({
-        code: z.ZodIssueCode.custom,
-        path: [body.startDate === undefined ? 'startDate' : 'endDate'],
-        message: 'startDate and endDate go together',
-      });
-    checkRange(body.startDate, body.endDate, ctx);
-  });
-const RangeBody: z.ZodType<BtcRangeRequest> = z
-  .object({
-    startDate: IsoDate.describe('first day of the range'),
-    endDate: IsoDate.describe(`last day of the range, included; at most ${BTC_MAX_RANGE_DAYS} days after startDate counting both ends`),
-  })
-  .strict()
-  .superRefine((body, ctx) => checkRange(body.startDate, body.endDate, ctx));
-const LatestBody: z.ZodType<BtcLatestRequest> = z.object({}).strict();
+const MetricsBody: z.ZodType<BtcMetricsRequest> = named(
+  'BtcMetricsRequest',
+  z
+    .object({
+      date: IsoDate.optional().describe('one day'),
+      startDate: IsoDate.optional().describe('first day of a range (with endDate)'),
+      endDate: IsoDate.optional().describe('last day of a range, included (with startDate)'),
+    })
+    .strict()
+    .superRefine((body, ctx) => {
+      if (body.date !== undefined && (body.startDate !== undefined || body.endDate !== undefined))
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['date'],
+          message: 'give either date or startDate and endDate, not both',
+        });
+      if ((body.startDate === undefined) !== (body.endDate === undefined))
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: [body.startDate === undefined ? 'startDate' : 'endDate'],
+          message: 'startDate and endDate go together',
+        });
+      checkRange(body.startDate, body.endDate, ctx);
+    }),
+);
+const RangeBody: z.ZodType<BtcRangeRequest> = named(
+  'BtcRangeRequest',
+  z
+    .object({
+      startDate: IsoDate.describe('first day of the range'),
+      endDate: IsoDate.describe(
+        `last day of the range, included; at most ${BTC_MAX_RANGE_DAYS} days after startDate counting both ends`,
+      ),
+    })
+    .strict()
+    .superRefine((body, ctx) => checkRange(body.startDate, body.endDate, ctx)),
+);
+const LatestBody: z.ZodType<BtcLatestRequest> = named('BtcLatestRequest', z.object({}).strict());
 
 const errors =
   'A day outside the data (before the first day or after the latest) is 404 metrics_not_available with ' +
@@ -400,7 +465,13 @@ const router = c.router({
       'data when the body is `{}`. Results are cached in memory for 1 hour. Design: dates YYYY-MM-DD (UTC); a mixed, ' +
       'half or inverted range is 400 invalid_request. ' +
       errors,
-    responses: { 200: MetricsResultSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+    responses: {
+      200: MetricsResultSchema,
+      404: ErrorEnvelope,
+      502: ErrorEnvelope,
+      ...standardErrors,
+      ...paymentErrors,
+    },
     metadata: { payment: fixed('0.005'), example: { body: { date: '2020-03-14' } } } satisfies RouteMeta,
   },
   range: {
@@ -415,7 +486,10 @@ const router = c.router({
       'without data inside the range are skipped. ' +
       errors,
     responses: { 200: RangeResultSchema, 404: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.005'), example: { body: { startDate: '2020-01-01', endDate: '2020-03-29' } } } satisfies RouteMeta,
+    metadata: {
+      payment: fixed('0.005'),
+      example: { body: { startDate: '2020-01-01', endDate: '2020-03-29' } },
+    } satisfies RouteMeta,
   },
   latest: {
     method: 'POST',

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { adaptive, fixed, free, type RouteMeta } from '../core/payment';
 import { SolanaAddress, Timestamp } from '../core/chain';
@@ -242,7 +243,9 @@ export interface ComputeAllocationRequest {
   tasks: Task[];
   strategy: AllocationStrategy;
 }
-export type ComputeAllocationRequestInput = Omit<ComputeAllocationRequest, 'strategy'> & { strategy?: AllocationStrategy };
+export type ComputeAllocationRequestInput = Omit<ComputeAllocationRequest, 'strategy'> & {
+  strategy?: AllocationStrategy;
+};
 export interface TaskAllocation {
   taskId: string;
   decision: 'run_now' | 'queue' | 'infeasible';
@@ -347,13 +350,7 @@ export interface ContextRelevanceResult extends AnalysisBase {
 }
 
 export type ComplexityFactor =
-  | 'stakes'
-  | 'irreversibility'
-  | 'uncertainty'
-  | 'novelty'
-  | 'option_count'
-  | 'time_pressure'
-  | 'track_record';
+  'stakes' | 'irreversibility' | 'uncertainty' | 'novelty' | 'option_count' | 'time_pressure' | 'track_record';
 export interface DecisionComplexityResult extends AnalysisBase {
   analysis: 'decision-complexity';
   mode: 'system1' | 'system2';
@@ -468,7 +465,9 @@ export interface CognitiveLoadRequest {
   tasks: Task[];
   targetUtilization: number;
 }
-export type CognitiveLoadRequestInput = Omit<CognitiveLoadRequest, 'targetUtilization'> & { targetUtilization?: number };
+export type CognitiveLoadRequestInput = Omit<CognitiveLoadRequest, 'targetUtilization'> & {
+  targetUtilization?: number;
+};
 export interface AgentLoad {
   agentId: string;
   tasks: number;
@@ -586,153 +585,210 @@ const SignedUsd = z
   .regex(/^-?(0|[1-9]\d{0,11})(\.\d{1,6})?$/, 'must be a signed USD decimal string, e.g. "-0.0125"');
 const uniqueIds = <T extends { id: string }>(items: T[]) => new Set(items.map((i) => i.id)).size === items.length;
 
-const AnalysisIdSchema = z.enum([
-  'compute-allocation',
-  'inference-cost',
-  'memory-compression',
-  'context-relevance',
-  'decision-complexity',
-  'explore-exploit',
-  'confidence-calibration',
-  'overthinking-detector',
-  'cognitive-load',
-  'performance-drift',
-]);
-const StateGroupSchema = z.enum(['compute', 'memory', 'reasoning', 'performance', 'tasks']);
-const HealthStatusSchema = z.enum(['ok', 'warning', 'critical']);
-const GradeSchema = z.enum(['A', 'B', 'C', 'D', 'F']);
+const AnalysisIdSchema = named(
+  'AnalysisId',
+  z.enum([
+    'compute-allocation',
+    'inference-cost',
+    'memory-compression',
+    'context-relevance',
+    'decision-complexity',
+    'explore-exploit',
+    'confidence-calibration',
+    'overthinking-detector',
+    'cognitive-load',
+    'performance-drift',
+  ]),
+);
+const StateGroupSchema = named('StateGroup', z.enum(['compute', 'memory', 'reasoning', 'performance', 'tasks']));
+const HealthStatusSchema = named('HealthStatus', z.enum(['ok', 'warning', 'critical']));
+const GradeSchema = named('Grade', z.enum(['A', 'B', 'C', 'D', 'F']));
 
-const ResourcePoolSchema: z.ZodType<ResourcePool> = z
-  .object({
-    total: z.number().int().min(0).max(100_000),
-    available: z.number().int().min(0).max(100_000).describe('free right now; at most total'),
-  })
-  .strict()
-  .refine((p) => p.available <= p.total, { message: 'available must not exceed total', path: ['available'] });
-const ModelProfileSchema: z.ZodType<ModelProfile> = z
-  .object({
-    name: z.string().min(1).max(100),
-    inputUsdPerMTok: UsdAmount.describe('USD per million input tokens'),
-    outputUsdPerMTok: UsdAmount.describe('USD per million output tokens'),
-    expectedAccuracy: unit().describe('probability the model answers this kind of task correctly'),
-    latencyMs: z.number().int().min(1).max(600_000).describe('typical latency of one call, milliseconds'),
-  })
-  .strict();
-const ModelPairSchema: z.ZodType<ModelPair> = z.object({ light: ModelProfileSchema, heavy: ModelProfileSchema }).strict();
-const ComputeStateSchema: z.ZodType<ComputeState> = z
-  .object({ gpus: ResourcePoolSchema, cpus: ResourcePoolSchema, models: ModelPairSchema.optional() })
-  .strict();
-const MemoryItemSchema: z.ZodType<MemoryItem> = z
-  .object({
-    id: ItemId,
-    kind: z.enum(['working', 'episodic', 'semantic', 'procedural']),
-    tokens: z.number().int().min(1).max(10_000_000),
-    importance: unit().describe('the agent’s own estimate, 0 to 1'),
-    accessCount: count(),
-    lastAccessedAt: Timestamp,
-    pinned: z.boolean().optional().describe('pinned items are always kept'),
-  })
-  .strict();
+const ResourcePoolSchema: z.ZodType<ResourcePool> = named(
+  'ResourcePool',
+  z
+    .object({
+      total: z.number().int().min(0).max(100_000),
+      available: z.number().int().min(0).max(100_000).describe('free right now; at most total'),
+    })
+    .strict()
+    .refine((p) => p.available <= p.total, { message: 'available must not exceed total', path: ['available'] }),
+);
+const ModelProfileSchema: z.ZodType<ModelProfile> = named(
+  'ModelProfile',
+  z
+    .object({
+      name: z.string().min(1).max(100),
+      inputUsdPerMTok: UsdAmount.describe('USD per million input tokens'),
+      outputUsdPerMTok: UsdAmount.describe('USD per million output tokens'),
+      expectedAccuracy: unit().describe('probability the model answers this kind of task correctly'),
+      latencyMs: z.number().int().min(1).max(600_000).describe('typical latency of one call, milliseconds'),
+    })
+    .strict(),
+);
+const ModelPairSchema: z.ZodType<ModelPair> = named(
+  'ModelPair',
+  z.object({ light: ModelProfileSchema, heavy: ModelProfileSchema }).strict(),
+);
+const ComputeStateSchema: z.ZodType<ComputeState> = named(
+  'ComputeState',
+  z.object({ gpus: ResourcePoolSchema, cpus: ResourcePoolSchema, models: ModelPairSchema.optional() }).strict(),
+);
+const MemoryItemSchema: z.ZodType<MemoryItem> = named(
+  'MemoryItem',
+  z
+    .object({
+      id: ItemId,
+      kind: z.enum(['working', 'episodic', 'semantic', 'procedural']),
+      tokens: z.number().int().min(1).max(10_000_000),
+      importance: unit().describe('the agent’s own estimate, 0 to 1'),
+      accessCount: count(),
+      lastAccessedAt: Timestamp,
+      pinned: z.boolean().optional().describe('pinned items are always kept'),
+    })
+    .strict(),
+);
 const memoryFields = {
   capacityTokens: z.number().int().min(1).max(100_000_000).describe('size of the memory, tokens'),
   items: z.array(MemoryItemSchema).min(1).max(500).refine(uniqueIds, 'item ids must be unique'),
 };
-const MemoryStateSchema: z.ZodType<MemoryState> = z.object(memoryFields).strict();
-const ContextItemSchema: z.ZodType<ContextItem> = z
-  .object({
-    id: ItemId,
-    text: z.string().min(1).max(4000),
-    tokens: z.number().int().min(1).max(1_000_000).optional().describe('ceil(characters / 4) when omitted'),
-    addedAt: Timestamp.optional().describe('when present, recent items rank a little higher (half-life 24 h)'),
-    source: z.string().min(1).max(100).optional(),
-  })
-  .strict();
-const InferenceTaskSchema: z.ZodType<InferenceTask> = z
-  .object({
-    inputTokens: z.number().int().min(0).max(10_000_000),
-    outputTokens: z.number().int().min(1).max(1_000_000),
-    minAccuracy: unit().describe('lowest acceptable probability of a correct answer'),
-    valueUsd: UsdAmount.describe('what a correct answer is worth'),
-    errorCostUsd: UsdAmount.optional().describe('what a wrong answer costs; default "0"'),
-    latencyBudgetMs: z.number().int().min(1).max(3_600_000).optional(),
-  })
-  .strict();
-const DecisionProfileSchema: z.ZodType<DecisionProfile> = z
-  .object({
-    description: z.string().min(1).max(500).optional(),
-    options: z.number().int().min(2).max(1_000_000).describe('number of alternatives'),
-    stakesUsd: UsdAmount.describe('USD at stake'),
-    reversibility: unit().describe('0 irreversible to 1 fully reversible'),
-    uncertainty: unit().describe('0 outcome known to 1 unknowable'),
-    novelty: unit().describe('0 routine to 1 never seen before'),
-    timeBudgetSeconds: z.number().min(0.001).max(604_800).describe('time available for the decision, seconds'),
-    pastAccuracy: unit().optional().describe('accuracy of past decisions of this kind'),
-  })
-  .strict();
-const ArmSchema: z.ZodType<Arm> = z
-  .object({
-    id: ItemId.describe('an approach, strategy or tool'),
-    trials: count().max(1_000_000_000).describe('times this arm was tried, at most 1,000,000,000'),
-    meanReward: unit().describe('mean reward of the trials so far (ignored at 0 trials)'),
-  })
-  .strict();
-const ReasoningStepSchema: z.ZodType<ReasoningStep> = z
-  .object({
-    step: z.number().int().min(1),
-    tokens: z.number().int().min(0).max(10_000_000).describe('tokens spent in this step'),
-    quality: unit().describe('quality or confidence of the best answer after this step'),
-  })
-  .strict();
+const MemoryStateSchema: z.ZodType<MemoryState> = named('MemoryState', z.object(memoryFields).strict());
+const ContextItemSchema: z.ZodType<ContextItem> = named(
+  'ContextItem',
+  z
+    .object({
+      id: ItemId,
+      text: z.string().min(1).max(4000),
+      tokens: z.number().int().min(1).max(1_000_000).optional().describe('ceil(characters / 4) when omitted'),
+      addedAt: Timestamp.optional().describe('when present, recent items rank a little higher (half-life 24 h)'),
+      source: z.string().min(1).max(100).optional(),
+    })
+    .strict(),
+);
+const InferenceTaskSchema: z.ZodType<InferenceTask> = named(
+  'InferenceTask',
+  z
+    .object({
+      inputTokens: z.number().int().min(0).max(10_000_000),
+      outputTokens: z.number().int().min(1).max(1_000_000),
+      minAccuracy: unit().describe('lowest acceptable probability of a correct answer'),
+      valueUsd: UsdAmount.describe('what a correct answer is worth'),
+      errorCostUsd: UsdAmount.optional().describe('what a wrong answer costs; default "0"'),
+      latencyBudgetMs: z.number().int().min(1).max(3_600_000).optional(),
+    })
+    .strict(),
+);
+const DecisionProfileSchema: z.ZodType<DecisionProfile> = named(
+  'DecisionProfile',
+  z
+    .object({
+      description: z.string().min(1).max(500).optional(),
+      options: z.number().int().min(2).max(1_000_000).describe('number of alternatives'),
+      stakesUsd: UsdAmount.describe('USD at stake'),
+      reversibility: unit().describe('0 irreversible to 1 fully reversible'),
+      uncertainty: unit().describe('0 outcome known to 1 unknowable'),
+      novelty: unit().describe('0 routine to 1 never seen before'),
+      timeBudgetSeconds: z.number().min(0.001).max(604_800).describe('time available for the decision, seconds'),
+      pastAccuracy: unit().optional().describe('accuracy of past decisions of this kind'),
+    })
+    .strict(),
+);
+const ArmSchema: z.ZodType<Arm> = named(
+  'Arm',
+  z
+    .object({
+      id: ItemId.describe('an approach, strategy or tool'),
+      trials: count().max(1_000_000_000).describe('times this arm was tried, at most 1,000,000,000'),
+      meanReward: unit().describe('mean reward of the trials so far (ignored at 0 trials)'),
+    })
+    .strict(),
+);
+const ReasoningStepSchema: z.ZodType<ReasoningStep> = named(
+  'ReasoningStep',
+  z
+    .object({
+      step: z.number().int().min(1),
+      tokens: z.number().int().min(0).max(10_000_000).describe('tokens spent in this step'),
+      quality: unit().describe('quality or confidence of the best answer after this step'),
+    })
+    .strict(),
+);
 const contextItems = () => z.array(ContextItemSchema).min(1).max(50).refine(uniqueIds, 'item ids must be unique');
 const arms = () => z.array(ArmSchema).min(2).max(50).refine(uniqueIds, 'arm ids must be unique');
 const traceSteps = () => z.array(ReasoningStepSchema).min(2).max(500);
 const Goal = z.string().trim().min(3).max(2000).describe('the agent’s current objective');
 const TokenBudget = z.number().int().min(1).max(10_000_000).describe('tokens the context window can spend');
-const ReasoningStateSchema: z.ZodType<ReasoningState> = z
-  .object({
-    goal: Goal.optional(),
-    tokenBudget: TokenBudget.optional(),
-    context: contextItems().optional(),
-    nextInference: InferenceTaskSchema.optional(),
-    pendingDecision: DecisionProfileSchema.optional(),
-    approaches: arms().optional(),
-    trace: traceSteps().optional(),
-  })
-  .strict();
-const PredictionSchema: z.ZodType<Prediction> = z
-  .object({ confidence: unit().describe('stated confidence'), correct: z.boolean(), at: Timestamp.optional() })
-  .strict();
-const ScorePointSchema: z.ZodType<ScorePoint> = z
-  .object({ at: Timestamp, score: unit().describe('decision quality') })
-  .strict();
+const ReasoningStateSchema: z.ZodType<ReasoningState> = named(
+  'ReasoningState',
+  z
+    .object({
+      goal: Goal.optional(),
+      tokenBudget: TokenBudget.optional(),
+      context: contextItems().optional(),
+      nextInference: InferenceTaskSchema.optional(),
+      pendingDecision: DecisionProfileSchema.optional(),
+      approaches: arms().optional(),
+      trace: traceSteps().optional(),
+    })
+    .strict(),
+);
+const PredictionSchema: z.ZodType<Prediction> = named(
+  'Prediction',
+  z
+    .object({ confidence: unit().describe('stated confidence'), correct: z.boolean(), at: Timestamp.optional() })
+    .strict(),
+);
+const ScorePointSchema: z.ZodType<ScorePoint> = named(
+  'ScorePoint',
+  z.object({ at: Timestamp, score: unit().describe('decision quality') }).strict(),
+);
 const predictions = () => z.array(PredictionSchema).min(10).max(2000);
 const qualityHistory = () => z.array(ScorePointSchema).min(10).max(2000);
-const PerformanceStateSchema: z.ZodType<PerformanceState> = z
-  .object({ predictions: predictions().optional(), qualityHistory: qualityHistory().optional() })
-  .strict();
+const PerformanceStateSchema: z.ZodType<PerformanceState> = named(
+  'PerformanceState',
+  z.object({ predictions: predictions().optional(), qualityHistory: qualityHistory().optional() }).strict(),
+);
 const Skill = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a lowercase slug such as "code-review"');
-const TaskSchema: z.ZodType<Task> = z
-  .object({
-    id: ItemId,
-    priority: z.number().int().min(1).max(10).describe('1 can wait, 10 most urgent'),
-    gpus: z.number().int().min(0).max(100_000).optional().describe('GPUs it needs while it runs; 0 when omitted'),
-    cpus: z.number().int().min(0).max(100_000).optional().describe('CPUs it needs while it runs; 0 when omitted'),
-    estimatedMinutes: z.number().min(0.01).max(525_600).describe('run time; also the effort when balancing load'),
-    deadlineMinutes: z.number().min(0.01).max(525_600).optional().describe('minutes from now by which it must finish'),
-    requiredSkills: z.array(Skill).max(20).optional(),
-    assignedTo: ItemId.optional().describe('a TeamMember id; unassigned when omitted'),
-  })
-  .strict();
-const TeamMemberSchema: z.ZodType<TeamMember> = z
-  .object({
-    id: ItemId,
-    capacityMinutes: z.number().min(0.01).max(525_600).describe('minutes of work it can absorb in the planning horizon'),
-    skills: z.array(Skill).max(50),
-  })
-  .strict();
+const TaskSchema: z.ZodType<Task> = named(
+  'Task',
+  z
+    .object({
+      id: ItemId,
+      priority: z.number().int().min(1).max(10).describe('1 can wait, 10 most urgent'),
+      gpus: z.number().int().min(0).max(100_000).optional().describe('GPUs it needs while it runs; 0 when omitted'),
+      cpus: z.number().int().min(0).max(100_000).optional().describe('CPUs it needs while it runs; 0 when omitted'),
+      estimatedMinutes: z.number().min(0.01).max(525_600).describe('run time; also the effort when balancing load'),
+      deadlineMinutes: z
+        .number()
+        .min(0.01)
+        .max(525_600)
+        .optional()
+        .describe('minutes from now by which it must finish'),
+      requiredSkills: z.array(Skill).max(20).optional(),
+      assignedTo: ItemId.optional().describe('a TeamMember id; unassigned when omitted'),
+    })
+    .strict(),
+);
+const TeamMemberSchema: z.ZodType<TeamMember> = named(
+  'TeamMember',
+  z
+    .object({
+      id: ItemId,
+      capacityMinutes: z
+        .number()
+        .min(0.01)
+        .max(525_600)
+        .describe('minutes of work it can absorb in the planning horizon'),
+      skills: z.array(Skill).max(50),
+    })
+    .strict(),
+);
 const tasks = (min: number) => z.array(TaskSchema).min(min).max(500).refine(uniqueIds, 'task ids must be unique');
 const team = () => z.array(TeamMemberSchema).min(2).max(100).refine(uniqueIds, 'agent ids must be unique');
-const TaskStateSchema: z.ZodType<TaskState> = z.object({ queue: tasks(0), team: team().optional() }).strict();
+const TaskStateSchema: z.ZodType<TaskState> = named(
+  'TaskState',
+  z.object({ queue: tasks(0), team: team().optional() }).strict(),
+);
 const stateGroups = {
   compute: ComputeStateSchema.optional(),
   memory: MemoryStateSchema.optional(),
@@ -740,44 +796,57 @@ const stateGroups = {
   performance: PerformanceStateSchema.optional(),
   tasks: TaskStateSchema.optional(),
 };
-const CognitiveStateSchema: z.ZodType<CognitiveState> = z.object(stateGroups).strict();
+const CognitiveStateSchema: z.ZodType<CognitiveState> = named('CognitiveState', z.object(stateGroups).strict());
 const hasGroup = (s: CognitiveState) =>
-  s.compute !== undefined || s.memory !== undefined || s.reasoning !== undefined || s.performance !== undefined || s.tasks !== undefined;
+  s.compute !== undefined ||
+  s.memory !== undefined ||
+  s.reasoning !== undefined ||
+  s.performance !== undefined ||
+  s.tasks !== undefined;
 
-const CognitiveStateRecordSchema: z.ZodType<CognitiveStateRecord> = z.object({
-  agentId: z.string(),
-  owner: SolanaAddress.describe('the wallet that owns this state (the SIGN-IN-WITH-X caller)'),
-  version: z.number().int().min(1),
-  state: CognitiveStateSchema,
-  groupUpdatedAt: z
-    .object({
-      compute: Timestamp.optional(),
-      memory: Timestamp.optional(),
-      reasoning: Timestamp.optional(),
-      performance: Timestamp.optional(),
-      tasks: Timestamp.optional(),
-    })
-    .describe('when each stored group was last written'),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-});
+const CognitiveStateRecordSchema: z.ZodType<CognitiveStateRecord> = named(
+  'CognitiveStateRecord',
+  z.object({
+    agentId: z.string(),
+    owner: SolanaAddress.describe('the wallet that owns this state (the SIGN-IN-WITH-X caller)'),
+    version: z.number().int().min(1),
+    state: CognitiveStateSchema,
+    groupUpdatedAt: z
+      .object({
+        compute: Timestamp.optional(),
+        memory: Timestamp.optional(),
+        reasoning: Timestamp.optional(),
+        performance: Timestamp.optional(),
+        tasks: Timestamp.optional(),
+      })
+      .describe('when each stored group was last written'),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+);
 
-const CognitiveApiSchema: z.ZodType<CognitiveApi> = z.object({
-  id: z.union([AnalysisIdSchema, z.enum(['state-update', 'state-read', 'full-diagnostic'])]),
-  method: z.literal('POST'),
-  path: z.string(),
-  summary: z.string(),
-  priceUsd: UsdAmount,
-  stateGroups: z.array(StateGroupSchema),
-});
-const CognitionInfoSchema: z.ZodType<CognitionInfo> = z.object({
-  service: z.literal('cognition'),
-  version: z.literal('1.0.0'),
-  analyses: z.array(CognitiveApiSchema).describe('the ten analyses, in route order'),
-  otherRoutes: z.array(CognitiveApiSchema).describe('state update, state read and the full diagnostic'),
-  stateGroups: z.array(StateGroupSchema),
-  gradeScale: z.array(z.object({ grade: GradeSchema, minScore: z.number() })),
-});
+const CognitiveApiSchema: z.ZodType<CognitiveApi> = named(
+  'CognitiveApi',
+  z.object({
+    id: z.union([AnalysisIdSchema, z.enum(['state-update', 'state-read', 'full-diagnostic'])]),
+    method: z.literal('POST'),
+    path: z.string(),
+    summary: z.string(),
+    priceUsd: UsdAmount,
+    stateGroups: z.array(StateGroupSchema),
+  }),
+);
+const CognitionInfoSchema: z.ZodType<CognitionInfo> = named(
+  'CognitionInfo',
+  z.object({
+    service: z.literal('cognition'),
+    version: z.literal('1.0.0'),
+    analyses: z.array(CognitiveApiSchema).describe('the ten analyses, in route order'),
+    otherRoutes: z.array(CognitiveApiSchema).describe('state update, state read and the full diagnostic'),
+    stateGroups: z.array(StateGroupSchema),
+    gradeScale: z.array(z.object({ grade: GradeSchema, minScore: z.number() })),
+  }),
+);
 
 const analysisBase = {
   status: HealthStatusSchema.describe('ok at a score of 75 or more, warning 50 to 74, critical below 50'),
@@ -789,402 +858,592 @@ const analysisBase = {
 };
 
 // compute allocation
-const StrategySchema = z.enum(['priority', 'deadline', 'throughput']);
-const ComputeAllocationBody: z.ZodType<ComputeAllocationRequest, z.ZodTypeDef, ComputeAllocationRequestInput> = z
-  .object({
-    compute: ComputeStateSchema.describe('the compute group of the state (models, if present, are not used here)'),
-    tasks: tasks(1).describe('the task queue (tasks.queue of the state)'),
-    strategy: StrategySchema.default('priority').describe(
-      'priority: highest priority first; deadline: earliest deadline first; throughput: most tasks per resource first',
+const StrategySchema = named('Strategy', z.enum(['priority', 'deadline', 'throughput']));
+const ComputeAllocationBody: z.ZodType<ComputeAllocationRequest, z.ZodTypeDef, ComputeAllocationRequestInput> = named(
+  'ComputeAllocationRequest',
+  z
+    .object({
+      compute: ComputeStateSchema.describe('the compute group of the state (models, if present, are not used here)'),
+      tasks: tasks(1).describe('the task queue (tasks.queue of the state)'),
+      strategy: StrategySchema.default('priority').describe(
+        'priority: highest priority first; deadline: earliest deadline first; throughput: most tasks per resource first',
+      ),
+    })
+    .strict(),
+);
+const ComputeAllocationResultSchema: z.ZodType<ComputeAllocationResult> = named(
+  'ComputeAllocationResult',
+  z.object({
+    analysis: z.literal('compute-allocation'),
+    ...analysisBase,
+    strategy: StrategySchema,
+    allocations: z.array(
+      z.object({
+        taskId: z.string(),
+        decision: z.enum(['run_now', 'queue', 'infeasible']).describe('infeasible: needs more than the agent owns'),
+        gpus: count(),
+        cpus: count(),
+        startInMinutes: z
+          .number()
+          .nullable()
+          .describe('0 for run_now; simulated start for queue; null when infeasible'),
+        finishInMinutes: z.number().nullable(),
+        meetsDeadline: z.boolean().nullable().describe('null when the task has no deadline'),
+        reason: z.string(),
+      }),
     ),
-  })
-  .strict();
-const ComputeAllocationResultSchema: z.ZodType<ComputeAllocationResult> = z.object({
-  analysis: z.literal('compute-allocation'),
-  ...analysisBase,
-  strategy: StrategySchema,
-  allocations: z.array(
-    z.object({
-      taskId: z.string(),
-      decision: z.enum(['run_now', 'queue', 'infeasible']).describe('infeasible: needs more than the agent owns'),
-      gpus: count(),
-      cpus: count(),
-      startInMinutes: z.number().nullable().describe('0 for run_now; simulated start for queue; null when infeasible'),
-      finishInMinutes: z.number().nullable(),
-      meetsDeadline: z.boolean().nullable().describe('null when the task has no deadline'),
-      reason: z.string(),
-    }),
-  ),
-  utilization: z
-    .object({ gpuPercent: z.number(), cpuPercent: z.number() })
-    .describe('share of the total pools in use once the run_now tasks start'),
-  idle: z.object({ gpus: count(), cpus: count() }).describe('units still free after the run_now placements'),
-  runningTasks: count(),
-  queuedTasks: count(),
-  infeasibleTasks: count(),
-  deadlineMisses: count(),
-  priorityCoveredPercent: z.number().describe('share of the total priority weight that runs now'),
-  makespanMinutes: z.number().describe('simulated time until every feasible task has finished'),
-});
+    utilization: z
+      .object({ gpuPercent: z.number(), cpuPercent: z.number() })
+      .describe('share of the total pools in use once the run_now tasks start'),
+    idle: z.object({ gpus: count(), cpus: count() }).describe('units still free after the run_now placements'),
+    runningTasks: count(),
+    queuedTasks: count(),
+    infeasibleTasks: count(),
+    deadlineMisses: count(),
+    priorityCoveredPercent: z.number().describe('share of the total priority weight that runs now'),
+    makespanMinutes: z.number().describe('simulated time until every feasible task has finished'),
+  }),
+);
 
 // inference cost
-const InferenceCostBody: z.ZodType<InferenceCostRequest> = z
-  .object({
-    task: InferenceTaskSchema.describe('reasoning.nextInference of the state'),
-    models: ModelPairSchema.describe('compute.models of the state'),
-  })
-  .strict();
-const InferenceCostResultSchema: z.ZodType<InferenceCostResult> = z.object({
-  analysis: z.literal('inference-cost'),
-  ...analysisBase,
-  choice: z.enum(['light', 'heavy']),
-  evaluations: z.array(
-    z.object({
-      tier: z.enum(['light', 'heavy']),
-      name: z.string(),
-      costUsd: UsdAmount.describe('inputTokens × input price + outputTokens × output price, rounded up to 6 decimals'),
-      expectedAccuracy: unit(),
-      expectedValueUsd: SignedUsd.describe('accuracy × value − (1 − accuracy) × error cost − cost'),
-      latencyMs: z.number(),
-      meetsAccuracy: z.boolean(),
-      meetsLatency: z.boolean(),
-    }),
-  ),
-  costRatio: z.number().describe('heavy cost / light cost'),
-  breakEvenValueUsd: UsdAmount.nullable().describe(
-    'value of a correct answer above which the heavy model pays off; null when it is not more accurate',
-  ),
-  savingsUsd: UsdAmount.describe('cost avoided against the other model ("0" when the choice is the dearer one)'),
-});
+const InferenceCostBody: z.ZodType<InferenceCostRequest> = named(
+  'InferenceCostRequest',
+  z
+    .object({
+      task: InferenceTaskSchema.describe('reasoning.nextInference of the state'),
+      models: ModelPairSchema.describe('compute.models of the state'),
+    })
+    .strict(),
+);
+const InferenceCostResultSchema: z.ZodType<InferenceCostResult> = named(
+  'InferenceCostResult',
+  z.object({
+    analysis: z.literal('inference-cost'),
+    ...analysisBase,
+    choice: z.enum(['light', 'heavy']),
+    evaluations: z.array(
+      z.object({
+        tier: z.enum(['light', 'heavy']),
+        name: z.string(),
+        costUsd: UsdAmount.describe(
+          'inputTokens × input price + outputTokens × output price, rounded up to 6 decimals',
+        ),
+        expectedAccuracy: unit(),
+        expectedValueUsd: SignedUsd.describe('accuracy × value − (1 − accuracy) × error cost − cost'),
+        latencyMs: z.number(),
+        meetsAccuracy: z.boolean(),
+        meetsLatency: z.boolean(),
+      }),
+    ),
+    costRatio: z.number().describe('heavy cost / light cost'),
+    breakEvenValueUsd: UsdAmount.nullable().describe(
+      'value of a correct answer above which the heavy model pays off; null when it is not more accurate',
+    ),
+    savingsUsd: UsdAmount.describe('cost avoided against the other model ("0" when the choice is the dearer one)'),
+  }),
+);
 
 // memory compression
-const MemoryCompressionBody: z.ZodType<MemoryCompressionRequest, z.ZodTypeDef, MemoryCompressionRequestInput> = z
-  .object({
-    ...memoryFields,
-    targetUtilization: z.number().min(0.1).max(1).default(0.7).describe('share of capacity to fill after compression'),
-    halfLifeHours: z.number().min(0.1).max(87_600).default(72).describe('recency half-life of the retention score'),
-    summaryRatio: z.number().min(0.05).max(0.9).default(0.25).describe('size of a summary relative to the item'),
-  })
-  .strict();
-const MemoryCompressionResultSchema: z.ZodType<MemoryCompressionResult> = z.object({
-  analysis: z.literal('memory-compression'),
-  ...analysisBase,
-  decisions: z.array(
-    z.object({
-      id: z.string(),
-      action: z.enum(['keep', 'summarize', 'forget']),
-      retentionScore: unit().describe(
-        '0.5 × importance + 0.3 × 2^(−hours since last access / half-life) + 0.2 × ln(1 + accesses) / ln(1 + most accesses)',
-      ),
-      tokensBefore: count(),
-      tokensAfter: count(),
-      reason: z.string(),
-    }),
-  ),
-  counts: z.object({ keep: count(), summarize: count(), forget: count() }),
-  tokens: z.object({ capacity: count(), before: count(), after: count(), freed: count() }),
-  utilizationBefore: z.number(),
-  utilizationAfter: z.number(),
-  targetUtilization: z.number(),
-  halfLifeHours: z.number(),
-  summaryRatio: z.number(),
-});
+const MemoryCompressionBody: z.ZodType<MemoryCompressionRequest, z.ZodTypeDef, MemoryCompressionRequestInput> = named(
+  'MemoryCompressionRequest',
+  z
+    .object({
+      ...memoryFields,
+      targetUtilization: z
+        .number()
+        .min(0.1)
+        .max(1)
+        .default(0.7)
+        .describe('share of capacity to fill after compression'),
+      halfLifeHours: z.number().min(0.1).max(87_600).default(72).describe('recency half-life of the retention score'),
+      summaryRatio: z.number().min(0.05).max(0.9).default(0.25).describe('size of a summary relative to the item'),
+    })
+    .strict(),
+);
+const MemoryCompressionResultSchema: z.ZodType<MemoryCompressionResult> = named(
+  'MemoryCompressionResult',
+  z.object({
+    analysis: z.literal('memory-compression'),
+    ...analysisBase,
+    decisions: z.array(
+      z.object({
+        id: z.string(),
+        action: z.enum(['keep', 'summarize', 'forget']),
+        retentionScore: unit().describe(
+          '0.5 × importance + 0.3 × 2^(−hours since last access / half-life) + 0.2 × ln(1 + accesses) / ln(1 + most accesses)',
+        ),
+        tokensBefore: count(),
+        tokensAfter: count(),
+        reason: z.string(),
+      }),
+    ),
+    counts: z.object({ keep: count(), summarize: count(), forget: count() }),
+    tokens: z.object({ capacity: count(), before: count(), after: count(), freed: count() }),
+    utilizationBefore: z.number(),
+    utilizationAfter: z.number(),
+    targetUtilization: z.number(),
+    halfLifeHours: z.number(),
+    summaryRatio: z.number(),
+  }),
+);
 
 // context relevance
-const ContextRelevanceBody: z.ZodType<ContextRelevanceRequest> = z
-  .object({
-    goal: Goal.describe('reasoning.goal of the state'),
-    items: contextItems().describe('reasoning.context of the state'),
-    tokenBudget: TokenBudget.describe('reasoning.tokenBudget of the state'),
-  })
-  .strict();
-const ContextRelevanceResultSchema: z.ZodType<ContextRelevanceResult> = z.object({
-  analysis: z.literal('context-relevance'),
-  ...analysisBase,
-  goalTerms: z.array(z.string()).describe('the goal’s terms after stop-word removal and stemming'),
-  ranking: z.array(
-    z.object({
-      id: z.string(),
-      rank: z.number().int().min(1),
-      relevance: unit().describe('0.8 × BM25 normalised to the best item + 0.2 × recency (recency weight 0 when addedAt is absent); 0 for an item sharing no term with the goal'),
-      bm25: z.number(),
-      recency: unit().nullable(),
-      matchedTerms: z.array(z.string()),
-      tokens: count(),
-      include: z.boolean().describe('kept in the context: best first while the token budget lasts; never when relevance is 0'),
-    }),
-  ),
-  tokenBudget: count(),
-  includedTokens: count(),
-  includedItems: count(),
-  excludedItems: count(),
-  irrelevant: z.array(z.string()).describe('ids of items sharing no term with the goal: drop them'),
-});
+const ContextRelevanceBody: z.ZodType<ContextRelevanceRequest> = named(
+  'ContextRelevanceRequest',
+  z
+    .object({
+      goal: Goal.describe('reasoning.goal of the state'),
+      items: contextItems().describe('reasoning.context of the state'),
+      tokenBudget: TokenBudget.describe('reasoning.tokenBudget of the state'),
+    })
+    .strict(),
+);
+const ContextRelevanceResultSchema: z.ZodType<ContextRelevanceResult> = named(
+  'ContextRelevanceResult',
+  z.object({
+    analysis: z.literal('context-relevance'),
+    ...analysisBase,
+    goalTerms: z.array(z.string()).describe('the goal’s terms after stop-word removal and stemming'),
+    ranking: z.array(
+      z.object({
+        id: z.string(),
+        rank: z.number().int().min(1),
+        relevance: unit().describe(
+          '0.8 × BM25 normalised to the best item + 0.2 × recency (recency weight 0 when addedAt is absent); 0 for an item sharing no term with the goal',
+        ),
+        bm25: z.number(),
+        recency: unit().nullable(),
+        matchedTerms: z.array(z.string()),
+        tokens: count(),
+        include: z
+          .boolean()
+          .describe('kept in the context: best first while the token budget lasts; never when relevance is 0'),
+      }),
+    ),
+    tokenBudget: count(),
+    includedTokens: count(),
+    includedItems: count(),
+    excludedItems: count(),
+    irrelevant: z.array(z.string()).describe('ids of items sharing no term with the goal: drop them'),
+  }),
+);
 
 // decision complexity
-const DecisionComplexityBody: z.ZodType<DecisionProfile> = DecisionProfileSchema;
-const DecisionComplexityResultSchema: z.ZodType<DecisionComplexityResult> = z.object({
-  analysis: z.literal('decision-complexity'),
-  ...analysisBase,
-  mode: z.enum(['system1', 'system2']).describe('system2 (deliberate) at a complexity score of 50 or more'),
-  complexityScore: z.number().min(0).max(100),
-  factors: z.array(
-    z.object({
-      factor: z.enum(['stakes', 'irreversibility', 'uncertainty', 'novelty', 'option_count', 'time_pressure', 'track_record']),
-      value: unit().describe('the factor normalised to 0..1'),
-      weight: unit(),
-      contribution: z.number().describe('weight × value × 100 (time_pressure and track_record subtract)'),
+const DecisionComplexityBody: z.ZodType<DecisionProfile> = named('DecisionComplexityRequest', DecisionProfileSchema);
+const DecisionComplexityResultSchema: z.ZodType<DecisionComplexityResult> = named(
+  'DecisionComplexityResult',
+  z.object({
+    analysis: z.literal('decision-complexity'),
+    ...analysisBase,
+    mode: z.enum(['system1', 'system2']).describe('system2 (deliberate) at a complexity score of 50 or more'),
+    complexityScore: z.number().min(0).max(100),
+    factors: z.array(
+      z.object({
+        factor: z.enum([
+          'stakes',
+          'irreversibility',
+          'uncertainty',
+          'novelty',
+          'option_count',
+          'time_pressure',
+          'track_record',
+        ]),
+        value: unit().describe('the factor normalised to 0..1'),
+        weight: unit(),
+        contribution: z.number().describe('weight × value × 100 (time_pressure and track_record subtract)'),
+      }),
+    ),
+    budget: z.object({
+      reasoningSteps: z.number().int().min(1),
+      maxReasoningTokens: z.number().int().min(1),
+      samples: z.number().int().min(1).describe('independent answers to vote over (self-consistency)'),
+      model: z.enum(['light', 'heavy']),
+      verify: z.boolean().describe('check the answer before acting'),
+      deadlineSeconds: z.number(),
     }),
-  ),
-  budget: z.object({
-    reasoningSteps: z.number().int().min(1),
-    maxReasoningTokens: z.number().int().min(1),
-    samples: z.number().int().min(1).describe('independent answers to vote over (self-consistency)'),
-    model: z.enum(['light', 'heavy']),
-    verify: z.boolean().describe('check the answer before acting'),
-    deadlineSeconds: z.number(),
+    timeSufficient: z.boolean().describe('false when the recommended budget does not fit timeBudgetSeconds'),
   }),
-  timeSufficient: z.boolean().describe('false when the recommended budget does not fit timeBudgetSeconds'),
-});
+);
 
 // explore / exploit
-const BanditStrategySchema = z.enum(['ucb1', 'thompson', 'epsilon-greedy']);
-const ExploreExploitBody: z.ZodType<ExploreExploitRequest, z.ZodTypeDef, ExploreExploitRequestInput> = z
-  .object({
-    arms: arms().describe('reasoning.approaches of the state'),
-    strategy: BanditStrategySchema.default('ucb1'),
-    epsilon: unit().default(0.1).describe('exploration rate of epsilon-greedy'),
-    remainingDecisions: z.number().int().min(1).max(10_000_000).optional().describe('decisions left; fewer left favours exploiting'),
-    seed: z.number().int().min(0).max(2_147_483_647).default(0).describe('seed of Thompson sampling and epsilon draws, for reproducible answers'),
-  })
-  .strict();
-const ExploreExploitResultSchema: z.ZodType<ExploreExploitResult> = z.object({
-  analysis: z.literal('explore-exploit'),
-  ...analysisBase,
-  decision: z.enum(['explore', 'exploit']).describe('exploit when the chosen arm is the best known one'),
-  chosenArm: z.string(),
-  bestKnownArm: z.string().describe('highest mean reward among arms with at least one trial'),
-  strategy: BanditStrategySchema,
-  arms: z.array(
-    z.object({
-      id: z.string(),
-      trials: count(),
-      meanReward: unit(),
-      index: z.number().describe('the strategy’s value: UCB1 bound, Thompson draw, or mean for epsilon-greedy'),
-      explorationBonus: z.number().describe('sqrt(2 ln N / n) for UCB1 (an untried arm, whose bound is infinite, shows sqrt(4 ln max(N, 2)) and an index of 1 plus that); 0 otherwise'),
-      probabilityBest: unit().describe('posterior probability of being the best arm (Beta posteriors, 10,000 seeded draws)'),
-    }),
-  ),
-  totalTrials: count(),
-  explorationRate: unit().describe('share of past trials spent on arms other than the best known'),
-  recommendedExplorationRate: unit(),
-  estimatedRegret: z.number().describe('Σ trials × (best mean − arm mean), in reward units'),
-});
+const BanditStrategySchema = named('BanditStrategy', z.enum(['ucb1', 'thompson', 'epsilon-greedy']));
+const ExploreExploitBody: z.ZodType<ExploreExploitRequest, z.ZodTypeDef, ExploreExploitRequestInput> = named(
+  'ExploreExploitRequest',
+  z
+    .object({
+      arms: arms().describe('reasoning.approaches of the state'),
+      strategy: BanditStrategySchema.default('ucb1'),
+      epsilon: unit().default(0.1).describe('exploration rate of epsilon-greedy'),
+      remainingDecisions: z
+        .number()
+        .int()
+        .min(1)
+        .max(10_000_000)
+        .optional()
+        .describe('decisions left; fewer left favours exploiting'),
+      seed: z
+        .number()
+        .int()
+        .min(0)
+        .max(2_147_483_647)
+        .default(0)
+        .describe('seed of Thompson sampling and epsilon draws, for reproducible answers'),
+    })
+    .strict(),
+);
+const ExploreExploitResultSchema: z.ZodType<ExploreExploitResult> = named(
+  'ExploreExploitResult',
+  z.object({
+    analysis: z.literal('explore-exploit'),
+    ...analysisBase,
+    decision: z.enum(['explore', 'exploit']).describe('exploit when the chosen arm is the best known one'),
+    chosenArm: z.string(),
+    bestKnownArm: z.string().describe('highest mean reward among arms with at least one trial'),
+    strategy: BanditStrategySchema,
+    arms: z.array(
+      z.object({
+        id: z.string(),
+        trials: count(),
+        meanReward: unit(),
+        index: z.number().describe('the strategy’s value: UCB1 bound, Thompson draw, or mean for epsilon-greedy'),
+        explorationBonus: z
+          .number()
+          .describe(
+            'sqrt(2 ln N / n) for UCB1 (an untried arm, whose bound is infinite, shows sqrt(4 ln max(N, 2)) and an index of 1 plus that); 0 otherwise',
+          ),
+        probabilityBest: unit().describe(
+          'posterior probability of being the best arm (Beta posteriors, 10,000 seeded draws)',
+        ),
+      }),
+    ),
+    totalTrials: count(),
+    explorationRate: unit().describe('share of past trials spent on arms other than the best known'),
+    recommendedExplorationRate: unit(),
+    estimatedRegret: z.number().describe('Σ trials × (best mean − arm mean), in reward units'),
+  }),
+);
 
 // confidence calibration
-const ConfidenceCalibrationBody: z.ZodType<ConfidenceCalibrationRequest, z.ZodTypeDef, ConfidenceCalibrationRequestInput> = z
-  .object({
-    predictions: predictions().describe('performance.predictions of the state: stated confidence and whether it came true'),
-    bins: z.number().int().min(5).max(20).default(10).describe('equal-width confidence bins'),
-  })
-  .strict();
-const ConfidenceCalibrationResultSchema: z.ZodType<ConfidenceCalibrationResult> = z.object({
-  analysis: z.literal('confidence-calibration'),
-  ...analysisBase,
-  verdict: z
-    .enum(['overconfident', 'underconfident', 'well_calibrated'])
-    .describe('well_calibrated when ECE < 0.05; otherwise the sign of overconfidence decides'),
-  count: count(),
-  accuracy: unit(),
-  meanConfidence: unit(),
-  overconfidence: z.number().describe('meanConfidence − accuracy; positive = overconfident'),
-  brierScore: unit().describe('mean of (confidence − outcome)²; 0 is perfect'),
-  ece: unit().describe('expected calibration error: Σ (bin count / n) × |bin accuracy − bin confidence|'),
-  mce: unit().describe('maximum calibration error over the non-empty bins'),
-  logLoss: z.number().describe('mean negative log-likelihood, confidences clipped to [1e-6, 1 − 1e-6]'),
-  temperature: z.number().min(0).describe('temperature minimising log loss when applied to the confidences’ logits; > 1 softens (overconfident), < 1 sharpens'),
-  bins: z.array(
-    z.object({
-      lower: unit(),
-      upper: unit(),
-      count: count(),
-      meanConfidence: unit().nullable(),
-      accuracy: unit().nullable(),
-      gap: z.number().nullable().describe('meanConfidence − accuracy; null for an empty bin'),
-    }),
-  ),
-});
+const ConfidenceCalibrationBody: z.ZodType<
+  ConfidenceCalibrationRequest,
+  z.ZodTypeDef,
+  ConfidenceCalibrationRequestInput
+> = named(
+  'ConfidenceCalibrationRequest',
+  z
+    .object({
+      predictions: predictions().describe(
+        'performance.predictions of the state: stated confidence and whether it came true',
+      ),
+      bins: z.number().int().min(5).max(20).default(10).describe('equal-width confidence bins'),
+    })
+    .strict(),
+);
+const ConfidenceCalibrationResultSchema: z.ZodType<ConfidenceCalibrationResult> = named(
+  'ConfidenceCalibrationResult',
+  z.object({
+    analysis: z.literal('confidence-calibration'),
+    ...analysisBase,
+    verdict: z
+      .enum(['overconfident', 'underconfident', 'well_calibrated'])
+      .describe('well_calibrated when ECE < 0.05; otherwise the sign of overconfidence decides'),
+    count: count(),
+    accuracy: unit(),
+    meanConfidence: unit(),
+    overconfidence: z.number().describe('meanConfidence − accuracy; positive = overconfident'),
+    brierScore: unit().describe('mean of (confidence − outcome)²; 0 is perfect'),
+    ece: unit().describe('expected calibration error: Σ (bin count / n) × |bin accuracy − bin confidence|'),
+    mce: unit().describe('maximum calibration error over the non-empty bins'),
+    logLoss: z.number().describe('mean negative log-likelihood, confidences clipped to [1e-6, 1 − 1e-6]'),
+    temperature: z
+      .number()
+      .min(0)
+      .describe(
+        'temperature minimising log loss when applied to the confidences’ logits; > 1 softens (overconfident), < 1 sharpens',
+      ),
+    bins: z.array(
+      z.object({
+        lower: unit(),
+        upper: unit(),
+        count: count(),
+        meanConfidence: unit().nullable(),
+        accuracy: unit().nullable(),
+        gap: z.number().nullable().describe('meanConfidence − accuracy; null for an empty bin'),
+      }),
+    ),
+  }),
+);
 
 // overthinking
-const OverthinkingBody: z.ZodType<OverthinkingRequest, z.ZodTypeDef, OverthinkingRequestInput> = z
-  .object({
-    steps: traceSteps().describe('reasoning.trace of the state, in step order'),
-    minGainPer1kTokens: z.number().min(0).max(1).default(0.01).describe('quality gain per 1,000 tokens below which a step is not worth it'),
-    patience: z.number().int().min(1).max(20).default(2).describe('consecutive low-gain steps that mark the knee'),
-  })
-  .strict();
-const OverthinkingResultSchema: z.ZodType<OverthinkingResult> = z.object({
-  analysis: z.literal('overthinking-detector'),
-  ...analysisBase,
-  overthinking: z.boolean().describe('true when a knee exists and more than 10 % of the tokens were spent after it'),
-  kneeStep: z.number().int().nullable().describe('first step of the first run of `patience` low-gain steps, minus one; null when gains never fall off'),
-  totalTokens: count(),
-  tokensAfterKnee: count(),
-  wastedShare: unit(),
-  qualityAtKnee: unit(),
-  finalQuality: unit(),
-  qualityGainAfterKnee: z.number(),
-  recommendedTokenBudget: count().describe('cumulative tokens at the knee, plus 10 %'),
-  steps: z.array(
-    z.object({
-      step: z.number().int(),
-      tokens: count(),
-      cumulativeTokens: count(),
-      quality: unit(),
-      gain: z.number().describe('quality change since the previous step'),
-      gainPer1kTokens: z.number(),
-    }),
-  ),
-});
+const OverthinkingBody: z.ZodType<OverthinkingRequest, z.ZodTypeDef, OverthinkingRequestInput> = named(
+  'OverthinkingRequest',
+  z
+    .object({
+      steps: traceSteps().describe('reasoning.trace of the state, in step order'),
+      minGainPer1kTokens: z
+        .number()
+        .min(0)
+        .max(1)
+        .default(0.01)
+        .describe('quality gain per 1,000 tokens below which a step is not worth it'),
+      patience: z.number().int().min(1).max(20).default(2).describe('consecutive low-gain steps that mark the knee'),
+    })
+    .strict(),
+);
+const OverthinkingResultSchema: z.ZodType<OverthinkingResult> = named(
+  'OverthinkingResult',
+  z.object({
+    analysis: z.literal('overthinking-detector'),
+    ...analysisBase,
+    overthinking: z.boolean().describe('true when a knee exists and more than 10 % of the tokens were spent after it'),
+    kneeStep: z
+      .number()
+      .int()
+      .nullable()
+      .describe('first step of the first run of `patience` low-gain steps, minus one; null when gains never fall off'),
+    totalTokens: count(),
+    tokensAfterKnee: count(),
+    wastedShare: unit(),
+    qualityAtKnee: unit(),
+    finalQuality: unit(),
+    qualityGainAfterKnee: z.number(),
+    recommendedTokenBudget: count().describe('cumulative tokens at the knee, plus 10 %'),
+    steps: z.array(
+      z.object({
+        step: z.number().int(),
+        tokens: count(),
+        cumulativeTokens: count(),
+        quality: unit(),
+        gain: z.number().describe('quality change since the previous step'),
+        gainPer1kTokens: z.number(),
+      }),
+    ),
+  }),
+);
 
 // cognitive load
-const CognitiveLoadBody: z.ZodType<CognitiveLoadRequest, z.ZodTypeDef, CognitiveLoadRequestInput> = z
-  .object({
-    agents: team().describe('tasks.team of the state'),
-    tasks: tasks(1).describe('tasks.queue of the state; assignedTo names an agent of `agents`'),
-    targetUtilization: z.number().min(0.3).max(1).default(0.85).describe('utilization above which an agent is overloaded'),
-  })
-  .strict();
-const AgentLoadSchema: z.ZodType<AgentLoad> = z.object({
-  agentId: z.string(),
-  tasks: count(),
-  assignedMinutes: z.number(),
-  capacityMinutes: z.number(),
-  utilization: z.number().describe('assignedMinutes / capacityMinutes'),
-  status: z.enum(['overloaded', 'balanced', 'underloaded']).describe('overloaded above target; underloaded below half of it'),
-});
-const CognitiveLoadResultSchema: z.ZodType<CognitiveLoadResult> = z.object({
-  analysis: z.literal('cognitive-load'),
-  ...analysisBase,
-  targetUtilization: z.number(),
-  before: z.array(AgentLoadSchema),
-  after: z.array(AgentLoadSchema),
-  moves: z.array(
-    z.object({
-      taskId: z.string(),
-      from: z.string().nullable().describe('null for a task that was unassigned'),
-      to: z.string(),
-      minutes: z.number(),
-      reason: z.string(),
-    }),
-  ),
-  imbalanceBefore: z.number().describe('coefficient of variation of the agents’ utilization; 0 = perfectly even'),
-  imbalanceAfter: z.number(),
-  unplaced: z.array(z.string()).describe('tasks no agent with the required skills can absorb'),
-});
+const CognitiveLoadBody: z.ZodType<CognitiveLoadRequest, z.ZodTypeDef, CognitiveLoadRequestInput> = named(
+  'CognitiveLoadRequest',
+  z
+    .object({
+      agents: team().describe('tasks.team of the state'),
+      tasks: tasks(1).describe('tasks.queue of the state; assignedTo names an agent of `agents`'),
+      targetUtilization: z
+        .number()
+        .min(0.3)
+        .max(1)
+        .default(0.85)
+        .describe('utilization above which an agent is overloaded'),
+    })
+    .strict(),
+);
+const AgentLoadSchema: z.ZodType<AgentLoad> = named(
+  'AgentLoad',
+  z.object({
+    agentId: z.string(),
+    tasks: count(),
+    assignedMinutes: z.number(),
+    capacityMinutes: z.number(),
+    utilization: z.number().describe('assignedMinutes / capacityMinutes'),
+    status: z
+      .enum(['overloaded', 'balanced', 'underloaded'])
+      .describe('overloaded above target; underloaded below half of it'),
+  }),
+);
+const CognitiveLoadResultSchema: z.ZodType<CognitiveLoadResult> = named(
+  'CognitiveLoadResult',
+  z.object({
+    analysis: z.literal('cognitive-load'),
+    ...analysisBase,
+    targetUtilization: z.number(),
+    before: z.array(AgentLoadSchema),
+    after: z.array(AgentLoadSchema),
+    moves: z.array(
+      z.object({
+        taskId: z.string(),
+        from: z.string().nullable().describe('null for a task that was unassigned'),
+        to: z.string(),
+        minutes: z.number(),
+        reason: z.string(),
+      }),
+    ),
+    imbalanceBefore: z.number().describe('coefficient of variation of the agents’ utilization; 0 = perfectly even'),
+    imbalanceAfter: z.number(),
+    unplaced: z.array(z.string()).describe('tasks no agent with the required skills can absorb'),
+  }),
+);
 
 // performance drift
-const PerformanceDriftBody: z.ZodType<PerformanceDriftRequest, z.ZodTypeDef, PerformanceDriftRequestInput> = z
-  .object({
-    scores: qualityHistory().describe('performance.qualityHistory of the state; sorted by time before analysis'),
-    baselineSize: z.number().int().min(5).max(1995).optional().describe('oldest scores forming the baseline; default half of them'),
-    recentSize: z.number().int().min(5).max(1995).optional().describe('newest scores compared with it; default a quarter, at least 5'),
-    threshold: z.number().min(0.001).max(1).default(0.05).describe('relative change of the mean that counts as drift'),
-  })
-  .strict();
-const WindowStatsSchema: z.ZodType<WindowStats> = z.object({
-  from: Timestamp,
-  to: Timestamp,
-  count: count(),
-  mean: unit(),
-  stdDev: z.number().min(0),
-});
-const PerformanceDriftResultSchema: z.ZodType<PerformanceDriftResult> = z.object({
-  analysis: z.literal('performance-drift'),
-  ...analysisBase,
-  drifting: z.boolean().describe('|relativeChange| ≥ threshold and pValue < 0.05'),
-  direction: z.enum(['degrading', 'improving', 'stable']),
-  severity: z.enum(['none', 'minor', 'major', 'critical']).describe('by the size of a degradation: under 10 %, under 25 %, 25 % or more'),
-  baseline: WindowStatsSchema,
-  recent: WindowStatsSchema,
-  delta: z.number().describe('recent mean − baseline mean'),
-  relativeChange: z.number().describe('delta / baseline mean'),
-  slopePerDay: z.number().describe('least-squares trend of the whole series, score units per day'),
-  tStatistic: z.number().describe('Welch’s t of recent against baseline'),
-  pValue: unit(),
-  changePoint: z
-    .object({ index: z.number().int().min(0), at: Timestamp })
-    .nullable()
-    .describe('where a two-sided CUSUM first signals a shift; null when it never does'),
-});
+const PerformanceDriftBody: z.ZodType<PerformanceDriftRequest, z.ZodTypeDef, PerformanceDriftRequestInput> = named(
+  'PerformanceDriftRequest',
+  z
+    .object({
+      scores: qualityHistory().describe('performance.qualityHistory of the state; sorted by time before analysis'),
+      baselineSize: z
+        .number()
+        .int()
+        .min(5)
+        .max(1995)
+        .optional()
+        .describe('oldest scores forming the baseline; default half of them'),
+      recentSize: z
+        .number()
+        .int()
+        .min(5)
+        .max(1995)
+        .optional()
+        .describe('newest scores compared with it; default a quarter, at least 5'),
+      threshold: z
+        .number()
+        .min(0.001)
+        .max(1)
+        .default(0.05)
+        .describe('relative change of the mean that counts as drift'),
+    })
+    .strict(),
+);
+const WindowStatsSchema: z.ZodType<WindowStats> = named(
+  'WindowStats',
+  z.object({
+    from: Timestamp,
+    to: Timestamp,
+    count: count(),
+    mean: unit(),
+    stdDev: z.number().min(0),
+  }),
+);
+const PerformanceDriftResultSchema: z.ZodType<PerformanceDriftResult> = named(
+  'PerformanceDriftResult',
+  z.object({
+    analysis: z.literal('performance-drift'),
+    ...analysisBase,
+    drifting: z.boolean().describe('|relativeChange| ≥ threshold and pValue < 0.05'),
+    direction: z.enum(['degrading', 'improving', 'stable']),
+    severity: z
+      .enum(['none', 'minor', 'major', 'critical'])
+      .describe('by the size of a degradation: under 10 %, under 25 %, 25 % or more'),
+    baseline: WindowStatsSchema,
+    recent: WindowStatsSchema,
+    delta: z.number().describe('recent mean − baseline mean'),
+    relativeChange: z.number().describe('delta / baseline mean'),
+    slopePerDay: z.number().describe('least-squares trend of the whole series, score units per day'),
+    tStatistic: z.number().describe('Welch’s t of recent against baseline'),
+    pValue: unit(),
+    changePoint: z
+      .object({ index: z.number().int().min(0), at: Timestamp })
+      .nullable()
+      .describe('where a two-sided CUSUM first signals a shift; null when it never does'),
+  }),
+);
 
 // full diagnostic
-const DiagnosticBody: z.ZodType<DiagnosticRequest> = z
-  .object({
-    agentId: AgentId,
-    state: CognitiveStateSchema.optional().describe('groups that override the stored ones for this run only (not saved)'),
-  })
-  .strict();
-const HealthReportSchema: z.ZodType<HealthReport> = z.object({
-  agentId: z.string(),
-  stateVersion: z.number().int().nullable().describe('the stored version used; null when only the request’s state was used'),
-  grade: GradeSchema.describe('A ≥ 90, B ≥ 80, C ≥ 70, D ≥ 60, F below'),
-  score: z.number().min(0).max(100).describe('mean score of the analyses that ran'),
-  health: z
-    .enum(['healthy', 'degraded', 'critical'])
-    .describe('critical: an analysis is critical or the grade is F; degraded: a warning or grade C/D; else healthy'),
-  analysesRun: count(),
-  analysesSkipped: count(),
-  chargedUsd: UsdAmount.describe('what this report was charged: 0.008 USD per analysis that ran, quoted before it ran; "0" when the deployment charges nothing'),
-  entries: z.array(
-    z.object({
-      analysis: AnalysisIdSchema,
-      status: z.enum(['ok', 'warning', 'critical', 'skipped']),
-      score: z.number().nullable(),
-      headline: z.string(),
-      skippedReason: z.string().nullable().describe('the state fields the analysis was missing'),
-    }),
-  ),
-  topActions: z.array(z.string()).max(5),
-  summary: z.string(),
-  results: z
+const DiagnosticBody: z.ZodType<DiagnosticRequest> = named(
+  'DiagnosticRequest',
+  z
     .object({
-      computeAllocation: ComputeAllocationResultSchema.optional(),
-      inferenceCost: InferenceCostResultSchema.optional(),
-      memoryCompression: MemoryCompressionResultSchema.optional(),
-      contextRelevance: ContextRelevanceResultSchema.optional(),
-      decisionComplexity: DecisionComplexityResultSchema.optional(),
-      exploreExploit: ExploreExploitResultSchema.optional(),
-      confidenceCalibration: ConfidenceCalibrationResultSchema.optional(),
-      overthinkingDetector: OverthinkingResultSchema.optional(),
-      cognitiveLoad: CognitiveLoadResultSchema.optional(),
-      performanceDrift: PerformanceDriftResultSchema.optional(),
+      agentId: AgentId,
+      state: CognitiveStateSchema.optional().describe(
+        'groups that override the stored ones for this run only (not saved)',
+      ),
     })
-    .describe('the full result of each analysis that ran'),
-  generator: Generator,
-  computedAt: Timestamp,
-});
+    .strict(),
+);
+const HealthReportSchema: z.ZodType<HealthReport> = named(
+  'HealthReport',
+  z.object({
+    agentId: z.string(),
+    stateVersion: z
+      .number()
+      .int()
+      .nullable()
+      .describe('the stored version used; null when only the request’s state was used'),
+    grade: GradeSchema.describe('A ≥ 90, B ≥ 80, C ≥ 70, D ≥ 60, F below'),
+    score: z.number().min(0).max(100).describe('mean score of the analyses that ran'),
+    health: z
+      .enum(['healthy', 'degraded', 'critical'])
+      .describe('critical: an analysis is critical or the grade is F; degraded: a warning or grade C/D; else healthy'),
+    analysesRun: count(),
+    analysesSkipped: count(),
+    chargedUsd: UsdAmount.describe(
+      'what this report was charged: 0.008 USD per analysis that ran, quoted before it ran; "0" when the deployment charges nothing',
+    ),
+    entries: z.array(
+      z.object({
+        analysis: AnalysisIdSchema,
+        status: z.enum(['ok', 'warning', 'critical', 'skipped']),
+        score: z.number().nullable(),
+        headline: z.string(),
+        skippedReason: z.string().nullable().describe('the state fields the analysis was missing'),
+      }),
+    ),
+    topActions: z.array(z.string()).max(5),
+    summary: z.string(),
+    results: z
+      .object({
+        computeAllocation: ComputeAllocationResultSchema.optional(),
+        inferenceCost: InferenceCostResultSchema.optional(),
+        memoryCompression: MemoryCompressionResultSchema.optional(),
+        contextRelevance: ContextRelevanceResultSchema.optional(),
+        decisionComplexity: DecisionComplexityResultSchema.optional(),
+        exploreExploit: ExploreExploitResultSchema.optional(),
+        confidenceCalibration: ConfidenceCalibrationResultSchema.optional(),
+        overthinkingDetector: OverthinkingResultSchema.optional(),
+        cognitiveLoad: CognitiveLoadResultSchema.optional(),
+        performanceDrift: PerformanceDriftResultSchema.optional(),
+      })
+      .describe('the full result of each analysis that ran'),
+    generator: Generator,
+    computedAt: Timestamp,
+  }),
+);
 
-const StateUpdateBody: z.ZodType<StateUpdate> = z
-  .object({
-    agentId: AgentId,
-    expectedVersion: z.number().int().min(1).optional().describe('refuse with 409 version_conflict unless the stored version is this'),
-    ...stateGroups,
-  })
-  .strict()
-  .refine(hasGroup, 'send at least one group: compute, memory, reasoning, performance or tasks');
-const StateReadBody: z.ZodType<StateRead> = z
-  .object({
-    groups: z.array(StateGroupSchema).min(1).max(5).optional().describe('groups to return; all when omitted'),
-  })
-  .strict();
+const StateUpdateBody: z.ZodType<StateUpdate> = named(
+  'StateUpdate',
+  z
+    .object({
+      agentId: AgentId,
+      expectedVersion: z
+        .number()
+        .int()
+        .min(1)
+        .optional()
+        .describe('refuse with 409 version_conflict unless the stored version is this'),
+      ...stateGroups,
+    })
+    .strict()
+    .refine(hasGroup, 'send at least one group: compute, memory, reasoning, performance or tasks'),
+);
+const StateReadBody: z.ZodType<StateRead> = named(
+  'StateRead',
+  z
+    .object({
+      groups: z.array(StateGroupSchema).min(1).max(5).optional().describe('groups to return; all when omitted'),
+    })
+    .strict(),
+);
 
 // ---- examples ----
 
 const exampleTasks: Task[] = [
-  { id: 'embed-corpus', priority: 8, gpus: 2, cpus: 8, estimatedMinutes: 40, deadlineMinutes: 90, assignedTo: 'researcher-1' },
+  {
+    id: 'embed-corpus',
+    priority: 8,
+    gpus: 2,
+    cpus: 8,
+    estimatedMinutes: 40,
+    deadlineMinutes: 90,
+    assignedTo: 'researcher-1',
+  },
   { id: 'backtest', priority: 5, gpus: 0, cpus: 16, estimatedMinutes: 25, assignedTo: 'researcher-1' },
-  { id: 'fine-tune', priority: 3, gpus: 4, cpus: 8, estimatedMinutes: 180, requiredSkills: ['training'], assignedTo: 'trainer-1' },
+  {
+    id: 'fine-tune',
+    priority: 3,
+    gpus: 4,
+    cpus: 8,
+    estimatedMinutes: 180,
+    requiredSkills: ['training'],
+    assignedTo: 'trainer-1',
+  },
 ];
 const exampleTeam: TeamMember[] = [
   { id: 'researcher-1', capacityMinutes: 60, skills: ['research', 'training'] },
@@ -1203,13 +1462,27 @@ const examplePredictions: Prediction[] = [
   { confidence: 0.6, correct: true },
   { confidence: 0.55, correct: false },
 ];
-const exampleScores: ScorePoint[] = [0.82, 0.84, 0.81, 0.83, 0.85, 0.8, 0.78, 0.74, 0.72, 0.7, 0.69, 0.66].map((score, day) => ({
-  at: `2026-04-${String(day + 10).padStart(2, '0')}T00:00:00.000Z`,
-  score,
-}));
+const exampleScores: ScorePoint[] = [0.82, 0.84, 0.81, 0.83, 0.85, 0.8, 0.78, 0.74, 0.72, 0.7, 0.69, 0.66].map(
+  (score, day) => ({
+    at: `2026-04-${String(day + 10).padStart(2, '0')}T00:00:00.000Z`,
+    score,
+  }),
+);
 const exampleModels: ModelPair = {
-  light: { name: 'small-8b', inputUsdPerMTok: '0.05', outputUsdPerMTok: '0.08', expectedAccuracy: 0.78, latencyMs: 900 },
-  heavy: { name: 'frontier-large', inputUsdPerMTok: '3', outputUsdPerMTok: '15', expectedAccuracy: 0.93, latencyMs: 6500 },
+  light: {
+    name: 'small-8b',
+    inputUsdPerMTok: '0.05',
+    outputUsdPerMTok: '0.08',
+    expectedAccuracy: 0.78,
+    latencyMs: 900,
+  },
+  heavy: {
+    name: 'frontier-large',
+    inputUsdPerMTok: '3',
+    outputUsdPerMTok: '15',
+    expectedAccuracy: 0.93,
+    latencyMs: 6500,
+  },
 };
 
 /** Generic over the result schema so the SDK types each analysis's 200 body (a ZodTypeAny parameter made it any). */
@@ -1242,7 +1515,13 @@ const router = c.router({
       'write adds 1. Design: states live in the calling wallet’s own namespace (SIGN-IN-WITH-X), so two wallets may both ' +
       'use agentId "planner" without seeing each other’s state. Errors: 409 version_conflict when expectedVersion is not ' +
       'the stored version; 413 payload_too_large above the body limit (256 KB by default).',
-    responses: { 200: CognitiveStateRecordSchema, 409: ErrorEnvelope, ...standardErrors, ...paymentErrors, ...authErrors },
+    responses: {
+      200: CognitiveStateRecordSchema,
+      409: ErrorEnvelope,
+      ...standardErrors,
+      ...paymentErrors,
+      ...authErrors,
+    },
     metadata: {
       payment: fixed('0.002'),
       auth: 'siwx',
@@ -1265,7 +1544,13 @@ const router = c.router({
       'The stored cognitive state of one of the caller’s agents, all groups or those named in `groups`; a body of `{}` ' +
       'reads everything. A read done with POST, as the specification defines it. Errors: 404 state_not_found when the ' +
       'calling wallet has no state under this agentId.',
-    responses: { 200: CognitiveStateRecordSchema, 404: ErrorEnvelope, ...standardErrors, ...paymentErrors, ...authErrors },
+    responses: {
+      200: CognitiveStateRecordSchema,
+      404: ErrorEnvelope,
+      ...standardErrors,
+      ...paymentErrors,
+      ...authErrors,
+    },
     metadata: {
       payment: fixed('0.001'),
       auth: 'siwx',
@@ -1287,7 +1572,10 @@ const router = c.router({
     metadata: {
       payment: fixed('0.02'),
       example: {
-        body: { compute: { gpus: { total: 4, available: 3 }, cpus: { total: 32, available: 20 } }, tasks: exampleTasks },
+        body: {
+          compute: { gpus: { total: 4, available: 3 }, cpus: { total: 32, available: 20 } },
+          tasks: exampleTasks,
+        },
       },
     } satisfies RouteMeta,
   },
@@ -1306,7 +1594,14 @@ const router = c.router({
       payment: fixed('0.01'),
       example: {
         body: {
-          task: { inputTokens: 12000, outputTokens: 800, minAccuracy: 0.85, valueUsd: '0.40', errorCostUsd: '0.10', latencyBudgetMs: 10000 },
+          task: {
+            inputTokens: 12000,
+            outputTokens: 800,
+            minAccuracy: 0.85,
+            valueUsd: '0.40',
+            errorCostUsd: '0.10',
+            latencyBudgetMs: 10000,
+          },
           models: exampleModels,
         },
       },
@@ -1329,9 +1624,31 @@ const router = c.router({
         body: {
           capacityTokens: 128000,
           items: [
-            { id: 'm-1', kind: 'semantic', tokens: 42000, importance: 0.9, accessCount: 31, lastAccessedAt: '2026-05-04T09:00:00.000Z', pinned: true },
-            { id: 'm-2', kind: 'episodic', tokens: 51000, importance: 0.4, accessCount: 3, lastAccessedAt: '2026-04-20T15:30:00.000Z' },
-            { id: 'm-3', kind: 'working', tokens: 22000, importance: 0.2, accessCount: 1, lastAccessedAt: '2026-04-28T08:10:00.000Z' },
+            {
+              id: 'm-1',
+              kind: 'semantic',
+              tokens: 42000,
+              importance: 0.9,
+              accessCount: 31,
+              lastAccessedAt: '2026-05-04T09:00:00.000Z',
+              pinned: true,
+            },
+            {
+              id: 'm-2',
+              kind: 'episodic',
+              tokens: 51000,
+              importance: 0.4,
+              accessCount: 3,
+              lastAccessedAt: '2026-04-20T15:30:00.000Z',
+            },
+            {
+              id: 'm-3',
+              kind: 'working',
+              tokens: 22000,
+              importance: 0.2,
+              accessCount: 1,
+              lastAccessedAt: '2026-04-28T08:10:00.000Z',
+            },
           ],
           targetUtilization: 0.7,
         },
@@ -1355,7 +1672,11 @@ const router = c.router({
         body: {
           goal: 'Decide whether to buy the Solana MEV module from seller agent 42',
           items: [
-            { id: 'c-1', text: 'Seller agent 42 has 37 completed escrows and 1 dispute; reputation 88/100.', addedAt: '2026-05-04T11:00:00.000Z' },
+            {
+              id: 'c-1',
+              text: 'Seller agent 42 has 37 completed escrows and 1 dispute; reputation 88/100.',
+              addedAt: '2026-05-04T11:00:00.000Z',
+            },
             { id: 'c-2', text: 'Weather in Lisbon is sunny.', addedAt: '2026-05-04T10:00:00.000Z' },
             { id: 'c-3', text: 'The MEV module verification scan found no critical issues.', tokens: 20 },
           ],
@@ -1524,7 +1845,13 @@ const router = c.router({
           agentId: 'planner-7',
           state: {
             performance: { predictions: examplePredictions, qualityHistory: exampleScores },
-            reasoning: { goal: 'Rebalance the trading team', approaches: [{ id: 'momentum', trials: 12, meanReward: 0.6 }, { id: 'carry', trials: 3, meanReward: 0.4 }] },
+            reasoning: {
+              goal: 'Rebalance the trading team',
+              approaches: [
+                { id: 'momentum', trials: 12, meanReward: 0.6 },
+                { id: 'carry', trials: 3, meanReward: 0.4 },
+              ],
+            },
           },
         },
       },

@@ -1,11 +1,12 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { UsdAmount } from '../core/money';
 import { isBase58OfLength, Timestamp } from '../core/chain';
-import { DataSource, Generator, DataServiceHealth } from './shared';
+import { DataSource, Generator, DataServiceHealth, ServiceHealth } from './shared';
 
 const c = initContract();
 
@@ -170,152 +171,192 @@ const UsdValue = z
   .string()
   .regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a non-negative decimal string')
   .describe('USD as a decimal string');
-const ReadingSchema = z.enum(['thin', 'firm']).describe('thin below 50, firm at 50 and above');
-const ReadingStrengthSchema = z
-  .enum(['marginal', 'clear', 'strong'])
-  .describe('|composite − 50|: marginal below 10, clear 10 to 25, strong above 25');
-const DimensionIdSchema = z.enum(['liquidity', 'bidConcentration', 'volumeAsymmetry', 'correlation', 'firmness']);
+const ReadingSchema = named('Reading', z.enum(['thin', 'firm']).describe('thin below 50, firm at 50 and above'));
+const ReadingStrengthSchema = named(
+  'ReadingStrength',
+  z
+    .enum(['marginal', 'clear', 'strong'])
+    .describe('|composite − 50|: marginal below 10, clear 10 to 25, strong above 25'),
+);
+const DimensionIdSchema = named(
+  'DimensionId',
+  z.enum(['liquidity', 'bidConcentration', 'volumeAsymmetry', 'correlation', 'firmness']),
+);
 
-const TokenIdentitySchema: z.ZodType<ConvictionToken> = z.object({
-  symbol: z.string(),
-  name: z.string().nullable(),
-  mint: z.string().nullable().describe('the Solana mint; null for assets known only by their ticker'),
-});
+const TokenIdentitySchema: z.ZodType<ConvictionToken> = named(
+  'ConvictionToken',
+  z.object({
+    symbol: z.string(),
+    name: z.string().nullable(),
+    mint: z.string().nullable().describe('the Solana mint; null for assets known only by their ticker'),
+  }),
+);
 const weight = Unit.describe('weight of the dimension in the composite');
-const ConvictionDimensionsSchema: z.ZodType<ConvictionDimensions> = z.object({
-  liquidity: z.object({
-    score: Score,
-    weight,
-    bidDepthUsd: UsdValue.describe('bids within 2 % below mid, Σ price × qty'),
-    askDepthUsd: UsdValue.describe('asks within 2 % above mid, Σ price × qty'),
-    spreadBps: z.number().min(0).describe('(ask − bid) / mid × 10⁴'),
-    volume24hUsd: UsdValue,
-    depthToVolumeRatio: z.number().min(0).describe('(bid + ask depth) / 24-hour volume'),
-    venues: Count.describe('order books aggregated'),
-  }),
-  bidConcentration: z.object({
-    score: Score.describe('100 × (1 − gini)'),
-    weight,
-    gini: Unit.describe('Gini coefficient of bid level notionals within 2 % of mid'),
-    levels: Count,
-    largestLevelShare: Unit.describe('share of bid depth in the largest level'),
-  }),
-  volumeAsymmetry: z.object({
-    score: Score.describe('100 × (1 − |imbalance|)'),
-    weight,
-    imbalance: Signed.describe('(taker buy − taker sell) / (taker buy + taker sell)'),
-    buyVolumeUsd: UsdValue,
-    sellVolumeUsd: UsdValue,
-    windowHours: z.number().int().min(1),
-  }),
-  correlation: z.object({
-    score: Score.describe('100 × mean of max(0, ρ) over the three majors'),
-    weight,
-    withNative: Signed.nullable().describe('Pearson ρ of hourly log returns with SOL; null for SOL itself'),
-    withBtc: Signed.nullable().describe('Pearson ρ of hourly log returns with BTC; null for BTC itself'),
-    withEth: Signed.nullable().describe('Pearson ρ of hourly log returns with ETH; null for ETH itself'),
-    interval: z.literal('1h'),
-    returnsCount: Count.describe('aligned returns used (168 = 7 days)'),
-  }),
-  firmness: z.object({
-    score: Score,
-    weight,
-    notionalUsd: UsdValue.describe('the order size walked through the book'),
-    priceImpactBuyPercent: z.number().min(0),
-    priceImpactSellPercent: z.number().min(0),
-    bookImbalance: Signed.describe('(bid depth − ask depth) / (bid depth + ask depth)'),
-    volatilityPercent: z.number().min(0).describe('standard deviation of hourly log returns over 24 hours, percent'),
-  }),
-});
-const CoverageSchema: z.ZodType<ConvictionCoverage> = z.object({
-  sourcesQueried: Count,
-  sourcesAnswered: Count,
-  venues: z.array(z.string()),
-  bookLevels: Count,
-  tradesSampled: Count,
-  returnsCount: Count,
-});
-const ConvictionResultSchema: z.ZodType<ConvictionResult> = z.object({
-  token: TokenIdentitySchema,
-  compositeScore: Score.describe('Σ weight × dimension score, one decimal'),
-  reading: ReadingSchema,
-  readingStrength: ReadingStrengthSchema,
-  confidenceScore: Unit.describe('data coverage: sources answered, book levels, trades and returns against their targets'),
-  dimensions: ConvictionDimensionsSchema,
-  summary: z.string().describe('a plain-language reading of the scores'),
-  generator: Generator,
-  coverage: CoverageSchema,
-  analyzedAt: Timestamp,
-  source: DataSource,
-});
-const QuickScoreSchema: z.ZodType<QuickScore> = z.object({
-  token: TokenIdentitySchema,
-  compositeScore: Score.describe('weighted over the four dimensions other than correlation, weights renormalised'),
-  reading: ReadingSchema,
-  readingStrength: ReadingStrengthSchema,
-  confidenceScore: Unit,
-  dimensionScores: z.object({ liquidity: Score, bidConcentration: Score, volumeAsymmetry: Score, firmness: Score }),
-  analyzedAt: Timestamp,
-  source: DataSource,
-});
-const ComparisonSchema: z.ZodType<ConvictionComparison> = z.object({
-  ranking: z
-    .array(
-      z.object({
-        rank: z.number().int().min(1).max(5),
-        token: TokenIdentitySchema,
-        compositeScore: Score,
-        reading: ReadingSchema,
-        readingStrength: ReadingStrengthSchema,
-        confidenceScore: Unit,
-        dimensionScores: z.object({
-          liquidity: Score,
-          bidConcentration: Score,
-          volumeAsymmetry: Score,
-          correlation: Score,
-          firmness: Score,
-        }),
-      }),
-    )
-    .describe('highest composite first; ties by confidence, then request order'),
-  firmest: TokenIdentitySchema,
-  thinnest: TokenIdentitySchema,
-  scoreSpread: Score.describe('highest − lowest composite'),
-  analyzedAt: Timestamp,
-  source: DataSource,
-});
-const ConvictionInfoSchema: z.ZodType<ConvictionInfo> = z.object({
-  service: z.string(),
-  version: z.string(),
-  description: z.string(),
-  methodology: z.object({
-    composite: z.string(),
-    reading: z.string(),
-    confidence: z.string(),
-    quickScore: z.string(),
-    comparison: z.string(),
-  }),
-  dimensions: z.array(
-    z.object({
-      id: DimensionIdSchema,
-      name: z.string(),
-      description: z.string(),
-      formula: z.string(),
-      weight: Unit,
-      quickScoreWeight: Unit.nullable(),
-      higherMeans: z.string(),
+const ConvictionDimensionsSchema: z.ZodType<ConvictionDimensions> = named(
+  'ConvictionDimensions',
+  z.object({
+    liquidity: z.object({
+      score: Score,
+      weight,
+      bidDepthUsd: UsdValue.describe('bids within 2 % below mid, Σ price × qty'),
+      askDepthUsd: UsdValue.describe('asks within 2 % above mid, Σ price × qty'),
+      spreadBps: z.number().min(0).describe('(ask − bid) / mid × 10⁴'),
+      volume24hUsd: UsdValue,
+      depthToVolumeRatio: z.number().min(0).describe('(bid + ask depth) / 24-hour volume'),
+      venues: Count.describe('order books aggregated'),
     }),
-  ),
-  readingThresholds: z.object({ firmAtOrAbove: Score, marginalWithin: Score, strongBeyond: Score }),
-  limits: z.object({ compareMinTokens: z.number().int(), compareMaxTokens: z.number().int() }),
-  dataSources: z.array(z.string()),
-  endpoints: z.array(
-    z.object({ method: z.enum(['GET', 'POST']), path: z.string(), priceUsd: UsdAmount.describe('"0" when free'), summary: z.string() }),
-  ),
-});
+    bidConcentration: z.object({
+      score: Score.describe('100 × (1 − gini)'),
+      weight,
+      gini: Unit.describe('Gini coefficient of bid level notionals within 2 % of mid'),
+      levels: Count,
+      largestLevelShare: Unit.describe('share of bid depth in the largest level'),
+    }),
+    volumeAsymmetry: z.object({
+      score: Score.describe('100 × (1 − |imbalance|)'),
+      weight,
+      imbalance: Signed.describe('(taker buy − taker sell) / (taker buy + taker sell)'),
+      buyVolumeUsd: UsdValue,
+      sellVolumeUsd: UsdValue,
+      windowHours: z.number().int().min(1),
+    }),
+    correlation: z.object({
+      score: Score.describe('100 × mean of max(0, ρ) over the three majors'),
+      weight,
+      withNative: Signed.nullable().describe('Pearson ρ of hourly log returns with SOL; null for SOL itself'),
+      withBtc: Signed.nullable().describe('Pearson ρ of hourly log returns with BTC; null for BTC itself'),
+      withEth: Signed.nullable().describe('Pearson ρ of hourly log returns with ETH; null for ETH itself'),
+      interval: z.literal('1h'),
+      returnsCount: Count.describe('aligned returns used (168 = 7 days)'),
+    }),
+    firmness: z.object({
+      score: Score,
+      weight,
+      notionalUsd: UsdValue.describe('the order size walked through the book'),
+      priceImpactBuyPercent: z.number().min(0),
+      priceImpactSellPercent: z.number().min(0),
+      bookImbalance: Signed.describe('(bid depth − ask depth) / (bid depth + ask depth)'),
+      volatilityPercent: z.number().min(0).describe('standard deviation of hourly log returns over 24 hours, percent'),
+    }),
+  }),
+);
+const CoverageSchema: z.ZodType<ConvictionCoverage> = named(
+  'ConvictionCoverage',
+  z.object({
+    sourcesQueried: Count,
+    sourcesAnswered: Count,
+    venues: z.array(z.string()),
+    bookLevels: Count,
+    tradesSampled: Count,
+    returnsCount: Count,
+  }),
+);
+const ConvictionResultSchema: z.ZodType<ConvictionResult> = named(
+  'ConvictionResult',
+  z.object({
+    token: TokenIdentitySchema,
+    compositeScore: Score.describe('Σ weight × dimension score, one decimal'),
+    reading: ReadingSchema,
+    readingStrength: ReadingStrengthSchema,
+    confidenceScore: Unit.describe(
+      'data coverage: sources answered, book levels, trades and returns against their targets',
+    ),
+    dimensions: ConvictionDimensionsSchema,
+    summary: z.string().describe('a plain-language reading of the scores'),
+    generator: Generator,
+    coverage: CoverageSchema,
+    analyzedAt: Timestamp,
+    source: DataSource,
+  }),
+);
+const QuickScoreSchema: z.ZodType<QuickScore> = named(
+  'QuickScore',
+  z.object({
+    token: TokenIdentitySchema,
+    compositeScore: Score.describe('weighted over the four dimensions other than correlation, weights renormalised'),
+    reading: ReadingSchema,
+    readingStrength: ReadingStrengthSchema,
+    confidenceScore: Unit,
+    dimensionScores: z.object({ liquidity: Score, bidConcentration: Score, volumeAsymmetry: Score, firmness: Score }),
+    analyzedAt: Timestamp,
+    source: DataSource,
+  }),
+);
+const ComparisonSchema: z.ZodType<ConvictionComparison> = named(
+  'ConvictionComparison',
+  z.object({
+    ranking: z
+      .array(
+        z.object({
+          rank: z.number().int().min(1).max(5),
+          token: TokenIdentitySchema,
+          compositeScore: Score,
+          reading: ReadingSchema,
+          readingStrength: ReadingStrengthSchema,
+          confidenceScore: Unit,
+          dimensionScores: z.object({
+            liquidity: Score,
+            bidConcentration: Score,
+            volumeAsymmetry: Score,
+            correlation: Score,
+            firmness: Score,
+          }),
+        }),
+      )
+      .describe('highest composite first; ties by confidence, then request order'),
+    firmest: TokenIdentitySchema,
+    thinnest: TokenIdentitySchema,
+    scoreSpread: Score.describe('highest − lowest composite'),
+    analyzedAt: Timestamp,
+    source: DataSource,
+  }),
+);
+const ConvictionInfoSchema: z.ZodType<ConvictionInfo> = named(
+  'ConvictionInfo',
+  z.object({
+    service: z.string(),
+    version: z.string(),
+    description: z.string(),
+    methodology: z.object({
+      composite: z.string(),
+      reading: z.string(),
+      confidence: z.string(),
+      quickScore: z.string(),
+      comparison: z.string(),
+    }),
+    dimensions: z.array(
+      z.object({
+        id: DimensionIdSchema,
+        name: z.string(),
+        description: z.string(),
+        formula: z.string(),
+        weight: Unit,
+        quickScoreWeight: Unit.nullable(),
+        higherMeans: z.string(),
+      }),
+    ),
+    readingThresholds: z.object({ firmAtOrAbove: Score, marginalWithin: Score, strongBeyond: Score }),
+    limits: z.object({ compareMinTokens: z.number().int(), compareMaxTokens: z.number().int() }),
+    dataSources: z.array(z.string()),
+    endpoints: z.array(
+      z.object({
+        method: z.enum(['GET', 'POST']),
+        path: z.string(),
+        priceUsd: UsdAmount.describe('"0" when free'),
+        summary: z.string(),
+      }),
+    ),
+  }),
+);
 
 const TokenBody = z.object({ token: TokenRef }).strict();
-const analysisErrors = { 404: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors } as const;
+const analysisErrors = {
+  404: ErrorEnvelope,
+  422: ErrorEnvelope,
+  502: ErrorEnvelope,
+  ...standardErrors,
+  ...paymentErrors,
+} as const;
 const ERRORS_TEXT =
   ' Errors: 404 token_not_found (no market found for the token), 422 insufficient_market_data (no order book or too few ' +
   'trades to score), 502 upstream_unavailable; none of them is charged.';
@@ -361,7 +402,10 @@ const router = c.router({
           .array(TokenRef)
           .min(2)
           .max(5)
-          .refine((tokens) => new Set(tokens.map((t) => t.toUpperCase())).size === tokens.length, 'must not repeat a token')
+          .refine(
+            (tokens) => new Set(tokens.map((t) => t.toUpperCase())).size === tokens.length,
+            'must not repeat a token',
+          )
           .describe('2 to 5 distinct tokens'),
       })
       .strict(),
@@ -390,7 +434,7 @@ const router = c.router({
     description:
       'Liveness for monitors: free, because monitors poll it. Design: status degraded when an upstream provider’s last call ' +
       'failed (the service still answers from the others); 503 database_unavailable when the database does not answer.',
-    responses: { 200: DataServiceHealth, 503: ErrorEnvelope, ...standardErrors },
+    responses: { 200: DataServiceHealth, 503: ServiceHealth, ...standardErrors },
     metadata: { payment: free(), example: {} } satisfies RouteMeta,
   },
 });

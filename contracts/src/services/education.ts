@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, tiered, type RouteMeta } from '../core/payment';
 import { Timestamp } from '../core/chain';
@@ -10,6 +11,13 @@ const c = initContract();
 
 // Interfaces first, then schemas annotated with them: keeps the emitted declarations small.
 export type Difficulty = 'beginner' | 'intermediate' | 'advanced';
+/** The six courses the spec names, in catalog order. */
+export const COURSE_IDS = ['foundations', 'tool-use', 'memory', 'multi-agent-systems', 'rag', 'deployment'] as const;
+/**
+ * A course id: one of COURSE_IDS, which editors complete. Open (`string & {}`) on purpose: the contract checks only
+ * the slug, so an unknown course is answered 404 course_not_found listing the courses, not a 400.
+ */
+export type CourseId = (typeof COURSE_IDS)[number] | (string & {});
 
 export interface LessonPreview {
   id: string;
@@ -74,6 +82,8 @@ export interface QuizQuestion {
   choices: string[];
 }
 export interface Quiz {
+  /** Always "generate": tells a generated quiz from a graded result, as the request's `action` does. */
+  action: 'generate';
   quizId: string;
   courseId: string;
   lessonId: string;
@@ -91,6 +101,8 @@ export interface GradedAnswer {
   explanation: string;
 }
 export interface QuizResult {
+  /** Always "grade": tells a graded result from a generated quiz, as the request's `action` does. */
+  action: 'grade';
   quizId: string;
   courseId: string;
   lessonId: string;
@@ -132,23 +144,31 @@ export interface TutorAnswer {
 }
 
 const Slug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a lowercase slug such as "tool-use"');
-const DifficultySchema = z.enum(['beginner', 'intermediate', 'advanced']);
+// Type-only: the same slug check at run time, the CourseId hint in the SDK.
+const CourseSlug = Slug as z.ZodType<CourseId, z.ZodStringDef, CourseId>;
+const DifficultySchema = named('Difficulty', z.enum(['beginner', 'intermediate', 'advanced']));
 
-const LessonPreviewSchema: z.ZodType<LessonPreview> = z.object({
-  id: z.string(),
-  position: z.number().int().describe('1-based position in the course'),
-  title: z.string(),
-  preview: z.string(),
-  estimatedMinutes: z.number().int(),
-});
-const LessonOutlineSchema: z.ZodType<LessonOutline> = z.object({
-  id: z.string(),
-  position: z.number().int(),
-  title: z.string(),
-  preview: z.string(),
-  estimatedMinutes: z.number().int(),
-  objectives: z.array(z.string()),
-});
+const LessonPreviewSchema: z.ZodType<LessonPreview> = named(
+  'LessonPreview',
+  z.object({
+    id: z.string(),
+    position: z.number().int().describe('1-based position in the course'),
+    title: z.string(),
+    preview: z.string(),
+    estimatedMinutes: z.number().int(),
+  }),
+);
+const LessonOutlineSchema: z.ZodType<LessonOutline> = named(
+  'LessonOutline',
+  z.object({
+    id: z.string(),
+    position: z.number().int(),
+    title: z.string(),
+    preview: z.string(),
+    estimatedMinutes: z.number().int(),
+    objectives: z.array(z.string()),
+  }),
+);
 const courseFields = {
   id: z.string(),
   title: z.string(),
@@ -158,106 +178,136 @@ const courseFields = {
   lessonCount: z.number().int(),
   estimatedMinutes: z.number().int().describe('sum of the lessons’ estimates'),
 };
-const CourseSummarySchema: z.ZodType<CourseSummary> = z.object({ ...courseFields, lessons: z.array(LessonPreviewSchema) });
-const CourseDetailSchema: z.ZodType<CourseDetail> = z.object({ ...courseFields, lessons: z.array(LessonOutlineSchema) });
-const CatalogSchema: z.ZodType<Catalog> = z.object({
-  courses: z.array(CourseSummarySchema),
-  totalCourses: z.number().int(),
-  totalLessons: z.number().int(),
-});
-const CodeExampleSchema: z.ZodType<CodeExample> = z.object({
-  language: z.enum(['typescript', 'bash', 'json']),
-  caption: z.string(),
-  source: z.string(),
-});
-const LessonSchema: z.ZodType<Lesson> = z.object({
-  courseId: z.string(),
-  lessonId: z.string(),
-  title: z.string(),
-  difficulty: DifficultySchema,
-  position: z.number().int(),
-  estimatedMinutes: z.number().int(),
-  objectives: z.array(z.string()),
-  introduction: z.string(),
-  sections: z.array(z.object({ heading: z.string(), explanation: z.string(), code: CodeExampleSchema.optional() })),
-  keyTakeaways: z.array(z.string()),
-  nextLesson: z.object({ courseId: z.string(), lessonId: z.string(), title: z.string() }).nullable(),
-  generator: Generator,
-});
-const QuizSchema: z.ZodType<Quiz> = z.object({
-  quizId: z.string(),
-  courseId: z.string(),
-  lessonId: z.string(),
-  lessonTitle: z.string(),
-  questions: z.array(z.object({ id: z.string(), prompt: z.string(), choices: z.array(z.string()) })),
-  createdAt: Timestamp,
-  generator: Generator,
-});
-const QuizResultSchema: z.ZodType<QuizResult> = z.object({
-  quizId: z.string(),
-  courseId: z.string(),
-  lessonId: z.string(),
-  attempt: z.number().int().describe('1 for the first graded submission of this quiz, then 2, 3, …'),
-  score: z.number().int(),
-  total: z.number().int(),
-  percent: z.number().int().describe('score / total, rounded to a whole percent'),
-  passed: z.boolean().describe('true at 70 percent or more'),
-  results: z.array(
-    z.object({
-      questionId: z.string(),
-      chosen: z.number().int().nullable().describe('the choice submitted; null when unanswered'),
-      correctChoice: z.number().int(),
-      correct: z.boolean(),
-      explanation: z.string(),
-    }),
-  ),
-  gradedAt: Timestamp,
-});
-const ExerciseSchema: z.ZodType<Exercise> = z.object({
-  courseId: z.string(),
-  lessonId: z.string(),
-  lessonTitle: z.string(),
-  title: z.string(),
-  language: z.literal('typescript'),
-  challenge: z.string(),
-  requirements: z.array(z.string()),
-  starterCode: z.string(),
-  solution: z.string(),
-  hints: z.array(z.string()),
-  generator: Generator,
-});
-const TutorAnswerSchema: z.ZodType<TutorAnswer> = z.object({
-  question: z.string(),
-  answer: z.string(),
-  citations: z.array(
-    z.object({
-      courseId: z.string(),
-      lessonId: z.string(),
-      lessonTitle: z.string(),
-      section: z.string(),
-      score: z.number().describe('relevance of the section to the question (BM25)'),
-      excerpt: z.string(),
-    }),
-  ),
-  confidence: z.number().min(0).max(1),
-  generator: Generator,
-});
+const CourseSummarySchema: z.ZodType<CourseSummary> = named(
+  'CourseSummary',
+  z.object({ ...courseFields, lessons: z.array(LessonPreviewSchema) }),
+);
+const CourseDetailSchema: z.ZodType<CourseDetail> = named(
+  'CourseDetail',
+  z.object({ ...courseFields, lessons: z.array(LessonOutlineSchema) }),
+);
+const CatalogSchema: z.ZodType<Catalog> = named(
+  'Catalog',
+  z.object({
+    courses: z.array(CourseSummarySchema),
+    totalCourses: z.number().int(),
+    totalLessons: z.number().int(),
+  }),
+);
+const CodeExampleSchema: z.ZodType<CodeExample> = named(
+  'CodeExample',
+  z.object({
+    language: z.enum(['typescript', 'bash', 'json']),
+    caption: z.string(),
+    source: z.string(),
+  }),
+);
+const LessonSchema: z.ZodType<Lesson> = named(
+  'Lesson',
+  z.object({
+    courseId: z.string(),
+    lessonId: z.string(),
+    title: z.string(),
+    difficulty: DifficultySchema,
+    position: z.number().int(),
+    estimatedMinutes: z.number().int(),
+    objectives: z.array(z.string()),
+    introduction: z.string(),
+    sections: z.array(z.object({ heading: z.string(), explanation: z.string(), code: CodeExampleSchema.optional() })),
+    keyTakeaways: z.array(z.string()),
+    nextLesson: z.object({ courseId: z.string(), lessonId: z.string(), title: z.string() }).nullable(),
+    generator: Generator,
+  }),
+);
+const QuizSchema: z.ZodType<Quiz> = named(
+  'Quiz',
+  z.object({
+    action: z.literal('generate').describe("the request's action, so a generated quiz narrows from a graded result"),
+    quizId: z.string(),
+    courseId: z.string(),
+    lessonId: z.string(),
+    lessonTitle: z.string(),
+    questions: z.array(z.object({ id: z.string(), prompt: z.string(), choices: z.array(z.string()) })),
+    createdAt: Timestamp,
+    generator: Generator,
+  }),
+);
+const QuizResultSchema: z.ZodType<QuizResult> = named(
+  'QuizResult',
+  z.object({
+    action: z.literal('grade').describe("the request's action, so a graded result narrows from a generated quiz"),
+    quizId: z.string(),
+    courseId: z.string(),
+    lessonId: z.string(),
+    attempt: z.number().int().describe('1 for the first graded submission of this quiz, then 2, 3, …'),
+    score: z.number().int(),
+    total: z.number().int(),
+    percent: z.number().int().describe('score / total, rounded to a whole percent'),
+    passed: z.boolean().describe('true at 70 percent or more'),
+    results: z.array(
+      z.object({
+        questionId: z.string(),
+        chosen: z.number().int().nullable().describe('the choice submitted; null when unanswered'),
+        correctChoice: z.number().int(),
+        correct: z.boolean(),
+        explanation: z.string(),
+      }),
+    ),
+    gradedAt: Timestamp,
+  }),
+);
+const ExerciseSchema: z.ZodType<Exercise> = named(
+  'Exercise',
+  z.object({
+    courseId: z.string(),
+    lessonId: z.string(),
+    lessonTitle: z.string(),
+    title: z.string(),
+    language: z.literal('typescript'),
+    challenge: z.string(),
+    requirements: z.array(z.string()),
+    starterCode: z.string(),
+    solution: z.string(),
+    hints: z.array(z.string()),
+    generator: Generator,
+  }),
+);
+const TutorAnswerSchema: z.ZodType<TutorAnswer> = named(
+  'TutorAnswer',
+  z.object({
+    question: z.string(),
+    answer: z.string(),
+    citations: z.array(
+      z.object({
+        courseId: z.string(),
+        lessonId: z.string(),
+        lessonTitle: z.string(),
+        section: z.string(),
+        score: z.number().describe('relevance of the section to the question (BM25)'),
+        excerpt: z.string(),
+      }),
+    ),
+    confidence: z.number().min(0).max(1),
+    generator: Generator,
+  }),
+);
 
-const LessonAddress = z.object({ courseId: Slug, lessonId: Slug }).strict();
+const LessonAddress = z.object({ courseId: CourseSlug, lessonId: Slug }).strict();
 
 const router = c.router({
   catalog: {
     method: 'GET',
     path: '/api/catalog',
     summary: 'All courses with lesson previews',
-    description: 'Every course with its title, description, difficulty level, lesson count and a preview of each lesson.',
+    description:
+      'Every course with its title, description, difficulty level, lesson count and a preview of each lesson.',
     responses: { 200: CatalogSchema, ...standardErrors },
     metadata: { payment: free() } satisfies RouteMeta,
   },
   course: {
     method: 'GET',
     path: '/api/course/:courseId',
-    pathParams: z.object({ courseId: Slug }),
+    pathParams: z.object({ courseId: CourseSlug }),
     summary: 'Course detail with lesson list and previews',
     description: 'One course with every lesson’s title, preview, estimated time and learning objectives.',
     responses: { 200: CourseDetailSchema, 404: ErrorEnvelope, ...standardErrors },
@@ -267,7 +317,12 @@ const router = c.router({
     method: 'POST',
     path: '/api/lesson',
     body: LessonAddress.extend({
-      focus: z.string().min(3).max(300).optional().describe('a topic to put first: the sections most relevant to it lead'),
+      focus: z
+        .string()
+        .min(3)
+        .max(300)
+        .optional()
+        .describe('a topic to put first: the sections most relevant to it lead'),
     }).strict(),
     summary: 'Full AI-generated lesson',
     description:
@@ -302,8 +357,15 @@ const router = c.router({
     description:
       'Two steps on one route. `action: "generate"` generates a quiz for a lesson and stores it: you get a quizId ' +
       'and questions with choices but no answers. `action: "grade"` grades your answers to a quiz already bought ' +
-      'and explains each one; you may submit several attempts.',
-    responses: { 200: z.union([QuizSchema, QuizResultSchema]), 404: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+      "and explains each one; you may submit several attempts. Each answer carries the request's `action`, so a " +
+      'client tells a Quiz from a QuizResult by it.',
+    responses: {
+      200: z.union([QuizSchema, QuizResultSchema]),
+      404: ErrorEnvelope,
+      422: ErrorEnvelope,
+      ...standardErrors,
+      ...paymentErrors,
+    },
     metadata: {
       payment: tiered([
         { id: 'generate', usd: '0.03', description: 'generate a quiz for a lesson' },
@@ -317,9 +379,13 @@ const router = c.router({
     path: '/api/exercise',
     body: LessonAddress,
     summary: 'Coding exercise for a lesson',
-    description: 'A TypeScript challenge for the lesson: requirements, starter code with TODOs, hints and a working solution.',
+    description:
+      'A TypeScript challenge for the lesson: requirements, starter code with TODOs, hints and a working solution.',
     responses: { 200: ExerciseSchema, 404: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.05'), example: { body: { courseId: 'rag', lessonId: 'chunking' } } } satisfies RouteMeta,
+    metadata: {
+      payment: fixed('0.05'),
+      example: { body: { courseId: 'rag', lessonId: 'chunking' } },
+    } satisfies RouteMeta,
   },
   tutor: {
     method: 'POST',
@@ -327,7 +393,7 @@ const router = c.router({
     body: z
       .object({
         question: z.string().trim().min(3).max(2000).describe('one question about building agents'),
-        courseId: Slug.optional().describe('restrict the answer to one course'),
+        courseId: CourseSlug.optional().describe('restrict the answer to one course'),
       })
       .strict(),
     summary: 'AI tutor answers one question about building agents',

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, type RouteMeta } from '../core/payment';
 import { Caip2Network, SolanaAddress, SolanaSignature, Timestamp } from '../core/chain';
@@ -17,7 +18,8 @@ const c = initContract();
 //    message = material_i). The seed is k5 (64 bytes).
 // 3. Stream: block_j = HMAC-SHA512(key = seed, message = ASCII(label) ‖ uint32_be(j)), j = 0, 1, 2, …; bytes are taken
 //    in order, words are consecutive big-endian uint32 of the stream.
-// 4. uniform(n): limit = floor(2^32 / n) × n; draw words until one is below limit, answer word mod n (rejection sampling).
+// 4. uniform(n): limit = floor(2^32 / n) × n; draw words until one is below limit, answer word mod n (rejection
+// sampling).
 
 export type EntropySourceName = 'blockhash' | 'slotLeaders' | 'transactionSignatures' | 'blockTiming' | 'blockDetails';
 export type DrawLabel = 'bytes' | 'int' | 'shuffle' | 'coin' | 'dice' | 'proof';
@@ -133,132 +135,170 @@ const Hex64 = z.string().regex(/^[0-9a-f]{128}$/, 'must be 64 bytes of lowercase
 const Slot = z.number().int().min(0);
 const Count = z.number().int().min(0);
 const Word = z.number().int().min(0).max(4294967295);
-const SourceNameSchema = z.enum(['blockhash', 'slotLeaders', 'transactionSignatures', 'blockTiming', 'blockDetails']);
-const LabelSchema = z.enum(['bytes', 'int', 'shuffle', 'coin', 'dice', 'proof']);
+const SourceNameSchema = named(
+  'SourceName',
+  z.enum(['blockhash', 'slotLeaders', 'transactionSignatures', 'blockTiming', 'blockDetails']),
+);
+const LabelSchema = named('Label', z.enum(['bytes', 'int', 'shuffle', 'coin', 'dice', 'proof']));
 
-const HarvestedSourcesSchema: z.ZodType<HarvestedSources> = z.object({
-  blockhash: z.object({
-    slot: Slot,
-    blockhash: SolanaAddress.describe('base58, 32 bytes'),
-    materialHex: Hex.describe('the 32 bytes of the base58-decoded blockhash'),
+const HarvestedSourcesSchema: z.ZodType<HarvestedSources> = named(
+  'HarvestedSources',
+  z.object({
+    blockhash: z.object({
+      slot: Slot,
+      blockhash: SolanaAddress.describe('base58, 32 bytes'),
+      materialHex: Hex.describe('the 32 bytes of the base58-decoded blockhash'),
+    }),
+    slotLeaders: z.object({
+      startSlot: Slot,
+      leaders: z
+        .array(SolanaAddress)
+        .describe('getSlotLeaders(startSlot, 16): the leaders of the 16 slots ending at the harvest slot'),
+      materialHex: Hex.describe('the leaders’ 32-byte public keys, concatenated in order'),
+    }),
+    transactionSignatures: z.object({
+      slot: Slot.describe(
+        'the harvest slot, or when its block has no transactions the newest block within the 150 slots before it that has some',
+      ),
+      signatures: z
+        .array(SolanaSignature)
+        .describe(
+          'the first 16 transaction signatures of that block (fewer if it has fewer; none if no block in the window has any)',
+        ),
+      materialHex: Hex.describe('the 64-byte signatures, concatenated in order'),
+    }),
+    blockTiming: z.object({
+      samples: z
+        .array(z.object({ slot: Slot, blockTime: z.number().int().describe('Unix seconds, as getBlockTime returns') }))
+        .describe(
+          'the 8 latest confirmed blocks up to the harvest slot, oldest first (fewer on a chain younger than 8 blocks)',
+        ),
+      materialHex: Hex.describe('per sample: slot as u64 big-endian ‖ blockTime as i64 big-endian'),
+    }),
+    blockDetails: z.object({
+      slot: Slot,
+      parentSlot: Slot,
+      blockHeight: Count,
+      previousBlockhash: SolanaAddress,
+      transactionCount: Count,
+      materialHex: Hex.describe(
+        'slot u64 BE ‖ parentSlot u64 BE ‖ blockHeight u64 BE ‖ the 32 bytes of previousBlockhash ‖ transactionCount u32 BE',
+      ),
+    }),
   }),
-  slotLeaders: z.object({
-    startSlot: Slot,
-    leaders: z.array(SolanaAddress).describe('getSlotLeaders(startSlot, 16): the leaders of the 16 slots ending at the harvest slot'),
-    materialHex: Hex.describe('the leaders’ 32-byte public keys, concatenated in order'),
-  }),
-  transactionSignatures: z.object({
-    slot: Slot.describe(
-      'the harvest slot, or when its block has no transactions the newest block within the 150 slots before it that has some',
-    ),
-    signatures: z
-      .array(SolanaSignature)
-      .describe('the first 16 transaction signatures of that block (fewer if it has fewer; none if no block in the window has any)'),
-    materialHex: Hex.describe('the 64-byte signatures, concatenated in order'),
-  }),
-  blockTiming: z.object({
-    samples: z
-      .array(z.object({ slot: Slot, blockTime: z.number().int().describe('Unix seconds, as getBlockTime returns') }))
-      .describe('the 8 latest confirmed blocks up to the harvest slot, oldest first (fewer on a chain younger than 8 blocks)'),
-    materialHex: Hex.describe('per sample: slot as u64 big-endian ‖ blockTime as i64 big-endian'),
-  }),
-  blockDetails: z.object({
-    slot: Slot,
-    parentSlot: Slot,
-    blockHeight: Count,
-    previousBlockhash: SolanaAddress,
-    transactionCount: Count,
-    materialHex: Hex.describe(
-      'slot u64 BE ‖ parentSlot u64 BE ‖ blockHeight u64 BE ‖ the 32 bytes of previousBlockhash ‖ transactionCount u32 BE',
-    ),
-  }),
-});
-export const EntropyProofSchema: z.ZodType<EntropyProof> = z
-  .object({
-    proofId: z.string().regex(/^ent_[A-Za-z0-9]{16,40}$/),
-    version: z.literal('ae-entropy-v1'),
-    network: Caip2Network,
-    slot: Slot.describe('the confirmed slot harvested'),
-    harvestedAt: Timestamp,
-    clientSeed: z.string().nullable(),
-    initialKeyHex: Hex.describe('k0 = UTF-8 of "ae-entropy-v1|" + proofId + "|" + (clientSeed or "")'),
-    sources: HarvestedSourcesSchema,
-    cascade: z
-      .array(
-        z.object({
-          step: z.number().int().min(1).max(5),
-          source: SourceNameSchema,
-          keyHex: Hex.describe('k_{i−1}: the key of this step'),
-          outputHex: Hex64.describe('k_i = HMAC-SHA512(k_{i−1}, material of the source)'),
-        }),
-      )
-      .describe('five steps in the fixed order blockhash, slotLeaders, transactionSignatures, blockTiming, blockDetails'),
-    seedHex: Hex64.describe('k5, the output of the last step: the key of the output stream'),
-  })
-  .describe('everything needed to recompute the seed and the output');
-export const DerivationSchema: z.ZodType<DrawDerivation> = z
-  .object({
-    label: LabelSchema.describe('the stream label'),
-    blocksUsed: Count.describe('HMAC-SHA512 stream blocks consumed'),
-    wordsDrawn: Count.describe('uint32 words consumed (0 for raw bytes)'),
-    rejections: Count.describe('words rejected by rejection sampling'),
-    rawWords: z.array(Word).describe('every word consumed, in order'),
-  })
-  .describe('how the output was drawn from the seed');
+);
+export const EntropyProofSchema: z.ZodType<EntropyProof> = named(
+  'EntropyProof',
+  z
+    .object({
+      proofId: z.string().regex(/^ent_[A-Za-z0-9]{16,40}$/),
+      version: z.literal('ae-entropy-v1'),
+      network: Caip2Network,
+      slot: Slot.describe('the confirmed slot harvested'),
+      harvestedAt: Timestamp,
+      clientSeed: z.string().nullable(),
+      initialKeyHex: Hex.describe('k0 = UTF-8 of "ae-entropy-v1|" + proofId + "|" + (clientSeed or "")'),
+      sources: HarvestedSourcesSchema,
+      cascade: z
+        .array(
+          z.object({
+            step: z.number().int().min(1).max(5),
+            source: SourceNameSchema,
+            keyHex: Hex.describe('k_{i−1}: the key of this step'),
+            outputHex: Hex64.describe('k_i = HMAC-SHA512(k_{i−1}, material of the source)'),
+          }),
+        )
+        .describe(
+          'five steps in the fixed order blockhash, slotLeaders, transactionSignatures, blockTiming, blockDetails',
+        ),
+      seedHex: Hex64.describe('k5, the output of the last step: the key of the output stream'),
+    })
+    .describe('everything needed to recompute the seed and the output'),
+);
+export const DerivationSchema: z.ZodType<DrawDerivation> = named(
+  'DrawDerivation',
+  z
+    .object({
+      label: LabelSchema.describe('the stream label'),
+      blocksUsed: Count.describe('HMAC-SHA512 stream blocks consumed'),
+      wordsDrawn: Count.describe('uint32 words consumed (0 for raw bytes)'),
+      rejections: Count.describe('words rejected by rejection sampling'),
+      rawWords: z.array(Word).describe('every word consumed, in order'),
+    })
+    .describe('how the output was drawn from the seed'),
+);
 const drawFields = { derivation: DerivationSchema, proof: EntropyProofSchema, source: DataSource };
 
-const RandomBytesSchema: z.ZodType<RandomBytes> = z.object({
-  length: z.number().int().min(1).max(64),
-  hex: Hex.describe('the bytes, lowercase hex'),
-  base64: z.string().describe('the same bytes, standard base64'),
-  ...drawFields,
-});
-const RandomIntSchema: z.ZodType<RandomInt> = z.object({
-  min: z.number().int(),
-  max: z.number().int(),
-  value: z.number().int().describe('min + uniform(max − min + 1)'),
-  ...drawFields,
-});
-const ShuffleItemSchema = z.union([z.string().max(256), z.number()]);
-const ShuffleSchema: z.ZodType<ShuffleResult> = z.object({
-  shuffled: z.array(ShuffleItemSchema),
-  permutation: z.array(Count).describe('permutation[k] = the original index of the item now at position k'),
-  ...drawFields,
-});
-const CoinSideSchema = z.enum(['heads', 'tails']);
-const CoinFlipSchema: z.ZodType<CoinFlip> = z.object({
-  outcome: CoinSideSchema.describe('the first flip'),
-  outcomes: z.array(CoinSideSchema).describe('every flip: uniform(2), 0 = heads, 1 = tails'),
-  heads: Count,
-  tails: Count,
-  ...drawFields,
-});
-const DiceRollSchema: z.ZodType<DiceRoll> = z.object({
-  sides: z.number().int().min(2).max(1000),
-  count: z.number().int().min(1).max(100),
-  rolls: z.array(z.number().int().min(1)).describe('each uniform(sides) + 1'),
-  total: z.number().int(),
-  ...drawFields,
-});
-const EntropyProofReportSchema: z.ZodType<EntropyProofReport> = z.object({
-  proof: EntropyProofSchema,
-  derivation: DerivationSchema,
-  sampleHex: Hex.describe('the first 64 bytes of the stream labelled "proof": a known output to check against'),
-  verification: z.object({
-    algorithm: z.string(),
-    steps: z.array(z.string()).describe('how to recompute the seed and the sample, step by step'),
-    rpcCalls: z
-      .array(z.object({ method: z.string(), params: z.array(z.unknown()) }))
-      .describe('Solana JSON-RPC calls that fetch the harvested values again, to check them against the chain'),
+const RandomBytesSchema: z.ZodType<RandomBytes> = named(
+  'RandomBytes',
+  z.object({
+    length: z.number().int().min(1).max(64),
+    hex: Hex.describe('the bytes, lowercase hex'),
+    base64: z.string().describe('the same bytes, standard base64'),
+    ...drawFields,
   }),
-  quality: z.object({
-    sourcesHarvested: Count,
-    materialBytes: Count.describe('bytes of material mixed in, over the five sources'),
-    distinctLeaders: Count,
-    signaturesHarvested: Count,
+);
+const RandomIntSchema: z.ZodType<RandomInt> = named(
+  'RandomInt',
+  z.object({
+    min: z.number().int(),
+    max: z.number().int(),
+    value: z.number().int().describe('min + uniform(max − min + 1)'),
+    ...drawFields,
   }),
-  source: DataSource,
-});
+);
+const ShuffleItemSchema = named('ShuffleItem', z.union([z.string().max(256), z.number()]));
+const ShuffleSchema: z.ZodType<ShuffleResult> = named(
+  'ShuffleResult',
+  z.object({
+    shuffled: z.array(ShuffleItemSchema),
+    permutation: z.array(Count).describe('permutation[k] = the original index of the item now at position k'),
+    ...drawFields,
+  }),
+);
+const CoinSideSchema = named('CoinSide', z.enum(['heads', 'tails']));
+const CoinFlipSchema: z.ZodType<CoinFlip> = named(
+  'CoinFlip',
+  z.object({
+    outcome: CoinSideSchema.describe('the first flip'),
+    outcomes: z.array(CoinSideSchema).describe('every flip: uniform(2), 0 = heads, 1 = tails'),
+    heads: Count,
+    tails: Count,
+    ...drawFields,
+  }),
+);
+const DiceRollSchema: z.ZodType<DiceRoll> = named(
+  'DiceRoll',
+  z.object({
+    sides: z.number().int().min(2).max(1000),
+    count: z.number().int().min(1).max(100),
+    rolls: z.array(z.number().int().min(1)).describe('each uniform(sides) + 1'),
+    total: z.number().int(),
+    ...drawFields,
+  }),
+);
+const EntropyProofReportSchema: z.ZodType<EntropyProofReport> = named(
+  'EntropyProofReport',
+  z.object({
+    proof: EntropyProofSchema,
+    derivation: DerivationSchema,
+    sampleHex: Hex.describe('the first 64 bytes of the stream labelled "proof": a known output to check against'),
+    verification: z.object({
+      algorithm: z.string(),
+      steps: z.array(z.string()).describe('how to recompute the seed and the sample, step by step'),
+      rpcCalls: z
+        .array(z.object({ method: z.string(), params: z.array(z.unknown()) }))
+        .describe('Solana JSON-RPC calls that fetch the harvested values again, to check them against the chain'),
+    }),
+    quality: z.object({
+      sourcesHarvested: Count,
+      materialBytes: Count.describe('bytes of material mixed in, over the five sources'),
+      distinctLeaders: Count,
+      signaturesHarvested: Count,
+    }),
+    source: DataSource,
+  }),
+);
 
 const ClientSeed = z
   .string()
@@ -398,6 +438,6 @@ export const entropy = defineService({
     'coin flips and dice rolls, each with the proof to recompute it.',
   router,
   dataModes: {
-    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL',
+    chain: "the deployment's Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL",
   },
 });

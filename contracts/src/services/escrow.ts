@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { adaptive, fixed, free, type RouteMeta } from '../core/payment';
 import { AtomicAmount, PositiveAtomicAmount } from '../core/money';
@@ -348,8 +349,18 @@ export interface EscrowStats {
 
 const ESCROW_ID = /^esc_[A-Za-z0-9]{16,40}$/;
 const EscrowId = z.string().regex(ESCROW_ID, 'must be an escrow id such as "esc_7Hq2Lm9PxV4tR8wZ"');
-const MilestoneId = z.string().regex(/^m([1-9]|10)$/, 'must be a milestone id "m1" to "m10"');
-const ModuleRef = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, 'must be a module id such as "mod_rag_basics"');
+/** An escrow has at most 10 milestones, always m1…m10, in order. */
+export const ESCROW_MILESTONE_IDS = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8', 'm9', 'm10'] as const;
+export type EscrowMilestoneId = (typeof ESCROW_MILESTONE_IDS)[number];
+// An enum, so the SDK types the ids; the message is the one the pattern gave.
+const MilestoneId = z.enum(ESCROW_MILESTONE_IDS, {
+  errorMap: (issue, ctx) => ({
+    message: issue.code === 'invalid_enum_value' ? 'must be a milestone id "m1" to "m10"' : ctx.defaultError,
+  }),
+});
+const ModuleRef = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, 'must be a module id such as "mod_rag_basics"');
 const ContentHash = z.string().regex(/^[0-9a-f]{64}$/);
 const Rate = z.number().min(0).max(1);
 const count = z.number().int().min(0);
@@ -359,307 +370,410 @@ const EscrowAmount = AtomicAmount.refine(
   'must be between 10000 and 10000000000 atomic units (0.01 to 10,000 USD)',
 );
 
-const StateSchema = z.enum(['funded', 'delivered', 'disputed', 'completed', 'resolved', 'expired']);
-const MilestoneStateSchema = z.enum(['pending', 'delivered', 'released', 'disputed', 'resolved', 'refunded']);
-const PartySchema = z.enum(['buyer', 'seller']);
-const LeaningSchema = z.enum(['buyer', 'seller', 'neutral']);
-const ReasonSchema = z.enum([
-  'not_delivered',
-  'not_as_described',
-  'low_quality',
-  'plagiarism',
-  'unsafe_content',
-  'late_delivery',
-  'unresponsive_buyer',
-  'other',
-]);
-const EventSchema = z.enum([
-  'funded',
-  'delivered',
-  'confirmed',
-  'released',
-  'review_timer_expired',
-  'timeout_expired',
-  'refunded',
-  'disputed',
-  'dispute_response',
-  'investigation_updated',
-  'timers_paused',
-  'timers_resumed',
-  'resolved',
-  'reputation_reported',
-  'closed',
-]);
+const StateSchema = named(
+  'EscrowState',
+  z.enum(['funded', 'delivered', 'disputed', 'completed', 'resolved', 'expired']),
+);
+const MilestoneStateSchema = named(
+  'MilestoneState',
+  z.enum(['pending', 'delivered', 'released', 'disputed', 'resolved', 'refunded']),
+);
+const PartySchema = named('EscrowParty', z.enum(['buyer', 'seller']));
+const LeaningSchema = named('Leaning', z.enum(['buyer', 'seller', 'neutral']));
+const ReasonSchema = named(
+  'Reason',
+  z.enum([
+    'not_delivered',
+    'not_as_described',
+    'low_quality',
+    'plagiarism',
+    'unsafe_content',
+    'late_delivery',
+    'unresponsive_buyer',
+    'other',
+  ]),
+);
+const EventSchema = named(
+  'Event',
+  z.enum([
+    'funded',
+    'delivered',
+    'confirmed',
+    'released',
+    'review_timer_expired',
+    'timeout_expired',
+    'refunded',
+    'disputed',
+    'dispute_response',
+    'investigation_updated',
+    'timers_paused',
+    'timers_resumed',
+    'resolved',
+    'reputation_reported',
+    'closed',
+  ]),
+);
 
-const TransferSchema: z.ZodType<EscrowTransfer> = z.object({
-  purpose: z.enum(['funding', 'release', 'refund']),
-  from: SolanaAddress,
-  to: SolanaAddress,
-  amount: AtomicAmount,
-  signature: SolanaSignature,
-  at: Timestamp,
-});
-const DeliverySchema: z.ZodType<EscrowDelivery> = z.object({
-  id: z.string().describe('delivery id, dlv_…'),
-  content: ScannableContent,
-  contentHash: ContentHash.describe('SHA-256 of the UTF-8 content body, lowercase hex'),
-  sizeBytes: count,
-  moduleId: z.string().nullable(),
-  notes: z.string().nullable(),
-  scanId: z.string().nullable(),
-  deliveredAt: Timestamp,
-});
-const MilestoneSchema: z.ZodType<EscrowMilestone> = z.object({
-  id: z.string().describe('"m1", "m2", … by position'),
-  position: z.number().int().min(1).max(10),
-  title: z.string(),
-  description: z.string().nullable(),
-  amount: AtomicAmount,
-  state: MilestoneStateSchema,
-  delivery: DeliverySchema.nullable(),
-  reviewEndsAt: Timestamp.nullable().describe('when the review timer releases this milestone to the seller'),
-  settledAt: Timestamp.nullable(),
-  settledBy: z.enum(['buyer', 'review_timer', 'timeout', 'mediator']).nullable(),
-  toSeller: AtomicAmount,
-  toBuyer: AtomicAmount,
-});
-const TimelineEntrySchema: z.ZodType<EscrowTimelineEntry> = z.object({
-  id: z.string().describe('entry id, evt_…'),
-  at: Timestamp,
-  event: EventSchema,
-  actor: z.enum(['buyer', 'seller', 'system', 'mediator']),
-  milestoneIds: z.array(z.string()),
-  message: z.string(),
-  transfer: TransferSchema.nullable().describe('the on-chain transfer, with its signature, for funding, releases and refunds'),
-});
+const TransferSchema: z.ZodType<EscrowTransfer> = named(
+  'EscrowTransfer',
+  z.object({
+    purpose: z.enum(['funding', 'release', 'refund']),
+    from: SolanaAddress,
+    to: SolanaAddress,
+    amount: AtomicAmount,
+    signature: SolanaSignature,
+    at: Timestamp,
+  }),
+);
+const DeliverySchema: z.ZodType<EscrowDelivery> = named(
+  'EscrowDelivery',
+  z.object({
+    id: z.string().describe('delivery id, dlv_…'),
+    content: ScannableContent,
+    contentHash: ContentHash.describe('SHA-256 of the UTF-8 content body, lowercase hex'),
+    sizeBytes: count,
+    moduleId: z.string().nullable(),
+    notes: z.string().nullable(),
+    scanId: z.string().nullable(),
+    deliveredAt: Timestamp,
+  }),
+);
+const MilestoneSchema: z.ZodType<EscrowMilestone> = named(
+  'EscrowMilestone',
+  z.object({
+    id: z.string().describe('"m1", "m2", … by position'),
+    position: z.number().int().min(1).max(10),
+    title: z.string(),
+    description: z.string().nullable(),
+    amount: AtomicAmount,
+    state: MilestoneStateSchema,
+    delivery: DeliverySchema.nullable(),
+    reviewEndsAt: Timestamp.nullable().describe('when the review timer releases this milestone to the seller'),
+    settledAt: Timestamp.nullable(),
+    settledBy: z.enum(['buyer', 'review_timer', 'timeout', 'mediator']).nullable(),
+    toSeller: AtomicAmount,
+    toBuyer: AtomicAmount,
+  }),
+);
+const TimelineEntrySchema: z.ZodType<EscrowTimelineEntry> = named(
+  'EscrowTimelineEntry',
+  z.object({
+    id: z.string().describe('entry id, evt_…'),
+    at: Timestamp,
+    event: EventSchema,
+    actor: z.enum(['buyer', 'seller', 'system', 'mediator']),
+    milestoneIds: z.array(z.string()),
+    message: z.string(),
+    transfer: TransferSchema.nullable().describe(
+      'the on-chain transfer, with its signature, for funding, releases and refunds',
+    ),
+  }),
+);
 
 const evidenceDescription = z.string().trim().min(1).max(500).optional();
-const EvidenceInput: z.ZodType<EscrowEvidenceInput> = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('text'), text: z.string().trim().min(1).max(4000), description: evidenceDescription }).strict(),
-  z
-    .object({
-      type: z.literal('url'),
-      url: z.string().url().max(2000).regex(/^https?:\/\//, 'must be an http(s) URL'),
-      description: evidenceDescription,
-    })
-    .strict(),
-  z.object({ type: z.literal('transaction'), signature: SolanaSignature, description: evidenceDescription }).strict(),
-  z
-    .object({
-      type: z.literal('scan'),
-      scanId: z.string().regex(/^scn_[A-Za-z0-9]{16,40}$/, 'must be a verification scan id such as "scn_…"'),
-      description: evidenceDescription,
-    })
-    .strict(),
-]);
-const EvidenceSchema: z.ZodType<EscrowEvidence> = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('text'), text: z.string(), description: z.string().nullable() }),
-  z.object({ type: z.literal('url'), url: z.string(), description: z.string().nullable() }),
-  z.object({ type: z.literal('transaction'), signature: SolanaSignature, description: z.string().nullable() }),
-  z.object({ type: z.literal('scan'), scanId: z.string(), description: z.string().nullable() }),
-]);
-const StatementSchema: z.ZodType<EscrowDisputeStatement> = z.object({
-  party: PartySchema,
-  address: SolanaAddress,
-  reason: ReasonSchema,
-  statement: z.string(),
-  evidence: z.array(EvidenceSchema),
-  submittedAt: Timestamp,
-});
-const ReputationSnapshotSchema: z.ZodType<EscrowReputationSnapshot> = z.object({
-  agentId: SolanaAddress,
-  score: z.number().min(0).max(100),
-  tier: z.enum(['unrated', 'new', 'bronze', 'silver', 'gold', 'platinum']),
-  confidence: Rate,
-  tradeCount: count,
-  disputeRate: Rate.nullable(),
-});
-const InvestigationSchema: z.ZodType<EscrowInvestigation> = z.object({
-  status: z.enum(['complete', 'partial']),
-  scans: z
-    .array(
+const EvidenceInput: z.ZodType<EscrowEvidenceInput> = named(
+  'EscrowEvidenceInput',
+  z.discriminatedUnion('type', [
+    z
+      .object({ type: z.literal('text'), text: z.string().trim().min(1).max(4000), description: evidenceDescription })
+      .strict(),
+    z
+      .object({
+        type: z.literal('url'),
+        url: z
+          .string()
+          .url()
+          .max(2000)
+          .regex(/^https?:\/\//, 'must be an http(s) URL'),
+        description: evidenceDescription,
+      })
+      .strict(),
+    z.object({ type: z.literal('transaction'), signature: SolanaSignature, description: evidenceDescription }).strict(),
+    z
+      .object({
+        type: z.literal('scan'),
+        scanId: z.string().regex(/^scn_[A-Za-z0-9]{16,40}$/, 'must be a verification scan id such as "scn_…"'),
+        description: evidenceDescription,
+      })
+      .strict(),
+  ]),
+);
+const EvidenceSchema: z.ZodType<EscrowEvidence> = named(
+  'EscrowEvidence',
+  z.discriminatedUnion('type', [
+    z.object({ type: z.literal('text'), text: z.string(), description: z.string().nullable() }),
+    z.object({ type: z.literal('url'), url: z.string(), description: z.string().nullable() }),
+    z.object({ type: z.literal('transaction'), signature: SolanaSignature, description: z.string().nullable() }),
+    z.object({ type: z.literal('scan'), scanId: z.string(), description: z.string().nullable() }),
+  ]),
+);
+const StatementSchema: z.ZodType<EscrowDisputeStatement> = named(
+  'EscrowDisputeStatement',
+  z.object({
+    party: PartySchema,
+    address: SolanaAddress,
+    reason: ReasonSchema,
+    statement: z.string(),
+    evidence: z.array(EvidenceSchema),
+    submittedAt: Timestamp,
+  }),
+);
+const ReputationSnapshotSchema: z.ZodType<EscrowReputationSnapshot> = named(
+  'EscrowReputationSnapshot',
+  z.object({
+    agentId: SolanaAddress,
+    score: z.number().min(0).max(100),
+    tier: z.enum(['unrated', 'new', 'bronze', 'silver', 'gold', 'platinum']),
+    confidence: Rate,
+    tradeCount: count,
+    disputeRate: Rate.nullable(),
+  }),
+);
+const InvestigationSchema: z.ZodType<EscrowInvestigation> = named(
+  'EscrowInvestigation',
+  z.object({
+    status: z.enum(['complete', 'partial']),
+    scans: z
+      .array(
+        z.object({
+          scanId: z.string(),
+          milestoneId: z.string(),
+          score: z.number().min(0).max(100),
+          verdict: z.enum(['pass', 'warn', 'fail']),
+          findingCount: count,
+          highestSeverity: z.enum(['info', 'low', 'medium', 'high', 'critical']).nullable(),
+          plagiarismSimilarity: Rate.nullable(),
+          certificateId: z.string().nullable(),
+        }),
+      )
+      .describe('verification scans of the delivered content of the disputed milestones'),
+    reputation: z.object({ buyer: ReputationSnapshotSchema.nullable(), seller: ReputationSnapshotSchema.nullable() }),
+    milestonesDelivered: count,
+    milestonesDisputed: count,
+    deliveredBeforeTimeout: z.boolean().nullable().describe('null when nothing disputed was delivered'),
+    observations: z.array(z.string()),
+    leaning: LeaningSchema.describe('which side the evidence favours so far; the decision is made by resolve'),
+    unavailable: z.array(z.enum(['verification', 'reputation'])),
+    generator: Generator,
+    updatedAt: Timestamp,
+  }),
+);
+const DecisionSchema: z.ZodType<EscrowMediatorDecision> = named(
+  'EscrowMediatorDecision',
+  z.object({
+    id: z.string().describe('decision id, dec_…'),
+    outcome: z.enum(['release_to_seller', 'refund_to_buyer', 'split']),
+    sellerPercent: z.number().int().min(0).max(100),
+    distribution: z.object({ total: AtomicAmount, toSeller: AtomicAmount, toBuyer: AtomicAmount }),
+    milestones: z.array(
+      z.object({ milestoneId: z.string(), amount: AtomicAmount, toSeller: AtomicAmount, toBuyer: AtomicAmount }),
+    ),
+    rationale: z.string(),
+    factors: z.array(
       z.object({
-        scanId: z.string(),
-        milestoneId: z.string(),
-        score: z.number().min(0).max(100),
-        verdict: z.enum(['pass', 'warn', 'fail']),
-        findingCount: count,
-        highestSeverity: z.enum(['info', 'low', 'medium', 'high', 'critical']).nullable(),
-        plagiarismSimilarity: Rate.nullable(),
-        certificateId: z.string().nullable(),
+        factor: z.enum([
+          'delivery',
+          'terms',
+          'quality',
+          'safety',
+          'plagiarism',
+          'timeliness',
+          'reputation',
+          'evidence',
+        ]),
+        finding: z.string(),
+        favors: LeaningSchema,
+        weight: Rate,
       }),
-    )
-    .describe('verification scans of the delivered content of the disputed milestones'),
-  reputation: z.object({ buyer: ReputationSnapshotSchema.nullable(), seller: ReputationSnapshotSchema.nullable() }),
-  milestonesDelivered: count,
-  milestonesDisputed: count,
-  deliveredBeforeTimeout: z.boolean().nullable().describe('null when nothing disputed was delivered'),
-  observations: z.array(z.string()),
-  leaning: LeaningSchema.describe('which side the evidence favours so far; the decision is made by resolve'),
-  unavailable: z.array(z.enum(['verification', 'reputation'])),
-  generator: Generator,
-  updatedAt: Timestamp,
-});
-const DecisionSchema: z.ZodType<EscrowMediatorDecision> = z.object({
-  id: z.string().describe('decision id, dec_…'),
-  outcome: z.enum(['release_to_seller', 'refund_to_buyer', 'split']),
-  sellerPercent: z.number().int().min(0).max(100),
-  distribution: z.object({ total: AtomicAmount, toSeller: AtomicAmount, toBuyer: AtomicAmount }),
-  milestones: z.array(z.object({ milestoneId: z.string(), amount: AtomicAmount, toSeller: AtomicAmount, toBuyer: AtomicAmount })),
-  rationale: z.string(),
-  factors: z.array(
-    z.object({
-      factor: z.enum(['delivery', 'terms', 'quality', 'safety', 'plagiarism', 'timeliness', 'reputation', 'evidence']),
-      finding: z.string(),
-      favors: LeaningSchema,
-      weight: Rate,
+    ),
+    confidence: Rate,
+    binding: z.literal(true),
+    requestedBy: z.enum(['buyer', 'seller', 'system']),
+    transfers: z.array(TransferSchema),
+    decidedAt: Timestamp,
+    generator: Generator,
+  }),
+);
+const DisputeSchema: z.ZodType<EscrowDispute> = named(
+  'EscrowDispute',
+  z.object({
+    id: z.string().describe('dispute id, dsp_…'),
+    status: z.enum(['open', 'resolved']),
+    openedBy: PartySchema,
+    milestoneIds: z.array(z.string()),
+    frozenAmount: AtomicAmount,
+    statements: z.array(StatementSchema).describe('the opener’s statement, then the counterparty’s response'),
+    respondBy: Timestamp.describe('the counterparty may answer until then (48 hours)'),
+    autoResolveAt: Timestamp.describe('the mediator decides on its own then (72 hours after respondBy)'),
+    investigation: InvestigationSchema,
+    decision: DecisionSchema.nullable(),
+    openedAt: Timestamp,
+    resolvedAt: Timestamp.nullable(),
+  }),
+);
+const NextActionSchema: z.ZodType<EscrowNextAction> = named(
+  'EscrowNextAction',
+  z.object({
+    party: z.enum(['buyer', 'seller', 'mediator', 'none']),
+    action: z.enum(['deliver', 'review', 'respond_to_dispute', 'resolve', 'none']),
+    deadline: Timestamp.nullable(),
+  }),
+);
+const EscrowSchema: z.ZodType<Escrow> = named(
+  'Escrow',
+  z.object({
+    id: z.string().describe('escrow id, esc_…'),
+    state: StateSchema,
+    kind: z.enum(['single', 'milestones']),
+    title: z.string(),
+    description: z.string().nullable(),
+    terms: z.string().nullable(),
+    moduleId: z.string().nullable(),
+    negotiationId: z.string().nullable(),
+    buyer: SolanaAddress,
+    seller: SolanaAddress,
+    amount: AtomicAmount.describe('escrowed amount, atomic units, fee excluded'),
+    fee: AtomicAmount.describe('service fee, atomic units: 1 percent rounded up, at least 10000'),
+    network: Caip2Network,
+    asset: SolanaAddress.describe('the stablecoin mint'),
+    vault: SolanaAddress.describe('the escrow service’s vault wallet that holds the funds'),
+    balances: z.object({
+      locked: AtomicAmount,
+      frozen: AtomicAmount,
+      released: AtomicAmount,
+      refunded: AtomicAmount,
     }),
-  ),
-  confidence: Rate,
-  binding: z.literal(true),
-  requestedBy: z.enum(['buyer', 'seller', 'system']),
-  transfers: z.array(TransferSchema),
-  decidedAt: Timestamp,
-  generator: Generator,
-});
-const DisputeSchema: z.ZodType<EscrowDispute> = z.object({
-  id: z.string().describe('dispute id, dsp_…'),
-  status: z.enum(['open', 'resolved']),
-  openedBy: PartySchema,
-  milestoneIds: z.array(z.string()),
-  frozenAmount: AtomicAmount,
-  statements: z.array(StatementSchema).describe('the opener’s statement, then the counterparty’s response'),
-  respondBy: Timestamp.describe('the counterparty may answer until then (48 hours)'),
-  autoResolveAt: Timestamp.describe('the mediator decides on its own then (72 hours after respondBy)'),
-  investigation: InvestigationSchema,
-  decision: DecisionSchema.nullable(),
-  openedAt: Timestamp,
-  resolvedAt: Timestamp.nullable(),
-});
-const NextActionSchema: z.ZodType<EscrowNextAction> = z.object({
-  party: z.enum(['buyer', 'seller', 'mediator', 'none']),
-  action: z.enum(['deliver', 'review', 'respond_to_dispute', 'resolve', 'none']),
-  deadline: Timestamp.nullable(),
-});
-const EscrowSchema: z.ZodType<Escrow> = z.object({
-  id: z.string().describe('escrow id, esc_…'),
-  state: StateSchema,
-  kind: z.enum(['single', 'milestones']),
-  title: z.string(),
-  description: z.string().nullable(),
-  terms: z.string().nullable(),
-  moduleId: z.string().nullable(),
-  negotiationId: z.string().nullable(),
-  buyer: SolanaAddress,
-  seller: SolanaAddress,
-  amount: AtomicAmount.describe('escrowed amount, atomic units, fee excluded'),
-  fee: AtomicAmount.describe('service fee, atomic units: 1 percent rounded up, at least 10000'),
-  network: Caip2Network,
-  asset: SolanaAddress.describe('the stablecoin mint'),
-  vault: SolanaAddress.describe('the escrow service’s vault wallet that holds the funds'),
-  balances: z.object({
-    locked: AtomicAmount,
-    frozen: AtomicAmount,
+    milestones: z.array(MilestoneSchema),
+    reviewTimer: z.object({
+      periodHours: z.number().int(),
+      nextReleaseAt: Timestamp.nullable().describe('the earliest review deadline running now'),
+    }),
+    timeoutRelease: z.object({
+      timeoutHours: z.number().int(),
+      at: Timestamp.describe('undelivered milestones are refunded to the buyer then'),
+      action: z.literal('refund_undelivered_to_buyer'),
+    }),
+    timersPausedAt: Timestamp.nullable().describe('set while a dispute is open; deadlines move by the paused time'),
+    nextAction: NextActionSchema,
+    disputes: z.array(DisputeSchema),
+    timeline: z.array(TimelineEntrySchema).describe('the audit trail, oldest first'),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    closedAt: Timestamp.nullable(),
+  }),
+);
+const DeliverResultSchema: z.ZodType<EscrowDeliverResult> = named(
+  'EscrowDeliverResult',
+  z.object({
+    escrow: EscrowSchema,
+    milestoneId: z.string(),
+    delivery: DeliverySchema,
+    reviewEndsAt: Timestamp,
+  }),
+);
+const ConfirmResultSchema: z.ZodType<EscrowConfirmResult> = named(
+  'EscrowConfirmResult',
+  z.object({
+    escrow: EscrowSchema,
+    releasedMilestoneIds: z.array(z.string()),
+    transfers: z.array(TransferSchema).describe('one release transfer per confirmed milestone'),
+    reputationReport: z.object({ status: z.enum(['sent', 'queued']), reportId: z.string().nullable() }),
+  }),
+);
+const DisputeResultSchema: z.ZodType<EscrowDisputeResult> = named(
+  'EscrowDisputeResult',
+  z.object({ escrow: EscrowSchema, dispute: DisputeSchema }),
+);
+const ResolveResultSchema: z.ZodType<EscrowResolveResult> = named(
+  'EscrowResolveResult',
+  z.object({
+    escrow: EscrowSchema,
+    dispute: DisputeSchema,
+    decision: DecisionSchema,
+  }),
+);
+const SummarySchema: z.ZodType<EscrowSummary> = named(
+  'EscrowSummary',
+  z.object({
+    id: z.string(),
+    state: StateSchema,
+    role: PartySchema,
+    counterparty: SolanaAddress,
+    title: z.string(),
+    amount: AtomicAmount,
     released: AtomicAmount,
     refunded: AtomicAmount,
+    milestones: count,
+    milestonesSettled: count,
+    nextAction: NextActionSchema,
+    actionRequired: z.boolean(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    closedAt: Timestamp.nullable(),
   }),
-  milestones: z.array(MilestoneSchema),
-  reviewTimer: z.object({
-    periodHours: z.number().int(),
-    nextReleaseAt: Timestamp.nullable().describe('the earliest review deadline running now'),
+);
+const EscrowListSchema: z.ZodType<EscrowList> = named(
+  'EscrowList',
+  z.object({
+    agentId: SolanaAddress,
+    role: z.enum(['buyer', 'seller', 'any']),
+    active: z.array(SummarySchema).describe('funded or delivered, newest first'),
+    completed: z.array(SummarySchema).describe('completed, resolved or expired, newest first'),
+    disputed: z.array(SummarySchema).describe('with an open dispute, newest first'),
+    truncated: z.boolean(),
+    summary: z.object({
+      total: count,
+      active: count,
+      completed: count,
+      disputed: count,
+      asBuyer: count,
+      asSeller: count,
+      actionRequired: count,
+      lockedAsBuyer: AtomicAmount,
+      pendingAsSeller: AtomicAmount,
+      spent: AtomicAmount.describe('released from the agent’s escrows to sellers'),
+      earned: AtomicAmount.describe('released to the agent as a seller'),
+      refunded: AtomicAmount.describe('refunded to the agent as a buyer'),
+      disputesOpened: count,
+      completionRate: Rate.nullable().describe('completed / closed escrows'),
+      averageCompletionHours: z.number().nullable(),
+    }),
   }),
-  timeoutRelease: z.object({
-    timeoutHours: z.number().int(),
-    at: Timestamp.describe('undelivered milestones are refunded to the buyer then'),
-    action: z.literal('refund_undelivered_to_buyer'),
-  }),
-  timersPausedAt: Timestamp.nullable().describe('set while a dispute is open; deadlines move by the paused time'),
-  nextAction: NextActionSchema,
-  disputes: z.array(DisputeSchema),
-  timeline: z.array(TimelineEntrySchema).describe('the audit trail, oldest first'),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  closedAt: Timestamp.nullable(),
-});
-const DeliverResultSchema: z.ZodType<EscrowDeliverResult> = z.object({
-  escrow: EscrowSchema,
-  milestoneId: z.string(),
-  delivery: DeliverySchema,
-  reviewEndsAt: Timestamp,
-});
-const ConfirmResultSchema: z.ZodType<EscrowConfirmResult> = z.object({
-  escrow: EscrowSchema,
-  releasedMilestoneIds: z.array(z.string()),
-  transfers: z.array(TransferSchema).describe('one release transfer per confirmed milestone'),
-  reputationReport: z.object({ status: z.enum(['sent', 'queued']), reportId: z.string().nullable() }),
-});
-const DisputeResultSchema: z.ZodType<EscrowDisputeResult> = z.object({ escrow: EscrowSchema, dispute: DisputeSchema });
-const ResolveResultSchema: z.ZodType<EscrowResolveResult> = z.object({
-  escrow: EscrowSchema,
-  dispute: DisputeSchema,
-  decision: DecisionSchema,
-});
-const SummarySchema: z.ZodType<EscrowSummary> = z.object({
-  id: z.string(),
-  state: StateSchema,
-  role: PartySchema,
-  counterparty: SolanaAddress,
-  title: z.string(),
-  amount: AtomicAmount,
-  released: AtomicAmount,
-  refunded: AtomicAmount,
-  milestones: count,
-  milestonesSettled: count,
-  nextAction: NextActionSchema,
-  actionRequired: z.boolean(),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  closedAt: Timestamp.nullable(),
-});
-const EscrowListSchema: z.ZodType<EscrowList> = z.object({
-  agentId: SolanaAddress,
-  role: z.enum(['buyer', 'seller', 'any']),
-  active: z.array(SummarySchema).describe('funded or delivered, newest first'),
-  completed: z.array(SummarySchema).describe('completed, resolved or expired, newest first'),
-  disputed: z.array(SummarySchema).describe('with an open dispute, newest first'),
-  truncated: z.boolean(),
-  summary: z.object({
-    total: count,
-    active: count,
-    completed: count,
-    disputed: count,
-    asBuyer: count,
-    asSeller: count,
-    actionRequired: count,
-    lockedAsBuyer: AtomicAmount,
-    pendingAsSeller: AtomicAmount,
-    spent: AtomicAmount.describe('released from the agent’s escrows to sellers'),
-    earned: AtomicAmount.describe('released to the agent as a seller'),
-    refunded: AtomicAmount.describe('refunded to the agent as a buyer'),
-    disputesOpened: count,
+);
+const StatsSchema: z.ZodType<EscrowStats> = named(
+  'EscrowStats',
+  z.object({
+    totalEscrows: count,
+    byState: z.object({
+      funded: count,
+      delivered: count,
+      disputed: count,
+      completed: count,
+      resolved: count,
+      expired: count,
+    }),
+    volumeLocked: AtomicAmount.describe('held by the vault for open escrows now, atomic units'),
+    volume: z.object({ escrowed: AtomicAmount, released: AtomicAmount, refunded: AtomicAmount, fees: AtomicAmount }),
+    disputes: z.object({
+      total: count,
+      open: count,
+      resolved: count,
+      disputeRate: Rate.nullable().describe('disputes / escrows'),
+    }),
+    resolutionRates: z.object({
+      releasedToSeller: Rate.nullable(),
+      refundedToBuyer: Rate.nullable(),
+      split: Rate.nullable(),
+    }),
+    averageResolutionHours: z.number().nullable(),
     completionRate: Rate.nullable().describe('completed / closed escrows'),
-    averageCompletionHours: z.number().nullable(),
+    averageCompletionHours: z.number().nullable().describe('creation to close of completed escrows'),
+    milestonesAutoReleased: count,
+    network: Caip2Network,
+    asset: SolanaAddress,
+    asOf: Timestamp,
   }),
-});
-const StatsSchema: z.ZodType<EscrowStats> = z.object({
-  totalEscrows: count,
-  byState: z.object({ funded: count, delivered: count, disputed: count, completed: count, resolved: count, expired: count }),
-  volumeLocked: AtomicAmount.describe('held by the vault for open escrows now, atomic units'),
-  volume: z.object({ escrowed: AtomicAmount, released: AtomicAmount, refunded: AtomicAmount, fees: AtomicAmount }),
-  disputes: z.object({ total: count, open: count, resolved: count, disputeRate: Rate.nullable().describe('disputes / escrows') }),
-  resolutionRates: z.object({
-    releasedToSeller: Rate.nullable(),
-    refundedToBuyer: Rate.nullable(),
-    split: Rate.nullable(),
-  }),
-  averageResolutionHours: z.number().nullable(),
-  completionRate: Rate.nullable().describe('completed / closed escrows'),
-  averageCompletionHours: z.number().nullable().describe('creation to close of completed escrows'),
-  milestonesAutoReleased: count,
-  network: Caip2Network,
-  asset: SolanaAddress,
-  asOf: Timestamp,
-});
+);
 
 export interface EscrowCreateBodyOut {
   seller: string;
@@ -673,60 +787,74 @@ export interface EscrowCreateBodyOut {
   reviewPeriodHours: number;
   timeoutHours: number;
 }
-type CreateBodyIn = Omit<EscrowCreateBodyOut, 'reviewPeriodHours' | 'timeoutHours'> & { reviewPeriodHours?: number; timeoutHours?: number };
+type CreateBodyIn = Omit<EscrowCreateBodyOut, 'reviewPeriodHours' | 'timeoutHours'> & {
+  reviewPeriodHours?: number;
+  timeoutHours?: number;
+};
 
-const CreateBody: z.ZodType<EscrowCreateBodyOut, z.ZodTypeDef, CreateBodyIn> = z
-  .object({
-    seller: SolanaAddress.describe('the seller’s wallet: releases are paid to it'),
-    title: z.string().trim().min(3).max(200).describe('what is being bought'),
-    description: z.string().trim().min(1).max(2000).optional(),
-    terms: z
-      .string()
-      .trim()
-      .min(1)
-      .max(4000)
-      .optional()
-      .describe('acceptance criteria; the mediator judges deliveries against them'),
-    moduleId: ModuleRef.optional().describe('the knowledge-market module traded'),
-    negotiationId: z.string().trim().min(1).max(128).optional().describe('the negotiation that agreed the price'),
-    amount: EscrowAmount.describe('escrowed amount, atomic units (10000 = 0.01 USD), fee excluded'),
-    milestones: z
-      .array(
-        z
-          .object({
-            title: z.string().trim().min(1).max(200),
-            description: z.string().trim().min(1).max(1000).optional(),
-            amount: PositiveAtomicAmount,
-          })
-          .strict(),
-      )
-      .min(2)
-      .max(10)
-      .optional()
-      .describe('2 to 10 milestones whose amounts add up to `amount`; omit for a single release'),
-    reviewPeriodHours: z
-      .number()
-      .int()
-      .min(1)
-      .max(720)
-      .default(ESCROW_DEFAULT_REVIEW_HOURS)
-      .describe('hours the buyer has to review a delivery before it is released to the seller (1 to 720, default 72)'),
-    timeoutHours: z
-      .number()
-      .int()
-      .min(24)
-      .max(2160)
-      .default(ESCROW_DEFAULT_TIMEOUT_HOURS)
-      .describe('hours the seller has to deliver; undelivered milestones are then refunded (24 to 2160, default 336 = 14 days)'),
-  })
-  .strict()
-  .superRefine((body, ctx) => {
-    if (!body.milestones) return;
-    const sum = body.milestones.reduce((total, m) => total + (/^\d+$/.test(m.amount) ? BigInt(m.amount) : 0n), 0n);
-    if (/^\d+$/.test(body.amount) && sum !== BigInt(body.amount)) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['milestones'], message: `milestone amounts add up to ${sum}, not to amount ${body.amount}` });
-    }
-  });
+const CreateBody: z.ZodType<EscrowCreateBodyOut, z.ZodTypeDef, CreateBodyIn> = named(
+  'EscrowCreateBodyOut',
+  z
+    .object({
+      seller: SolanaAddress.describe('the seller’s wallet: releases are paid to it'),
+      title: z.string().trim().min(3).max(200).describe('what is being bought'),
+      description: z.string().trim().min(1).max(2000).optional(),
+      terms: z
+        .string()
+        .trim()
+        .min(1)
+        .max(4000)
+        .optional()
+        .describe('acceptance criteria; the mediator judges deliveries against them'),
+      moduleId: ModuleRef.optional().describe('the knowledge-market module traded'),
+      negotiationId: z.string().trim().min(1).max(128).optional().describe('the negotiation that agreed the price'),
+      amount: EscrowAmount.describe('escrowed amount, atomic units (10000 = 0.01 USD), fee excluded'),
+      milestones: z
+        .array(
+          z
+            .object({
+              title: z.string().trim().min(1).max(200),
+              description: z.string().trim().min(1).max(1000).optional(),
+              amount: PositiveAtomicAmount,
+            })
+            .strict(),
+        )
+        .min(2)
+        .max(10)
+        .optional()
+        .describe('2 to 10 milestones whose amounts add up to `amount`; omit for a single release'),
+      reviewPeriodHours: z
+        .number()
+        .int()
+        .min(1)
+        .max(720)
+        .default(ESCROW_DEFAULT_REVIEW_HOURS)
+        .describe(
+          'hours the buyer has to review a delivery before it is released to the seller (1 to 720, default 72)',
+        ),
+      timeoutHours: z
+        .number()
+        .int()
+        .min(24)
+        .max(2160)
+        .default(ESCROW_DEFAULT_TIMEOUT_HOURS)
+        .describe(
+          'hours the seller has to deliver; undelivered milestones are then refunded (24 to 2160, default 336 = 14 days)',
+        ),
+    })
+    .strict()
+    .superRefine((body, ctx) => {
+      if (!body.milestones) return;
+      const sum = body.milestones.reduce((total, m) => total + (/^\d+$/.test(m.amount) ? BigInt(m.amount) : 0n), 0n);
+      if (/^\d+$/.test(body.amount) && sum !== BigInt(body.amount)) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['milestones'],
+          message: `milestone amounts add up to ${sum}, not to amount ${body.amount}`,
+        });
+      }
+    }),
+);
 
 const SELLER = 'C3nuLmBXJxkW4j8Ynx75KhSm5p5eDQ7jELM55oJteMfP';
 const BUYER = '8PNeMNJQFFAU5phCnn12MVHk6sAorobNqatfvDvRpVkG';
@@ -747,7 +875,7 @@ const router = c.router({
       '(`reviewPeriodHours`, default 72); when it ends unconfirmed and undisputed, the milestone is released to the seller. ' +
       'The timeout release (`timeoutHours`, default 336 = 14 days) refunds every milestone still undelivered to the buyer. ' +
       'Errors: 403 payer_mismatch (the x402 payment does not come from the signed-in wallet), 422 self_escrow (seller is ' +
-      'the buyer), 422 invalid_seller (the seller is the escrow\'s own vault). The price ranges from 0.02 to 10,100 USD; it depends on the amount, not on demand.',
+      "the buyer), 422 invalid_seller (the seller is the escrow's own vault). The price ranges from 0.02 to 10,100 USD; it depends on the amount, not on demand.",
     responses: { 201: EscrowSchema, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors, ...authErrors },
     metadata: {
       payment: adaptive('0.02', '10100'),
@@ -789,8 +917,12 @@ const router = c.router({
     body: z
       .object({
         escrowId: EscrowId,
-        milestoneId: MilestoneId.optional().describe('the milestone delivered; defaults to the first pending milestone'),
-        content: ScannableContentInput.describe('the module content, held by the escrow and shown to the buyer for review'),
+        milestoneId: MilestoneId.optional().describe(
+          'the milestone delivered; defaults to the first pending milestone',
+        ),
+        content: ScannableContentInput.describe(
+          'the module content, held by the escrow and shown to the buyer for review',
+        ),
         moduleId: ModuleRef.optional(),
         notes: z.string().trim().min(1).max(2000).optional().describe('a note to the buyer'),
         scanId: z
@@ -846,7 +978,13 @@ const router = c.router({
           .refine((ids) => new Set(ids).size === ids.length, 'must not repeat a milestone')
           .optional()
           .describe('milestones to confirm; omit to confirm the entire escrow'),
-        rating: z.number().int().min(1).max(5).optional().describe('the buyer’s rating of the seller, 1 to 5, passed to the reputation service'),
+        rating: z
+          .number()
+          .int()
+          .min(1)
+          .max(5)
+          .optional()
+          .describe('the buyer’s rating of the seller, 1 to 5, passed to the reputation service'),
         comment: z.string().trim().min(1).max(1000).optional(),
       })
       .strict(),
@@ -943,7 +1081,7 @@ const router = c.router({
       'whole percent (`sellerPercent`) of each disputed milestone to the seller and refunds the rest to the buyer (rounding ' +
       'dust goes to the buyer), by on-chain transfers recorded in the timeline; a split is a partial refund. The ' +
       'rationale lists the factors weighed (delivery, terms, scan quality, safety, plagiarism, timeliness, reputation, ' +
-      'evidence). Both parties get a reputation report (dispute_won, dispute_lost or dispute_split). The dispute\'s opener ' +
+      "evidence). Both parties get a reputation report (dispute_won, dispute_lost or dispute_split). The dispute's opener " +
       'may call before the counterparty has answered only after `respondBy`; the counterparty calling waives its answer. ' +
       'Unresolved disputes are decided automatically at `autoResolveAt`. Errors: 403 not_a_party, 404 escrow_not_found, ' +
       '404 dispute_not_found, 409 not_disputed, 409 awaiting_counterparty.',
@@ -958,7 +1096,12 @@ const router = c.router({
     metadata: {
       payment: fixed('0.05'),
       auth: 'siwx',
-      example: { body: { escrowId: EXAMPLE_ESCROW, finalStatement: 'The scan found no evaluation section; I ask for a refund of m2.' } },
+      example: {
+        body: {
+          escrowId: EXAMPLE_ESCROW,
+          finalStatement: 'The scan found no evaluation section; I ask for a refund of m2.',
+        },
+      },
     } satisfies RouteMeta,
   },
   list: {
@@ -967,7 +1110,10 @@ const router = c.router({
     pathParams: z.object({ agentId: SolanaAddress.describe('the agent’s wallet address') }),
     query: z
       .object({
-        role: z.enum(['buyer', 'seller', 'any']).default('any').describe('escrows where the agent is buyer, seller, or either'),
+        role: z
+          .enum(['buyer', 'seller', 'any'])
+          .default('any')
+          .describe('escrows where the agent is buyer, seller, or either'),
         limit: z.coerce.number().int().min(1).max(100).default(50).describe('escrows listed per group, 1 to 100'),
       })
       .strict(),

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { Timestamp } from '../core/chain';
@@ -14,8 +15,22 @@ const c = initContract();
 // and changes may be negative); z-scores, percents, confidences and weights are numbers.
 
 export type FlowExchange =
-  | 'binance' | 'coinbase' | 'kraken' | 'bitfinex' | 'okx' | 'bybit' | 'bitstamp' | 'gemini'
-  | 'venue-a' | 'venue-b' | 'venue-c' | 'venue-d' | 'venue-e' | 'venue-f' | 'venue-g' | 'venue-h';
+  | 'binance'
+  | 'coinbase'
+  | 'kraken'
+  | 'bitfinex'
+  | 'okx'
+  | 'bybit'
+  | 'bitstamp'
+  | 'gemini'
+  | 'venue-a'
+  | 'venue-b'
+  | 'venue-c'
+  | 'venue-d'
+  | 'venue-e'
+  | 'venue-f'
+  | 'venue-g'
+  | 'venue-h';
 export type FlowDirection = 'inflow' | 'outflow' | 'balanced';
 export type FlowSignalValue = 'bullish' | 'bearish' | 'neutral';
 
@@ -55,7 +70,14 @@ export interface FlowAnalysis {
   startDate: string;
   endDate: string;
   days: DailyFlow[];
-  totals: { inflowBtc: string; outflowBtc: string; netflowBtc: string; inflowUsd: string; outflowUsd: string; netflowUsd: string };
+  totals: {
+    inflowBtc: string;
+    outflowBtc: string;
+    netflowBtc: string;
+    inflowUsd: string;
+    outflowUsd: string;
+    netflowUsd: string;
+  };
   direction: FlowDirection;
   netflowZScore: number | null;
   reserveChangeBtc: string | null;
@@ -127,143 +149,206 @@ export interface SignalRequestInput {
 
 const REAL_EXCHANGES = ['binance', 'coinbase', 'kraken', 'bitfinex', 'okx', 'bybit', 'bitstamp', 'gemini'] as const;
 /** The seeded model's venues: simulated answers never name real exchanges. */
-export const SIMULATED_FLOW_VENUES = ['venue-a', 'venue-b', 'venue-c', 'venue-d', 'venue-e', 'venue-f', 'venue-g', 'venue-h'] as const;
+export const SIMULATED_FLOW_VENUES = [
+  'venue-a',
+  'venue-b',
+  'venue-c',
+  'venue-d',
+  'venue-e',
+  'venue-f',
+  'venue-g',
+  'venue-h',
+] as const;
 const EXCHANGES = [...REAL_EXCHANGES, ...SIMULATED_FLOW_VENUES] as const;
-const ExchangeSchema = z
-  .enum(EXCHANGES)
-  .describe('an exchange: venue-a … venue-h are the simulated venues (source.mode simulated); real exchange ids appear only with live per-exchange data');
+const ExchangeSchema = named(
+  'ExchangeFlowsExchange',
+  z
+    .enum(EXCHANGES)
+    .describe(
+      'an exchange: venue-a … venue-h are the simulated venues (source.mode simulated); real exchange ids appear only with live per-exchange data',
+    ),
+);
 const IsoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date written YYYY-MM-DD');
-const BtcAmount = z.string().regex(/^(0|[1-9]\d*)(\.\d{1,8})?$/, 'must be a non-negative BTC decimal string (at most 8 decimals)');
-const SignedBtcAmount = z.string().regex(/^-?(0|[1-9]\d*)(\.\d{1,8})?$/, 'must be a BTC decimal string (at most 8 decimals)');
+const BtcAmount = z
+  .string()
+  .regex(/^(0|[1-9]\d*)(\.\d{1,8})?$/, 'must be a non-negative BTC decimal string (at most 8 decimals)');
+const SignedBtcAmount = z
+  .string()
+  .regex(/^-?(0|[1-9]\d*)(\.\d{1,8})?$/, 'must be a BTC decimal string (at most 8 decimals)');
 const Btc = (what: string) => BtcAmount.describe(`${what}, BTC decimal string`);
 const SignedBtc = (what: string) => SignedBtcAmount.describe(`${what}, BTC decimal string, may be negative`);
 const UsdValue = z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a non-negative decimal string');
 const SignedUsdValue = z.string().regex(/^-?(0|[1-9]\d*)(\.\d+)?$/, 'must be a decimal string');
 const Usd = (what: string) => UsdValue.describe(`${what}, USD decimal string`);
 const SignedUsd = (what: string) => SignedUsdValue.describe(`${what}, USD decimal string, may be negative`);
-const DirectionSchema = z
-  .enum(['inflow', 'outflow', 'balanced'])
-  .describe('net direction: inflow when netflow > 1 % of gross flow, outflow when < −1 %, else balanced');
+const DirectionSchema = named(
+  'Direction',
+  z
+    .enum(['inflow', 'outflow', 'balanced'])
+    .describe('net direction: inflow when netflow > 1 % of gross flow, outflow when < −1 %, else balanced'),
+);
 const SignalValue = z.enum(['bullish', 'bearish', 'neutral']);
 const Days = (max: number, dflt: number) =>
-  z.number().int().min(1).max(max).default(dflt).describe(`days back from the latest full UTC day, 1 to ${max} (default ${dflt})`);
+  z
+    .number()
+    .int()
+    .min(1)
+    .max(max)
+    .default(dflt)
+    .describe(`days back from the latest full UTC day, 1 to ${max} (default ${dflt})`);
 
-const SummarySchema: z.ZodType<BtcPriceSummary> = z.object({
-  asset: z.literal('BTC'),
-  priceUsd: Usd('BTC price'),
-  change24hUsd: SignedUsd('price change over 24 hours'),
-  change24hPercent: z.number().describe('price change over 24 hours, percent'),
-  high24hUsd: Usd('highest price over 24 hours').nullable(),
-  low24hUsd: Usd('lowest price over 24 hours').nullable(),
-  marketCapUsd: Usd('market cap'),
-  volume24hUsd: Usd('traded volume over 24 hours'),
-  dominancePercent: z.number().min(0).max(100).describe('bitcoin’s share of the total crypto market cap, percent'),
-  circulatingSupplyBtc: Btc('circulating supply'),
-  lastUpdated: Timestamp,
-  source: DataSource,
-});
-const FlowAnalysisSchema: z.ZodType<FlowAnalysis> = z.object({
-  startDate: IsoDate,
-  endDate: IsoDate,
-  days: z
-    .array(
-      z.object({
-        date: IsoDate,
-        inflowBtc: Btc('moved onto exchanges'),
-        outflowBtc: Btc('withdrawn from exchanges'),
-        netflowBtc: SignedBtc('inflow − outflow'),
-        inflowUsd: Usd('inflow valued at the day’s price'),
-        outflowUsd: Usd('outflow valued at the day’s price'),
-        netflowUsd: SignedUsd('netflow valued at the day’s price'),
-        reserveBtc: Btc('held on exchanges at the end of the day').nullable(),
-      }),
-    )
-    .describe('daily flows of the selected exchanges, oldest first'),
-  totals: z.object({
-    inflowBtc: BtcAmount,
-    outflowBtc: BtcAmount,
-    netflowBtc: SignedBtcAmount,
-    inflowUsd: UsdValue,
-    outflowUsd: UsdValue,
-    netflowUsd: SignedUsdValue,
+const SummarySchema: z.ZodType<BtcPriceSummary> = named(
+  'BtcPriceSummary',
+  z.object({
+    asset: z.literal('BTC'),
+    priceUsd: Usd('BTC price'),
+    change24hUsd: SignedUsd('price change over 24 hours'),
+    change24hPercent: z.number().describe('price change over 24 hours, percent'),
+    high24hUsd: Usd('highest price over 24 hours').nullable(),
+    low24hUsd: Usd('lowest price over 24 hours').nullable(),
+    marketCapUsd: Usd('market cap'),
+    volume24hUsd: Usd('traded volume over 24 hours'),
+    dominancePercent: z.number().min(0).max(100).describe('bitcoin’s share of the total crypto market cap, percent'),
+    circulatingSupplyBtc: Btc('circulating supply'),
+    lastUpdated: Timestamp,
+    source: DataSource,
   }),
-  direction: DirectionSchema,
-  netflowZScore: z.number().nullable().describe('mean daily netflow of the period against the 90 days before it; null without history'),
-  reserveChangeBtc: SignedBtc('exchange reserve change over the period').nullable(),
-  reserveChangePercent: z.number().nullable(),
-  sentiment: SignalValue.describe('sentiment signal: outflow with netflowZScore ≤ −1 bullish, inflow with ≥ 1 bearish, else neutral'),
-  breakdown: z
-    .array(
-      z.object({
-        exchange: ExchangeSchema,
-        inflowBtc: BtcAmount,
-        outflowBtc: BtcAmount,
-        netflowBtc: SignedBtcAmount,
-        shareOfFlowPercent: z.number().min(0).max(100).describe('share of the period’s gross flow (inflow + outflow)'),
-        direction: DirectionSchema,
-      }),
-    )
-    .describe('per-exchange totals over the period, largest gross flow first'),
-  source: DataSource,
-});
-const ExchangeBreakdownSchema: z.ZodType<ExchangeBreakdown> = z.object({
-  startDate: IsoDate,
-  endDate: IsoDate,
-  exchanges: z.array(
-    z.object({
-      rank: z.number().int().min(1),
-      exchange: ExchangeSchema,
-      name: z.string().describe('display name, e.g. "Coinbase"'),
-      volume24hUsd: Usd('BTC spot volume over 24 hours'),
-      volumeSharePercent: z.number().min(0).max(100),
-      reserveBtc: Btc('estimated BTC held by the exchange’s labelled wallets'),
-      reserveUsd: Usd('reserve valued at the current price'),
-      reserveChangePercent: z.number().nullable().describe('reserve change over the period, percent'),
+);
+const FlowAnalysisSchema: z.ZodType<FlowAnalysis> = named(
+  'FlowAnalysis',
+  z.object({
+    startDate: IsoDate,
+    endDate: IsoDate,
+    days: z
+      .array(
+        z.object({
+          date: IsoDate,
+          inflowBtc: Btc('moved onto exchanges'),
+          outflowBtc: Btc('withdrawn from exchanges'),
+          netflowBtc: SignedBtc('inflow − outflow'),
+          inflowUsd: Usd('inflow valued at the day’s price'),
+          outflowUsd: Usd('outflow valued at the day’s price'),
+          netflowUsd: SignedUsd('netflow valued at the day’s price'),
+          reserveBtc: Btc('held on exchanges at the end of the day').nullable(),
+        }),
+      )
+      .describe('daily flows of the selected exchanges, oldest first'),
+    totals: z.object({
       inflowBtc: BtcAmount,
       outflowBtc: BtcAmount,
       netflowBtc: SignedBtcAmount,
-      direction: DirectionSchema,
+      inflowUsd: UsdValue,
+      outflowUsd: UsdValue,
+      netflowUsd: SignedUsdValue,
     }),
-  ),
-  totalReserveBtc: Btc('reserves of the listed exchanges (none listed: of all exchanges the provider tracks)'),
-  totalVolume24hUsd: Usd('volume of the listed exchanges over 24 hours (none listed: BTC volume of all markets)'),
-  source: DataSource,
-});
-const SignalSchema: z.ZodType<FlowSignal> = z.object({
-  signal: SignalValue,
-  confidence: z.number().min(0).max(1).describe('0 to 1: how strongly and consistently the factors agree'),
-  reasoning: z.string().describe('why: the factors and what they mean together'),
-  factors: z
-    .array(
+    direction: DirectionSchema,
+    netflowZScore: z
+      .number()
+      .nullable()
+      .describe('mean daily netflow of the period against the 90 days before it; null without history'),
+    reserveChangeBtc: SignedBtc('exchange reserve change over the period').nullable(),
+    reserveChangePercent: z.number().nullable(),
+    sentiment: SignalValue.describe(
+      'sentiment signal: outflow with netflowZScore ≤ −1 bullish, inflow with ≥ 1 bearish, else neutral',
+    ),
+    breakdown: z
+      .array(
+        z.object({
+          exchange: ExchangeSchema,
+          inflowBtc: BtcAmount,
+          outflowBtc: BtcAmount,
+          netflowBtc: SignedBtcAmount,
+          shareOfFlowPercent: z
+            .number()
+            .min(0)
+            .max(100)
+            .describe('share of the period’s gross flow (inflow + outflow)'),
+          direction: DirectionSchema,
+        }),
+      )
+      .describe('per-exchange totals over the period, largest gross flow first'),
+    source: DataSource,
+  }),
+);
+const ExchangeBreakdownSchema: z.ZodType<ExchangeBreakdown> = named(
+  'ExchangeBreakdown',
+  z.object({
+    startDate: IsoDate,
+    endDate: IsoDate,
+    exchanges: z.array(
       z.object({
-        name: z.enum(['netflow', 'netflow_zscore', 'reserve_trend', 'price_momentum', 'exchange_concentration']),
-        value: z.number(),
-        reading: SignalValue,
-        weight: z.number().min(0).max(1),
+        rank: z.number().int().min(1),
+        exchange: ExchangeSchema,
+        name: z.string().describe('display name, e.g. "Coinbase"'),
+        volume24hUsd: Usd('BTC spot volume over 24 hours'),
+        volumeSharePercent: z.number().min(0).max(100),
+        reserveBtc: Btc('estimated BTC held by the exchange’s labelled wallets'),
+        reserveUsd: Usd('reserve valued at the current price'),
+        reserveChangePercent: z.number().nullable().describe('reserve change over the period, percent'),
+        inflowBtc: BtcAmount,
+        outflowBtc: BtcAmount,
+        netflowBtc: SignedBtcAmount,
+        direction: DirectionSchema,
       }),
-    )
-    .describe('the inputs of the signal, each with its own reading and weight (weights sum to 1)'),
-  lookbackDays: z.number().int(),
-  generatedAt: Timestamp,
-  generator: Generator,
-  source: DataSource,
-});
+    ),
+    totalReserveBtc: Btc('reserves of the listed exchanges (none listed: of all exchanges the provider tracks)'),
+    totalVolume24hUsd: Usd('volume of the listed exchanges over 24 hours (none listed: BTC volume of all markets)'),
+    source: DataSource,
+  }),
+);
+const SignalSchema: z.ZodType<FlowSignal> = named(
+  'FlowSignal',
+  z.object({
+    signal: SignalValue,
+    confidence: z.number().min(0).max(1).describe('0 to 1: how strongly and consistently the factors agree'),
+    reasoning: z.string().describe('why: the factors and what they mean together'),
+    factors: z
+      .array(
+        z.object({
+          name: z.enum(['netflow', 'netflow_zscore', 'reserve_trend', 'price_momentum', 'exchange_concentration']),
+          value: z.number(),
+          reading: SignalValue,
+          weight: z.number().min(0).max(1),
+        }),
+      )
+      .describe('the inputs of the signal, each with its own reading and weight (weights sum to 1)'),
+    lookbackDays: z.number().int(),
+    generatedAt: Timestamp,
+    generator: Generator,
+    source: DataSource,
+  }),
+);
 
-const FlowsBody: z.ZodType<FlowsRequest, z.ZodTypeDef, FlowsRequestInput> = z
-  .object({
-    days: Days(90, 7),
-    exchanges: z.array(ExchangeSchema).min(1).max(SIMULATED_FLOW_VENUES.length).optional().describe('only these exchanges (default: all tracked); simulated mode tracks venue-a … venue-h'),
-  })
-  .strict();
-const ExchangesBody: z.ZodType<ExchangesRequest, z.ZodTypeDef, ExchangesRequestInput> = z
-  .object({
-    days: Days(90, 7).describe('period for reserve change and flows, 1 to 90 days (default 7)'),
-    sortBy: z.enum(['volume', 'reserve', 'netflow']).default('volume').describe('ranking: 24 h volume, reserve, or netflow (largest first)'),
-  })
-  .strict();
-const SignalBody: z.ZodType<SignalRequest, z.ZodTypeDef, SignalRequestInput> = z
-  .object({ lookbackDays: Days(90, 30).describe('days of flows the signal weighs, 1 to 90 (default 30)') })
-  .strict();
+const FlowsBody: z.ZodType<FlowsRequest, z.ZodTypeDef, FlowsRequestInput> = named(
+  'FlowsRequest',
+  z
+    .object({
+      days: Days(90, 7),
+      exchanges: z
+        .array(ExchangeSchema)
+        .min(1)
+        .max(SIMULATED_FLOW_VENUES.length)
+        .optional()
+        .describe('only these exchanges (default: all tracked); simulated mode tracks venue-a … venue-h'),
+    })
+    .strict(),
+);
+const ExchangesBody: z.ZodType<ExchangesRequest, z.ZodTypeDef, ExchangesRequestInput> = named(
+  'ExchangesRequest',
+  z
+    .object({
+      days: Days(90, 7).describe('period for reserve change and flows, 1 to 90 days (default 7)'),
+      sortBy: z
+        .enum(['volume', 'reserve', 'netflow'])
+        .default('volume')
+        .describe('ranking: 24 h volume, reserve, or netflow (largest first)'),
+    })
+    .strict(),
+);
+const SignalBody: z.ZodType<SignalRequest, z.ZodTypeDef, SignalRequestInput> = named(
+  'SignalRequest',
+  z.object({ lookbackDays: Days(90, 30).describe('days of flows the signal weighs, 1 to 90 (default 30)') }).strict(),
+);
 
 const upstream = '502 upstream_unavailable (with Retry-After) when the data provider fails; nothing is charged.';
 

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, standardErrors } from '../core/errors';
 import { free, type RouteMeta } from '../core/payment';
 import { AtomicAmount } from '../core/money';
@@ -15,7 +16,12 @@ import {
   Timestamp,
   USDC_DEVNET,
 } from '../core/chain';
-import { PaymentRequirementsSchema, ResourceInfoSchema, type PaymentRequirements, type ResourceInfo } from '../core/x402';
+import {
+  PaymentRequirementsSchema,
+  ResourceInfoSchema,
+  type PaymentRequirements,
+  type ResourceInfo,
+} from '../core/x402';
 import { authErrors } from './shared';
 
 // The settlement API (spec 002) and the x402 facilitator routes (research/x402.md §1.2, §3).
@@ -222,6 +228,8 @@ export interface MppSessionSettlement {
   buyer: string;
   amountSettled: string;
   buyerRefund: string;
+  /** Consumed but not covered at close: the buyer had moved its funds away (or lowered the role) after vouching. */
+  unpaidAtomic: string;
   voucherCount: number;
   sessionDurationSeconds: number;
   signature: string | null;
@@ -393,22 +401,28 @@ const CLUSTER_OF: Record<FacilitatorNetworkName, FacilitatorCluster> = {
   'solana-testnet': 'testnet',
   [SOLANA_TESTNET]: 'testnet',
 };
-const ClusterSchema: z.ZodType<FacilitatorCluster> = z.enum(['mainnet-beta', 'devnet', 'testnet']);
-const NetworkName: z.ZodType<FacilitatorCluster, z.ZodTypeDef, FacilitatorNetworkName> = z
-  .enum([
-    'mainnet-beta',
-    'devnet',
-    'testnet',
-    'mainnet',
-    'solana',
-    'solana-devnet',
-    'solana-testnet',
-    SOLANA_MAINNET,
-    SOLANA_DEVNET,
-    SOLANA_TESTNET,
-  ])
-  .transform((name) => CLUSTER_OF[name])
-  .describe('Solana network: a cluster name, a legacy x402 v1 name or a CAIP-2 id; read as the cluster');
+const ClusterSchema: z.ZodType<FacilitatorCluster> = named(
+  'FacilitatorCluster',
+  z.enum(['mainnet-beta', 'devnet', 'testnet']),
+);
+const NetworkName: z.ZodType<FacilitatorCluster, z.ZodTypeDef, FacilitatorNetworkName> = named(
+  'NetworkName',
+  z
+    .enum([
+      'mainnet-beta',
+      'devnet',
+      'testnet',
+      'mainnet',
+      'solana',
+      'solana-devnet',
+      'solana-testnet',
+      SOLANA_MAINNET,
+      SOLANA_DEVNET,
+      SOLANA_TESTNET,
+    ])
+    .transform((name) => CLUSTER_OF[name])
+    .describe('Solana network: a cluster name, a legacy x402 v1 name or a CAIP-2 id; read as the cluster'),
+);
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 /** A serialized Solana transaction (at most 1232 bytes) in standard base64. */
@@ -417,8 +431,20 @@ const Base64Transaction = z
   .min(4)
   .max(1644)
   .regex(BASE64, 'must be a standard base64 serialized Solana transaction (at most 1232 bytes)');
-const Blockhash = z.string().refine((s) => isBase58OfLength(s, 32), 'must be a base58 blockhash (32 bytes)');
-const Ed25519Signature = z.string().refine((s) => isBase58OfLength(s, 64), 'must be a base58 Ed25519 signature (64 bytes)');
+const Blockhash = named(
+  'Blockhash',
+  z.string().refine((s) => isBase58OfLength(s, 32), 'must be a base58 blockhash (32 bytes)'),
+  {
+    example: 'EkSnNWid2cvwEVnVx9aBqawnmiCNiDgp3gUdkDPTKN1N',
+  },
+);
+const Ed25519Signature = named(
+  'Ed25519Signature',
+  z.string().refine((s) => isBase58OfLength(s, 64), 'must be a base58 Ed25519 signature (64 bytes)'),
+  {
+    example: '4Nh3b2byArLCjLJpy9oEmY9zzY4pTrSgQwjVuSio3Ak7pKfUSyvB8Ym1v6HnneC8TkoEP5Y3iUECyM4wr18LU3d9',
+  },
+);
 const PositiveAtomic = z
   .string()
   .regex(/^[1-9]\d{0,19}$/, 'must be a positive integer string of atomic units, e.g. "1000000" (= 1.00 USD)');
@@ -451,108 +477,153 @@ function acceptingAliases<Out, In>(
 // ---------------------------------------------------------------------------------------------------------------
 // Charge schemas
 
-const PrepareRequestSchema: z.ZodType<MppPrepareRequest, z.ZodTypeDef, MppPrepareRequest<FacilitatorNetworkName>> = z
-  .object({ network: NetworkName.optional().describe('the network to pay on; default: the facilitator’s own network') })
-  .strict();
+const PrepareRequestSchema: z.ZodType<
+  MppPrepareRequest,
+  z.ZodTypeDef,
+  MppPrepareRequest<FacilitatorNetworkName>
+> = named(
+  'MppPrepareRequest',
+  z
+    .object({
+      network: NetworkName.optional().describe('the network to pay on; default: the facilitator’s own network'),
+    })
+    .strict(),
+);
 
-const PreparedChargeSchema: z.ZodType<MppPreparedCharge> = z.object({
-  feePayer: SolanaAddress.describe('the facilitator key to set as fee payer (account 0); the buyer pays no SOL'),
-  recentBlockhash: Blockhash,
-  blockhash: Blockhash.describe('the same value as recentBlockhash, for clients written against that spelling'),
-  lastValidBlockHeight: z.number().int().nonnegative().describe('the transaction must land by this block height'),
-  network: Caip2Network,
-  cluster: ClusterSchema,
-  splToken: SolanaAddress.describe('mint of the USD stablecoin the charge transfers'),
-  decimals: z.number().int().describe('decimals of the stablecoin: 6'),
-  tokenProgram: SolanaAddress.describe('SPL Token or Token-2022 program that owns the mint'),
-});
-
-const SettledResourceSchema: z.ZodType<MppSettledResource> = z
-  .object({ url: z.string().url().max(2048), description: z.string().max(500).optional() })
-  .strict();
-
-const ChargeRequestSchema: z.ZodType<MppChargeRequest, z.ZodTypeDef, MppChargeRequest<FacilitatorNetworkName>> = z
-  .object({
-    transaction: Base64Transaction.describe(
-      'the charge: a v0 transaction with fee payer = /mpp/prepare feePayer, signed by the buyer only (slot 0 left empty)',
-    ),
-    network: NetworkName.optional().describe('default: the facilitator’s own network'),
-    recipient: SolanaAddress.optional().describe('the seller wallet (owner, not token account) the transfer must pay'),
-    amount: PositiveAtomic.optional().describe('the exact amount the transfer must move, atomic units'),
-    asset: SolanaAddress.optional().describe('the mint the transfer must move; only the stablecoin is accepted'),
-    resource: SettledResourceSchema.optional().describe(
-      'what was bought; when given, the ad network may attach a sponsored recommendation',
-    ),
-  })
-  .strict();
-
-const SponsoredAccessSchema: z.ZodType<MppSponsoredAccess> = z.object({
-  delivered: z.boolean(),
-  campaignId: z.string(),
-  recommendations: z.array(z.object({ resourceUrl: z.string(), description: z.string(), sponsor: z.string() })),
-  tracking: z.object({
-    impressionBeacon: z.string().describe('fire it (GET) to confirm the recommendation was delivered'),
-    conversionResource: z.string().describe('the recommended resource'),
+const PreparedChargeSchema: z.ZodType<MppPreparedCharge> = named(
+  'MppPreparedCharge',
+  z.object({
+    feePayer: SolanaAddress.describe('the facilitator key to set as fee payer (account 0); the buyer pays no SOL'),
+    recentBlockhash: Blockhash,
+    blockhash: Blockhash.describe('the same value as recentBlockhash, for clients written against that spelling'),
+    lastValidBlockHeight: z.number().int().nonnegative().describe('the transaction must land by this block height'),
+    network: Caip2Network,
+    cluster: ClusterSchema,
+    splToken: SolanaAddress.describe('mint of the USD stablecoin the charge transfers'),
+    decimals: z.number().int().describe('decimals of the stablecoin: 6'),
+    tokenProgram: SolanaAddress.describe('SPL Token or Token-2022 program that owns the mint'),
   }),
-});
+);
 
-const ChargeSettlementSchema: z.ZodType<MppChargeSettlement> = z.object({
-  success: z.literal(true),
-  ok: z.literal(true).describe('the same as success, for clients written against that spelling'),
-  signature: SolanaSignature,
-  payer: SolanaAddress.describe('the buyer: authority of the transfer'),
-  network: Caip2Network,
-  recipient: SolanaAddress,
-  amount: AtomicAmount,
-  asset: SolanaAddress,
-  settlement: z.object({ recipient: SolanaAddress, amount: AtomicAmount, asset: SolanaAddress, feePayer: SolanaAddress }),
-  slot: z.number().int().describe('slot in which the transaction was confirmed'),
-  confirmedAt: Timestamp,
-  sponsoredAccess: SponsoredAccessSchema.optional(),
-});
+const SettledResourceSchema: z.ZodType<MppSettledResource> = named(
+  'MppSettledResource',
+  z.object({ url: z.string().url().max(2048), description: z.string().max(500).optional() }).strict(),
+);
+
+const ChargeRequestSchema: z.ZodType<MppChargeRequest, z.ZodTypeDef, MppChargeRequest<FacilitatorNetworkName>> = named(
+  'MppChargeRequest',
+  z
+    .object({
+      transaction: Base64Transaction.describe(
+        'the charge: a v0 transaction with fee payer = /mpp/prepare feePayer, signed by the buyer only (slot 0 left empty)',
+      ),
+      network: NetworkName.optional().describe('default: the facilitator’s own network'),
+      recipient: SolanaAddress.optional().describe(
+        'the seller wallet (owner, not token account) the transfer must pay',
+      ),
+      amount: PositiveAtomic.optional().describe('the exact amount the transfer must move, atomic units'),
+      asset: SolanaAddress.optional().describe('the mint the transfer must move; only the stablecoin is accepted'),
+      resource: SettledResourceSchema.optional().describe(
+        'what was bought; when given, the ad network may attach a sponsored recommendation',
+      ),
+    })
+    .strict(),
+);
+
+const SponsoredAccessSchema: z.ZodType<MppSponsoredAccess> = named(
+  'MppSponsoredAccess',
+  z.object({
+    delivered: z.boolean(),
+    campaignId: z.string(),
+    recommendations: z.array(z.object({ resourceUrl: z.string(), description: z.string(), sponsor: z.string() })),
+    tracking: z.object({
+      impressionBeacon: z.string().describe('fire it (GET) to confirm the recommendation was delivered'),
+      conversionResource: z.string().describe('the recommended resource'),
+    }),
+  }),
+);
+
+const ChargeSettlementSchema: z.ZodType<MppChargeSettlement> = named(
+  'MppChargeSettlement',
+  z.object({
+    success: z.literal(true),
+    ok: z.literal(true).describe('the same as success, for clients written against that spelling'),
+    signature: SolanaSignature,
+    payer: SolanaAddress.describe('the buyer: authority of the transfer'),
+    network: Caip2Network,
+    recipient: SolanaAddress,
+    amount: AtomicAmount,
+    asset: SolanaAddress,
+    settlement: z.object({
+      recipient: SolanaAddress,
+      amount: AtomicAmount,
+      asset: SolanaAddress,
+      feePayer: SolanaAddress,
+    }),
+    slot: z.number().int().describe('slot in which the transaction was confirmed'),
+    confirmedAt: Timestamp,
+    sponsoredAccess: SponsoredAccessSchema.optional(),
+  }),
+);
 
 // Statistics schemas
 
-const SettlementRecordSchema: z.ZodType<MppSettlementRecord> = z.object({
-  signature: SolanaSignature,
-  kind: z.enum(['charge', 'x402', 'session']).describe('charge: /mpp/settle; x402: /settle; session: /mpp/session/close'),
-  payer: SolanaAddress,
-  recipient: SolanaAddress,
-  amount: AtomicAmount,
-  asset: SolanaAddress,
-  network: Caip2Network,
-  at: Timestamp,
-});
+const SettlementRecordSchema: z.ZodType<MppSettlementRecord> = named(
+  'MppSettlementRecord',
+  z.object({
+    signature: SolanaSignature,
+    kind: z
+      .enum(['charge', 'x402', 'session'])
+      .describe('charge: /mpp/settle; x402: /settle; session: /mpp/session/close'),
+    payer: SolanaAddress,
+    recipient: SolanaAddress,
+    amount: AtomicAmount,
+    asset: SolanaAddress,
+    network: Caip2Network,
+    at: Timestamp,
+  }),
+);
 const CounterShape = {
   total: z.number().int().describe('since the facilitator’s database was created'),
   today: z.number().int().describe('since 00:00 UTC'),
 };
-const OutcomeCounterSchema: z.ZodType<MppOutcomeCounter> = z.object({
-  ...CounterShape,
-  success: z.number().int(),
-  fail: z.number().int(),
-  successRate: z.number().min(0).max(1).nullable().describe('success / (success + fail); null before the first attempt'),
-});
-const SettlementStatsSchema: z.ZodType<MppSettlementStats> = z.object({
-  asOf: Timestamp,
-  networks: z.array(Caip2Network).describe('networks this facilitator settles on'),
-  prepare: z.object(CounterShape).describe('POST /mpp/prepare calls'),
-  settle: OutcomeCounterSchema.describe('POST /mpp/settle outcomes'),
-  x402: z.object({
-    verify: z.object({ ...CounterShape, valid: z.number().int(), invalid: z.number().int() }),
-    settle: OutcomeCounterSchema,
+const OutcomeCounterSchema: z.ZodType<MppOutcomeCounter> = named(
+  'MppOutcomeCounter',
+  z.object({
+    ...CounterShape,
+    success: z.number().int(),
+    fail: z.number().int(),
+    successRate: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullable()
+      .describe('success / (success + fail); null before the first attempt'),
   }),
-  sessions: z.object({
-    open: z.number().int().describe('sessions open now'),
-    openedToday: z.number().int(),
-    closedToday: z.number().int(),
-    settledAtomic: AtomicAmount.describe('total settled by session closes'),
+);
+const SettlementStatsSchema: z.ZodType<MppSettlementStats> = named(
+  'MppSettlementStats',
+  z.object({
+    asOf: Timestamp,
+    networks: z.array(Caip2Network).describe('networks this facilitator settles on'),
+    prepare: z.object(CounterShape).describe('POST /mpp/prepare calls'),
+    settle: OutcomeCounterSchema.describe('POST /mpp/settle outcomes'),
+    x402: z.object({
+      verify: z.object({ ...CounterShape, valid: z.number().int(), invalid: z.number().int() }),
+      settle: OutcomeCounterSchema,
+    }),
+    sessions: z.object({
+      open: z.number().int().describe('sessions open now'),
+      openedToday: z.number().int(),
+      closedToday: z.number().int(),
+      settledAtomic: AtomicAmount.describe('total settled by session closes'),
+    }),
+    volumeAtomic: AtomicAmount.describe('everything settled, all kinds'),
+    volumeTodayAtomic: AtomicAmount,
+    recentSettlements: z.array(SettlementRecordSchema).max(20).describe('newest first, at most 20'),
+    lastSettlement: SettlementRecordSchema.nullable(),
   }),
-  volumeAtomic: AtomicAmount.describe('everything settled, all kinds'),
-  volumeTodayAtomic: AtomicAmount,
-  recentSettlements: z.array(SettlementRecordSchema).max(20).describe('newest first, at most 20'),
-  lastSettlement: SettlementRecordSchema.nullable(),
-});
+);
 
 // Session schemas
 
@@ -579,7 +650,9 @@ const OpenSessionSchema = acceptingAliases<MppOpenSessionRequest, MppOpenSession
       depositAtomic: PositiveAtomic.describe(
         'the most the session may consume, atomic units; nothing moves now: funds stay in the buyer’s smart wallet',
       ),
-      sessionKey: SolanaAddress.describe('the buyer’s Ed25519 session public key: every voucher request must be signed by it'),
+      sessionKey: SolanaAddress.describe(
+        'the buyer’s Ed25519 session public key: every voucher request must be signed by it',
+      ),
       smartWallet: SolanaAddress.optional().describe('the buyer’s smart wallet; default: the one onboarding created'),
       pricePerUnit: PositiveAtomic.optional().describe(
         'the seller’s minimum price per unit, atomic units; a voucher increment below units × pricePerUnit is refused',
@@ -601,33 +674,43 @@ const OpenSessionSchema = acceptingAliases<MppOpenSessionRequest, MppOpenSession
     ),
 );
 
-const SessionSchema: z.ZodType<MppSession> = z.object({
-  success: z.literal(true),
-  ok: z.literal(true),
-  channelId: ChannelId,
-  state: z.enum(['open', 'closing', 'closed']),
-  buyerWallet: SolanaAddress,
-  smartWallet: SolanaAddress,
-  sellerWallet: SolanaAddress,
-  sessionKey: SolanaAddress.describe('the buyer’s key that signs voucher requests'),
-  voucherSigner: SolanaAddress.describe('the facilitator’s key for this channel; it signs every voucher, sellers check it'),
-  depositAtomic: AtomicAmount,
-  acceptedCumulative: AtomicAmount.describe('the highest cumulative amount vouched so far; "0" at open'),
-  remainingAtomic: AtomicAmount.describe('depositAtomic − acceptedCumulative'),
-  pricePerUnit: AtomicAmount.nullable(),
-  asset: SolanaAddress.describe('the stablecoin mint'),
-  network: Caip2Network,
-  channelProgram: SolanaAddress.describe('the program that enforces the delegation role'),
-  roleId: z.number().int().nonnegative(),
-  idleTimeoutSeconds: z.number().int(),
-  openedAt: Timestamp,
-  expiresAt: Timestamp.describe(
-    'when the facilitator closes the session by itself unless a voucher comes first; never after the role expires',
-  ),
-});
+const SessionSchema: z.ZodType<MppSession> = named(
+  'MppSession',
+  z.object({
+    success: z.literal(true),
+    ok: z.literal(true),
+    channelId: ChannelId,
+    state: z.enum(['open', 'closing', 'closed']),
+    buyerWallet: SolanaAddress,
+    smartWallet: SolanaAddress,
+    sellerWallet: SolanaAddress,
+    sessionKey: SolanaAddress.describe('the buyer’s key that signs voucher requests'),
+    voucherSigner: SolanaAddress.describe(
+      'the facilitator’s key for this channel; it signs every voucher, sellers check it',
+    ),
+    depositAtomic: AtomicAmount,
+    acceptedCumulative: AtomicAmount.describe('the highest cumulative amount vouched so far; "0" at open'),
+    remainingAtomic: AtomicAmount.describe('depositAtomic − acceptedCumulative'),
+    pricePerUnit: AtomicAmount.nullable(),
+    asset: SolanaAddress.describe('the stablecoin mint'),
+    network: Caip2Network,
+    channelProgram: SolanaAddress.describe('the program that enforces the delegation role'),
+    roleId: z.number().int().nonnegative(),
+    idleTimeoutSeconds: z.number().int(),
+    openedAt: Timestamp,
+    expiresAt: Timestamp.describe(
+      'when the facilitator closes the session by itself unless a voucher comes first; never after the role expires',
+    ),
+  }),
+);
 
 const VoucherRequestSchema = acceptingAliases<MppVoucherRequest, MppVoucherInput>(
-  { channel_id: 'channelId', amount: 'cumulativeAmount', cumulative_amount: 'cumulativeAmount', server_nonce: 'serverNonce' },
+  {
+    channel_id: 'channelId',
+    amount: 'cumulativeAmount',
+    cumulative_amount: 'cumulativeAmount',
+    server_nonce: 'serverNonce',
+  },
   z
     .object({
       channelId: ChannelId,
@@ -653,84 +736,112 @@ const VoucherRequestSchema = acceptingAliases<MppVoucherRequest, MppVoucherInput
     .describe('Also accepted: channel_id; amount or cumulative_amount for cumulativeAmount; server_nonce.'),
 );
 
-const VoucherSchema: z.ZodType<MppVoucher> = z.object({
-  channelId: ChannelId,
-  payer: SolanaAddress.describe('the buyer wallet'),
-  recipient: SolanaAddress.describe('the seller wallet'),
-  cumulativeAmount: AtomicAmount,
-  sequence: z.number().int().min(1).describe('1 for the first voucher of the channel, then 2, 3, …'),
-  units: z.number().int().min(1),
-  meter: z.string().optional(),
-  serverNonce: z.string().optional(),
-  pricePerUnit: AtomicAmount.optional(),
-  chainId: Caip2Network,
-  channelProgram: SolanaAddress,
-  issuedAt: Timestamp,
-});
+const VoucherSchema: z.ZodType<MppVoucher> = named(
+  'MppVoucher',
+  z.object({
+    channelId: ChannelId,
+    payer: SolanaAddress.describe('the buyer wallet'),
+    recipient: SolanaAddress.describe('the seller wallet'),
+    cumulativeAmount: AtomicAmount,
+    sequence: z.number().int().min(1).describe('1 for the first voucher of the channel, then 2, 3, …'),
+    units: z.number().int().min(1),
+    meter: z.string().optional(),
+    serverNonce: z.string().optional(),
+    pricePerUnit: AtomicAmount.optional(),
+    chainId: Caip2Network,
+    channelProgram: SolanaAddress,
+    issuedAt: Timestamp,
+  }),
+);
 
-const SignedVoucherSchema: z.ZodType<MppSignedVoucher> = z.object({
-  success: z.literal(true),
-  ok: z.literal(true),
-  voucher: VoucherSchema,
-  signature: Ed25519Signature.describe(
-    'Ed25519 signature by signer over UTF-8 "solana-mpp-session-voucher-v1:" + the JSON of voucher with keys sorted ' +
-      'recursively and absent fields left out',
-  ),
-  signer: SolanaAddress.describe('the channel’s voucherSigner: the same key for every voucher of the channel'),
-  signatureType: z.literal('ed25519'),
-  acceptedCumulative: AtomicAmount,
-  deltaAtomic: AtomicAmount.describe('this voucher’s increment over the previous one'),
-  remainingAtomic: AtomicAmount,
-  expiresAt: Timestamp.describe('the session’s new idle deadline'),
-});
+const SignedVoucherSchema: z.ZodType<MppSignedVoucher> = named(
+  'MppSignedVoucher',
+  z.object({
+    success: z.literal(true),
+    ok: z.literal(true),
+    voucher: VoucherSchema,
+    signature: Ed25519Signature.describe(
+      'Ed25519 signature by signer over UTF-8 "solana-mpp-session-voucher-v1:" + the JSON of voucher with keys sorted ' +
+        'recursively and absent fields left out',
+    ),
+    signer: SolanaAddress.describe('the channel’s voucherSigner: the same key for every voucher of the channel'),
+    signatureType: z.literal('ed25519'),
+    acceptedCumulative: AtomicAmount,
+    deltaAtomic: AtomicAmount.describe('this voucher’s increment over the previous one'),
+    remainingAtomic: AtomicAmount,
+    expiresAt: Timestamp.describe('the session’s new idle deadline'),
+  }),
+);
 
 const CloseSessionSchema = acceptingAliases<MppCloseSessionRequest, MppCloseSessionRequest>(
   { channel_id: 'channelId' },
   z.object({ channelId: ChannelId }).strict().describe('Also accepted: channel_id.'),
 );
 
-const ClosedSessionSchema: z.ZodType<MppClosedSession> = z.object({
-  success: z.literal(true),
-  ok: z.literal(true),
-  channelId: ChannelId,
-  state: z.literal('closed'),
-  closedBy: z.enum(['buyer', 'seller']),
-  closedAt: Timestamp,
-  settlement: z.object({
-    seller: SolanaAddress,
-    buyer: SolanaAddress,
-    amountSettled: AtomicAmount.describe('the accepted cumulative amount, transferred to the seller'),
-    buyerRefund: AtomicAmount.describe('deposit − settled: authorisation released; it never left the smart wallet'),
-    voucherCount: z.number().int(),
-    sessionDurationSeconds: z.number().int(),
-    signature: SolanaSignature.nullable().describe('the settlement transaction; null when nothing was consumed'),
-    network: Caip2Network,
-    asset: SolanaAddress,
+const ClosedSessionSchema: z.ZodType<MppClosedSession> = named(
+  'MppClosedSession',
+  z.object({
+    success: z.literal(true),
+    ok: z.literal(true),
+    channelId: ChannelId,
+    state: z.literal('closed'),
+    closedBy: z.enum(['buyer', 'seller']),
+    closedAt: Timestamp,
+    settlement: z.object({
+      seller: SolanaAddress,
+      buyer: SolanaAddress,
+      amountSettled: AtomicAmount.describe(
+        'transferred to the seller: the accepted cumulative amount, or what the smart wallet and the role still covered',
+      ),
+      buyerRefund: AtomicAmount.describe(
+        'deposit − accepted cumulative: authorisation released; it never left the smart wallet',
+      ),
+      unpaidAtomic: AtomicAmount.describe(
+        'accepted cumulative − settled: consumed but not covered at close (the buyer moved funds away after vouching); ' +
+          'usually "0"',
+      ),
+      voucherCount: z.number().int(),
+      sessionDurationSeconds: z.number().int(),
+      signature: SolanaSignature.nullable().describe('the settlement transaction; null when nothing was consumed'),
+      network: Caip2Network,
+      asset: SolanaAddress,
+    }),
   }),
-});
+);
 
 // Onboarding schemas
 
-const SmartWalletTransactionSchema: z.ZodType<SmartWalletTransaction> = z.object({
-  type: z.enum(['create_wallet', 'grant_role']),
-  transaction: Base64Transaction.describe('for the buyer to sign; fee payer = the facilitator, which signs on confirm'),
-  description: z.string(),
-});
+const SmartWalletTransactionSchema: z.ZodType<SmartWalletTransaction> = named(
+  'SmartWalletTransaction',
+  z.object({
+    type: z.enum(['create_wallet', 'grant_role']),
+    transaction: Base64Transaction.describe(
+      'for the buyer to sign; fee payer = the facilitator, which signs on confirm',
+    ),
+    description: z.string(),
+  }),
+);
 
-const DelegationRoleSchema: z.ZodType<DelegationRole> = z.object({
-  roleId: z.number().int().nonnegative().nullable().describe('null until the role exists on chain'),
-  delegate: SolanaAddress.describe('the facilitator key the role authorises'),
-  asset: SolanaAddress.describe('the only mint the role may move'),
-  spendLimitAtomic: AtomicAmount,
-  spendLimitRemaining: AtomicAmount.nullable().describe('what the role can still move, less the deposits of open sessions'),
-  ttlSeconds: z.number().int(),
-  expiresAt: Timestamp.nullable(),
-  programs: z.array(SolanaAddress).describe('the programs the role may call'),
-});
+const DelegationRoleSchema: z.ZodType<DelegationRole> = named(
+  'DelegationRole',
+  z.object({
+    roleId: z.number().int().nonnegative().nullable().describe('null until the role exists on chain'),
+    delegate: SolanaAddress.describe('the facilitator key the role authorises'),
+    asset: SolanaAddress.describe('the only mint the role may move'),
+    spendLimitAtomic: AtomicAmount,
+    spendLimitRemaining: AtomicAmount.nullable().describe(
+      'what the role can still move, less the deposits of open sessions',
+    ),
+    ttlSeconds: z.number().int(),
+    expiresAt: Timestamp.nullable(),
+    programs: z.array(SolanaAddress).describe('the programs the role may call'),
+  }),
+);
 
 // The specification defaults the cluster to mainnet-beta; a deployment settles on one cluster, so the default is that
 // cluster (a default the deployment would refuse with 422 unsupported_network helps nobody).
-const OWN_CLUSTER = 'cluster; default: the facilitator’s own (devnet on the local ledger), any other is 422 unsupported_network';
+const OWN_CLUSTER =
+  'cluster; default: the facilitator’s own (devnet on the local ledger), any other is 422 unsupported_network';
 
 const OnboardRequestSchema = acceptingAliases<SmartWalletOnboardRequest, SmartWalletOnboardInput>(
   { buyer_wallet: 'buyerWallet', spend_limit_atomic: 'spendLimitAtomic', ttl_seconds: 'ttlSeconds' },
@@ -761,10 +872,12 @@ const onboardingFields = {
   smartWallet: SolanaAddress.describe('the buyer’s smart wallet (its address is known before it exists)'),
   role: DelegationRoleSchema,
   transactions: z.array(SmartWalletTransactionSchema).describe('to sign and send to /confirm; empty when ready'),
-  transactionsExpireAt: Timestamp.nullable().describe('sign and confirm before then (blockhash lifetime); null when ready'),
+  transactionsExpireAt: Timestamp.nullable().describe(
+    'sign and confirm before then (blockhash lifetime); null when ready',
+  ),
   nextStep: z.string().describe('what to do next, in one sentence'),
 };
-const OnboardingSchema: z.ZodType<SmartWalletOnboarding> = z.object(onboardingFields);
+const OnboardingSchema: z.ZodType<SmartWalletOnboarding> = named('SmartWalletOnboarding', z.object(onboardingFields));
 
 const ConfirmRequestSchema = acceptingAliases<SmartWalletConfirmRequest, SmartWalletConfirmInput>(
   { buyer_wallet: 'buyerWallet', signed_transactions: 'signedTransactions' },
@@ -782,10 +895,13 @@ const ConfirmRequestSchema = acceptingAliases<SmartWalletConfirmRequest, SmartWa
     .describe('Also accepted: buyer_wallet, signed_transactions.'),
 );
 
-const ConfirmationSchema: z.ZodType<SmartWalletConfirmation> = z.object({
-  ...onboardingFields,
-  signatures: z.array(SolanaSignature).describe('the transactions confirmed by this call'),
-});
+const ConfirmationSchema: z.ZodType<SmartWalletConfirmation> = named(
+  'SmartWalletConfirmation',
+  z.object({
+    ...onboardingFields,
+    signatures: z.array(SolanaSignature).describe('the transactions confirmed by this call'),
+  }),
+);
 
 const StatusQuerySchema = acceptingAliases<SmartWalletStatusQuery, SmartWalletStatusInput>(
   { buyer_wallet: 'wallet' },
@@ -795,65 +911,80 @@ const StatusQuerySchema = acceptingAliases<SmartWalletStatusQuery, SmartWalletSt
   }),
 );
 
-const StatusSchema: z.ZodType<SmartWalletStatus> = z.object({
-  wallet: SolanaAddress,
-  network: ClusterSchema,
-  chainId: Caip2Network,
-  status: z
-    .enum(['not_onboarded', 'pending', 'active', 'expired', 'revoked'])
-    .describe(
-      'not_onboarded: no smart wallet; pending: transactions issued, not all confirmed; active: the role exists and has ' +
-        'not expired; expired: its ttl passed; revoked: the buyer removed it',
-    ),
-  smartWallet: SolanaAddress.nullable(),
-  roleId: z.number().int().nonnegative().nullable(),
-  spendLimitAtomic: AtomicAmount.nullable(),
-  spendLimitRemaining: AtomicAmount.nullable(),
-  roleExpiresAt: Timestamp.nullable(),
-  openSessions: z.number().int().describe('the buyer’s open payment sessions on this network'),
-});
+const StatusSchema: z.ZodType<SmartWalletStatus> = named(
+  'SmartWalletStatus',
+  z.object({
+    wallet: SolanaAddress,
+    network: ClusterSchema,
+    chainId: Caip2Network,
+    status: z
+      .enum(['not_onboarded', 'pending', 'active', 'expired', 'revoked'])
+      .describe(
+        'not_onboarded: no smart wallet; pending: transactions issued, not all confirmed; active: the role exists and has ' +
+          'not expired; expired: its ttl passed; revoked: the buyer removed it',
+      ),
+    smartWallet: SolanaAddress.nullable(),
+    roleId: z.number().int().nonnegative().nullable(),
+    spendLimitAtomic: AtomicAmount.nullable(),
+    spendLimitRemaining: AtomicAmount.nullable(),
+    roleExpiresAt: Timestamp.nullable(),
+    openSessions: z.number().int().describe('the buyer’s open payment sessions on this network'),
+  }),
+);
 
 // x402 schemas
 
-export const X402PaymentPayloadSchema: z.ZodType<X402PaymentPayload> = z
-  .object({
-    x402Version: z.literal(2),
-    resource: ResourceInfoSchema.optional(),
-    accepted: PaymentRequirementsSchema.describe('the element of the quote’s accepts the client chose'),
-    payload: z
-      .record(z.unknown())
-      .describe('scheme-specific; Solana exact: { transaction: base64 v0 transaction signed by the payer only }'),
-    extensions: z.record(z.unknown()).optional(),
-  })
-  .describe('x402 v2 PaymentPayload (the decoded PAYMENT-SIGNATURE header); unknown fields are ignored');
+export const X402PaymentPayloadSchema: z.ZodType<X402PaymentPayload> = named(
+  'X402PaymentPayload',
+  z
+    .object({
+      x402Version: z.literal(2),
+      resource: ResourceInfoSchema.optional(),
+      accepted: PaymentRequirementsSchema.describe('the element of the quote’s accepts the client chose'),
+      payload: z
+        .record(z.unknown())
+        .describe('scheme-specific; Solana exact: { transaction: base64 v0 transaction signed by the payer only }'),
+      extensions: z.record(z.unknown()).optional(),
+    })
+    .describe('x402 v2 PaymentPayload (the decoded PAYMENT-SIGNATURE header); unknown fields are ignored'),
+);
 
-const X402RequestSchema: z.ZodType<X402FacilitatorRequest> = z
-  .object({
-    x402Version: z.literal(2),
-    paymentPayload: X402PaymentPayloadSchema,
-    paymentRequirements: PaymentRequirementsSchema.describe('the requirements the resource server expects to be met'),
-  })
-  .strict();
+const X402RequestSchema: z.ZodType<X402FacilitatorRequest> = named(
+  'X402FacilitatorRequest',
+  z
+    .object({
+      x402Version: z.literal(2),
+      paymentPayload: X402PaymentPayloadSchema,
+      paymentRequirements: PaymentRequirementsSchema.describe('the requirements the resource server expects to be met'),
+    })
+    .strict(),
+);
 
 const extensionsField = z
   .record(z.unknown())
   .optional()
   .describe('extension data; on settle, "sponsored-access" carries an ad recommendation when one matched');
 
-const VerifyResponseSchema: z.ZodType<X402VerifyResponse> = z.object({
-  isValid: z.boolean(),
-  invalidReason: z.string().optional().describe('x402 reason code, e.g. invalid_exact_svm_payload_amount_mismatch'),
-  invalidMessage: z.string().optional(),
-  payer: SolanaAddress.optional().describe('the transfer authority, when the transaction could be read'),
-  extensions: extensionsField,
-});
-const VerifyFailureSchema: z.ZodType<X402VerifyFailure> = z.object({
-  isValid: z.literal(false),
-  invalidReason: z.string(),
-  invalidMessage: z.string(),
-  payer: SolanaAddress.optional(),
-  extensions: extensionsField,
-});
+const VerifyResponseSchema: z.ZodType<X402VerifyResponse> = named(
+  'X402VerifyResponse',
+  z.object({
+    isValid: z.boolean(),
+    invalidReason: z.string().optional().describe('x402 reason code, e.g. invalid_exact_svm_payload_amount_mismatch'),
+    invalidMessage: z.string().optional(),
+    payer: SolanaAddress.optional().describe('the transfer authority, when the transaction could be read'),
+    extensions: extensionsField,
+  }),
+);
+const VerifyFailureSchema: z.ZodType<X402VerifyFailure> = named(
+  'X402VerifyFailure',
+  z.object({
+    isValid: z.literal(false),
+    invalidReason: z.string(),
+    invalidMessage: z.string(),
+    payer: SolanaAddress.optional(),
+    extensions: extensionsField,
+  }),
+);
 
 const settleFields = {
   errorReason: z.string().optional(),
@@ -864,26 +995,37 @@ const settleFields = {
   amount: AtomicAmount.optional().describe('the amount settled, atomic units'),
   extensions: extensionsField,
 };
-const SettleResponseSchema: z.ZodType<X402SettleResponse> = z.object({ success: z.boolean(), ...settleFields });
-const SettleFailureSchema: z.ZodType<X402SettleFailure> = z.object({
-  ...settleFields,
-  success: z.literal(false),
-  errorReason: z.string(),
-  errorMessage: z.string(),
-});
+const SettleResponseSchema: z.ZodType<X402SettleResponse> = named(
+  'SettleResponse',
+  z.object({ success: z.boolean(), ...settleFields }),
+);
+const SettleFailureSchema: z.ZodType<X402SettleFailure> = named(
+  'X402SettleFailure',
+  z.object({
+    ...settleFields,
+    success: z.literal(false),
+    errorReason: z.string(),
+    errorMessage: z.string(),
+  }),
+);
 
-const SupportedSchema: z.ZodType<X402SupportedResponse> = z.object({
-  kinds: z.array(
-    z.object({
-      x402Version: z.literal(2),
-      scheme: z.literal('exact'),
-      network: Caip2Network,
-      extra: z.object({ feePayer: SolanaAddress.describe('the fee payer clients put in extra.feePayer') }),
-    }),
-  ),
-  extensions: z.array(z.string()).describe('extension keys this facilitator understands'),
-  signers: z.record(z.array(SolanaAddress)).describe('CAIP family pattern, e.g. "solana:*" -> the facilitator’s signer keys'),
-});
+const SupportedSchema: z.ZodType<X402SupportedResponse> = named(
+  'X402SupportedResponse',
+  z.object({
+    kinds: z.array(
+      z.object({
+        x402Version: z.literal(2),
+        scheme: z.literal('exact'),
+        network: Caip2Network,
+        extra: z.object({ feePayer: SolanaAddress.describe('the fee payer clients put in extra.feePayer') }),
+      }),
+    ),
+    extensions: z.array(z.string()).describe('extension keys this facilitator understands'),
+    signers: z
+      .record(z.array(SolanaAddress))
+      .describe('CAIP family pattern, e.g. "solana:*" -> the facilitator’s signer keys'),
+  }),
+);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Examples (checked against the schemas by tests)
@@ -909,7 +1051,11 @@ const EXAMPLE_X402_BODY = {
   x402Version: 2,
   paymentPayload: {
     x402Version: 2,
-    resource: { url: 'http://127.0.0.1:4105/api/lesson', description: 'Full AI-generated lesson', mimeType: 'application/json' },
+    resource: {
+      url: 'http://127.0.0.1:4105/api/lesson',
+      description: 'Full AI-generated lesson',
+      mimeType: 'application/json',
+    },
     accepted: EXAMPLE_REQUIREMENTS,
     payload: { transaction: EXAMPLE_TX },
   },
@@ -954,6 +1100,8 @@ export interface DiscoverySettlement {
   network: string;
   resource: string | null;
   settledAt: string;
+  /** The seller's refund of this payment, once it reported one the chain confirms; null while there is none. */
+  refund: { transaction: string; amount: string } | null;
 }
 export interface DiscoverySettlementPage {
   settlements: DiscoverySettlement[];
@@ -984,30 +1132,56 @@ export interface BazaarSearchResponse {
   pagination: { limit: number; cursor: string | null };
 }
 
-const DiscoverySettlementSchema: z.ZodType<DiscoverySettlement> = z.object({
-  transaction: SolanaSignature.describe('the settlement’s transaction signature: its unique key'),
-  kind: z.enum(['charge', 'x402', 'session']).describe('x402: POST /settle; charge: POST /mpp/settle; session: a session close'),
-  payTo: z.string().describe('the seller wallet paid'),
-  payer: z.string().describe('the buyer wallet that paid'),
-  amount: AtomicAmount.describe('atomic units of the asset'),
-  asset: z.string().describe('the token mint'),
-  network: z.string().describe('CAIP-2 network'),
-  resource: z.string().nullable().describe('the resource URL the payment was for, without its query (it may carry the buyer’s input), when it named one'),
-  settledAt: Timestamp.describe('when the facilitator saw it confirmed'),
-});
-const BazaarResourceSchema: z.ZodType<BazaarResource> = z.object({
-  resource: z.string().describe('the resource URL (its route template when it has path parameters)'),
-  type: z.string().describe('"http"'),
-  x402Version: z.number().int(),
-  accepts: z.array(PaymentRequirementsSchema).describe('the requirements of the latest settlement for this resource'),
-  lastUpdated: Timestamp,
-  description: z.string().optional(),
-  mimeType: z.string().optional(),
-  serviceName: z.string().optional(),
-  tags: z.array(z.string()).optional(),
-  iconUrl: z.string().optional(),
-  extensions: z.record(z.unknown()).optional().describe('extensions["bazaar"]: the declared input and output (info and schema)'),
-});
+const DiscoverySettlementSchema: z.ZodType<DiscoverySettlement> = named(
+  'DiscoverySettlement',
+  z.object({
+    transaction: SolanaSignature.describe('the settlement’s transaction signature: its unique key'),
+    kind: z
+      .enum(['charge', 'x402', 'session'])
+      .describe('x402: POST /settle; charge: POST /mpp/settle; session: a session close'),
+    payTo: z.string().describe('the seller wallet paid'),
+    payer: z.string().describe('the buyer wallet that paid'),
+    amount: AtomicAmount.describe('atomic units of the asset'),
+    asset: z.string().describe('the token mint'),
+    network: z.string().describe('CAIP-2 network'),
+    resource: z
+      .string()
+      .nullable()
+      .describe(
+        'the resource URL the payment was for, without its query (it may carry the buyer’s input), when it named one',
+      ),
+    settledAt: Timestamp.describe('when the facilitator saw it confirmed'),
+    refund: z
+      .object({
+        transaction: SolanaSignature.describe('the refund’s transaction signature'),
+        amount: AtomicAmount.describe('atomic units returned to the payer'),
+      })
+      .strict()
+      .nullable()
+      .describe(
+        'the seller’s refund of this payment (POST /discovery/refunds), checked on chain; null while there is none',
+      ),
+  }),
+);
+const BazaarResourceSchema: z.ZodType<BazaarResource> = named(
+  'BazaarResource',
+  z.object({
+    resource: z.string().describe('the resource URL (its route template when it has path parameters)'),
+    type: z.string().describe('"http"'),
+    x402Version: z.number().int(),
+    accepts: z.array(PaymentRequirementsSchema).describe('the requirements of the latest settlement for this resource'),
+    lastUpdated: Timestamp,
+    description: z.string().optional(),
+    mimeType: z.string().optional(),
+    serviceName: z.string().optional(),
+    tags: z.array(z.string()).optional(),
+    iconUrl: z.string().optional(),
+    extensions: z
+      .record(z.unknown())
+      .optional()
+      .describe('extensions["bazaar"]: the declared input and output (info and schema)'),
+  }),
+);
 const BazaarFilters = {
   type: z.string().max(32).optional().describe('protocol type: "http"'),
   payTo: z.string().max(64).optional().describe('only resources paying this wallet'),
@@ -1221,7 +1395,14 @@ const router = c.router({
       'the facilitator pays the rent and fees of onboarding); 503 temporarily_unavailable (Retry-After). Design: bodies, ' +
       'defaults, statuses. Field spellings of the other published client are accepted (listed in the body schema). ' +
       FREE_WHY,
-    responses: { 200: OnboardingSchema, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
+    responses: {
+      200: OnboardingSchema,
+      422: ErrorEnvelope,
+      429: ErrorEnvelope,
+      503: ErrorEnvelope,
+      ...standardErrors,
+      ...authErrors,
+    },
     metadata: {
       payment: free(),
       auth: 'siwx',
@@ -1312,7 +1493,13 @@ const router = c.router({
       ' Free, for the sellers this facilitator serves: a paymentRequirements.payTo it does not serve (not a registered ' +
       'seller, and the call not signed by a registered resource server in the x-resource-server header) is 403 ' +
       'payee_not_served; a signature that does not hold, 403 resource_server_unauthorized.',
-    responses: { 200: VerifyResponseSchema, 400: VerifyFailureSchema, 403: VerifyFailureSchema, 500: VerifyFailureSchema, 503: VerifyFailureSchema },
+    responses: {
+      200: VerifyResponseSchema,
+      400: VerifyFailureSchema,
+      403: VerifyFailureSchema,
+      500: VerifyFailureSchema,
+      503: VerifyFailureSchema,
+    },
     metadata: { payment: free(), wire: 'x402', example: { body: EXAMPLE_X402_BODY } } satisfies RouteMeta,
   },
   settle: {
@@ -1338,7 +1525,14 @@ const router = c.router({
           'else "" }',
       ) +
       ' Free, for the sellers this facilitator serves, as /verify.',
-    responses: { 200: SettleResponseSchema, 400: SettleFailureSchema, 403: SettleFailureSchema, 429: SettleFailureSchema, 500: SettleFailureSchema, 503: SettleFailureSchema },
+    responses: {
+      200: SettleResponseSchema,
+      400: SettleFailureSchema,
+      403: SettleFailureSchema,
+      429: SettleFailureSchema,
+      500: SettleFailureSchema,
+      503: SettleFailureSchema,
+    },
     metadata: { payment: free(), wire: 'x402', example: { body: EXAMPLE_X402_BODY } } satisfies RouteMeta,
   },
   settlements: {
@@ -1346,7 +1540,11 @@ const router = c.router({
     path: '/discovery/settlements',
     query: z
       .object({
-        after: z.string().regex(/^\d{1,18}$/).optional().describe('the nextCursor of the previous page; absent to start from the first settlement'),
+        after: z
+          .string()
+          .regex(/^\d{1,18}$/)
+          .optional()
+          .describe('the nextCursor of the previous page; absent to start from the first settlement'),
         limit: z.coerce.number().int().min(1).max(500).default(100).describe('settlements per page, 1 to 500'),
       })
       .strict(),
@@ -1358,8 +1556,57 @@ const router = c.router({
       'is the position in the confirmation order, assigned under a lock so that a record never appears behind a cursor ' +
       'already handed out. Pending and failed payments are never listed. Design: route, fields. ' +
       DISCOVERY_WHY,
-    responses: { 200: z.object({ settlements: z.array(DiscoverySettlementSchema), nextCursor: z.string().nullable() }), ...standardErrors },
+    responses: {
+      200: z.object({ settlements: z.array(DiscoverySettlementSchema), nextCursor: z.string().nullable() }),
+      ...standardErrors,
+    },
     metadata: { payment: free(), example: { query: { limit: 100 } } } satisfies RouteMeta,
+  },
+  refunds: {
+    method: 'POST',
+    path: '/discovery/refunds',
+    body: z
+      .object({
+        settlement: SolanaSignature.describe('the transaction signature of the settled payment that was refunded'),
+        refund: SolanaSignature.describe('the transaction signature of the refund'),
+      })
+      .strict(),
+    summary: 'Record a seller’s refund of a settled payment',
+    description:
+      'A seller that returned a settled payment (a settle-first route whose handler failed) says so here, so that the ' +
+      'feed and everything built on it (the marketplace’s calls and volume) stop counting the sale. Nothing is taken on ' +
+      'trust: the refund transaction must be confirmed, successful, and move at least the settled amount of the same ' +
+      'asset out of the seller’s (payTo) token accounts into the payer’s, land after the settlement, and carry an SPL Memo ' +
+      'that names the settlement’s transaction (so no transfer made for anything else can pass for it); one refund ' +
+      'transaction refunds one settlement. ' +
+      'The settlement then appears again in GET /discovery/settlements, after the current cursor, with `refund` set. ' +
+      'The call is signed by the seller: the x-resource-server header (address=<payTo>;ts=<unix seconds>;sig=<base58 ' +
+      'Ed25519 signature over "agent-economy resource-server v1\\n<METHOD>\\n<path>\\n<sha256 of the body, hex>\\n<ts>">), ' +
+      'as resource servers sign /settle. Asking again with the same pair answers the same record. Errors: 401 ' +
+      'signature_required or signature_invalid; 403 not_the_seller (signed by another wallet than payTo); 404 settlement_not_found; 409 ' +
+      'refund_already_used (that transaction refunded another settlement) or already_refunded (this settlement has ' +
+      'another refund); 422 refund_not_verified (details.reason says what the chain shows); 502 upstream_unavailable ' +
+      'when the chain does not answer. Design: route. ' +
+      DISCOVERY_WHY,
+    responses: {
+      200: DiscoverySettlementSchema,
+      401: ErrorEnvelope,
+      403: ErrorEnvelope,
+      404: ErrorEnvelope,
+      409: ErrorEnvelope,
+      422: ErrorEnvelope,
+      502: ErrorEnvelope,
+      ...standardErrors,
+    },
+    metadata: {
+      payment: free(),
+      example: {
+        body: {
+          settlement: '5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW',
+          refund: '4hXTCkRzt9WyecNzV1XPgCDfGAZzQKNxLXgynz5QDuWWPSAZBZSHptvWRL3BjCvzUXRdKvHL2b7yGrRQcWyaqsaB',
+        },
+      },
+    } satisfies RouteMeta,
   },
   resources: {
     method: 'GET',
@@ -1379,7 +1626,14 @@ const router = c.router({
       'resource server declared in its 402 quote (echoed by the client in its payment). One entry per resource and seller, ' +
       'so nobody can overwrite another seller’s entry. Design: catalog source. ' +
       DISCOVERY_WHY,
-    responses: { 200: z.object({ x402Version: z.number().int(), items: z.array(BazaarResourceSchema), pagination: z.object({ limit: z.number().int(), offset: z.number().int(), total: z.number().int() }) }), ...standardErrors },
+    responses: {
+      200: z.object({
+        x402Version: z.number().int(),
+        items: z.array(BazaarResourceSchema),
+        pagination: z.object({ limit: z.number().int(), offset: z.number().int(), total: z.number().int() }),
+      }),
+      ...standardErrors,
+    },
     metadata: { payment: free(), example: { query: { type: 'http', limit: 20 } } } satisfies RouteMeta,
   },
   search: {
@@ -1387,10 +1641,19 @@ const router = c.router({
     path: '/discovery/search',
     query: z
       .object({
-        query: z.string().trim().min(1).max(200).describe('words to look for in the resources’ descriptions, URLs, names and tags'),
+        query: z
+          .string()
+          .trim()
+          .min(1)
+          .max(200)
+          .describe('words to look for in the resources’ descriptions, URLs, names and tags'),
         ...BazaarFilters,
         limit: z.coerce.number().int().min(1).max(100).default(20).describe('results per page, 1 to 100'),
-        cursor: z.string().regex(/^\d{1,6}$/).optional().describe('the pagination.cursor of the previous page'),
+        cursor: z
+          .string()
+          .regex(/^\d{1,6}$/)
+          .optional()
+          .describe('the pagination.cursor of the previous page'),
       })
       .strict(),
     summary: 'x402 bazaar: search discovered resources',
@@ -1400,8 +1663,30 @@ const router = c.router({
       'or more) scores by where it occurs (service name and tags, then the URL path, then the description and the ' +
       'declared input fields), all words weighted by rarity across the catalog; resources matching no word are left out. ' +
       DISCOVERY_WHY,
-    responses: { 200: z.object({ x402Version: z.number().int(), resources: z.array(BazaarResourceSchema), partialResults: z.boolean(), pagination: z.object({ limit: z.number().int(), cursor: z.string().nullable() }) }), ...standardErrors },
+    responses: {
+      200: z.object({
+        x402Version: z.number().int(),
+        resources: z.array(BazaarResourceSchema),
+        partialResults: z.boolean(),
+        pagination: z.object({ limit: z.number().int(), cursor: z.string().nullable() }),
+      }),
+      ...standardErrors,
+    },
     metadata: { payment: free(), example: { query: { query: 'lesson' } } } satisfies RouteMeta,
+  },
+  getSession: {
+    method: 'GET',
+    path: '/mpp/session/:channelId',
+    pathParams: z.object({ channelId: ChannelId }).strict(),
+    summary: 'A payment session as the facilitator holds it',
+    description:
+      'The session’s parties, keys, deposit, accepted cumulative amount and state. A seller paid by vouchers reads it ' +
+      'before serving a channel’s first voucher (is the channel open, for it, with this session key and a deposit that ' +
+      'covers the voucher), so a voucher for a channel that does not exist is refused before any work is done. Caller: ' +
+      'the buyer or the seller, proven by SIGN-IN-WITH-X. Errors: 401 siwx_invalid; 403 not_session_party; 404 ' +
+      `session_not_found. Not in the specification: added so sellers check a session before serving. ${FREE_WHY}`,
+    responses: { 200: SessionSchema, 404: ErrorEnvelope, ...standardErrors, ...authErrors },
+    metadata: { payment: free(), auth: 'siwx', example: { params: { channelId: CHANNEL } } } satisfies RouteMeta,
   },
 });
 

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { Timestamp } from '../core/chain';
@@ -15,8 +16,24 @@ const c = initContract();
 
 /** Real exchanges answer live (MARKET_DATA=live); the simulated market answers as neutral venues venue-a to venue-i. */
 export type FundingExchange =
-  | 'binance' | 'bybit' | 'okx' | 'bitget' | 'gate' | 'mexc' | 'hyperliquid' | 'dydx' | 'deribit'
-  | 'venue-a' | 'venue-b' | 'venue-c' | 'venue-d' | 'venue-e' | 'venue-f' | 'venue-g' | 'venue-h' | 'venue-i';
+  | 'binance'
+  | 'bybit'
+  | 'okx'
+  | 'bitget'
+  | 'gate'
+  | 'mexc'
+  | 'hyperliquid'
+  | 'dydx'
+  | 'deribit'
+  | 'venue-a'
+  | 'venue-b'
+  | 'venue-c'
+  | 'venue-d'
+  | 'venue-e'
+  | 'venue-f'
+  | 'venue-g'
+  | 'venue-h'
+  | 'venue-i';
 export type SqueezeDirection = 'short_squeeze' | 'long_squeeze';
 export type FundingSortKey = 'absFundingRate' | 'fundingRate' | 'openInterest' | 'volume' | 'squeezeRisk';
 export type FundingSentimentLabel = 'strongly_bearish' | 'bearish' | 'neutral' | 'bullish' | 'strongly_bullish';
@@ -85,7 +102,12 @@ export interface FundingAssetView {
   venues: FundingVenueRow[];
   weightedFundingRate8h: number;
   weightedAnnualizedFundingRate: number;
-  fundingSpread8h: { highest: number; highestExchange: FundingExchange; lowest: number; lowestExchange: FundingExchange };
+  fundingSpread8h: {
+    highest: number;
+    highestExchange: FundingExchange;
+    lowest: number;
+    lowestExchange: FundingExchange;
+  };
   totalOpenInterestUsd: string;
   totalVolume24hUsd: string;
   squeezeRisk: {
@@ -129,7 +151,9 @@ export interface FundingScanRequest {
   limit: number;
   cursor?: string;
 }
-export interface FundingScanRequestInput extends Partial<Pick<FundingScanRequest, 'minOpenInterestUsd' | 'sortBy' | 'limit'>> {
+export interface FundingScanRequestInput extends Partial<
+  Pick<FundingScanRequest, 'minOpenInterestUsd' | 'sortBy' | 'limit'>
+> {
   exchanges?: FundingExchange[];
   assets?: string[];
   cursor?: string;
@@ -142,7 +166,9 @@ export interface SqueezeRequest {
   minOpenInterestUsd: string;
   limit: number;
 }
-export interface SqueezeRequestInput extends Partial<Pick<SqueezeRequest, 'direction' | 'minRiskScore' | 'minOpenInterestUsd' | 'limit'>> {
+export interface SqueezeRequestInput extends Partial<
+  Pick<SqueezeRequest, 'direction' | 'minRiskScore' | 'minOpenInterestUsd' | 'limit'>
+> {
   exchanges?: FundingExchange[];
   assets?: string[];
 }
@@ -151,11 +177,26 @@ export interface FundingAssetRequest {
 }
 
 const REAL_EXCHANGES = ['binance', 'bybit', 'okx', 'bitget', 'gate', 'mexc', 'hyperliquid', 'dydx', 'deribit'] as const;
-const SIMULATED_VENUES = ['venue-a', 'venue-b', 'venue-c', 'venue-d', 'venue-e', 'venue-f', 'venue-g', 'venue-h', 'venue-i'] as const;
+const SIMULATED_VENUES = [
+  'venue-a',
+  'venue-b',
+  'venue-c',
+  'venue-d',
+  'venue-e',
+  'venue-f',
+  'venue-g',
+  'venue-h',
+  'venue-i',
+] as const;
 const EXCHANGES = [...REAL_EXCHANGES, ...SIMULATED_VENUES] as const;
-const ExchangeSchema = z
-  .enum(EXCHANGES)
-  .describe('a real exchange with live data (MARKET_DATA=live), or a simulated venue (venue-a to venue-i) of the seeded market model');
+const ExchangeSchema = named(
+  'FundingExchange',
+  z
+    .enum(EXCHANGES)
+    .describe(
+      'a real exchange with live data (MARKET_DATA=live), or a simulated venue (venue-a to venue-i) of the seeded market model',
+    ),
+);
 const Ticker = z
   .string()
   .regex(/^[A-Za-z0-9]{1,20}$/, 'must be an asset ticker such as "BTC" or "1000PEPE"')
@@ -164,7 +205,9 @@ const ExchangeFilter = z
   .array(ExchangeSchema)
   .min(1)
   .max(REAL_EXCHANGES.length)
-  .describe('only these venues (default: all); real exchanges on a live deployment, venue-a to venue-i on a simulated one (422 venue_not_served otherwise)');
+  .describe(
+    'only these venues (default: all); real exchanges on a live deployment, venue-a to venue-i on a simulated one (422 venue_not_served otherwise)',
+  );
 const AssetFilter = z.array(Ticker).min(1).max(50).describe('only these base assets, by ticker (default: all)');
 const MinOpenInterest = z
   .string()
@@ -183,14 +226,25 @@ const DirectionOrNone = z
   .enum(['short_squeeze', 'long_squeeze', 'none'])
   .describe('short_squeeze for very negative funding, long_squeeze for very positive funding, none otherwise');
 
-const ComponentsSchema: z.ZodType<SqueezeComponents> = z
-  .object({
-    funding: z.number().min(0).max(40).describe('funding extremeness: 40 × min(1, |fundingZScore| / 3), or from |APR| / 100 % without history'),
-    openInterest: z.number().min(0).max(25).describe('open-interest build-up: 25 × min(1, max(0, ΔOI 24 h %) / 20)'),
-    premium: z.number().min(0).max(15).describe('perpetual premium: 15 × min(1, |premium| / 0.005)'),
-    longShort: z.number().min(0).max(20).describe('long/short account-ratio extremeness in the direction of the squeeze'),
-  })
-  .describe('points per factor; riskScore is their sum');
+const ComponentsSchema: z.ZodType<SqueezeComponents> = named(
+  'SqueezeComponents',
+  z
+    .object({
+      funding: z
+        .number()
+        .min(0)
+        .max(40)
+        .describe('funding extremeness: 40 × min(1, |fundingZScore| / 3), or from |APR| / 100 % without history'),
+      openInterest: z.number().min(0).max(25).describe('open-interest build-up: 25 × min(1, max(0, ΔOI 24 h %) / 20)'),
+      premium: z.number().min(0).max(15).describe('perpetual premium: 15 × min(1, |premium| / 0.005)'),
+      longShort: z
+        .number()
+        .min(0)
+        .max(20)
+        .describe('long/short account-ratio extremeness in the direction of the squeeze'),
+    })
+    .describe('points per factor; riskScore is their sum'),
+);
 
 const rowFields = {
   exchange: ExchangeSchema,
@@ -199,7 +253,11 @@ const rowFields = {
   markPrice: Usd('mark price'),
   indexPrice: Usd('index price').nullable(),
   fundingRate: Rate('current (predicted) funding rate per the venue’s interval; positive = longs pay shorts'),
-  fundingIntervalHours: z.number().min(0.25).max(24).describe('hours between funding payments on this venue, e.g. 8, 4 or 1'),
+  fundingIntervalHours: z
+    .number()
+    .min(0.25)
+    .max(24)
+    .describe('hours between funding payments on this venue, e.g. 8, 4 or 1'),
   fundingRate8h: Rate('fundingRate normalised to 8 hours'),
   annualizedFundingRate: Rate('simple APR: fundingRate × (24 / fundingIntervalHours) × 365'),
   nextFundingTime: Timestamp.nullable(),
@@ -209,133 +267,178 @@ const rowFields = {
   squeezeRiskScore: Score.describe('0 to 100; see POST /api/squeeze for the scoring'),
   squeezeDirection: DirectionOrNone,
 };
-const ContractRowSchema: z.ZodType<FundingContractRow> = z.object({
-  ...rowFields,
-  asset: z.string().describe('base asset ticker, e.g. "BTC"'),
-});
-const ScanResultSchema: z.ZodType<FundingScanResult> = z.object({
-  items: z.array(ContractRowSchema),
-  nextCursor: z.string().nullable(),
-  total: z.number().int().min(0).describe('contracts matching the filters, over all pages'),
-  exchangesScanned: z.array(ExchangeSchema).describe('exchanges that answered; a venue that failed is left out'),
-  source: DataSource,
-});
-const SqueezeScanSchema: z.ZodType<SqueezeScan> = z.object({
-  candidates: z
-    .array(
-      z.object({
-        rank: z.number().int().min(1),
-        asset: z.string(),
-        direction: Direction.describe('short_squeeze: funding very negative (shorts crowded); long_squeeze: very positive (longs crowded)'),
-        riskScore: Score,
-        components: ComponentsSchema,
-        weightedFundingRate8h: Rate('open-interest-weighted funding across venues, per 8 hours'),
-        annualizedFundingRate: Rate('weightedFundingRate8h as simple APR'),
-        fundingZScore: z.number().nullable().describe('weighted funding against its own 30-day history; null without history'),
-        openInterestUsd: Usd('open interest summed over the venues'),
-        openInterestChange24hPercent: z.number().nullable(),
-        priceChange24hPercent: z.number().nullable(),
-        premium: Rate('open-interest-weighted perpetual premium (mark − index) / index').nullable(),
-        longShortRatio: z.number().min(0).nullable().describe('long/short account ratio, where a venue publishes it'),
-        exchanges: z.array(ExchangeSchema).describe('venues listing the asset'),
-        commentary: z.string().describe('AI commentary on the setup: why it is crowded and what would trigger the squeeze'),
-      }),
-    )
-    .describe('ranked by riskScore, highest first'),
-  thresholds: z
-    .object({
-      annualizedFundingRate: z.number().describe('|APR| at or above which funding counts as very positive / very negative (0.3 = 30 %)'),
-      fundingZScore: z.number().describe('|z| at or above which funding counts as extreme (2)'),
-    })
-    .describe('what "very negative" and "very positive" funding mean in this answer'),
-  assetsScanned: z.number().int().min(0),
-  summary: z.string().describe('AI overview of the candidates'),
-  generator: Generator,
-  source: DataSource,
-});
-const AssetViewSchema: z.ZodType<FundingAssetView> = z.object({
-  asset: z.string(),
-  venues: z
-    .array(z.object({ ...rowFields, openInterestSharePercent: z.number().min(0).max(100) }))
-    .describe('one row per exchange listing the asset, highest fundingRate8h first'),
-  weightedFundingRate8h: Rate('open-interest-weighted mean of the venues’ fundingRate8h'),
-  weightedAnnualizedFundingRate: Rate('weightedFundingRate8h × 3 × 365'),
-  fundingSpread8h: z.object({
-    highest: z.number(),
-    highestExchange: ExchangeSchema,
-    lowest: z.number(),
-    lowestExchange: ExchangeSchema,
+const ContractRowSchema: z.ZodType<FundingContractRow> = named(
+  'FundingContractRow',
+  z.object({
+    ...rowFields,
+    asset: z.string().describe('base asset ticker, e.g. "BTC"'),
   }),
-  totalOpenInterestUsd: Usd('open interest over the venues'),
-  totalVolume24hUsd: Usd('volume over 24 hours over the venues'),
-  squeezeRisk: z.object({
-    score: Score,
-    direction: DirectionOrNone,
-    components: ComponentsSchema,
-    fundingZScore: z.number().nullable(),
+);
+const ScanResultSchema: z.ZodType<FundingScanResult> = named(
+  'FundingScanResult',
+  z.object({
+    items: z.array(ContractRowSchema),
+    nextCursor: z.string().nullable(),
+    total: z.number().int().min(0).describe('contracts matching the filters, over all pages'),
+    exchangesScanned: z.array(ExchangeSchema).describe('exchanges that answered; a venue that failed is left out'),
+    source: DataSource,
   }),
-  source: DataSource,
-});
-const OverviewSchema: z.ZodType<FundingOverview> = z.object({
-  totalOpenInterestUsd: Usd('open interest over every contract'),
-  totalVolume24hUsd: Usd('volume over 24 hours over every contract'),
-  perpetualPairs: z.number().int().min(0).describe('perpetual contracts tracked across all exchanges'),
-  assets: z.number().int().min(0).describe('distinct base assets'),
-  exchanges: z.array(
-    z.object({
-      exchange: ExchangeSchema,
-      status: z.enum(['ok', 'unavailable']).describe('unavailable: the venue did not answer; its figures are zero'),
-      perpetualPairs: z.number().int().min(0),
-      openInterestUsd: UsdValue,
-      volume24hUsd: UsdValue,
-      weightedFundingRate8h: Rate('open-interest-weighted funding on this venue, per 8 hours').nullable(),
-      positiveFundingPairs: z.number().int().min(0),
-      negativeFundingPairs: z.number().int().min(0),
+);
+const SqueezeScanSchema: z.ZodType<SqueezeScan> = named(
+  'SqueezeScan',
+  z.object({
+    candidates: z
+      .array(
+        z.object({
+          rank: z.number().int().min(1),
+          asset: z.string(),
+          direction: Direction.describe(
+            'short_squeeze: funding very negative (shorts crowded); long_squeeze: very positive (longs crowded)',
+          ),
+          riskScore: Score,
+          components: ComponentsSchema,
+          weightedFundingRate8h: Rate('open-interest-weighted funding across venues, per 8 hours'),
+          annualizedFundingRate: Rate('weightedFundingRate8h as simple APR'),
+          fundingZScore: z
+            .number()
+            .nullable()
+            .describe('weighted funding against its own 30-day history; null without history'),
+          openInterestUsd: Usd('open interest summed over the venues'),
+          openInterestChange24hPercent: z.number().nullable(),
+          priceChange24hPercent: z.number().nullable(),
+          premium: Rate('open-interest-weighted perpetual premium (mark − index) / index').nullable(),
+          longShortRatio: z.number().min(0).nullable().describe('long/short account ratio, where a venue publishes it'),
+          exchanges: z.array(ExchangeSchema).describe('venues listing the asset'),
+          commentary: z
+            .string()
+            .describe('AI commentary on the setup: why it is crowded and what would trigger the squeeze'),
+        }),
+      )
+      .describe('ranked by riskScore, highest first'),
+    thresholds: z
+      .object({
+        annualizedFundingRate: z
+          .number()
+          .describe('|APR| at or above which funding counts as very positive / very negative (0.3 = 30 %)'),
+        fundingZScore: z.number().describe('|z| at or above which funding counts as extreme (2)'),
+      })
+      .describe('what "very negative" and "very positive" funding mean in this answer'),
+    assetsScanned: z.number().int().min(0),
+    summary: z.string().describe('AI overview of the candidates'),
+    generator: Generator,
+    source: DataSource,
+  }),
+);
+const AssetViewSchema: z.ZodType<FundingAssetView> = named(
+  'FundingAssetView',
+  z.object({
+    asset: z.string(),
+    venues: z
+      .array(z.object({ ...rowFields, openInterestSharePercent: z.number().min(0).max(100) }))
+      .describe('one row per exchange listing the asset, highest fundingRate8h first'),
+    weightedFundingRate8h: Rate('open-interest-weighted mean of the venues’ fundingRate8h'),
+    weightedAnnualizedFundingRate: Rate('weightedFundingRate8h × 3 × 365'),
+    fundingSpread8h: z.object({
+      highest: z.number(),
+      highestExchange: ExchangeSchema,
+      lowest: z.number(),
+      lowestExchange: ExchangeSchema,
     }),
-  ),
-  sentiment: z
+    totalOpenInterestUsd: Usd('open interest over the venues'),
+    totalVolume24hUsd: Usd('volume over 24 hours over the venues'),
+    squeezeRisk: z.object({
+      score: Score,
+      direction: DirectionOrNone,
+      components: ComponentsSchema,
+      fundingZScore: z.number().nullable(),
+    }),
+    source: DataSource,
+  }),
+);
+const OverviewSchema: z.ZodType<FundingOverview> = named(
+  'FundingOverview',
+  z.object({
+    totalOpenInterestUsd: Usd('open interest over every contract'),
+    totalVolume24hUsd: Usd('volume over 24 hours over every contract'),
+    perpetualPairs: z.number().int().min(0).describe('perpetual contracts tracked across all exchanges'),
+    assets: z.number().int().min(0).describe('distinct base assets'),
+    exchanges: z.array(
+      z.object({
+        exchange: ExchangeSchema,
+        status: z.enum(['ok', 'unavailable']).describe('unavailable: the venue did not answer; its figures are zero'),
+        perpetualPairs: z.number().int().min(0),
+        openInterestUsd: UsdValue,
+        volume24hUsd: UsdValue,
+        weightedFundingRate8h: Rate('open-interest-weighted funding on this venue, per 8 hours').nullable(),
+        positiveFundingPairs: z.number().int().min(0),
+        negativeFundingPairs: z.number().int().min(0),
+      }),
+    ),
+    sentiment: z
+      .object({
+        score: z
+          .number()
+          .min(-100)
+          .max(100)
+          .describe(
+            'clamp(−100, 100, (weightedFundingRate8h − 0.0001) / 0.0004 × 100): the 0.01 % per 8 h baseline reads 0',
+          ),
+        label: z
+          .enum(['strongly_bearish', 'bearish', 'neutral', 'bullish', 'strongly_bullish'])
+          .describe('score ≤ −50 strongly_bearish, < −15 bearish, ≤ 15 neutral, < 50 bullish, else strongly_bullish'),
+        weightedFundingRate8h: Rate('open-interest-weighted funding over every contract, per 8 hours'),
+        longsPayingOpenInterestPercent: z
+          .number()
+          .min(0)
+          .max(100)
+          .describe('share of open interest on contracts with positive funding'),
+      })
+      .describe('aggregate sentiment indicator from funding'),
+    source: DataSource,
+  }),
+);
+
+const ScanBody: z.ZodType<FundingScanRequest, z.ZodTypeDef, FundingScanRequestInput> = named(
+  'FundingScanRequest',
+  z
     .object({
-      score: z
-        .number()
-        .min(-100)
-        .max(100)
-        .describe('clamp(−100, 100, (weightedFundingRate8h − 0.0001) / 0.0004 × 100): the 0.01 % per 8 h baseline reads 0'),
-      label: z
-        .enum(['strongly_bearish', 'bearish', 'neutral', 'bullish', 'strongly_bullish'])
-        .describe('score ≤ −50 strongly_bearish, < −15 bearish, ≤ 15 neutral, < 50 bullish, else strongly_bullish'),
-      weightedFundingRate8h: Rate('open-interest-weighted funding over every contract, per 8 hours'),
-      longsPayingOpenInterestPercent: z.number().min(0).max(100).describe('share of open interest on contracts with positive funding'),
+      exchanges: ExchangeFilter.optional(),
+      assets: AssetFilter.optional(),
+      minOpenInterestUsd: MinOpenInterest,
+      sortBy: z
+        .enum(['absFundingRate', 'fundingRate', 'openInterest', 'volume', 'squeezeRisk'])
+        .default('absFundingRate')
+        .describe('order, largest first (absFundingRate: by |fundingRate8h|)'),
+      limit: z.number().int().min(1).max(100).default(20).describe('rows per page, 1 to 100'),
+      cursor: z
+        .string()
+        .min(1)
+        .max(200)
+        .optional()
+        .describe('the nextCursor of the previous page, with the same filters'),
     })
-    .describe('aggregate sentiment indicator from funding'),
-  source: DataSource,
-});
+    .strict(),
+);
+const SqueezeBody: z.ZodType<SqueezeRequest, z.ZodTypeDef, SqueezeRequestInput> = named(
+  'SqueezeRequest',
+  z
+    .object({
+      exchanges: ExchangeFilter.optional(),
+      assets: AssetFilter.optional(),
+      direction: z.enum(['short_squeeze', 'long_squeeze', 'both']).default('both'),
+      minRiskScore: Score.default(50).describe('leave out candidates scoring below this (default 50)'),
+      minOpenInterestUsd: MinOpenInterest,
+      limit: z.number().int().min(1).max(50).default(10).describe('candidates to return, 1 to 50'),
+    })
+    .strict(),
+);
+const AssetBody: z.ZodType<FundingAssetRequest> = named(
+  'FundingAssetRequest',
+  z.object({ exchanges: ExchangeFilter.optional() }).strict(),
+);
 
-const ScanBody: z.ZodType<FundingScanRequest, z.ZodTypeDef, FundingScanRequestInput> = z
-  .object({
-    exchanges: ExchangeFilter.optional(),
-    assets: AssetFilter.optional(),
-    minOpenInterestUsd: MinOpenInterest,
-    sortBy: z
-      .enum(['absFundingRate', 'fundingRate', 'openInterest', 'volume', 'squeezeRisk'])
-      .default('absFundingRate')
-      .describe('order, largest first (absFundingRate: by |fundingRate8h|)'),
-    limit: z.number().int().min(1).max(100).default(20).describe('rows per page, 1 to 100'),
-    cursor: z.string().min(1).max(200).optional().describe('the nextCursor of the previous page, with the same filters'),
-  })
-  .strict();
-const SqueezeBody: z.ZodType<SqueezeRequest, z.ZodTypeDef, SqueezeRequestInput> = z
-  .object({
-    exchanges: ExchangeFilter.optional(),
-    assets: AssetFilter.optional(),
-    direction: z.enum(['short_squeeze', 'long_squeeze', 'both']).default('both'),
-    minRiskScore: Score.default(50).describe('leave out candidates scoring below this (default 50)'),
-    minOpenInterestUsd: MinOpenInterest,
-    limit: z.number().int().min(1).max(50).default(10).describe('candidates to return, 1 to 50'),
-  })
-  .strict();
-const AssetBody: z.ZodType<FundingAssetRequest> = z.object({ exchanges: ExchangeFilter.optional() }).strict();
-
-const upstream = '502 upstream_unavailable (with Retry-After) when every exchange fails; a single failing venue is left out.';
+const upstream =
+  '502 upstream_unavailable (with Retry-After) when every exchange fails; a single failing venue is left out.';
 
 const router = c.router({
   scan: {
@@ -352,7 +455,14 @@ const router = c.router({
     responses: { 200: ScanResultSchema, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
     metadata: {
       payment: fixed('0.01'),
-      example: { body: { exchanges: ['venue-a', 'venue-b', 'venue-c'], minOpenInterestUsd: '10000000', sortBy: 'absFundingRate', limit: 20 } },
+      example: {
+        body: {
+          exchanges: ['venue-a', 'venue-b', 'venue-c'],
+          minOpenInterestUsd: '10000000',
+          sortBy: 'absFundingRate',
+          limit: 20,
+        },
+      },
     } satisfies RouteMeta,
   },
   squeeze: {
@@ -386,7 +496,14 @@ const router = c.router({
       'interest and volume, and the asset’s squeeze risk. The body may restrict `exchanges`; send `{}` for all. ' +
       '404 asset_not_found when no (selected) exchange lists a perpetual on the ticker. ' +
       upstream,
-    responses: { 200: AssetViewSchema, 404: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+    responses: {
+      200: AssetViewSchema,
+      404: ErrorEnvelope,
+      422: ErrorEnvelope,
+      502: ErrorEnvelope,
+      ...standardErrors,
+      ...paymentErrors,
+    },
     metadata: { payment: fixed('0.005'), example: { params: { symbol: 'BTC' }, body: {} } } satisfies RouteMeta,
   },
   overview: {
@@ -413,6 +530,6 @@ export const funding = defineService({
   router,
   dataModes: {
     simulated: 'the seeded market model, the default: never observed data',
-    live: 'the nine venues\' public APIs, with MARKET_DATA=live',
+    live: "the nine venues' public APIs, with MARKET_DATA=live",
   },
 });

@@ -1,10 +1,11 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { SolanaAddress, Timestamp } from '../core/chain';
-import { DataSource, DataServiceHealth } from './shared';
+import { DataSource, DataServiceHealth, ServiceHealth } from './shared';
 
 const c = initContract();
 
@@ -124,11 +125,17 @@ export interface FeeHistory {
   source: DataSource;
 }
 
-const UrgencySchema = z.enum(['low', 'normal', 'high', 'urgent']);
-const CongestionLevelSchema = z.enum(['low', 'moderate', 'high', 'extreme']);
+const UrgencySchema = named('Urgency', z.enum(['low', 'normal', 'high', 'urgent']));
+const CongestionLevelSchema = named('CongestionLevel', z.enum(['low', 'moderate', 'high', 'extreme']));
 const MicroLamports = z.number().int().min(0).describe('micro-lamports per compute unit');
-const Lamports = z.string().regex(/^(0|[1-9]\d*)$/).describe('lamports as an integer string');
-const Sol = z.string().regex(/^(0|[1-9]\d*)(\.\d{1,9})?$/).describe('SOL as a decimal string (9 decimals at most)');
+const Lamports = z
+  .string()
+  .regex(/^(0|[1-9]\d*)$/)
+  .describe('lamports as an integer string');
+const Sol = z
+  .string()
+  .regex(/^(0|[1-9]\d*)(\.\d{1,9})?$/)
+  .describe('SOL as a decimal string (9 decimals at most)');
 const Slot = z.number().int().min(0);
 const Count = z.number().int().min(0);
 const Unit = z.number().min(0).max(1);
@@ -140,27 +147,46 @@ const Base64 = (maxChars: number) =>
     .regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, 'must be standard base64');
 const MAX_COMPUTE_UNITS = 1_400_000;
 
-const FeePercentilesSchema: z.ZodType<FeePercentiles> = z
-  .object({ p0: MicroLamports, p25: MicroLamports, p50: MicroLamports, p75: MicroLamports, p95: MicroLamports, p100: MicroLamports })
-  .describe('nearest-rank percentiles of per-slot priority fees, µL/CU');
-const CongestionSchema = z.object({
-  level: CongestionLevelSchema.describe('by score: low below 25, moderate to 50, high to 75, extreme above'),
-  score: z.number().min(0).max(100),
-});
-const ComputeBudgetInstructionSchema: z.ZodType<ComputeBudgetInstruction> = z.object({
-  name: z.enum(['SetComputeUnitLimit', 'SetComputeUnitPrice']),
-  programId: SolanaAddress.describe('ComputeBudget111111111111111111111111111111'),
-  value: z.number().int().min(0).describe('compute units, or µL/CU'),
-  dataBase64: z.string().describe('instruction data: discriminator 2 + u32 LE, or 3 + u64 LE'),
-});
-const FeeTotalsSchema: z.ZodType<FeeTotals> = z.object({
-  computeUnitPrice: MicroLamports,
-  computeUnitLimit: z.number().int().min(1).max(MAX_COMPUTE_UNITS),
-  priorityFeeLamports: Lamports.describe('ceil(computeUnitLimit × computeUnitPrice / 1,000,000)'),
-  baseFeeLamports: Lamports.describe('5,000 per signature'),
-  totalFeeLamports: Lamports,
-  totalFeeSol: Sol,
-});
+const FeePercentilesSchema: z.ZodType<FeePercentiles> = named(
+  'FeePercentiles',
+  z
+    .object({
+      p0: MicroLamports,
+      p25: MicroLamports,
+      p50: MicroLamports,
+      p75: MicroLamports,
+      p95: MicroLamports,
+      p100: MicroLamports,
+    })
+    .describe('nearest-rank percentiles of per-slot priority fees, µL/CU'),
+);
+const CongestionSchema = named(
+  'Congestion',
+  z.object({
+    level: CongestionLevelSchema.describe('by score: low below 25, moderate to 50, high to 75, extreme above'),
+    score: z.number().min(0).max(100),
+  }),
+);
+const ComputeBudgetInstructionSchema: z.ZodType<ComputeBudgetInstruction> = named(
+  'ComputeBudgetInstruction',
+  z.object({
+    name: z.enum(['SetComputeUnitLimit', 'SetComputeUnitPrice']),
+    programId: SolanaAddress.describe('ComputeBudget111111111111111111111111111111'),
+    value: z.number().int().min(0).describe('compute units, or µL/CU'),
+    dataBase64: z.string().describe('instruction data: discriminator 2 + u32 LE, or 3 + u64 LE'),
+  }),
+);
+const FeeTotalsSchema: z.ZodType<FeeTotals> = named(
+  'FeeTotals',
+  z.object({
+    computeUnitPrice: MicroLamports,
+    computeUnitLimit: z.number().int().min(1).max(MAX_COMPUTE_UNITS),
+    priorityFeeLamports: Lamports.describe('ceil(computeUnitLimit × computeUnitPrice / 1,000,000)'),
+    baseFeeLamports: Lamports.describe('5,000 per signature'),
+    totalFeeLamports: Lamports,
+    totalFeeSol: Sol,
+  }),
+);
 const timeWindowFields = {
   startsAt: Timestamp,
   endsAt: Timestamp,
@@ -168,113 +194,131 @@ const timeWindowFields = {
   expectedComputeUnitPrice: MicroLamports.describe('expected median fee in the window'),
   confidence: Unit,
 };
-const TimeWindowSchema: z.ZodType<FeeWindow> = z.object(timeWindowFields);
-const FeeRecommendationSchema: z.ZodType<FeeRecommendation> = z.object({
-  urgency: UrgencySchema,
-  percentile: z.number().int().min(0).max(100).describe('the percentile the urgency maps to'),
-  fee: FeeTotalsSchema,
-  percentiles: FeePercentilesSchema.describe('max(global, local) per level: what the recommendation reads'),
-  global: FeePercentilesSchema,
-  local: FeePercentilesSchema.nullable().describe('over the given writable accounts; null when none were given'),
-  congestion: CongestionSchema,
-  bestWindow: z
-    .object({
-      ...timeWindowFields,
-      waitSeconds: Count.describe('0 when now is the best time'),
-      savingsPercent: z.number().min(0).max(100).describe('expected saving on the fee against sending now'),
-      reason: z.string(),
-    })
-    .describe('the cheapest window the urgency allows: urgent now, high within 5 minutes, normal 30, low 2 hours'),
-  computeBudgetInstructions: z.array(ComputeBudgetInstructionSchema).describe('ready to prepend to the transaction'),
-  lookbackSlots: Count,
-  slot: Slot.describe('the slot the recommendation was computed at'),
-  source: DataSource,
-});
-const NetworkStatusSchema: z.ZodType<NetworkStatus> = z.object({
-  slot: Slot,
-  epoch: Count,
-  tps: z.number().min(0).describe('numTransactions / samplePeriodSecs over the samples'),
-  nonVoteTps: z.number().min(0),
-  slotTimeMs: z.number().min(0).describe('samplePeriodSecs / numSlots, in milliseconds'),
-  sample: z
-    .object({
-      samples: Count,
-      periodSeconds: Count,
-      slots: Count,
-      transactions: Count,
-      nonVoteTransactions: Count,
-    })
-    .describe('the performance samples the figures come from (60-second samples, newest 10)'),
-  congestion: CongestionSchema.extend({
-    drivers: z
+const TimeWindowSchema: z.ZodType<FeeWindow> = named('FeeWindow', z.object(timeWindowFields));
+const FeeRecommendationSchema: z.ZodType<FeeRecommendation> = named(
+  'FeeRecommendation',
+  z.object({
+    urgency: UrgencySchema,
+    percentile: z.number().int().min(0).max(100).describe('the percentile the urgency maps to'),
+    fee: FeeTotalsSchema,
+    percentiles: FeePercentilesSchema.describe('max(global, local) per level: what the recommendation reads'),
+    global: FeePercentilesSchema,
+    local: FeePercentilesSchema.nullable().describe('over the given writable accounts; null when none were given'),
+    congestion: CongestionSchema,
+    bestWindow: z
       .object({
-        tpsLoad: Unit.describe('non-vote TPS against the 7-day maximum'),
-        feePressure: Unit.describe('median fee against the 7-day p95'),
-        slotTimeDrift: Unit.describe('slot time above the 400 ms target, scaled'),
+        ...timeWindowFields,
+        waitSeconds: Count.describe('0 when now is the best time'),
+        savingsPercent: z.number().min(0).max(100).describe('expected saving on the fee against sending now'),
+        reason: z.string(),
       })
-      .describe('score = 100 × (0.4 × tpsLoad + 0.4 × feePressure + 0.2 × slotTimeDrift)'),
+      .describe('the cheapest window the urgency allows: urgent now, high within 5 minutes, normal 30, low 2 hours'),
+    computeBudgetInstructions: z.array(ComputeBudgetInstructionSchema).describe('ready to prepend to the transaction'),
+    lookbackSlots: Count,
+    slot: Slot.describe('the slot the recommendation was computed at'),
+    source: DataSource,
   }),
-  feePercentiles: FeePercentilesSchema,
-  lookbackSlots: Count,
-  forecast: z
-    .array(TimeWindowSchema)
-    .describe('15-minute windows from now, from the hour-of-day profile of the past 7 days'),
-  forecastBasis: z
-    .object({
-      observations: Count.describe('congestion readings of the past 7 days the forecast draws on (one per status or recommendation call)'),
-      daysCovered: z.number().int().min(0).max(8).describe('distinct UTC days among them'),
-      oldestAt: Timestamp.nullable().describe('the oldest reading used; null before the first'),
-    })
-    .describe('how much history the forecast rests on: a window of a quarter hour never observed repeats the current reading with confidence 0'),
-  source: DataSource,
-});
-const SimulationSchema: z.ZodType<TransactionSimulation> = z.object({
-  success: z.boolean().describe('false when the transaction would fail; the compute estimate is still given'),
-  error: z
-    .object({
-      code: z.string().describe('the runtime error, e.g. InstructionError or InsufficientFundsForFee'),
-      message: z.string(),
-      instructionIndex: Count.nullable(),
-    })
-    .nullable(),
-  unitsConsumed: Count.describe('compute units the simulation consumed'),
-  recommendedComputeUnitLimit: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_COMPUTE_UNITS)
-    .describe(
-      'ceil((unitsConsumed + 150 for each of SetComputeUnitLimit and SetComputeUnitPrice the transaction lacks) × 1.1), at most ' +
-        '1,400,000: the compute-budget instructions to prepend consume 150 compute units each',
-    ),
-  requestedComputeUnitLimit: Count.nullable().describe('from a SetComputeUnitLimit in the transaction, if any'),
-  requestedComputeUnitPrice: Count.nullable().describe('from a SetComputeUnitPrice in the transaction, if any'),
-  urgency: UrgencySchema,
-  fee: FeeTotalsSchema.describe('at the recommended limit and the urgency’s fee'),
-  signatures: Count,
-  instructionCount: Count,
-  logs: z.array(z.string()),
-  computeBudgetInstructions: z.array(ComputeBudgetInstructionSchema),
-  slot: Slot.describe('the slot the simulation ran against'),
-  source: DataSource,
-});
-const FeeHistorySchema: z.ZodType<FeeHistory> = z.object({
-  blocks: z.number().int().min(1).max(150).describe('the N asked for'),
-  returned: Count.describe('blocks the node still had (its cache holds at most 150)'),
-  fromSlot: Slot,
-  toSlot: Slot,
-  accounts: z.array(SolanaAddress),
-  percentiles: FeePercentilesSchema,
-  mean: z.number().min(0),
-  emptySlotShare: Unit.describe('share of blocks whose prioritization fee was 0'),
-  trend: z.object({
-    direction: z.enum(['rising', 'falling', 'flat']).describe('by changePercent: rising above +10, falling below −10'),
-    slopePerSlot: z.number().describe('least-squares slope of fee against slot, µL/CU per slot'),
-    changePercent: z.number().describe('median of the newer half against median of the older half, percent'),
+);
+const NetworkStatusSchema: z.ZodType<NetworkStatus> = named(
+  'NetworkStatus',
+  z.object({
+    slot: Slot,
+    epoch: Count,
+    tps: z.number().min(0).describe('numTransactions / samplePeriodSecs over the samples'),
+    nonVoteTps: z.number().min(0),
+    slotTimeMs: z.number().min(0).describe('samplePeriodSecs / numSlots, in milliseconds'),
+    sample: z
+      .object({
+        samples: Count,
+        periodSeconds: Count,
+        slots: Count,
+        transactions: Count,
+        nonVoteTransactions: Count,
+      })
+      .describe('the performance samples the figures come from (60-second samples, newest 10)'),
+    congestion: CongestionSchema.extend({
+      drivers: z
+        .object({
+          tpsLoad: Unit.describe('non-vote TPS against the 7-day maximum'),
+          feePressure: Unit.describe('median fee against the 7-day p95'),
+          slotTimeDrift: Unit.describe('slot time above the 400 ms target, scaled'),
+        })
+        .describe('score = 100 × (0.4 × tpsLoad + 0.4 × feePressure + 0.2 × slotTimeDrift)'),
+    }),
+    feePercentiles: FeePercentilesSchema,
+    lookbackSlots: Count,
+    forecast: z
+      .array(TimeWindowSchema)
+      .describe('15-minute windows from now, from the hour-of-day profile of the past 7 days'),
+    forecastBasis: z
+      .object({
+        observations: Count.describe(
+          'congestion readings of the past 7 days the forecast draws on (one per status or recommendation call)',
+        ),
+        daysCovered: z.number().int().min(0).max(8).describe('distinct UTC days among them'),
+        oldestAt: Timestamp.nullable().describe('the oldest reading used; null before the first'),
+      })
+      .describe(
+        'how much history the forecast rests on: a window of a quarter hour never observed repeats the current reading with confidence 0',
+      ),
+    source: DataSource,
   }),
-  perBlock: z.array(z.object({ slot: Slot, prioritizationFee: MicroLamports })).describe('oldest first'),
-  source: DataSource,
-});
+);
+const SimulationSchema: z.ZodType<TransactionSimulation> = named(
+  'TransactionSimulation',
+  z.object({
+    success: z.boolean().describe('false when the transaction would fail; the compute estimate is still given'),
+    error: z
+      .object({
+        code: z.string().describe('the runtime error, e.g. InstructionError or InsufficientFundsForFee'),
+        message: z.string(),
+        instructionIndex: Count.nullable(),
+      })
+      .nullable(),
+    unitsConsumed: Count.describe('compute units the simulation consumed'),
+    recommendedComputeUnitLimit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_COMPUTE_UNITS)
+      .describe(
+        'ceil((unitsConsumed + 150 for each of SetComputeUnitLimit and SetComputeUnitPrice the transaction lacks) × 1.1), at most ' +
+          '1,400,000: the compute-budget instructions to prepend consume 150 compute units each',
+      ),
+    requestedComputeUnitLimit: Count.nullable().describe('from a SetComputeUnitLimit in the transaction, if any'),
+    requestedComputeUnitPrice: Count.nullable().describe('from a SetComputeUnitPrice in the transaction, if any'),
+    urgency: UrgencySchema,
+    fee: FeeTotalsSchema.describe('at the recommended limit and the urgency’s fee'),
+    signatures: Count,
+    instructionCount: Count,
+    logs: z.array(z.string()),
+    computeBudgetInstructions: z.array(ComputeBudgetInstructionSchema),
+    slot: Slot.describe('the slot the simulation ran against'),
+    source: DataSource,
+  }),
+);
+const FeeHistorySchema: z.ZodType<FeeHistory> = named(
+  'FeeHistory',
+  z.object({
+    blocks: z.number().int().min(1).max(150).describe('the N asked for'),
+    returned: Count.describe('blocks the node still had (its cache holds at most 150)'),
+    fromSlot: Slot,
+    toSlot: Slot,
+    accounts: z.array(SolanaAddress),
+    percentiles: FeePercentilesSchema,
+    mean: z.number().min(0),
+    emptySlotShare: Unit.describe('share of blocks whose prioritization fee was 0'),
+    trend: z.object({
+      direction: z
+        .enum(['rising', 'falling', 'flat'])
+        .describe('by changePercent: rising above +10, falling below −10'),
+      slopePerSlot: z.number().describe('least-squares slope of fee against slot, µL/CU per slot'),
+      changePercent: z.number().describe('median of the newer half against median of the older half, percent'),
+    }),
+    perBlock: z.array(z.object({ slot: Slot, prioritizationFee: MicroLamports })).describe('oldest first'),
+    source: DataSource,
+  }),
+);
 
 const Accounts = z
   .array(SolanaAddress)
@@ -283,14 +327,14 @@ const Accounts = z
   .describe('writable accounts the transaction locks (at most 128): their local fee markets are read too');
 const UrgencyInput = UrgencySchema.default('normal').describe('low = p25, normal = p50, high = p75, urgent = p95');
 
-const AccountMeta = z
-  .object({ pubkey: SolanaAddress, isSigner: z.boolean(), isWritable: z.boolean() })
-  .strict();
+const AccountMeta = z.object({ pubkey: SolanaAddress, isSigner: z.boolean(), isWritable: z.boolean() }).strict();
 const SimulateBody = z.discriminatedUnion('kind', [
   z
     .object({
       kind: z.literal('transaction'),
-      transaction: Base64(1644).describe('a serialized transaction (legacy or v0, at most 1,232 bytes), base64; signatures need not be valid'),
+      transaction: Base64(1644).describe(
+        'a serialized transaction (legacy or v0, at most 1,232 bytes), base64; signatures need not be valid',
+      ),
       urgency: UrgencyInput,
     })
     .strict(),
@@ -304,7 +348,11 @@ const SimulateBody = z.discriminatedUnion('kind', [
             .object({
               programId: SolanaAddress,
               accounts: z.array(AccountMeta).max(64),
-              data: z.string().max(1644).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be standard base64').describe('instruction data, base64'),
+              data: z
+                .string()
+                .max(1644)
+                .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be standard base64')
+                .describe('instruction data, base64'),
             })
             .strict(),
         )
@@ -331,7 +379,13 @@ const router = c.router({
           .max(MAX_COMPUTE_UNITS)
           .default(200_000)
           .describe('the limit the transaction will request, 1 to 1,400,000'),
-        signatures: z.number().int().min(1).max(12).default(1).describe('signatures on the transaction (base fee 5,000 lamports each)'),
+        signatures: z
+          .number()
+          .int()
+          .min(1)
+          .max(12)
+          .default(1)
+          .describe('signatures on the transaction (base fee 5,000 lamports each)'),
         accounts: Accounts,
       })
       .strict(),
@@ -408,7 +462,13 @@ const router = c.router({
     path: '/api/fee-history',
     body: z
       .object({
-        blocks: z.number().int().min(1).max(150).default(50).describe('the last N blocks, 1 to 150 (the node’s fee cache)'),
+        blocks: z
+          .number()
+          .int()
+          .min(1)
+          .max(150)
+          .default(50)
+          .describe('the last N blocks, 1 to 150 (the node’s fee cache)'),
         accounts: Accounts,
       })
       .strict(),
@@ -428,7 +488,7 @@ const router = c.router({
     description:
       'Liveness for monitors: free. Design: status degraded when the chain RPC’s last call failed; 503 ' +
       'database_unavailable when the database does not answer.',
-    responses: { 200: DataServiceHealth, 503: ErrorEnvelope, ...standardErrors },
+    responses: { 200: DataServiceHealth, 503: ServiceHealth, ...standardErrors },
     metadata: { payment: free(), example: {} } satisfies RouteMeta,
   },
 });
@@ -441,6 +501,6 @@ export const gas = defineService({
     'congestion, fee percentiles, forecast), simulates transactions for compute-unit estimates and returns fee history.',
   router,
   dataModes: {
-    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL',
+    chain: "the deployment's Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL",
   },
 });

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, tiered, type RouteMeta } from '../core/payment';
 import { SolanaAddress, Timestamp, isBase58OfLength } from '../core/chain';
@@ -29,7 +30,10 @@ export interface CapabilityDeclaration {
 }
 export interface Capability extends CapabilityDeclaration {
   declaredAt: string;
-  /** true when an active skill attestation from another DID covers this capability. */
+  /**
+   * true when an active skill attestation from a DID of another controller wallet covers this capability (a second DID
+   * of the same wallet attesting is self-attestation, not counted).
+   */
   attested: boolean;
   attestations: number;
 }
@@ -172,6 +176,8 @@ export interface CredentialRecord {
   validUntil: string | null;
   claims: CredentialClaims;
   credential: VerifiableCredential;
+  /** Issuer and subject DIDs share a controller wallet: self-attestation, never counted as third-party trust. */
+  sameController: boolean;
 }
 
 export interface KindCounts {
@@ -203,7 +209,10 @@ export interface CreateIdentityRequest {
   metadata: Record<string, string>;
   serviceEndpoints: ServiceEndpoint[];
 }
-export type CreateIdentityRequestInput = Omit<CreateIdentityRequest, 'type' | 'capabilities' | 'metadata' | 'serviceEndpoints'> & {
+export type CreateIdentityRequestInput = Omit<
+  CreateIdentityRequest,
+  'type' | 'capabilities' | 'metadata' | 'serviceEndpoints'
+> & {
   type?: IdentityType;
   capabilities?: CapabilityDeclaration[];
   metadata?: Record<string, string>;
@@ -229,7 +238,10 @@ export interface PrepareCredentialRequest {
   claims: CredentialClaims;
   validUntil?: string;
 }
-/** Step 2 of issuing: the issuer's signature over the prepared credential; the registry verifies it and registers the credential. */
+/**
+ * Step 2 of issuing: the issuer's signature over the prepared credential; the registry verifies it and registers the
+ * credential.
+ */
 export interface IssueCredentialRequest {
   action: 'issue';
   credentialId: string;
@@ -250,7 +262,10 @@ export interface PreparedCredential {
   credential: Omit<VerifiableCredential, 'proof'> & { proof: Omit<DataIntegrityProof, 'proofValue'> };
   /** The issuer DID's current key, which must sign (`<did>#key-<n>`). */
   verificationMethod: string;
-  /** base58btc of the 64 bytes to sign: SHA-256(JCS(proof options with the credential's @context)) ‖ SHA-256(JCS(credential without proof)). */
+  /**
+   * base58btc of the 64 bytes to sign: SHA-256(JCS(proof options with the credential's @context)) ‖
+   * SHA-256(JCS(credential without proof)).
+   */
   signingInput: string;
   /** Sign and send it with action "issue" before this time. */
   expiresAt: string;
@@ -311,7 +326,10 @@ export interface ListCredentialsQuery {
   limit: number;
   cursor?: string;
 }
-export type ListCredentialsQueryInput = Omit<ListCredentialsQuery, 'role' | 'limit'> & { role?: 'subject' | 'issuer'; limit?: number };
+export type ListCredentialsQueryInput = Omit<ListCredentialsQuery, 'role' | 'limit'> & {
+  role?: 'subject' | 'issuer';
+  limit?: number;
+};
 export interface TrustChainQuery {
   maxDepth: number;
   includeInactive: 'true' | 'false';
@@ -334,6 +352,8 @@ export interface TrustLink {
   status: CredentialStatus;
   issuedAt: string;
   depth: number;
+  /** Issuer and subject have the same controller wallet: self-attestation, shown but carrying no trust. */
+  sameController: boolean;
 }
 export interface TrustChain {
   did: string;
@@ -341,7 +361,7 @@ export interface TrustChain {
   verified: boolean;
   anchorsReached: string[];
   vouchers: Voucher[];
-  endorsements: { total: number; distinctIssuers: number; byKind: KindCounts };
+  endorsements: { total: number; distinctIssuers: number; byKind: KindCounts; sameController: number };
   nodes: TrustNode[];
   links: TrustLink[];
   paths: string[][];
@@ -351,9 +371,27 @@ export interface TrustChain {
 
 export interface TrustScoreRequest {
   did: string;
+  /** The caller's own account of the DID's trades: shown back as unverified evidence, never counted. */
   tradeHistory?: { completedTrades: number; disputedTrades: number; volumeUsd: string; firstTradeAt?: string };
 }
-export type TrustFactorSource = 'registry' | 'caller' | 'reputation' | 'none';
+export type TrustFactorSource = 'registry' | 'reputation' | 'none';
+/**
+ * Where trade figures came from: `reputation` (reports the reputation service holds for the controller wallet),
+ * `certification` (the claims of trade certifications the DID holds), `caller` (the request's tradeHistory).
+ */
+export type TradeEvidenceSource = 'reputation' | 'certification' | 'caller';
+/** One body of trade figures the score saw, and whether it counted. */
+export interface TradeEvidence {
+  source: TradeEvidenceSource;
+  /** Only trades backed by a record (verified by the reputation service) count. */
+  counted: boolean;
+  completedTrades: number;
+  disputedTrades: number;
+  volumeUsd: string;
+  firstTradeAt: string | null;
+  /** Why these figures count or not. */
+  note: string;
+}
 export interface FactorScore {
   score: number;
   weight: number;
@@ -371,10 +409,14 @@ export interface CredentialsFactor extends FactorScore {
   byKind: KindCounts;
 }
 export interface TradeHistoryFactor extends FactorScore {
+  /** Counted (verified) trades only, as are the other figures here. */
   completedTrades: number;
   disputedTrades: number;
   disputeRate: number;
   volumeUsd: string;
+  firstTradeAt: string | null;
+  /** Every body of trade figures seen, counted or not, with its source. */
+  evidence: TradeEvidence[];
 }
 export interface ReputationFactor extends FactorScore {
   reputationScore: number | null;
@@ -439,11 +481,20 @@ const BASE58 = '[1-9A-HJ-NP-Za-km-z]';
 /** A did:agent DID, as this service mints them. */
 export const AgentDid = z
   .string()
-  .regex(new RegExp(`^did:agent:${BASE58}{16,24}$`), 'must be a did:agent DID: "did:agent:" then 16 to 24 base58 characters')
+  .regex(
+    new RegExp(`^did:agent:${BASE58}{16,24}$`),
+    'must be a did:agent DID: "did:agent:" then 16 to 24 base58 characters',
+  )
   .describe('a did:agent DID: "did:agent:" + base58btc of 16 random bytes');
 const Slug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a lowercase slug such as "code-review"');
-const CredentialId = z.string().regex(/^cred_[A-Za-z0-9]{16,40}$/, 'must be a credential id such as "cred_8fK2xQ7mLp3Vn9RtWb4Z"');
-const Url = z.string().url().max(500).regex(/^https?:\/\//, 'must be an http or https URL');
+const CredentialId = z
+  .string()
+  .regex(/^cred_[A-Za-z0-9]{16,40}$/, 'must be a credential id such as "cred_8fK2xQ7mLp3Vn9RtWb4Z"');
+const Url = z
+  .string()
+  .url()
+  .max(500)
+  .regex(/^https?:\/\//, 'must be an http or https URL');
 const PublicKeyMultibase = z
   .string()
   .regex(new RegExp(`^z6Mk${BASE58}{40,50}$`), 'must be an Ed25519 Multikey such as "z6Mk…"')
@@ -452,83 +503,125 @@ const PublicKeyMultibase = z
     return bytes?.length === 34 && bytes[0] === 0xed && bytes[1] === 0x01;
   }, 'must be "z" + base58btc of 0xed 0x01 and a 32-byte Ed25519 public key')
   .describe('Ed25519 public key as Multikey: "z" + base58btc(0xed 0x01 ‖ 32-byte key)');
-const IdentityTypeSchema = z.enum(['agent', 'service', 'organization']);
-const IdentityStatusSchema = z.enum(['active', 'deactivated']);
-const CredentialKindSchema = z.enum(['skill_attestation', 'trade_certification', 'audit_badge']);
-const CredentialStatusSchema = z.enum(['active', 'suspended', 'revoked', 'expired']);
-const ServiceEndpointTypeSchema = z.enum(['AgentCard', 'X402Service', 'LinkedDomains', 'Messaging']);
+const IdentityTypeSchema = named('IdentityType', z.enum(['agent', 'service', 'organization']));
+const IdentityStatusSchema = named('IdentityStatus', z.enum(['active', 'deactivated']));
+const CredentialKindSchema = named(
+  'CredentialKind',
+  z.enum(['skill_attestation', 'trade_certification', 'audit_badge']),
+);
+const CredentialStatusSchema = named('CredentialStatus', z.enum(['active', 'suspended', 'revoked', 'expired']));
+const ServiceEndpointTypeSchema = named(
+  'ServiceEndpointType',
+  z.enum(['AgentCard', 'X402Service', 'LinkedDomains', 'Messaging']),
+);
 const count = () => z.number().int().min(0);
 
-const CapabilityDeclarationSchema: z.ZodType<CapabilityDeclaration> = z
-  .object({
-    id: Slug,
-    description: z.string().trim().min(1).max(300).optional(),
-    version: z.string().regex(/^\d{1,4}(\.\d{1,4}){0,2}$/, 'must be a version such as "1.2"').optional(),
-  })
-  .strict();
+const CapabilityDeclarationSchema: z.ZodType<CapabilityDeclaration> = named(
+  'CapabilityDeclaration',
+  z
+    .object({
+      id: Slug,
+      description: z.string().trim().min(1).max(300).optional(),
+      version: z
+        .string()
+        .regex(/^\d{1,4}(\.\d{1,4}){0,2}$/, 'must be a version such as "1.2"')
+        .optional(),
+    })
+    .strict(),
+);
 const capabilityList = () =>
   z
     .array(CapabilityDeclarationSchema)
     .max(50)
     .refine((list) => new Set(list.map((c) => c.id)).size === list.length, 'capability ids must be unique');
-const ServiceEndpointSchema: z.ZodType<ServiceEndpoint> = z
-  .object({
-    id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'must be a lowercase slug of at most 32 characters'),
-    type: ServiceEndpointTypeSchema,
-    url: Url,
-  })
-  .strict();
+const ServiceEndpointSchema: z.ZodType<ServiceEndpoint> = named(
+  'ServiceEndpoint',
+  z
+    .object({
+      id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'must be a lowercase slug of at most 32 characters'),
+      type: ServiceEndpointTypeSchema,
+      url: Url,
+    })
+    .strict(),
+);
 const endpointList = () =>
   z
     .array(ServiceEndpointSchema)
     .max(10)
     .refine((list) => new Set(list.map((e) => e.id)).size === list.length, 'endpoint ids must be unique');
-const MetadataKey = z.string().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'must be a key such as "homepage" or "model.family"');
+const MetadataKey = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'must be a key such as "homepage" or "model.family"');
 const tooManyKeys = (record: Record<string, unknown>) => Object.keys(record).length <= 20;
 const Name = z.string().trim().min(1).max(100);
-const KeyProofSchema: z.ZodType<KeyProof> = z
-  .object({
-    publicKeyMultibase: PublicKeyMultibase,
-    proof: z
-      .string()
-      .refine((t) => isBase58OfLength(t, 64), 'must be a base58 Ed25519 signature (64 bytes)')
-      .describe(
-      'base58 Ed25519 signature by the key over "agent-economy identity key proof\\ncontroller: <controller wallet>\\nkey: <publicKeyMultibase>"',
-    ),
-  })
-  .strict();
+const KeyProofSchema: z.ZodType<KeyProof> = named(
+  'KeyProof',
+  z
+    .object({
+      publicKeyMultibase: PublicKeyMultibase,
+      proof: z
+        .string()
+        .refine((t) => isBase58OfLength(t, 64), 'must be a base58 Ed25519 signature (64 bytes)')
+        .describe(
+          'base58 Ed25519 signature by the key over "agent-economy identity key proof\\ncontroller: <controller wallet>\\nkey: <publicKeyMultibase>"',
+        ),
+    })
+    .strict(),
+);
 
-const CapabilitySchema: z.ZodType<Capability> = z.object({
-  id: z.string(),
-  description: z.string().optional(),
-  version: z.string().optional(),
-  declaredAt: Timestamp,
-  attested: z.boolean().describe('an active skill attestation from another DID covers it'),
-  attestations: count(),
-});
-const VerificationKeySchema: z.ZodType<VerificationKey> = z.object({
-  id: z.string().describe('did:agent:…#key-<n>'),
-  type: z.literal('Multikey'),
-  publicKeyMultibase: z.string(),
-  status: z.enum(['current', 'rotated']),
-  createdAt: Timestamp,
-  rotatedAt: Timestamp.nullable(),
-});
-const DidDocumentSchema: z.ZodType<DidDocument> = z.object({
-  '@context': z.array(z.string()).describe('"https://www.w3.org/ns/did/v1" then "https://w3id.org/security/multikey/v1"'),
-  id: z.string(),
-  controller: z.string().describe('the DID itself: the controller wallet acts through #controller'),
-  verificationMethod: z
-    .array(z.object({ id: z.string(), type: z.literal('Multikey'), controller: z.string(), publicKeyMultibase: z.string() }))
-    .describe(
-      '#key-<n>: the current key (it signs the credentials the DID issues); #controller: the controller wallet’s Ed25519 key. ' +
-        'The registry holds no key of any DID',
-    ),
-  authentication: z.array(z.string()).describe('#key-<n> and #controller'),
-  assertionMethod: z.array(z.string()).describe('#key-<n>'),
-  capabilityInvocation: z.array(z.string()).describe('#controller'),
-  service: z.array(z.object({ id: z.string(), type: ServiceEndpointTypeSchema, serviceEndpoint: z.string() })),
-});
+const CapabilitySchema: z.ZodType<Capability> = named(
+  'Capability',
+  z.object({
+    id: z.string(),
+    description: z.string().optional(),
+    version: z.string().optional(),
+    declaredAt: Timestamp,
+    attested: z
+      .boolean()
+      .describe(
+        'an active skill attestation from a DID of another controller wallet covers it (self-attestation does not)',
+      ),
+    attestations: count().describe('active skill attestations for it from DIDs of other controller wallets'),
+  }),
+);
+const VerificationKeySchema: z.ZodType<VerificationKey> = named(
+  'VerificationKey',
+  z.object({
+    id: z.string().describe('did:agent:…#key-<n>'),
+    type: z.literal('Multikey'),
+    publicKeyMultibase: z.string(),
+    status: z.enum(['current', 'rotated']),
+    createdAt: Timestamp,
+    rotatedAt: Timestamp.nullable(),
+  }),
+);
+const DidDocumentSchema: z.ZodType<DidDocument> = named(
+  'DidDocument',
+  z.object({
+    '@context': z
+      .array(z.string())
+      .describe('"https://www.w3.org/ns/did/v1" then "https://w3id.org/security/multikey/v1"'),
+    id: z.string(),
+    controller: z.string().describe('the DID itself: the controller wallet acts through #controller'),
+    verificationMethod: z
+      .array(
+        z.object({
+          id: z.string(),
+          type: z.literal('Multikey'),
+          controller: z.string(),
+          publicKeyMultibase: z.string(),
+        }),
+      )
+      .describe(
+        '#key-<n>: the current key (it signs the credentials the DID issues); #controller: the controller wallet’s Ed25519 key. ' +
+          'The registry holds no key of any DID',
+      ),
+    authentication: z.array(z.string()).describe('#key-<n> and #controller'),
+    assertionMethod: z.array(z.string()).describe('#key-<n>'),
+    capabilityInvocation: z.array(z.string()).describe('#controller'),
+    service: z.array(z.object({ id: z.string(), type: ServiceEndpointTypeSchema, serviceEndpoint: z.string() })),
+  }),
+);
 const identityFields = {
   did: z.string(),
   type: IdentityTypeSchema,
@@ -538,25 +631,37 @@ const identityFields = {
   capabilities: z.array(CapabilitySchema),
   metadata: z.record(z.string()),
   serviceEndpoints: z.array(ServiceEndpointSchema),
-  keys: z.array(VerificationKeySchema).describe('public keys only, current first; no private key is ever held or returned'),
+  keys: z
+    .array(VerificationKeySchema)
+    .describe('public keys only, current first; no private key is ever held or returned'),
   version: z.number().int().min(1),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 };
-const IdentitySummarySchema: z.ZodType<IdentitySummary> = z.object({
-  did: z.string(),
-  type: IdentityTypeSchema,
-  status: IdentityStatusSchema,
-  name: z.string(),
-  controller: SolanaAddress,
-  capabilities: z.array(z.string()),
-  attestedCapabilities: z.array(z.string()),
-  activeCredentials: count(),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-});
+const IdentitySummarySchema: z.ZodType<IdentitySummary> = named(
+  'IdentitySummary',
+  z.object({
+    did: z.string(),
+    type: IdentityTypeSchema,
+    status: IdentityStatusSchema,
+    name: z.string(),
+    controller: SolanaAddress,
+    capabilities: z.array(z.string()),
+    attestedCapabilities: z
+      .array(z.string())
+      .describe('capabilities an active skill attestation from a DID of another controller wallet covers'),
+    activeCredentials: count().describe(
+      'active credentials it holds, self-attestations from its own controller’s DIDs included (see sameController)',
+    ),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+);
 
-const FindingsSchema = z.object({ critical: count(), high: count(), medium: count(), low: count() }).strict();
+const FindingsSchema = named(
+  'Findings',
+  z.object({ critical: count(), high: count(), medium: count(), low: count() }).strict(),
+);
 const claimsOptions = [
   z
     .object({
@@ -582,388 +687,557 @@ const claimsOptions = [
     .object({
       kind: z.literal('audit_badge'),
       artifact: z.string().trim().min(1).max(200).describe('what was audited: a module id, a package, a repository'),
-      artifactHash: z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 in lowercase hex').optional(),
+      artifactHash: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 in lowercase hex')
+        .optional(),
       result: z.enum(['passed', 'passed_with_findings']),
       findings: FindingsSchema,
       reportUrl: Url.optional(),
     })
     .strict(),
 ] as const;
-const CredentialClaimsSchema: z.ZodType<CredentialClaims> = z.discriminatedUnion('kind', [...claimsOptions]);
-const DataIntegrityProofSchema: z.ZodType<DataIntegrityProof> = z.object({
-  type: z.literal('DataIntegrityProof'),
-  cryptosuite: z.literal('eddsa-jcs-2022'),
-  created: Timestamp,
-  verificationMethod: z.string().describe('the issuer DID’s own key that signed it, <did>#key-<n> (the registry never holds it)'),
-  proofPurpose: z.literal('assertionMethod'),
-  proofValue: z.string().describe('"z" + base58btc of the Ed25519 signature'),
-});
-const VerifiableCredentialSchema: z.ZodType<VerifiableCredential> = z.object({
-  '@context': z.array(z.string()).describe('"https://www.w3.org/ns/credentials/v2"'),
-  id: z.string().describe('urn:agent-economy:credential:<credentialId>'),
-  type: z.array(z.string()).describe('"VerifiableCredential" and "SkillAttestation", "TradeCertification" or "AuditBadge"'),
-  issuer: z.string(),
-  validFrom: Timestamp,
-  validUntil: Timestamp.optional(),
-  credentialSubject: z.object({ id: z.string() }).catchall(z.unknown()).describe('the subject DID and the claims'),
-  credentialStatus: z
-    .object({ id: z.string(), type: z.literal('RegistryStatus'), statusPurpose: z.literal('revocation') })
-    .describe('id: a free public GET of the credential’s live status (GET /api/credentials/<subject>?credentialId=<id>)'),
-  proof: DataIntegrityProofSchema,
-});
-const CredentialRecordSchema: z.ZodType<CredentialRecord> = z.object({
-  credentialId: z.string(),
-  kind: CredentialKindSchema,
-  issuer: z.string(),
-  subject: z.string(),
-  status: CredentialStatusSchema,
-  statusReason: z.string().nullable(),
-  statusChangedAt: Timestamp.nullable(),
-  issuedAt: Timestamp,
-  validUntil: Timestamp.nullable(),
-  claims: CredentialClaimsSchema,
-  credential: VerifiableCredentialSchema,
-});
-const PreparedCredentialSchema: z.ZodType<PreparedCredential> = z.object({
-  credentialId: z.string(),
-  credential: z
-    .object({
-      '@context': z.array(z.string()),
-      id: z.string(),
-      type: z.array(z.string()),
-      issuer: z.string(),
-      validFrom: Timestamp,
-      validUntil: Timestamp.optional(),
-      credentialSubject: z.object({ id: z.string() }).catchall(z.unknown()),
-      credentialStatus: z.object({ id: z.string(), type: z.literal('RegistryStatus'), statusPurpose: z.literal('revocation') }),
-      proof: z.object({
-        type: z.literal('DataIntegrityProof'),
-        cryptosuite: z.literal('eddsa-jcs-2022'),
-        created: Timestamp,
-        verificationMethod: z.string(),
-        proofPurpose: z.literal('assertionMethod'),
-      }),
-    })
-    .describe('the credential as it will be issued; its proof lacks only proofValue'),
-  verificationMethod: z.string().describe('the issuer DID’s current key, <did>#key-<n>, which must sign'),
-  signingInput: z
-    .string()
-    .describe('base58btc of the 64 bytes to sign with Ed25519 (eddsa-jcs-2022 hashData): SHA-256(JCS(proof options + @context)) ‖ SHA-256(JCS(credential without proof))'),
-  expiresAt: Timestamp.describe('send the signature with action "issue" before this time (10 minutes)'),
-});
-const KindCountsSchema: z.ZodType<KindCounts> = z.object({
-  skill_attestation: count(),
-  trade_certification: count(),
-  audit_badge: count(),
-});
-const VoucherSchema: z.ZodType<Voucher> = z.object({
-  did: z.string(),
-  name: z.string(),
-  kinds: z.array(CredentialKindSchema),
-  credentials: count().describe('active credentials this voucher issued to the DID'),
-  anchor: z.boolean().describe('a trust anchor of this deployment'),
-});
-const IdentityDocumentSchema: z.ZodType<IdentityDocument> = z.object({
-  ...identityFields,
-  didDocument: DidDocumentSchema,
-  didDocumentMetadata: z.object({
+const CredentialClaimsSchema: z.ZodType<CredentialClaims> = named(
+  'CredentialClaims',
+  z.discriminatedUnion('kind', [...claimsOptions]),
+);
+const DataIntegrityProofSchema: z.ZodType<DataIntegrityProof> = named(
+  'DataIntegrityProof',
+  z.object({
+    type: z.literal('DataIntegrityProof'),
+    cryptosuite: z.literal('eddsa-jcs-2022'),
     created: Timestamp,
-    updated: Timestamp,
-    versionId: z.string(),
-    deactivated: z.boolean(),
+    verificationMethod: z
+      .string()
+      .describe('the issuer DID’s own key that signed it, <did>#key-<n> (the registry never holds it)'),
+    proofPurpose: z.literal('assertionMethod'),
+    proofValue: z.string().describe('"z" + base58btc of the Ed25519 signature'),
   }),
-  credentials: z.array(CredentialRecordSchema).describe('held credentials, newest first, at most 50'),
-  trustChain: z
-    .object({ vouchers: z.array(VoucherSchema), verified: z.boolean() })
-    .describe('who vouched directly; verified as in GET /api/trust/chain/:did at depth 3'),
-});
-
-const ListIdentitiesQuerySchema: z.ZodType<ListIdentitiesQuery, z.ZodTypeDef, ListIdentitiesQueryInput> = z.object({
-  type: IdentityTypeSchema.optional(),
-  status: IdentityStatusSchema.optional(),
-  capability: Slug.optional().describe('only identities declaring this capability'),
-  controller: SolanaAddress.optional().describe('only identities this wallet controls'),
-  ...PageQuery,
-});
-const ListCredentialsQuerySchema: z.ZodType<ListCredentialsQuery, z.ZodTypeDef, ListCredentialsQueryInput> = z.object({
-  role: z.enum(['subject', 'issuer']).default('subject').describe('subject: credentials the DID holds; issuer: those it issued'),
-  credentialId: CredentialId.optional().describe('only this credential: its live revocation status, as the credential’s credentialStatus.id reads it'),
-  kind: CredentialKindSchema.optional(),
-  status: CredentialStatusSchema.optional(),
-  ...PageQuery,
-});
-const TrustChainQuerySchema: z.ZodType<TrustChainQuery, z.ZodTypeDef, TrustChainQueryInput> = z.object({
-  maxDepth: z.coerce.number().int().min(1).max(5).default(3).describe('levels of issuers to follow, 1 to 5'),
-  includeInactive: z
-    .enum(['true', 'false'])
-    .default('false')
-    .describe('also follow suspended, revoked and expired credentials (they never count toward verified)'),
-});
-
-const CreateIdentityBody: z.ZodType<CreateIdentityRequest, z.ZodTypeDef, CreateIdentityRequestInput> = z
-  .object({
-    type: IdentityTypeSchema.default('agent'),
-    name: Name,
-    key: KeyProofSchema.optional().describe('the DID’s verification key; the controller wallet’s own key when omitted'),
-    capabilities: capabilityList().default([]),
-    metadata: z.record(MetadataKey, z.string().max(500)).refine(tooManyKeys, 'at most 20 metadata keys').default({}),
-    serviceEndpoints: endpointList().default([]),
-  })
-  .strict();
-const UpdateIdentityBody: z.ZodType<UpdateIdentityRequest> = z
-  .object({
-    did: AgentDid,
-    expectedVersion: z.number().int().min(1).optional().describe('refuse with 409 version_conflict unless the identity is at this version'),
-    name: Name.optional(),
-    addCapabilities: capabilityList().optional().describe('added, or replaced when the id is already declared'),
-    removeCapabilities: z.array(Slug).min(1).max(50).optional(),
-    metadata: z
-      .record(MetadataKey, z.string().max(500).nullable())
-      .refine(tooManyKeys, 'at most 20 metadata keys')
-      .optional()
-      .describe('keys to set; null deletes a key'),
-    serviceEndpoints: endpointList().optional().describe('replaces the list'),
-    rotateKey: KeyProofSchema.optional().describe('the new current key; the old one is kept as rotated'),
-    deactivate: z.literal(true).optional().describe('final: the DID resolves as deactivated and can no longer change'),
-  })
-  .strict()
-  .refine(
-    (b) =>
-      [b.name, b.addCapabilities, b.removeCapabilities, b.metadata, b.serviceEndpoints, b.rotateKey, b.deactivate].some(
-        (v) => v !== undefined,
+);
+const VerifiableCredentialSchema: z.ZodType<VerifiableCredential> = named(
+  'VerifiableCredential',
+  z.object({
+    '@context': z.array(z.string()).describe('"https://www.w3.org/ns/credentials/v2"'),
+    id: z.string().describe('urn:agent-economy:credential:<credentialId>'),
+    type: z
+      .array(z.string())
+      .describe('"VerifiableCredential" and "SkillAttestation", "TradeCertification" or "AuditBadge"'),
+    issuer: z.string(),
+    validFrom: Timestamp,
+    validUntil: Timestamp.optional(),
+    credentialSubject: z.object({ id: z.string() }).catchall(z.unknown()).describe('the subject DID and the claims'),
+    credentialStatus: z
+      .object({ id: z.string(), type: z.literal('RegistryStatus'), statusPurpose: z.literal('revocation') })
+      .describe(
+        'id: a free public GET of the credential’s live status (GET /api/credentials/<subject>?credentialId=<id>)',
       ),
-    'nothing to update: send name, addCapabilities, removeCapabilities, metadata, serviceEndpoints, rotateKey or deactivate',
-  );
-const CredentialActionBody: z.ZodType<CredentialActionRequest> = z.discriminatedUnion('action', [
-  z
-    .object({
-      action: z.literal('issue'),
-      credentialId: CredentialId.describe('the prepared credential'),
-      proofValue: z
-        .string()
-        .regex(/^z[1-9A-HJ-NP-Za-km-z]{60,100}$/, 'must be "z" + base58btc of a 64-byte Ed25519 signature')
-        .describe('"z" + base58btc of the issuer key’s Ed25519 signature of signingInput'),
-    })
-    .strict(),
-  z
-    .object({
-      action: z.literal('prepare'),
-      issuer: AgentDid.describe('the issuing DID; the caller must be its controller'),
-      subject: AgentDid.describe('the DID receiving the credential'),
-      claims: CredentialClaimsSchema,
-      validUntil: Timestamp.optional().describe('expiry, in the future and at most 5 years away; none when omitted'),
-    })
-    .strict(),
-  z
-    .object({
-      action: z.literal('setStatus'),
-      credentialId: CredentialId,
-      status: z.enum(['active', 'suspended', 'revoked']).describe('revoked is final'),
-      reason: z.string().trim().min(1).max(300).optional(),
-    })
-    .strict(),
-]);
-const PresentedCredentialSchema: z.ZodType<PresentedCredential> = z
-  .object({
-    id: z.string().min(1).max(200),
-    type: z.array(z.string()).min(1).max(10),
-    issuer: z.union([z.string().min(1).max(200), z.object({ id: z.string().min(1).max(200) }).passthrough()]),
-    proof: z.object({ verificationMethod: z.string().min(1).max(300), proofValue: z.string().min(1).max(200) }).passthrough(),
-  })
-  .passthrough();
-const VerifyCredentialBody: z.ZodType<VerifyCredentialRequest> = z.union([
-  z.object({ credentialId: CredentialId }).strict(),
-  z.object({ credential: PresentedCredentialSchema.describe('a full credential document, verified as received') }).strict(),
-]);
-const CredentialVerificationSchema: z.ZodType<CredentialVerification> = z.object({
-  valid: z.boolean().describe('every check passed'),
-  credentialId: z.string().nullable(),
-  kind: CredentialKindSchema.nullable(),
-  issuer: z.string().nullable(),
-  subject: z.string().nullable(),
-  status: z.union([CredentialStatusSchema, z.literal('unknown')]).describe('unknown for a credential this registry did not issue'),
-  checks: z.object({
-    registered: z.boolean().describe('issued through this registry'),
-    signature: z
+    proof: DataIntegrityProofSchema,
+  }),
+);
+const CredentialRecordSchema: z.ZodType<CredentialRecord> = named(
+  'CredentialRecord',
+  z.object({
+    credentialId: z.string(),
+    kind: CredentialKindSchema,
+    issuer: z.string(),
+    subject: z.string(),
+    status: CredentialStatusSchema,
+    statusReason: z.string().nullable(),
+    statusChangedAt: Timestamp.nullable(),
+    issuedAt: Timestamp,
+    validUntil: Timestamp.nullable(),
+    claims: CredentialClaimsSchema,
+    credential: VerifiableCredentialSchema,
+    sameController: z
       .boolean()
-      .describe('the eddsa-jcs-2022 proof verifies against the issuer’s key it names (#key-<n>: the current key, or one rotated out after the credential’s validFrom)'),
-    issuerActive: z.boolean(),
-    subjectActive: z.boolean(),
-    notExpired: z.boolean(),
-    notSuspended: z.boolean(),
-    notRevoked: z.boolean(),
+      .describe(
+        'issuer and subject DIDs share a controller wallet: self-attestation through a second DID, valid as a credential ' +
+          'but never counted as third-party trust (attestations, vouchers, chains, scores)',
+      ),
   }),
-  failures: z.array(
-    z.enum([
-      'not_registered',
-      'signature_invalid',
-      'issuer_unknown',
-      'issuer_deactivated',
-      'subject_deactivated',
-      'expired',
-      'suspended',
-      'revoked',
-    ]),
-  ),
-  verifiedAt: Timestamp,
-});
+);
+const PreparedCredentialSchema: z.ZodType<PreparedCredential> = named(
+  'PreparedCredential',
+  z.object({
+    credentialId: z.string(),
+    credential: z
+      .object({
+        '@context': z.array(z.string()),
+        id: z.string(),
+        type: z.array(z.string()),
+        issuer: z.string(),
+        validFrom: Timestamp,
+        validUntil: Timestamp.optional(),
+        credentialSubject: z.object({ id: z.string() }).catchall(z.unknown()),
+        credentialStatus: z.object({
+          id: z.string(),
+          type: z.literal('RegistryStatus'),
+          statusPurpose: z.literal('revocation'),
+        }),
+        proof: z.object({
+          type: z.literal('DataIntegrityProof'),
+          cryptosuite: z.literal('eddsa-jcs-2022'),
+          created: Timestamp,
+          verificationMethod: z.string(),
+          proofPurpose: z.literal('assertionMethod'),
+        }),
+      })
+      .describe('the credential as it will be issued; its proof lacks only proofValue'),
+    verificationMethod: z.string().describe('the issuer DID’s current key, <did>#key-<n>, which must sign'),
+    signingInput: z
+      .string()
+      .describe(
+        'base58btc of the 64 bytes to sign with Ed25519 (eddsa-jcs-2022 hashData): SHA-256(JCS(proof options + @context)) ‖ SHA-256(JCS(credential without proof))',
+      ),
+    expiresAt: Timestamp.describe('send the signature with action "issue" before this time (10 minutes)'),
+  }),
+);
+const KindCountsSchema: z.ZodType<KindCounts> = named(
+  'KindCounts',
+  z.object({
+    skill_attestation: count(),
+    trade_certification: count(),
+    audit_badge: count(),
+  }),
+);
+const VoucherSchema: z.ZodType<Voucher> = named(
+  'Voucher',
+  z.object({
+    did: z.string(),
+    name: z.string(),
+    kinds: z.array(CredentialKindSchema),
+    credentials: count().describe('active credentials this voucher issued to the DID'),
+    anchor: z.boolean().describe('a trust anchor of this deployment'),
+  }),
+);
+const IdentityDocumentSchema: z.ZodType<IdentityDocument> = named(
+  'IdentityDocument',
+  z.object({
+    ...identityFields,
+    didDocument: DidDocumentSchema,
+    didDocumentMetadata: z.object({
+      created: Timestamp,
+      updated: Timestamp,
+      versionId: z.string(),
+      deactivated: z.boolean(),
+    }),
+    credentials: z.array(CredentialRecordSchema).describe('held credentials, newest first, at most 50'),
+    trustChain: z
+      .object({ vouchers: z.array(VoucherSchema), verified: z.boolean() })
+      .describe(
+        'who vouched directly (DIDs of another controller wallet only); verified as in GET /api/trust/chain/:did at depth 3',
+      ),
+  }),
+);
 
-const TrustChainSchema: z.ZodType<TrustChain> = z.object({
-  did: z.string(),
-  maxDepth: z.number().int(),
-  verified: z.boolean().describe('a path of active, unexpired credentials leads from a trust anchor to the DID'),
-  anchorsReached: z.array(z.string()),
-  vouchers: z.array(VoucherSchema).describe('issuers of the DID’s own credentials (depth 1)'),
-  endorsements: z.object({
-    total: count().describe('active credentials the DID holds'),
-    distinctIssuers: count(),
-    byKind: KindCountsSchema,
+const ListIdentitiesQuerySchema: z.ZodType<ListIdentitiesQuery, z.ZodTypeDef, ListIdentitiesQueryInput> = named(
+  'ListIdentitiesQuery',
+  z.object({
+    type: IdentityTypeSchema.optional(),
+    status: IdentityStatusSchema.optional(),
+    capability: Slug.optional().describe('only identities declaring this capability'),
+    controller: SolanaAddress.optional().describe('only identities this wallet controls'),
+    ...PageQuery,
   }),
-  nodes: z.array(
-    z.object({
-      did: z.string(),
-      name: z.string(),
-      type: IdentityTypeSchema,
-      status: IdentityStatusSchema,
-      depth: z.number().int().min(0).describe('0 for the DID itself'),
-      anchor: z.boolean(),
+);
+const ListCredentialsQuerySchema: z.ZodType<ListCredentialsQuery, z.ZodTypeDef, ListCredentialsQueryInput> = named(
+  'ListCredentialsQuery',
+  z.object({
+    role: z
+      .enum(['subject', 'issuer'])
+      .default('subject')
+      .describe('subject: credentials the DID holds; issuer: those it issued'),
+    credentialId: CredentialId.optional().describe(
+      'only this credential: its live revocation status, as the credential’s credentialStatus.id reads it',
+    ),
+    kind: CredentialKindSchema.optional(),
+    status: CredentialStatusSchema.optional(),
+    ...PageQuery,
+  }),
+);
+const TrustChainQuerySchema: z.ZodType<TrustChainQuery, z.ZodTypeDef, TrustChainQueryInput> = named(
+  'TrustChainQuery',
+  z.object({
+    maxDepth: z.coerce.number().int().min(1).max(5).default(3).describe('levels of issuers to follow, 1 to 5'),
+    includeInactive: z
+      .enum(['true', 'false'])
+      .default('false')
+      .describe('also follow suspended, revoked and expired credentials (they never count toward verified)'),
+  }),
+);
+
+const CreateIdentityBody: z.ZodType<CreateIdentityRequest, z.ZodTypeDef, CreateIdentityRequestInput> = named(
+  'CreateIdentityRequest',
+  z
+    .object({
+      type: IdentityTypeSchema.default('agent'),
+      name: Name,
+      key: KeyProofSchema.optional().describe(
+        'the DID’s verification key; the controller wallet’s own key when omitted',
+      ),
+      capabilities: capabilityList().default([]),
+      metadata: z.record(MetadataKey, z.string().max(500)).refine(tooManyKeys, 'at most 20 metadata keys').default({}),
+      serviceEndpoints: endpointList().default([]),
+    })
+    .strict(),
+);
+const UpdateIdentityBody: z.ZodType<UpdateIdentityRequest> = named(
+  'UpdateIdentityRequest',
+  z
+    .object({
+      did: AgentDid,
+      expectedVersion: z
+        .number()
+        .int()
+        .min(1)
+        .optional()
+        .describe('refuse with 409 version_conflict unless the identity is at this version'),
+      name: Name.optional(),
+      addCapabilities: capabilityList().optional().describe('added, or replaced when the id is already declared'),
+      removeCapabilities: z.array(Slug).min(1).max(50).optional(),
+      metadata: z
+        .record(MetadataKey, z.string().max(500).nullable())
+        .refine(tooManyKeys, 'at most 20 metadata keys')
+        .optional()
+        .describe('keys to set; null deletes a key'),
+      serviceEndpoints: endpointList().optional().describe('replaces the list'),
+      rotateKey: KeyProofSchema.optional().describe('the new current key; the old one is kept as rotated'),
+      deactivate: z
+        .literal(true)
+        .optional()
+        .describe('final: the DID resolves as deactivated and can no longer change'),
+    })
+    .strict()
+    .refine(
+      (b) =>
+        [
+          b.name,
+          b.addCapabilities,
+          b.removeCapabilities,
+          b.metadata,
+          b.serviceEndpoints,
+          b.rotateKey,
+          b.deactivate,
+        ].some((v) => v !== undefined),
+      'nothing to update: send name, addCapabilities, removeCapabilities, metadata, serviceEndpoints, rotateKey or deactivate',
+    ),
+);
+const CredentialActionBody: z.ZodType<CredentialActionRequest> = named(
+  'CredentialActionRequest',
+  z.discriminatedUnion('action', [
+    z
+      .object({
+        action: z.literal('issue'),
+        credentialId: CredentialId.describe('the prepared credential'),
+        proofValue: z
+          .string()
+          .regex(/^z[1-9A-HJ-NP-Za-km-z]{60,100}$/, 'must be "z" + base58btc of a 64-byte Ed25519 signature')
+          .describe('"z" + base58btc of the issuer key’s Ed25519 signature of signingInput'),
+      })
+      .strict(),
+    z
+      .object({
+        action: z.literal('prepare'),
+        issuer: AgentDid.describe('the issuing DID; the caller must be its controller'),
+        subject: AgentDid.describe('the DID receiving the credential'),
+        claims: CredentialClaimsSchema,
+        validUntil: Timestamp.optional().describe('expiry, in the future and at most 5 years away; none when omitted'),
+      })
+      .strict(),
+    z
+      .object({
+        action: z.literal('setStatus'),
+        credentialId: CredentialId,
+        status: z.enum(['active', 'suspended', 'revoked']).describe('revoked is final'),
+        reason: z.string().trim().min(1).max(300).optional(),
+      })
+      .strict(),
+  ]),
+);
+const PresentedCredentialSchema: z.ZodType<PresentedCredential> = named(
+  'PresentedCredential',
+  z
+    .object({
+      id: z.string().min(1).max(200),
+      type: z.array(z.string()).min(1).max(10),
+      issuer: z.union([z.string().min(1).max(200), z.object({ id: z.string().min(1).max(200) }).passthrough()]),
+      proof: z
+        .object({ verificationMethod: z.string().min(1).max(300), proofValue: z.string().min(1).max(200) })
+        .passthrough(),
+    })
+    .passthrough(),
+);
+const VerifyCredentialBody: z.ZodType<VerifyCredentialRequest> = named(
+  'VerifyCredentialRequest',
+  z.union([
+    z.object({ credentialId: CredentialId }).strict(),
+    z
+      .object({ credential: PresentedCredentialSchema.describe('a full credential document, verified as received') })
+      .strict(),
+  ]),
+);
+const CredentialVerificationSchema: z.ZodType<CredentialVerification> = named(
+  'CredentialVerification',
+  z.object({
+    valid: z.boolean().describe('every check passed'),
+    credentialId: z.string().nullable(),
+    kind: CredentialKindSchema.nullable(),
+    issuer: z.string().nullable(),
+    subject: z.string().nullable(),
+    status: z
+      .union([CredentialStatusSchema, z.literal('unknown')])
+      .describe('unknown for a credential this registry did not issue'),
+    checks: z.object({
+      registered: z.boolean().describe('issued through this registry'),
+      signature: z
+        .boolean()
+        .describe(
+          'the eddsa-jcs-2022 proof verifies against the issuer’s key it names (#key-<n>: the current key, or one rotated out after the credential’s validFrom)',
+        ),
+      issuerActive: z.boolean(),
+      subjectActive: z.boolean(),
+      notExpired: z.boolean(),
+      notSuspended: z.boolean(),
+      notRevoked: z.boolean(),
     }),
-  ),
-  links: z.array(
-    z.object({
-      issuer: z.string(),
-      subject: z.string(),
-      credentialId: z.string(),
-      kind: CredentialKindSchema,
-      status: CredentialStatusSchema,
-      issuedAt: Timestamp,
-      depth: z.number().int().min(1),
+    failures: z.array(
+      z.enum([
+        'not_registered',
+        'signature_invalid',
+        'issuer_unknown',
+        'issuer_deactivated',
+        'subject_deactivated',
+        'expired',
+        'suspended',
+        'revoked',
+      ]),
+    ),
+    verifiedAt: Timestamp,
+  }),
+);
+
+const TrustChainSchema: z.ZodType<TrustChain> = named(
+  'TrustChain',
+  z.object({
+    did: z.string(),
+    maxDepth: z.number().int(),
+    verified: z
+      .boolean()
+      .describe(
+        'a path of active, unexpired credentials, each from a DID of another controller wallet than its subject’s, leads from a trust anchor to the DID',
+      ),
+    anchorsReached: z.array(z.string()),
+    vouchers: z
+      .array(VoucherSchema)
+      .describe('issuers of the DID’s own active credentials (depth 1) controlled by another wallet'),
+    endorsements: z.object({
+      total: count().describe('active credentials the DID holds from DIDs of another controller wallet'),
+      distinctIssuers: count(),
+      byKind: KindCountsSchema,
+      sameController: count().describe(
+        'active credentials from DIDs of the DID’s own controller wallet: self-attestation, shown as links, never counted',
+      ),
     }),
-  ),
-  paths: z.array(z.array(z.string())).describe('shortest path to each anchor reached, as DIDs from the DID to the anchor'),
-  truncated: z.boolean().describe('true when maxDepth or the 200-node cap left issuers unexplored'),
-  computedAt: Timestamp,
-});
+    nodes: z.array(
+      z.object({
+        did: z.string(),
+        name: z.string(),
+        type: IdentityTypeSchema,
+        status: IdentityStatusSchema,
+        depth: z.number().int().min(0).describe('0 for the DID itself'),
+        anchor: z.boolean(),
+      }),
+    ),
+    links: z.array(
+      z.object({
+        issuer: z.string(),
+        subject: z.string(),
+        credentialId: z.string(),
+        kind: CredentialKindSchema,
+        status: CredentialStatusSchema,
+        issuedAt: Timestamp,
+        depth: z.number().int().min(1),
+        sameController: z
+          .boolean()
+          .describe('issuer and subject share a controller wallet: self-attestation, carrying no trust'),
+      }),
+    ),
+    paths: z
+      .array(z.array(z.string()))
+      .describe('shortest path to each anchor reached, as DIDs from the DID to the anchor'),
+    truncated: z.boolean().describe('true when maxDepth or the 200-node cap left issuers unexplored'),
+    computedAt: Timestamp,
+  }),
+);
 
 const factorFields = {
   score: z.number().min(0).max(100),
-  weight: z.number().min(0).max(1).describe('defaults 0.15, 0.30, 0.30, 0.25; a factor with source none gets 0 and the rest are rescaled'),
+  weight: z
+    .number()
+    .min(0)
+    .max(1)
+    .describe('defaults 0.15, 0.30, 0.30, 0.25; a factor with source none gets 0 and the rest are rescaled'),
   contribution: z.number().describe('score × weight'),
-  source: z.enum(['registry', 'caller', 'reputation', 'none']),
+  source: z.enum(['registry', 'reputation', 'none']),
 };
-const TrustScoreSchema: z.ZodType<TrustScore> = z.object({
-  did: z.string(),
-  score: z.number().min(0).max(100),
-  band: z.enum(['untrusted', 'low', 'moderate', 'high', 'excellent']).describe('below 20, 40, 60, 80; excellent at 80 or more'),
-  factors: z.object({
-    didAge: z
-      .object({ ...factorFields, days: z.number().min(0) })
-      .describe('score = 100 × (1 − e^(−days / 90))'),
-    credentials: z
-      .object({
-        ...factorFields,
-        active: count(),
-        suspended: count(),
-        revoked: count(),
-        distinctIssuers: count(),
-        byKind: KindCountsSchema,
-      })
-      .describe('min(100, 15 per skill attestation + 25 per trade certification + 35 per audit badge, one per issuer and kind) − 20 per revoked'),
-    tradeHistory: z
-      .object({
-        ...factorFields,
-        completedTrades: count(),
-        disputedTrades: count(),
-        disputeRate: z.number().min(0).max(1),
-        volumeUsd: UsdAmount,
-      })
-      .describe('100 × (1 − disputeRate) × min(1, log10(1 + trades) / 2); from the request, else from trade certifications'),
-    reputation: z
-      .object({ ...factorFields, reputationScore: z.number().nullable(), ratings: count() })
+const TradeEvidenceSchema: z.ZodType<TradeEvidence> = named(
+  'TradeEvidence',
+  z.object({
+    source: z
+      .enum(['reputation', 'certification', 'caller'])
       .describe(
-        'reputation score × min(1, ratings / 10), read from the reputation service for the DID’s controller wallet (source ' +
-          'reputation; ratings = its verified trades); left out (source none) when the wallet has no verified trade there or the service does not answer',
+        'reputation: reports the reputation service holds for the controller wallet; certification: the claims of the ' +
+          'DID’s independent trade certifications; caller: the request’s tradeHistory',
       ),
+    counted: z
+      .boolean()
+      .describe('true only for trades the reputation service verified (a trusted reporter or an on-chain transfer)'),
+    completedTrades: count(),
+    disputedTrades: count(),
+    volumeUsd: UsdAmount,
+    firstTradeAt: Timestamp.nullable(),
+    note: z.string().describe('why these figures count or not'),
   }),
-  riskFlags: z.array(
-    z.enum([
-      'new_identity',
-      'deactivated',
-      'no_credentials',
-      'revoked_credentials',
-      'high_dispute_rate',
-      'unverified_chain',
-      'no_trade_history',
-    ]),
-  ),
-  summary: z.string().describe('the score explained for a person'),
-  generator: Generator,
-  computedAt: Timestamp,
-});
-const TrustScoreBody: z.ZodType<TrustScoreRequest> = z
-  .object({
-    did: AgentDid,
-    tradeHistory: z
-      .object({
-        completedTrades: count().max(10_000_000),
-        disputedTrades: count().max(10_000_000),
-        volumeUsd: UsdAmount,
-        firstTradeAt: Timestamp.optional(),
-      })
-      .strict()
-      .optional()
-      .describe('trade record, e.g. from the escrow service; taken from the DID’s trade certifications when omitted'),
-  })
-  .strict();
-
-const BatchResolveBody: z.ZodType<BatchResolveRequest> = z
-  .object({
-    dids: z
-      .array(AgentDid)
-      .min(1)
-      .max(MAX_BATCH_DIDS)
-      .refine((list) => new Set(list).size === list.length, 'DIDs must be unique')
-      .describe(`1 to ${MAX_BATCH_DIDS} DIDs`),
-  })
-  .strict();
-const BatchResolutionSchema: z.ZodType<BatchResolution> = z.object({
-  results: z.array(
-    z.object({
-      did: z.string(),
-      found: z.boolean(),
-      identity: IdentityDocumentSchema.nullable().describe('the document GET /api/identity/:did answers'),
-      error: z.literal('notFound').nullable(),
+);
+const TrustScoreSchema: z.ZodType<TrustScore> = named(
+  'TrustScore',
+  z.object({
+    did: z.string(),
+    score: z.number().min(0).max(100),
+    band: z
+      .enum(['untrusted', 'low', 'moderate', 'high', 'excellent'])
+      .describe('below 20, 40, 60, 80; excellent at 80 or more'),
+    factors: z.object({
+      didAge: z.object({ ...factorFields, days: z.number().min(0) }).describe('score = 100 × (1 − e^(−days / 90))'),
+      credentials: z
+        .object({
+          ...factorFields,
+          active: count(),
+          suspended: count(),
+          revoked: count(),
+          distinctIssuers: count(),
+          byKind: KindCountsSchema,
+        })
+        .describe(
+          'min(100, 15 per skill attestation + 25 per trade certification + 35 per audit badge, one per issuer and kind) − 20 per revoked',
+        ),
+      tradeHistory: z
+        .object({
+          ...factorFields,
+          completedTrades: count().describe('verified trades completed (or auto-released)'),
+          disputedTrades: count().describe('verified trades disputed or expired undelivered'),
+          disputeRate: z.number().min(0).max(1),
+          volumeUsd: UsdAmount,
+          firstTradeAt: Timestamp.nullable().describe('the earliest verified trade'),
+          evidence: z.array(TradeEvidenceSchema).describe('every body of trade figures seen, counted or not'),
+        })
+        .describe(
+          '100 × (1 − disputeRate) × min(1, log10(1 + trades) / 2) over verified trades only: the reports the ' +
+            'reputation service verified for the DID’s controller wallet (filed by a trusted service such as the escrow, ' +
+            'or backed by an on-chain transfer between the two parties); source none (score 0) when that service does ' +
+            'not answer. Trade certifications and the request’s tradeHistory are listed in evidence, never counted',
+        ),
+      reputation: z
+        .object({ ...factorFields, reputationScore: z.number().nullable(), ratings: count() })
+        .describe(
+          'reputation score × min(1, ratings / 10), read from the reputation service for the DID’s controller wallet (source ' +
+            'reputation; ratings = its verified trades); left out (source none) when the wallet has no verified trade there or the service does not answer',
+        ),
     }),
-  ),
-  found: count(),
-  notFound: count(),
-  resolvedAt: Timestamp,
-});
+    riskFlags: z.array(
+      z.enum([
+        'new_identity',
+        'deactivated',
+        'no_credentials',
+        'revoked_credentials',
+        'high_dispute_rate',
+        'unverified_chain',
+        'no_trade_history',
+      ]),
+    ),
+    summary: z.string().describe('the score explained for a person'),
+    generator: Generator,
+    computedAt: Timestamp,
+  }),
+);
+const TrustScoreBody: z.ZodType<TrustScoreRequest> = named(
+  'TrustScoreRequest',
+  z
+    .object({
+      did: AgentDid,
+      tradeHistory: z
+        .object({
+          completedTrades: count().max(10_000_000),
+          disputedTrades: count().max(10_000_000),
+          volumeUsd: UsdAmount,
+          firstTradeAt: Timestamp.optional(),
+        })
+        .strict()
+        .optional()
+        .describe(
+          'the caller’s own account of the DID’s trades: echoed as unverified evidence (source caller), never counted',
+        ),
+    })
+    .strict(),
+);
 
-const IdentityStatsSchema: z.ZodType<IdentityStats> = z.object({
-  dids: z.object({
-    total: count(),
-    active: count(),
-    deactivated: count(),
-    byType: z.object({ agent: count(), service: count(), organization: count() }),
+const BatchResolveBody: z.ZodType<BatchResolveRequest> = named(
+  'BatchResolveRequest',
+  z
+    .object({
+      dids: z
+        .array(AgentDid)
+        .min(1)
+        .max(MAX_BATCH_DIDS)
+        .refine((list) => new Set(list).size === list.length, 'DIDs must be unique')
+        .describe(`1 to ${MAX_BATCH_DIDS} DIDs`),
+    })
+    .strict(),
+);
+const BatchResolutionSchema: z.ZodType<BatchResolution> = named(
+  'BatchResolution',
+  z.object({
+    results: z.array(
+      z.object({
+        did: z.string(),
+        found: z.boolean(),
+        identity: IdentityDocumentSchema.nullable().describe('the document GET /api/identity/:did answers'),
+        error: z.literal('notFound').nullable(),
+      }),
+    ),
+    found: count(),
+    notFound: count(),
+    resolvedAt: Timestamp,
   }),
-  credentials: z.object({
-    issued: count(),
-    active: count(),
-    suspended: count(),
-    revoked: count(),
-    expired: count(),
-    byKind: KindCountsSchema,
+);
+
+const IdentityStatsSchema: z.ZodType<IdentityStats> = named(
+  'IdentityStats',
+  z.object({
+    dids: z.object({
+      total: count(),
+      active: count(),
+      deactivated: count(),
+      byType: z.object({ agent: count(), service: count(), organization: count() }),
+    }),
+    credentials: z.object({
+      issued: count(),
+      active: count(),
+      suspended: count(),
+      revoked: count(),
+      expired: count(),
+      byKind: KindCountsSchema,
+    }),
+    verifications: z.object({ total: count(), valid: count(), invalid: count() }),
+    resolutions: z.object({
+      single: count().describe('GET /api/identity/:did calls'),
+      batch: count().describe('POST /api/resolve/batch calls'),
+      didsResolved: count(),
+    }),
+    keyRotations: count(),
+    asOf: Timestamp,
   }),
-  verifications: z.object({ total: count(), valid: count(), invalid: count() }),
-  resolutions: z.object({
-    single: count().describe('GET /api/identity/:did calls'),
-    batch: count().describe('POST /api/resolve/batch calls'),
-    didsResolved: count(),
-  }),
-  keyRotations: count(),
-  asOf: Timestamp,
-});
+);
 
 // ---- examples ----
 
@@ -1109,7 +1383,12 @@ const router = c.router({
           action: 'prepare',
           issuer: exampleIssuer,
           subject: exampleDid,
-          claims: { kind: 'skill_attestation', skill: 'code-review', level: 'expert', note: 'Reviewed 12 modules without a missed finding' },
+          claims: {
+            kind: 'skill_attestation',
+            skill: 'code-review',
+            level: 'expert',
+            note: 'Reviewed 12 modules without a missed finding',
+          },
           validUntil: '2027-05-01T00:00:00.000Z',
         },
       },
@@ -1126,7 +1405,10 @@ const router = c.router({
       'than an error. Design: a document not issued through this registry is not_registered. Errors: 404 ' +
       'credential_not_found for an unknown credentialId.',
     responses: { 200: CredentialVerificationSchema, 404: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.002'), example: { body: { credentialId: 'cred_8fK2xQ7mLp3Vn9RtWb4Z' } } } satisfies RouteMeta,
+    metadata: {
+      payment: fixed('0.002'),
+      example: { body: { credentialId: 'cred_8fK2xQ7mLp3Vn9RtWb4Z' } },
+    } satisfies RouteMeta,
   },
   listCredentials: {
     method: 'GET',
@@ -1154,10 +1436,15 @@ const router = c.router({
       'Follows the DID’s credentials to their issuers, and theirs, up to maxDepth: who vouched for the agent, the ' +
       'credential issuers, endorsements by kind, the graph (nodes and links) and the shortest path to each trust anchor ' +
       'reached. Design: trust anchors are DIDs the deployment configures (for example known auditors); verified means ' +
-      'an anchor is reached through active credentials only; cycles are followed once; at most 200 nodes. Errors: 404 ' +
+      'an anchor is reached through active credentials only; a credential between two DIDs of the same controller wallet ' +
+      '(self-attestation through a second DID) is shown as a link marked sameController but carries no trust: it makes ' +
+      'no voucher, no endorsement and no path; cycles are followed once; at most 200 nodes. Errors: 404 ' +
       'did_not_found.',
     responses: { 200: TrustChainSchema, 404: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: fixed('0.005'), example: { params: { did: exampleDid }, query: { maxDepth: 3 } } } satisfies RouteMeta,
+    metadata: {
+      payment: fixed('0.005'),
+      example: { params: { did: exampleDid }, query: { maxDepth: 3 } },
+    } satisfies RouteMeta,
   },
   trustScore: {
     method: 'POST',
@@ -1166,11 +1453,13 @@ const router = c.router({
     summary: 'AI composite trust score',
     description:
       'A 0-to-100 trust score composed of DID age, credentials, trade history and reputation, each factor with its ' +
-      'inputs, score, weight and contribution, plus risk flags and an explanation written by the reasoning engine. Trade ' +
-      'history may be supplied (e.g. from the escrow service); otherwise it comes from the DID’s trade certifications. ' +
-      'Reputation is never taken from the caller: the service reads the reputation service for the DID’s controller ' +
-      'wallet, and leaves the factor out (its weight shared among the others) when the wallet has no verified trade there ' +
-      'or that service does not answer. ' +
+      'inputs, score, weight and contribution, plus risk flags and an explanation written by the reasoning engine. ' +
+      'Nothing the caller says raises a score. Trade history counts only trades on record: those the reputation service ' +
+      'verified for the DID’s controller wallet (reported by a trusted service such as the escrow, or backed by an ' +
+      'on-chain transfer between the parties); a `tradeHistory` in the request and the figures of trade certifications ' +
+      'are shown in `factors.tradeHistory.evidence` with their source, as unverified, and count for nothing. ' +
+      'Reputation is read from the same service for the controller wallet, and left out (its weight shared among the ' +
+      'others) when the wallet has no verified trade there or that service does not answer. ' +
       'Credentials count only from issuers controlled by another wallet than the subject’s, and not from an issuer the ' +
       'subject’s controller vouched for in return (a ring of mutual vouching): one wallet cannot raise its own DIDs. A ' +
       'deactivated DID scores 0 with the flag deactivated. Errors: 404 did_not_found.',
@@ -1180,7 +1469,12 @@ const router = c.router({
       example: {
         body: {
           did: exampleDid,
-          tradeHistory: { completedTrades: 37, disputedTrades: 1, volumeUsd: '1840.50', firstTradeAt: '2025-11-02T09:00:00.000Z' },
+          tradeHistory: {
+            completedTrades: 37,
+            disputedTrades: 1,
+            volumeUsd: '1840.50',
+            firstTradeAt: '2025-11-02T09:00:00.000Z',
+          },
         },
       },
     } satisfies RouteMeta,

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, type RouteMeta } from '../core/payment';
 import { SolanaAddress, SolanaSignature, Timestamp } from '../core/chain';
@@ -12,13 +13,7 @@ const c = initContract();
 
 /** Strategy families the classifier assigns agent wallets to. */
 export type StrategyKind =
-  | 'arbitrage'
-  | 'market-making'
-  | 'momentum'
-  | 'mean-reversion'
-  | 'sniping'
-  | 'liquidation'
-  | 'copy-trading';
+  'arbitrage' | 'market-making' | 'momentum' | 'mean-reversion' | 'sniping' | 'liquidation' | 'copy-trading';
 export type IntelWindow = '1h' | '24h' | '7d';
 export type FlowWindow = '24h' | '7d' | '30d';
 
@@ -86,7 +81,12 @@ export interface AlphaCrowding {
     spreadCompression: { score: number; spreadBps: number; baselineSpreadBps: number; compressionPercent: number };
     orderFlowToxicity: { score: number; vpin: number; buckets: number; bucketVolumeUsd: string };
   };
-  weights: { volumeConcentration: number; uniqueTraderDensity: number; spreadCompression: number; orderFlowToxicity: number };
+  weights: {
+    volumeConcentration: number;
+    uniqueTraderDensity: number;
+    spreadCompression: number;
+    orderFlowToxicity: number;
+  };
   sampledTrades: number;
   source: DataSource;
 }
@@ -124,7 +124,14 @@ export interface CapitalFlow {
   outflowUsd: string;
   netFlowUsd: string;
   wallets: { wallet: string; inflowUsd: string; outflowUsd: string; netFlowUsd: string; signal: CapitalSignal }[];
-  rotations: { fromMint: string; fromSymbol: string; toMint: string; toSymbol: string; volumeUsd: string; wallets: number }[];
+  rotations: {
+    fromMint: string;
+    fromSymbol: string;
+    toMint: string;
+    toSymbol: string;
+    volumeUsd: string;
+    wallets: number;
+  }[];
   source: DataSource;
 }
 export interface StrategyShare {
@@ -148,17 +155,12 @@ export interface MetaShift {
   source: DataSource;
 }
 
-const StrategyKindSchema = z.enum([
-  'arbitrage',
-  'market-making',
-  'momentum',
-  'mean-reversion',
-  'sniping',
-  'liquidation',
-  'copy-trading',
-]);
-const EventKindSchema = z.enum(['price-move', 'large-swap', 'liquidity-change', 'new-pool']);
-const CapitalSignalSchema = z.enum(['rotation', 'accumulation', 'distribution', 'neutral']);
+const StrategyKindSchema = named(
+  'StrategyKind',
+  z.enum(['arbitrage', 'market-making', 'momentum', 'mean-reversion', 'sniping', 'liquidation', 'copy-trading']),
+);
+const EventKindSchema = named('EventKind', z.enum(['price-move', 'large-swap', 'liquidity-change', 'new-pool']));
+const CapitalSignalSchema = named('CapitalSignal', z.enum(['rotation', 'accumulation', 'distribution', 'neutral']));
 /** A USD value as a decimal string of any precision. */
 const UsdValue = z
   .string()
@@ -174,186 +176,249 @@ const Score = z.number().min(0).max(100);
 const Count = z.number().int().min(0);
 const Correlation = z.number().min(-1).max(1);
 
-const TargetSchema: z.ZodType<IntelTarget> = z
-  .object({ mint: SolanaAddress.nullable(), symbol: z.string().nullable(), strategy: StrategyKindSchema.nullable() })
-  .describe('what was analysed: a token’s markets, a strategy family, or the strategy within the token’s markets');
-const PeriodSchema: z.ZodType<IntelPeriod> = z
-  .object({ window: z.string(), from: Timestamp, to: Timestamp })
-  .describe('the analysed period');
+const TargetSchema: z.ZodType<IntelTarget> = named(
+  'IntelTarget',
+  z
+    .object({ mint: SolanaAddress.nullable(), symbol: z.string().nullable(), strategy: StrategyKindSchema.nullable() })
+    .describe('what was analysed: a token’s markets, a strategy family, or the strategy within the token’s markets'),
+);
+const PeriodSchema: z.ZodType<IntelPeriod> = named(
+  'IntelPeriod',
+  z.object({ window: z.string(), from: Timestamp, to: Timestamp }).describe('the analysed period'),
+);
 
-const AgentDensitySchema: z.ZodType<AgentDensity> = z.object({
-  target: TargetSchema,
-  period: PeriodSchema,
-  agentCountEstimate: Count,
-  range: z.object({ low: Count, high: Count }).describe('90 % interval of the estimate'),
-  uniqueTraders: Count,
-  agentShareOfTraders: Unit,
-  agentShareOfVolume: Unit,
-  densityLevel: z
-    .enum(['sparse', 'moderate', 'dense', 'saturated'])
-    .describe('by agentShareOfVolume: sparse below 0.25, moderate to 0.5, dense to 0.75, saturated above'),
-  signals: z.object({
-    timing: z.object({
-      periodicWallets: Count.describe('wallets whose inter-trade intervals are near-constant (coefficient of variation < 0.2)'),
-      medianInterTradeSeconds: z.number().min(0).nullable(),
-      sameSlotTradeShare: Unit.describe('share of trades landing in the same slot as the event they follow'),
-    }),
-    patterns: z.object({
-      programmaticWallets: Count.describe('wallets trading only through the same program-call sequence'),
-      repeatedInstructionShapes: Count,
-    }),
-    mev: z.object({ sandwiches: Count, backruns: Count, jitoTipShare: Unit.describe('share of trades paying a Jito tip') }),
-  }),
-  byStrategy: z.array(z.object({ strategy: StrategyKindSchema, agents: Count, volumeShare: Unit })),
-  sampledTransactions: Count,
-  source: DataSource,
-});
-const StrategyCollisionSchema: z.ZodType<StrategyCollision> = z.object({
-  target: TargetSchema,
-  period: PeriodSchema,
-  timeframe: z.string().describe('the bar size the entry/exit series were aligned on'),
-  collisionProbability: Unit,
-  riskLevel: z.enum(['low', 'medium', 'high', 'critical']).describe('low < 0.25 ≤ medium < 0.5 ≤ high < 0.75 ≤ critical'),
-  components: z.object({
-    entryExitCorrelation: Correlation.describe('Pearson ρ of your strategy’s entry/exit series with the other agents’ flow'),
-    momentumCrowding: Unit.describe('share of agent volume trading with the prevailing move'),
-    meanReversionCollision: Unit.describe('share of agent volume fading moves at the same bands'),
-  }),
-  overlappingAgents: Count,
-  topOverlaps: z
-    .array(
-      z.object({ wallet: SolanaAddress, correlation: Correlation, sharedEntries: Count, sharedExits: Count }),
-    )
-    .describe('the 10 most correlated agent wallets'),
-  mitigations: z.array(z.string()).describe('rule-based suggestions, e.g. shifting entries off the bar boundary'),
-  sampledTransactions: Count,
-  source: DataSource,
-});
-const AlphaCrowdingSchema: z.ZodType<AlphaCrowding> = z.object({
-  target: TargetSchema,
-  period: PeriodSchema,
-  crowdingScore: z.number().int().min(0).max(100).describe('0 (uncrowded) to 100 (saturated): Σ weight × component score'),
-  level: z.enum(['uncrowded', 'moderate', 'crowded', 'saturated']).describe('below 25, 25 to 49, 50 to 74, 75 and above'),
-  components: z.object({
-    volumeConcentration: z.object({
-      score: Score,
-      hhi: Unit.describe('Σ s² of the traders’ volume shares'),
-      normalizedHhi: Unit.describe('(HHI − 1/N) / (1 − 1/N)'),
-      topTraderShare: Unit,
-    }),
-    uniqueTraderDensity: z.object({ score: Score, uniqueTraders: Count, tradesPerTrader: z.number().min(0) }),
-    spreadCompression: z.object({
-      score: Score,
-      spreadBps: z.number().min(0).describe('(ask − bid) / mid × 10⁴ now; 0 with weight 0 when no quotes are read (source.note)'),
-      baselineSpreadBps: z.number().min(0).describe('median spread over the 30 days before the window'),
-      compressionPercent: z.number().describe('how much tighter than the baseline, percent'),
-    }),
-    orderFlowToxicity: z.object({
-      score: Score,
-      vpin: Unit.describe('volume-synchronised probability of informed trading over the last 50 buckets'),
-      buckets: Count,
-      bucketVolumeUsd: UsdValue,
-    }),
-  }),
-  weights: z
-    .object({ volumeConcentration: Unit, uniqueTraderDensity: Unit, spreadCompression: Unit, orderFlowToxicity: Unit })
-    .describe('0.25 each; they sum to 1. A component the chain read cannot observe (no quotes: spread; no moving price: VPIN) gets weight 0 and the others share its weight, as source.note says'),
-  sampledTrades: Count,
-  source: DataSource,
-});
-const ResponseTimeSchema: z.ZodType<ResponseTime> = z.object({
-  target: TargetSchema,
-  period: PeriodSchema,
-  eventKind: z.union([EventKindSchema, z.literal('any')]),
-  eventsAnalyzed: Count,
-  reactionSlots: z
-    .object({ fastest: Count, p25: z.number(), median: z.number(), p75: z.number(), p95: z.number() })
-    .nullable()
-    .describe('slots from an event to the first agent reaction; null when no event drew a reaction'),
-  medianReactionMs: z.number().min(0).nullable().describe('median reaction in slots × slotTimeMs'),
-  slotTimeMs: z.number().min(0).describe('mean slot time over the window'),
-  sameSlotShare: Unit.describe('share of reactions landing in the event’s own slot'),
-  medianRespondersPerEvent: z.number().min(0),
-  fastestAgents: z
-    .array(z.object({ wallet: SolanaAddress, reactions: Count, medianSlots: z.number().min(0), medianMs: z.number().min(0) }))
-    .describe('the 10 fastest agent wallets with at least 3 reactions'),
-  events: z
-    .array(
-      z.object({
-        signature: SolanaSignature,
-        slot: Count,
-        kind: EventKindSchema,
-        at: Timestamp,
-        firstReactionSlot: Count.nullable(),
-        reactionDelaySlots: Count.nullable(),
-        responders: Count,
+const AgentDensitySchema: z.ZodType<AgentDensity> = named(
+  'AgentDensity',
+  z.object({
+    target: TargetSchema,
+    period: PeriodSchema,
+    agentCountEstimate: Count,
+    range: z.object({ low: Count, high: Count }).describe('90 % interval of the estimate'),
+    uniqueTraders: Count,
+    agentShareOfTraders: Unit,
+    agentShareOfVolume: Unit,
+    densityLevel: z
+      .enum(['sparse', 'moderate', 'dense', 'saturated'])
+      .describe('by agentShareOfVolume: sparse below 0.25, moderate to 0.5, dense to 0.75, saturated above'),
+    signals: z.object({
+      timing: z.object({
+        periodicWallets: Count.describe(
+          'wallets whose inter-trade intervals are near-constant (coefficient of variation < 0.2)',
+        ),
+        medianInterTradeSeconds: z.number().min(0).nullable(),
+        sameSlotTradeShare: Unit.describe('share of trades landing in the same slot as the event they follow'),
       }),
-    )
-    .describe('the 20 most recent events, newest first'),
-  source: DataSource,
-});
-const CapitalFlowSchema: z.ZodType<CapitalFlow> = z.object({
-  scope: z.object({ mint: SolanaAddress.nullable(), symbol: z.string().nullable(), walletsTracked: Count }),
-  period: PeriodSchema,
-  signal: CapitalSignalSchema,
-  signalStrength: Unit,
-  inflowUsd: UsdValue,
-  outflowUsd: UsdValue,
-  netFlowUsd: SignedUsd,
-  wallets: z
-    .array(
-      z.object({
-        wallet: SolanaAddress,
-        inflowUsd: UsdValue,
-        outflowUsd: UsdValue,
-        netFlowUsd: SignedUsd,
-        signal: CapitalSignalSchema,
+      patterns: z.object({
+        programmaticWallets: Count.describe('wallets trading only through the same program-call sequence'),
+        repeatedInstructionShapes: Count,
       }),
-    )
-    .describe('the 25 wallets with the largest gross flow'),
-  rotations: z
-    .array(
-      z.object({
-        fromMint: SolanaAddress,
-        fromSymbol: z.string(),
-        toMint: SolanaAddress,
-        toSymbol: z.string(),
-        volumeUsd: UsdValue,
-        wallets: Count,
+      mev: z.object({
+        sandwiches: Count,
+        backruns: Count,
+        jitoTipShare: Unit.describe('share of trades paying a Jito tip'),
       }),
-    )
-    .describe('the 10 largest token-to-token rotations'),
-  source: DataSource,
-});
-const MetaShiftSchema: z.ZodType<MetaShift> = z.object({
-  scope: z.object({ mint: SolanaAddress.nullable(), symbol: z.string().nullable() }),
-  period: PeriodSchema,
-  regimeChange: z.boolean().describe('true when divergence ≥ threshold'),
-  changePoint: Timestamp.nullable().describe('the most likely start of the new regime; null without a change'),
-  confidence: Unit,
-  divergence: Unit.describe('Jensen-Shannon divergence (base 2) of the strategy shares, first half vs second half of the window'),
-  threshold: Unit.describe('0.1'),
-  previousRegime: z.object({ dominantStrategy: StrategyKindSchema, dominantShare: Unit }),
-  currentRegime: z.object({ dominantStrategy: StrategyKindSchema, dominantShare: Unit }),
-  strategies: z.array(
-    z.object({
-      strategy: StrategyKindSchema,
-      previousShare: Unit,
-      currentShare: Unit,
-      changePoints: z.number().describe('currentShare − previousShare in percentage points'),
     }),
-  ),
-  agentWalletsClassified: Count,
-  source: DataSource,
-});
+    byStrategy: z.array(z.object({ strategy: StrategyKindSchema, agents: Count, volumeShare: Unit })),
+    sampledTransactions: Count,
+    source: DataSource,
+  }),
+);
+const StrategyCollisionSchema: z.ZodType<StrategyCollision> = named(
+  'StrategyCollision',
+  z.object({
+    target: TargetSchema,
+    period: PeriodSchema,
+    timeframe: z.string().describe('the bar size the entry/exit series were aligned on'),
+    collisionProbability: Unit,
+    riskLevel: z
+      .enum(['low', 'medium', 'high', 'critical'])
+      .describe('low < 0.25 ≤ medium < 0.5 ≤ high < 0.75 ≤ critical'),
+    components: z.object({
+      entryExitCorrelation: Correlation.describe(
+        'Pearson ρ of your strategy’s entry/exit series with the other agents’ flow',
+      ),
+      momentumCrowding: Unit.describe('share of agent volume trading with the prevailing move'),
+      meanReversionCollision: Unit.describe('share of agent volume fading moves at the same bands'),
+    }),
+    overlappingAgents: Count,
+    topOverlaps: z
+      .array(z.object({ wallet: SolanaAddress, correlation: Correlation, sharedEntries: Count, sharedExits: Count }))
+      .describe('the 10 most correlated agent wallets'),
+    mitigations: z.array(z.string()).describe('rule-based suggestions, e.g. shifting entries off the bar boundary'),
+    sampledTransactions: Count,
+    source: DataSource,
+  }),
+);
+const AlphaCrowdingSchema: z.ZodType<AlphaCrowding> = named(
+  'AlphaCrowding',
+  z.object({
+    target: TargetSchema,
+    period: PeriodSchema,
+    crowdingScore: z
+      .number()
+      .int()
+      .min(0)
+      .max(100)
+      .describe('0 (uncrowded) to 100 (saturated): Σ weight × component score'),
+    level: z
+      .enum(['uncrowded', 'moderate', 'crowded', 'saturated'])
+      .describe('below 25, 25 to 49, 50 to 74, 75 and above'),
+    components: z.object({
+      volumeConcentration: z.object({
+        score: Score,
+        hhi: Unit.describe('Σ s² of the traders’ volume shares'),
+        normalizedHhi: Unit.describe('(HHI − 1/N) / (1 − 1/N)'),
+        topTraderShare: Unit,
+      }),
+      uniqueTraderDensity: z.object({ score: Score, uniqueTraders: Count, tradesPerTrader: z.number().min(0) }),
+      spreadCompression: z.object({
+        score: Score,
+        spreadBps: z
+          .number()
+          .min(0)
+          .describe('(ask − bid) / mid × 10⁴ now; 0 with weight 0 when no quotes are read (source.note)'),
+        baselineSpreadBps: z.number().min(0).describe('median spread over the 30 days before the window'),
+        compressionPercent: z.number().describe('how much tighter than the baseline, percent'),
+      }),
+      orderFlowToxicity: z.object({
+        score: Score,
+        vpin: Unit.describe('volume-synchronised probability of informed trading over the last 50 buckets'),
+        buckets: Count,
+        bucketVolumeUsd: UsdValue,
+      }),
+    }),
+    weights: z
+      .object({
+        volumeConcentration: Unit,
+        uniqueTraderDensity: Unit,
+        spreadCompression: Unit,
+        orderFlowToxicity: Unit,
+      })
+      .describe(
+        '0.25 each; they sum to 1. A component the chain read cannot observe (no quotes: spread; no moving price: VPIN) gets weight 0 and the others share its weight, as source.note says',
+      ),
+    sampledTrades: Count,
+    source: DataSource,
+  }),
+);
+const ResponseTimeSchema: z.ZodType<ResponseTime> = named(
+  'ResponseTime',
+  z.object({
+    target: TargetSchema,
+    period: PeriodSchema,
+    eventKind: z.union([EventKindSchema, z.literal('any')]),
+    eventsAnalyzed: Count,
+    reactionSlots: z
+      .object({ fastest: Count, p25: z.number(), median: z.number(), p75: z.number(), p95: z.number() })
+      .nullable()
+      .describe('slots from an event to the first agent reaction; null when no event drew a reaction'),
+    medianReactionMs: z.number().min(0).nullable().describe('median reaction in slots × slotTimeMs'),
+    slotTimeMs: z.number().min(0).describe('mean slot time over the window'),
+    sameSlotShare: Unit.describe('share of reactions landing in the event’s own slot'),
+    medianRespondersPerEvent: z.number().min(0),
+    fastestAgents: z
+      .array(
+        z.object({
+          wallet: SolanaAddress,
+          reactions: Count,
+          medianSlots: z.number().min(0),
+          medianMs: z.number().min(0),
+        }),
+      )
+      .describe('the 10 fastest agent wallets with at least 3 reactions'),
+    events: z
+      .array(
+        z.object({
+          signature: SolanaSignature,
+          slot: Count,
+          kind: EventKindSchema,
+          at: Timestamp,
+          firstReactionSlot: Count.nullable(),
+          reactionDelaySlots: Count.nullable(),
+          responders: Count,
+        }),
+      )
+      .describe('the 20 most recent events, newest first'),
+    source: DataSource,
+  }),
+);
+const CapitalFlowSchema: z.ZodType<CapitalFlow> = named(
+  'CapitalFlow',
+  z.object({
+    scope: z.object({ mint: SolanaAddress.nullable(), symbol: z.string().nullable(), walletsTracked: Count }),
+    period: PeriodSchema,
+    signal: CapitalSignalSchema,
+    signalStrength: Unit,
+    inflowUsd: UsdValue,
+    outflowUsd: UsdValue,
+    netFlowUsd: SignedUsd,
+    wallets: z
+      .array(
+        z.object({
+          wallet: SolanaAddress,
+          inflowUsd: UsdValue,
+          outflowUsd: UsdValue,
+          netFlowUsd: SignedUsd,
+          signal: CapitalSignalSchema,
+        }),
+      )
+      .describe('the 25 wallets with the largest gross flow'),
+    rotations: z
+      .array(
+        z.object({
+          fromMint: SolanaAddress,
+          fromSymbol: z.string(),
+          toMint: SolanaAddress,
+          toSymbol: z.string(),
+          volumeUsd: UsdValue,
+          wallets: Count,
+        }),
+      )
+      .describe('the 10 largest token-to-token rotations'),
+    source: DataSource,
+  }),
+);
+const MetaShiftSchema: z.ZodType<MetaShift> = named(
+  'MetaShift',
+  z.object({
+    scope: z.object({ mint: SolanaAddress.nullable(), symbol: z.string().nullable() }),
+    period: PeriodSchema,
+    regimeChange: z.boolean().describe('true when divergence ≥ threshold'),
+    changePoint: Timestamp.nullable().describe('the most likely start of the new regime; null without a change'),
+    confidence: Unit,
+    divergence: Unit.describe(
+      'Jensen-Shannon divergence (base 2) of the strategy shares, first half vs second half of the window',
+    ),
+    threshold: Unit.describe('0.1'),
+    previousRegime: z.object({ dominantStrategy: StrategyKindSchema, dominantShare: Unit }),
+    currentRegime: z.object({ dominantStrategy: StrategyKindSchema, dominantShare: Unit }),
+    strategies: z.array(
+      z.object({
+        strategy: StrategyKindSchema,
+        previousShare: Unit,
+        currentShare: Unit,
+        changePoints: z.number().describe('currentShare − previousShare in percentage points'),
+      }),
+    ),
+    agentWalletsClassified: Count,
+    source: DataSource,
+  }),
+);
 
 const Mint = SolanaAddress.describe('a token mint: the analysis covers its DEX markets');
 const ShortWindow = z.enum(['1h', '24h', '7d']).default('24h').describe('the period analysed, ending now');
 const LongWindow = z.enum(['24h', '7d', '30d']).default('7d').describe('the period analysed, ending now');
-const targetRule = (body: { mint?: string; strategy?: string }) => body.mint !== undefined || body.strategy !== undefined;
+const targetRule = (body: { mint?: string; strategy?: string }) =>
+  body.mint !== undefined || body.strategy !== undefined;
 const TARGET_MESSAGE = 'give a mint, a strategy, or both';
 
-const analysisErrors = { 404: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors } as const;
+const analysisErrors = {
+  404: ErrorEnvelope,
+  422: ErrorEnvelope,
+  502: ErrorEnvelope,
+  ...standardErrors,
+  ...paymentErrors,
+} as const;
 const ERRORS_TEXT =
   ' Errors: 404 token_not_found (not a token mint on the chain read), 422 insufficient_activity (fewer than 10 transfers in ' +
   'the window to analyse), 502 upstream_unavailable; none of them is charged.';
@@ -389,8 +454,13 @@ const router = c.router({
       .object({
         strategy: StrategyKindSchema.describe('your strategy family'),
         mint: Mint.optional(),
-        timeframe: z.enum(['1m', '5m', '15m', '1h', '4h']).default('15m').describe('the bar size your strategy trades on'),
-        wallet: SolanaAddress.optional().describe('your trading wallet: its real entries and exits are compared when given'),
+        timeframe: z
+          .enum(['1m', '5m', '15m', '1h', '4h'])
+          .default('15m')
+          .describe('the bar size your strategy trades on'),
+        wallet: SolanaAddress.optional().describe(
+          'your trading wallet: its real entries and exits are compared when given',
+        ),
         window: ShortWindow,
       })
       .strict(),
@@ -404,7 +474,9 @@ const router = c.router({
     responses: { 200: StrategyCollisionSchema, ...analysisErrors },
     metadata: {
       payment: fixed('0.05'),
-      example: { body: { strategy: 'momentum', mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', timeframe: '5m' } },
+      example: {
+        body: { strategy: 'momentum', mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', timeframe: '5m' },
+      },
     } satisfies RouteMeta,
   },
   alphaCrowding: {
@@ -450,7 +522,9 @@ const router = c.router({
     responses: { 200: ResponseTimeSchema, ...analysisErrors },
     metadata: {
       payment: fixed('0.03'),
-      example: { body: { mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', eventKind: 'large-swap', window: '1h' } },
+      example: {
+        body: { mint: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', eventKind: 'large-swap', window: '1h' },
+      },
     } satisfies RouteMeta,
   },
   capitalFlow: {
@@ -505,6 +579,7 @@ export const intel = defineService({
     'alpha crowding, response time, capital flow and meta-strategy shift.',
   router,
   dataModes: {
-    chain: 'the deployment\'s Solana RPC: the local ledger\'s agent traffic (npm run simulate), or a cluster with SOLANA_RPC_URL; what transfers cannot show is 0 or null, source.note says why',
+    chain:
+      "the deployment's Solana RPC: the local ledger's agent traffic (npm run simulate), or a cluster with SOLANA_RPC_URL; what transfers cannot show is 0 or null, source.note says why",
   },
 });

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { adaptive, fixed, free, type RouteMeta } from '../core/payment';
 import { UsdAmount, usdToAtomic } from '../core/money';
@@ -18,14 +19,20 @@ export const MODULE_PRICE_MIN_USD = '0.001';
 export const MODULE_PRICE_MAX_USD = '100';
 
 export type MarketContentFormat = 'markdown' | 'text' | 'json' | 'code';
-/** auto: the negotiation service answers buyers with the published rule; manual: the seller answers; off: list price only. */
+/**
+ * auto: the negotiation service answers buyers with the published rule; manual: the seller answers; off: list price
+ * only.
+ */
 export type MarketNegotiationMode = 'auto' | 'manual' | 'off';
 
 export interface MarketNegotiationTerms {
   mode: MarketNegotiationMode;
   /** The most the automatic responder concedes below the list price, in percent (0 to 50). */
   maxDiscountPercent: number;
-  /** Lowest price the automatic responder can agree to: priceUsd × (100 − maxDiscountPercent) / 100, rounded up; null unless mode is auto. */
+  /**
+   * Lowest price the automatic responder can agree to: priceUsd × (100 − maxDiscountPercent) / 100, rounded up; null
+   * unless mode is auto.
+   */
   floorUsd: string | null;
 }
 export interface MarketModuleSeller {
@@ -100,16 +107,21 @@ export interface MarketStats {
 
 const MODULE_ID = /^mod_[A-Za-z0-9]{16,40}$/;
 const ModuleIdParam = z.string().regex(MODULE_ID, 'must be a module id such as "mod_7Qk2Xb9LmP4tRw8Z"');
-const PurchaseIdParam = z.string().regex(/^pur_[A-Za-z0-9]{16,40}$/, 'must be a purchase id such as "pur_3Hd8Kq2WmX7pLz4N"');
+const PurchaseIdParam = z
+  .string()
+  .regex(/^pur_[A-Za-z0-9]{16,40}$/, 'must be a purchase id such as "pur_3Hd8Kq2WmX7pLz4N"');
 const NegotiationIdParam = z
   .string()
   .regex(/^neg_[A-Za-z0-9]{16,40}$/, 'must be a negotiation id such as "neg_9Vt4Lm2Qx8Kd3Rp7"');
 const Slug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,47}$/, 'must be a lowercase slug such as "defi-research"');
 const SlugList = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9-]{0,47}(,[a-z0-9][a-z0-9-]{0,47}){0,9}$/, 'must be 1 to 10 comma-separated lowercase slugs, e.g. "solana,defi"');
+  .regex(
+    /^[a-z0-9][a-z0-9-]{0,47}(,[a-z0-9][a-z0-9-]{0,47}){0,9}$/,
+    'must be 1 to 10 comma-separated lowercase slugs, e.g. "solana,defi"',
+  );
 const ContentHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hex digest (64 lowercase hex characters)');
-const FormatSchema = z.enum(['markdown', 'text', 'json', 'code']);
+const FormatSchema = named('KnowledgeMarketFormat', z.enum(['markdown', 'text', 'json', 'code']));
 /**
  * True when a USD amount is within the module price range. Zod runs refinements even after the format check failed,
  * so a string that is not a USD amount at all passes here and keeps UsdAmount's own message (instead of throwing).
@@ -123,73 +135,108 @@ export function isModulePriceUsd(usd: string): boolean {
   }
   return atomic >= usdToAtomic(MODULE_PRICE_MIN_USD) && atomic <= usdToAtomic(MODULE_PRICE_MAX_USD);
 }
-const ModulePrice = UsdAmount.refine(isModulePriceUsd, `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`);
+const ModulePrice = UsdAmount.refine(
+  isModulePriceUsd,
+  `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`,
+);
 
-const RatingSchema: z.ZodType<MarketModuleRating> = z.object({
-  average: z.number().min(1).max(5).nullable().describe('mean of the buyers’ 1-to-5 ratings, two decimals; null before the first'),
-  count: z.number().int().min(0),
-});
-const ModuleSchema: z.ZodType<MarketModule> = z.object({
-  id: z.string().describe('module id, mod_…'),
-  title: z.string(),
-  description: z.string(),
-  tags: z.array(z.string()).describe('topics, e.g. "solana", "defi"'),
-  capabilities: z.array(z.string()).describe('what the module lets an agent do, e.g. "fee-estimation"; matched against agents’ capabilities'),
-  seller: z.object({ wallet: SolanaAddress, name: z.string().nullable() }),
-  priceUsd: UsdAmount.describe('list price in USD'),
-  negotiation: z.object({
-    mode: z.enum(['auto', 'manual', 'off']).describe('auto: the negotiation service answers with its published rule; manual: the seller answers; off: list price only'),
-    maxDiscountPercent: z.number().int().min(0).max(50),
-    floorUsd: UsdAmount.nullable().describe('priceUsd × (100 − maxDiscountPercent) / 100 rounded up to 0.000001; null unless mode is auto'),
+const RatingSchema: z.ZodType<MarketModuleRating> = named(
+  'MarketModuleRating',
+  z.object({
+    average: z
+      .number()
+      .min(1)
+      .max(5)
+      .nullable()
+      .describe('mean of the buyers’ 1-to-5 ratings, two decimals; null before the first'),
+    count: z.number().int().min(0),
   }),
-  version: z.string().describe('semantic version of the content'),
-  format: FormatSchema,
-  language: z.string().nullable().describe('programming language when format is "code"'),
-  contentHash: ContentHash.describe('SHA-256 of the UTF-8 content, lowercase hex; certificates of the verification service bind to it'),
-  sizeBytes: z.number().int().min(1),
-  preview: z.string().nullable().describe('the seller’s teaser; the content itself is only delivered by a purchase'),
-  rating: RatingSchema,
-  sales: z.number().int().min(0),
-  publishedAt: Timestamp,
-});
-const PurchaseSchema: z.ZodType<ModulePurchase> = z.object({
-  id: z.string().describe('purchase id, pur_…'),
-  moduleId: z.string(),
-  title: z.string(),
-  version: z.string(),
-  seller: SolanaAddress,
-  buyer: SolanaAddress.describe('the wallet the module was bought for: the beneficiary, else the payer'),
-  paidBy: SolanaAddress.describe('the wallet that paid the x402 charge'),
-  priceUsd: UsdAmount.describe('what was charged: the negotiated price, else the list price'),
-  listPriceUsd: UsdAmount,
-  negotiationId: z.string().nullable(),
-  format: FormatSchema,
-  language: z.string().nullable(),
-  content: z.string().describe('the module content'),
-  contentHash: ContentHash.describe('SHA-256 of `content` (UTF-8), lowercase hex; equals the listed contentHash'),
-  purchasedAt: Timestamp,
-});
-const RatingReceiptSchema: z.ZodType<ModuleRatingReceipt> = z.object({
-  moduleId: z.string(),
-  purchaseId: z.string(),
-  rating: z.number().int().min(1).max(5),
-  comment: z.string().nullable(),
-  ratedAt: Timestamp,
-  moduleRating: RatingSchema.describe('the module’s rating including this one'),
-});
+);
+const ModuleSchema: z.ZodType<MarketModule> = named(
+  'MarketModule',
+  z.object({
+    id: z.string().describe('module id, mod_…'),
+    title: z.string(),
+    description: z.string(),
+    tags: z.array(z.string()).describe('topics, e.g. "solana", "defi"'),
+    capabilities: z
+      .array(z.string())
+      .describe('what the module lets an agent do, e.g. "fee-estimation"; matched against agents’ capabilities'),
+    seller: z.object({ wallet: SolanaAddress, name: z.string().nullable() }),
+    priceUsd: UsdAmount.describe('list price in USD'),
+    negotiation: z.object({
+      mode: z
+        .enum(['auto', 'manual', 'off'])
+        .describe(
+          'auto: the negotiation service answers with its published rule; manual: the seller answers; off: list price only',
+        ),
+      maxDiscountPercent: z.number().int().min(0).max(50),
+      floorUsd: UsdAmount.nullable().describe(
+        'priceUsd × (100 − maxDiscountPercent) / 100 rounded up to 0.000001; null unless mode is auto',
+      ),
+    }),
+    version: z.string().describe('semantic version of the content'),
+    format: FormatSchema,
+    language: z.string().nullable().describe('programming language when format is "code"'),
+    contentHash: ContentHash.describe(
+      'SHA-256 of the UTF-8 content, lowercase hex; certificates of the verification service bind to it',
+    ),
+    sizeBytes: z.number().int().min(1),
+    preview: z.string().nullable().describe('the seller’s teaser; the content itself is only delivered by a purchase'),
+    rating: RatingSchema,
+    sales: z.number().int().min(0),
+    publishedAt: Timestamp,
+  }),
+);
+const PurchaseSchema: z.ZodType<ModulePurchase> = named(
+  'ModulePurchase',
+  z.object({
+    id: z.string().describe('purchase id, pur_…'),
+    moduleId: z.string(),
+    title: z.string(),
+    version: z.string(),
+    seller: SolanaAddress,
+    buyer: SolanaAddress.describe('the wallet the module was bought for: the beneficiary, else the payer'),
+    paidBy: SolanaAddress.describe('the wallet that paid the x402 charge'),
+    priceUsd: UsdAmount.describe('what was charged: the negotiated price, else the list price'),
+    listPriceUsd: UsdAmount,
+    negotiationId: z.string().nullable(),
+    format: FormatSchema,
+    language: z.string().nullable(),
+    content: z.string().describe('the module content'),
+    contentHash: ContentHash.describe('SHA-256 of `content` (UTF-8), lowercase hex; equals the listed contentHash'),
+    purchasedAt: Timestamp,
+  }),
+);
+const RatingReceiptSchema: z.ZodType<ModuleRatingReceipt> = named(
+  'ModuleRatingReceipt',
+  z.object({
+    moduleId: z.string(),
+    purchaseId: z.string(),
+    rating: z.number().int().min(1).max(5),
+    comment: z.string().nullable(),
+    ratedAt: Timestamp,
+    moduleRating: RatingSchema.describe('the module’s rating including this one'),
+  }),
+);
 const count = z.number().int().min(0);
-const StatsSchema: z.ZodType<MarketStats> = z.object({
-  modules: count,
-  sellers: count.describe('wallets with at least one module'),
-  purchases: count,
-  volumeUsd: UsdAmount.describe('sum of the prices paid, USD'),
-  ratings: count,
-  averageRating: z.number().min(1).max(5).nullable().describe('mean of all ratings; null before the first'),
-  byFormat: z.object({ markdown: count, text: count, json: count, code: count }),
-  topCapabilities: z.array(z.object({ capability: z.string(), modules: count })).describe('the 10 capabilities most modules declare'),
-  purchasesLast24h: count,
-  asOf: Timestamp,
-});
+const StatsSchema: z.ZodType<MarketStats> = named(
+  'MarketStats',
+  z.object({
+    modules: count,
+    sellers: count.describe('wallets with at least one module'),
+    purchases: count,
+    volumeUsd: UsdAmount.describe('sum of the prices paid, USD'),
+    ratings: count,
+    averageRating: z.number().min(1).max(5).nullable().describe('mean of all ratings; null before the first'),
+    byFormat: z.object({ markdown: count, text: count, json: count, code: count }),
+    topCapabilities: z
+      .array(z.object({ capability: z.string(), modules: count }))
+      .describe('the 10 capabilities most modules declare'),
+    purchasesLast24h: count,
+    asOf: Timestamp,
+  }),
+);
 
 export interface MarketPublishBodyOut {
   title: string;
@@ -210,36 +257,49 @@ export interface MarketPublishBodyIn extends Omit<MarketPublishBodyOut, 'tags' |
   version?: string;
   negotiation?: { mode?: MarketNegotiationMode; maxDiscountPercent?: number };
 }
-const PublishBody: z.ZodType<MarketPublishBodyOut, z.ZodTypeDef, MarketPublishBodyIn> = z
-  .object({
-    title: z.string().trim().min(3).max(120),
-    description: z.string().trim().min(10).max(2000),
-    tags: z.array(Slug).max(10).default([]).describe('up to 10 topic slugs'),
-    capabilities: z.array(Slug).min(1).max(10).describe('1 to 10 capability slugs: what the module lets an agent do'),
-    priceUsd: ModulePrice.describe(`list price in USD, ${MODULE_PRICE_MIN_USD} to ${MODULE_PRICE_MAX_USD}`),
-    format: FormatSchema.describe('as the verification service’s scan takes it'),
-    language: z
-      .string()
-      .regex(/^[a-z][a-z0-9+#-]{0,31}$/, 'must be a lowercase language name such as "typescript"')
-      .optional()
-      .describe('programming language when format is "code"'),
-    content: z.string().min(1).max(100_000).describe('the module content, at most 100,000 characters; delivered only to buyers'),
-    version: z
-      .string()
-      .regex(/^\d{1,4}\.\d{1,4}\.\d{1,4}$/, 'must be a semantic version such as "1.0.0"')
-      .default('1.0.0'),
-    preview: z.string().trim().min(1).max(500).optional().describe('public teaser shown in listings'),
-    sellerName: z.string().trim().min(2).max(64).optional().describe('display name of the selling agent'),
-    negotiation: z
-      .object({
-        mode: z.enum(['auto', 'manual', 'off']).default('auto'),
-        maxDiscountPercent: z.number().int().min(0).max(50).default(20).describe('used by mode auto; 0 to 50, default 20'),
-      })
-      .strict()
-      .default({})
-      .describe('how buyers may negotiate: default auto with at most 20 percent off'),
-  })
-  .strict();
+const PublishBody: z.ZodType<MarketPublishBodyOut, z.ZodTypeDef, MarketPublishBodyIn> = named(
+  'MarketPublishBodyOut',
+  z
+    .object({
+      title: z.string().trim().min(3).max(120),
+      description: z.string().trim().min(10).max(2000),
+      tags: z.array(Slug).max(10).default([]).describe('up to 10 topic slugs'),
+      capabilities: z.array(Slug).min(1).max(10).describe('1 to 10 capability slugs: what the module lets an agent do'),
+      priceUsd: ModulePrice.describe(`list price in USD, ${MODULE_PRICE_MIN_USD} to ${MODULE_PRICE_MAX_USD}`),
+      format: FormatSchema.describe('as the verification service’s scan takes it'),
+      language: z
+        .string()
+        .regex(/^[a-z][a-z0-9+#-]{0,31}$/, 'must be a lowercase language name such as "typescript"')
+        .optional()
+        .describe('programming language when format is "code"'),
+      content: z
+        .string()
+        .min(1)
+        .max(100_000)
+        .describe('the module content, at most 100,000 characters; delivered only to buyers'),
+      version: z
+        .string()
+        .regex(/^\d{1,4}\.\d{1,4}\.\d{1,4}$/, 'must be a semantic version such as "1.0.0"')
+        .default('1.0.0'),
+      preview: z.string().trim().min(1).max(500).optional().describe('public teaser shown in listings'),
+      sellerName: z.string().trim().min(2).max(64).optional().describe('display name of the selling agent'),
+      negotiation: z
+        .object({
+          mode: z.enum(['auto', 'manual', 'off']).default('auto'),
+          maxDiscountPercent: z
+            .number()
+            .int()
+            .min(0)
+            .max(50)
+            .default(20)
+            .describe('used by mode auto; 0 to 50, default 20'),
+        })
+        .strict()
+        .default({})
+        .describe('how buyers may negotiate: default auto with at most 20 percent off'),
+    })
+    .strict(),
+);
 
 const EXAMPLE_BUYER = 'AwzqSRCDZAUN3utZvfiggpY5GvajfeG5h2LunF77n24L';
 
@@ -249,16 +309,29 @@ const router = c.router({
     path: '/api/modules',
     query: z
       .object({
-        q: z.string().trim().min(1).max(200).optional().describe('words to find in title, description, tags and capabilities'),
+        q: z
+          .string()
+          .trim()
+          .min(1)
+          .max(200)
+          .optional()
+          .describe('words to find in title, description, tags and capabilities'),
         tags: SlugList.optional().describe('comma-separated tags; a module matches when it has any of them'),
         capability: Slug.optional().describe('only modules declaring this capability'),
         seller: SolanaAddress.optional().describe('only this seller’s modules'),
         maxPriceUsd: UsdAmount.optional().describe('only modules listed at or below this price'),
-        minRating: z.coerce.number().min(1).max(5).optional().describe('only modules rated at least this (unrated modules excluded)'),
+        minRating: z.coerce
+          .number()
+          .min(1)
+          .max(5)
+          .optional()
+          .describe('only modules rated at least this (unrated modules excluded)'),
         sort: z
           .enum(['relevance', 'rating', 'price', 'newest'])
           .optional()
-          .describe('relevance (BM25 over the text fields; the default with q), rating, price (cheapest first), newest (the default without q)'),
+          .describe(
+            'relevance (BM25 over the text fields; the default with q), rating, price (cheapest first), newest (the default without q)',
+          ),
         ...PageQuery,
       })
       .strict(),
@@ -278,7 +351,8 @@ const router = c.router({
     path: '/api/modules/:moduleId',
     pathParams: z.object({ moduleId: ModuleIdParam }),
     summary: 'One module’s listing',
-    description: 'Design: the listing of one module (everything but its content). Free: descriptive. Errors: 404 module_not_found.',
+    description:
+      'Design: the listing of one module (everything but its content). Free: descriptive. Errors: 404 module_not_found.',
     responses: { 200: ModuleSchema, 404: ErrorEnvelope, ...standardErrors },
     metadata: { payment: free(), example: { params: { moduleId: 'mod_7Qk2Xb9LmP4tRw8Z' } } } satisfies RouteMeta,
   },
@@ -296,19 +370,29 @@ const router = c.router({
       'no_token_account (the seller’s wallet has no stablecoin token account, so it could not be paid), 422 language_required ' +
       '(format "code" without `language`), 422 invalid_json_content (format "json" that does not parse) and 502 ' +
       'upstream_unavailable (the chain, read for the token account, does not answer); none is charged.',
-    responses: { 201: ModuleSchema, 409: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...authErrors, ...paymentErrors },
+    responses: {
+      201: ModuleSchema,
+      409: ErrorEnvelope,
+      422: ErrorEnvelope,
+      502: ErrorEnvelope,
+      ...standardErrors,
+      ...authErrors,
+      ...paymentErrors,
+    },
     metadata: {
       payment: fixed('0.01'),
       auth: 'siwx',
       example: {
         body: {
           title: 'Solana priority fees in practice',
-          description: 'How to read recent prioritization fees and choose a compute-unit price that lands in the next blocks.',
+          description:
+            'How to read recent prioritization fees and choose a compute-unit price that lands in the next blocks.',
           tags: ['solana', 'fees'],
           capabilities: ['fee-estimation', 'transaction-landing'],
           priceUsd: '0.50',
           format: 'markdown',
-          content: '# Priority fees\n\nCall getRecentPrioritizationFees for the writable accounts you touch, take the 75th percentile…\n',
+          content:
+            '# Priority fees\n\nCall getRecentPrioritizationFees for the writable accounts you touch, take the 75th percentile…\n',
           preview: 'Percentile-based compute-unit pricing with worked examples.',
           sellerName: 'fee-scholar',
           negotiation: { mode: 'auto', maxDiscountPercent: 20 },
@@ -322,7 +406,9 @@ const router = c.router({
     pathParams: z.object({ moduleId: ModuleIdParam }),
     body: z
       .object({
-        negotiationId: NegotiationIdParam.optional().describe('an accepted negotiation for this module: its agreed price is charged'),
+        negotiationId: NegotiationIdParam.optional().describe(
+          'an accepted negotiation for this module: its agreed price is charged',
+        ),
         beneficiary: SolanaAddress.optional().describe(
           'the wallet the module is bought for, when the payer buys on someone’s behalf (the gateway does); with `negotiationId`, the agreement’s buyer (the default)',
         ),
@@ -371,7 +457,11 @@ const router = c.router({
       'Design: the stored purchase with its content, for a buyer who lost the purchase answer. Free: it was paid for. Only ' +
       'the buyer or the payer may read it. Errors: 404 purchase_not_found, 403 not_purchase_party.',
     responses: { 200: PurchaseSchema, 404: ErrorEnvelope, ...standardErrors, ...authErrors },
-    metadata: { payment: free(), auth: 'siwx', example: { params: { purchaseId: 'pur_3Hd8Kq2WmX7pLz4N' } } } satisfies RouteMeta,
+    metadata: {
+      payment: free(),
+      auth: 'siwx',
+      example: { params: { purchaseId: 'pur_3Hd8Kq2WmX7pLz4N' } },
+    } satisfies RouteMeta,
   },
   rate: {
     method: 'POST',
@@ -391,7 +481,14 @@ const router = c.router({
       '"rate" step of the gateway’s trade lifecycle for the module (the gateway also reports the trade to the reputation ' +
       'service). Errors: 404 module_not_found, 404 purchase_not_found, 403 not_buyer, 409 already_rated, 422 ' +
       'purchase_module_mismatch (the purchase is of another module).',
-    responses: { 200: RatingReceiptSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, ...standardErrors, ...authErrors },
+    responses: {
+      200: RatingReceiptSchema,
+      404: ErrorEnvelope,
+      409: ErrorEnvelope,
+      422: ErrorEnvelope,
+      ...standardErrors,
+      ...authErrors,
+    },
     metadata: {
       payment: free(),
       auth: 'siwx',
@@ -422,4 +519,3 @@ export const knowledgeMarket = defineService({
     'buyers rate what they bought.',
   router,
 });
-

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, standardErrors } from '../core/errors';
 import { free, type RouteMeta } from '../core/payment';
 import { SolanaAddress, Timestamp } from '../core/chain';
@@ -79,59 +80,87 @@ export interface SellerStats {
   asOf: string;
 }
 
-const TimeframeSchema = z.enum(['1d', '7d', '30d', '90d']);
-const ResourceStatsSchema: z.ZodType<ResourceStats> = z.object({
-  totalCalls: z.number().int().describe('settled calls, all time'),
-  totalVolumeUsd: z.number().describe('USD settled, all time'),
-});
-const MarketplaceResourceSchema: z.ZodType<MarketplaceResource> = z.object({
-  resourceUrl: z.string(),
-  displayName: z.string(),
-  description: z.string(),
-  category: z.string(),
-  priceUsd: z.number().describe('price per call in USD'),
-  payTo: z.string().describe('seller wallet'),
-  stats: ResourceStatsSchema,
-});
-const MarketplaceResourcesSchema: z.ZodType<MarketplaceResources> = z.object({
-  ok: z.boolean(),
-  resources: z.array(MarketplaceResourceSchema),
-});
-const EcosystemProjectSchema: z.ZodType<EcosystemProject> = z.object({
-  payTo: z.string().describe('seller wallet: the project’s identity'),
-  displayName: z.string(),
-  category: z.string().describe('the category of most of its resources'),
-  resourceCount: z.number().int(),
-  settlements: z.number().int().describe('settled calls within the timeframe'),
-  volumeUsd: z.number().describe('USD settled within the timeframe'),
-  uniqueBuyers: z.number().int().describe('distinct payer wallets within the timeframe'),
-  lastSettlementAt: Timestamp.nullable(),
-});
-const SellerProfileSchema: z.ZodType<SellerProfile> = z.object({
-  payTo: z.string(),
-  displayName: z.string(),
-  description: z.string(),
-  category: z.string(),
-  websiteUrl: z.string().nullable().describe('the origin serving the seller’s resources'),
-  agentCardUrl: z.string().nullable().describe('the descriptor the name and description were read from, when there is one'),
-  networks: z.array(z.string()).describe('CAIP-2 networks the seller has been paid on'),
-  resources: z.array(z.object({ resourceUrl: z.string(), displayName: z.string(), priceUsd: z.number() })),
-  firstSettlementAt: Timestamp.nullable(),
-});
-const SellerStatsSchema: z.ZodType<SellerStats> = z.object({
-  payTo: z.string(),
-  stats: ResourceStatsSchema.describe('all time, across the seller’s resources'),
-  uniqueBuyers: z.number().int().describe('distinct payer wallets, all time'),
-  averagePriceUsd: z.number().describe('totalVolumeUsd / totalCalls; 0 without calls'),
-  lastSettlementAt: Timestamp.nullable(),
-  timeframes: z
-    .array(z.object({ timeframe: TimeframeSchema, settlements: z.number().int(), volumeUsd: z.number(), uniqueBuyers: z.number().int() }))
-    .describe('one entry per timeframe: 1d, 7d, 30d, 90d'),
-  topResources: z
-    .array(z.object({ resourceUrl: z.string(), totalCalls: z.number().int(), totalVolumeUsd: z.number() }))
-    .describe('up to 10 resources by volume, all time'),
-  asOf: Timestamp.describe('when the statistics were computed'),
-});
+const TimeframeSchema = named('Timeframe', z.enum(['1d', '7d', '30d', '90d']));
+const ResourceStatsSchema: z.ZodType<ResourceStats> = named(
+  'ResourceStats',
+  z.object({
+    totalCalls: z.number().int().describe('settled calls, all time'),
+    totalVolumeUsd: z.number().describe('USD settled, all time'),
+  }),
+);
+const MarketplaceResourceSchema: z.ZodType<MarketplaceResource> = named(
+  'MarketplaceResource',
+  z.object({
+    resourceUrl: z.string(),
+    displayName: z.string(),
+    description: z.string(),
+    category: z.string(),
+    priceUsd: z.number().describe('price per call in USD'),
+    payTo: z.string().describe('seller wallet'),
+    stats: ResourceStatsSchema,
+  }),
+);
+const MarketplaceResourcesSchema: z.ZodType<MarketplaceResources> = named(
+  'MarketplaceResources',
+  z.object({
+    ok: z.boolean(),
+    resources: z.array(MarketplaceResourceSchema),
+  }),
+);
+const EcosystemProjectSchema: z.ZodType<EcosystemProject> = named(
+  'EcosystemProject',
+  z.object({
+    payTo: z.string().describe('seller wallet: the project’s identity'),
+    displayName: z.string(),
+    category: z.string().describe('the category of most of its resources'),
+    resourceCount: z.number().int(),
+    settlements: z.number().int().describe('settled calls within the timeframe'),
+    volumeUsd: z.number().describe('USD settled within the timeframe'),
+    uniqueBuyers: z.number().int().describe('distinct payer wallets within the timeframe'),
+    lastSettlementAt: Timestamp.nullable(),
+  }),
+);
+const SellerProfileSchema: z.ZodType<SellerProfile> = named(
+  'SellerProfile',
+  z.object({
+    payTo: z.string(),
+    displayName: z.string(),
+    description: z.string(),
+    category: z.string(),
+    websiteUrl: z.string().nullable().describe('the origin serving the seller’s resources'),
+    agentCardUrl: z
+      .string()
+      .nullable()
+      .describe('the descriptor the name and description were read from, when there is one'),
+    networks: z.array(z.string()).describe('CAIP-2 networks the seller has been paid on'),
+    resources: z.array(z.object({ resourceUrl: z.string(), displayName: z.string(), priceUsd: z.number() })),
+    firstSettlementAt: Timestamp.nullable(),
+  }),
+);
+const SellerStatsSchema: z.ZodType<SellerStats> = named(
+  'SellerStats',
+  z.object({
+    payTo: z.string(),
+    stats: ResourceStatsSchema.describe('all time, across the seller’s resources'),
+    uniqueBuyers: z.number().int().describe('distinct payer wallets, all time'),
+    averagePriceUsd: z.number().describe('totalVolumeUsd / totalCalls; 0 without calls'),
+    lastSettlementAt: Timestamp.nullable(),
+    timeframes: z
+      .array(
+        z.object({
+          timeframe: TimeframeSchema,
+          settlements: z.number().int(),
+          volumeUsd: z.number(),
+          uniqueBuyers: z.number().int(),
+        }),
+      )
+      .describe('one entry per timeframe: 1d, 7d, 30d, 90d'),
+    topResources: z
+      .array(z.object({ resourceUrl: z.string(), totalCalls: z.number().int(), totalVolumeUsd: z.number() }))
+      .describe('up to 10 resources by volume, all time'),
+    asOf: Timestamp.describe('when the statistics were computed'),
+  }),
+);
 
 const SellerParams = z.object({ payTo: SolanaAddress.describe('the seller wallet') });
 const openNote =
@@ -174,7 +203,10 @@ const router = c.router({
       '(`limit`, `cursor`). ' +
       openNote,
     responses: { 200: page(EcosystemProjectSchema), ...standardErrors },
-    metadata: { payment: free(), example: { query: { timeframe: '7d', sort: 'volume', direction: 'desc' } } } satisfies RouteMeta,
+    metadata: {
+      payment: free(),
+      example: { query: { timeframe: '7d', sort: 'volume', direction: 'desc' } },
+    } satisfies RouteMeta,
   },
   profile: {
     method: 'GET',
@@ -187,7 +219,10 @@ const router = c.router({
       'resource or settlement pays to this wallet). ' +
       openNote,
     responses: { 200: SellerProfileSchema, 404: ErrorEnvelope, ...standardErrors },
-    metadata: { payment: free(), example: { params: { payTo: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM' } } } satisfies RouteMeta,
+    metadata: {
+      payment: free(),
+      example: { params: { payTo: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM' } },
+    } satisfies RouteMeta,
   },
   stats: {
     method: 'GET',
@@ -199,7 +234,10 @@ const router = c.router({
       '(1d, 7d, 30d, 90d) and the top resources by volume. Errors: 404 seller_not_found. ' +
       openNote,
     responses: { 200: SellerStatsSchema, 404: ErrorEnvelope, ...standardErrors },
-    metadata: { payment: free(), example: { params: { payTo: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM' } } } satisfies RouteMeta,
+    metadata: {
+      payment: free(),
+      example: { params: { payTo: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM' } },
+    } satisfies RouteMeta,
   },
 });
 

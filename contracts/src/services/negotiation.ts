@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { UsdAmount } from '../core/money';
@@ -102,7 +103,10 @@ export interface NegotiatedTerms {
   negotiationId: string;
   moduleId: string;
   buyer: string;
-  /** The registered broker that opened the negotiation for the buyer and may pay with the agreement for them; null when the buyer opened it. */
+  /**
+   * The registered broker that opened the negotiation for the buyer and may pay with the agreement for them; null when
+   * the buyer opened it.
+   */
   broker: string | null;
   seller: string;
   priceUsd: string;
@@ -126,90 +130,133 @@ export interface NegotiationStats {
 
 const NEGOTIATION_ID = /^neg_[A-Za-z0-9]{16,40}$/;
 const NegotiationIdParam = z.string().regex(NEGOTIATION_ID, 'must be a negotiation id such as "neg_9Vt4Lm2Qx8Kd3Rp7"');
-const ModuleIdParam = z.string().regex(/^mod_[A-Za-z0-9]{16,40}$/, 'must be a module id such as "mod_7Qk2Xb9LmP4tRw8Z"');
-const OfferPrice = UsdAmount.refine(isModulePriceUsd, `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`);
-const StateSchema = z.enum(['open', 'countered', 'accepted', 'rejected', 'expired']);
-const PartySchema = z.enum(['buyer', 'seller']);
-const ModeSchema = z.enum(['auto', 'manual']);
+const ModuleIdParam = z
+  .string()
+  .regex(/^mod_[A-Za-z0-9]{16,40}$/, 'must be a module id such as "mod_7Qk2Xb9LmP4tRw8Z"');
+const OfferPrice = UsdAmount.refine(
+  isModulePriceUsd,
+  `must be between ${MODULE_PRICE_MIN_USD} and ${MODULE_PRICE_MAX_USD} USD`,
+);
+const StateSchema = named('NegotiationState', z.enum(['open', 'countered', 'accepted', 'rejected', 'expired']));
+const PartySchema = named('NegotiationParty', z.enum(['buyer', 'seller']));
+const ModeSchema = named('NegotiationMode', z.enum(['auto', 'manual']));
 const Message = z.string().trim().min(1).max(500);
 
-const OfferSchema: z.ZodType<NegotiationOffer> = z.object({
-  round: z.number().int().min(1).describe('the buyer offer this belongs to: 1 for the opening offer and its answer, then 2, 3, …'),
-  by: PartySchema,
-  priceUsd: UsdAmount,
-  message: z.string().nullable(),
-  automatic: z.boolean().describe('made by the automatic responder for the seller'),
-  rationale: z.string().nullable().describe('the responder’s arithmetic for an automatic move; null for a party’s own move'),
-  at: Timestamp,
-});
-const NegotiationSchema: z.ZodType<Negotiation> = z.object({
-  id: z.string().describe('negotiation id, neg_…'),
-  moduleId: z.string(),
-  moduleTitle: z.string(),
-  buyer: SolanaAddress,
-  seller: SolanaAddress,
-  broker: SolanaAddress.nullable().describe('the wallet that opened it for the buyer (the gateway), or null'),
-  mode: ModeSchema.describe('auto: the responder answers for the seller; manual: the seller answers'),
-  state: StateSchema.describe(
-    'open: the opening offer awaits the seller; countered: a counter-offer awaits the other party (see turn); ' +
-      'accepted, rejected, expired: closed',
-  ),
-  turn: PartySchema.nullable().describe('whose move it is; null once closed'),
-  listPriceUsd: UsdAmount.describe('the module’s list price when the negotiation opened'),
-  floorUsd: UsdAmount.nullable().describe('the responder’s floor in mode auto; null in mode manual'),
-  standingOffer: OfferSchema.nullable().describe('the last offer, which the party in turn may accept; null once closed'),
-  rounds: z.number().int().min(1).describe('buyer offers so far'),
-  maxRounds: z.number().int().describe(`buyer offers allowed (${NEGOTIATION_MAX_ROUNDS})`),
-  offers: z.array(OfferSchema).describe('every offer, oldest first'),
-  agreement: z
-    .object({
-      priceUsd: UsdAmount,
-      acceptedBy: PartySchema,
-      automatic: z.boolean(),
-      acceptedAt: Timestamp,
-      validUntil: Timestamp.describe(`${NEGOTIATION_AGREEMENT_VALID_HOURS} hours after acceptance; usable for one purchase`),
-    })
-    .nullable(),
-  rejection: z
-    .object({ by: PartySchema, automatic: z.boolean(), reason: z.string().nullable(), at: Timestamp })
-    .nullable(),
-  openedAt: Timestamp,
-  updatedAt: Timestamp,
-  expiresAt: Timestamp.describe('an open or countered negotiation becomes expired at this time'),
-});
-const SummarySchema: z.ZodType<NegotiationSummary> = z.object({
-  id: z.string(),
-  moduleId: z.string(),
-  moduleTitle: z.string(),
-  mode: ModeSchema,
-  state: StateSchema,
-  rounds: z.number().int(),
-  maxRounds: z.number().int(),
-  openedAt: Timestamp,
-  updatedAt: Timestamp,
-});
-const TermsSchema: z.ZodType<NegotiatedTerms> = z.object({
-  negotiationId: z.string(),
-  moduleId: z.string(),
-  buyer: SolanaAddress.describe('the wallet the agreement is for: the purchase is recorded as theirs'),
-  broker: SolanaAddress.nullable().describe('the registered broker that opened it for the buyer, which may also pay with it; null when the buyer opened it'),
-  seller: SolanaAddress,
-  priceUsd: UsdAmount.describe('the agreed price'),
-  listPriceUsd: UsdAmount,
-  acceptedAt: Timestamp,
-  validUntil: Timestamp,
-});
+const OfferSchema: z.ZodType<NegotiationOffer> = named(
+  'NegotiationOffer',
+  z.object({
+    round: z
+      .number()
+      .int()
+      .min(1)
+      .describe('the buyer offer this belongs to: 1 for the opening offer and its answer, then 2, 3, …'),
+    by: PartySchema,
+    priceUsd: UsdAmount,
+    message: z.string().nullable(),
+    automatic: z.boolean().describe('made by the automatic responder for the seller'),
+    rationale: z
+      .string()
+      .nullable()
+      .describe('the responder’s arithmetic for an automatic move; null for a party’s own move'),
+    at: Timestamp,
+  }),
+);
+const NegotiationSchema: z.ZodType<Negotiation> = named(
+  'Negotiation',
+  z.object({
+    id: z.string().describe('negotiation id, neg_…'),
+    moduleId: z.string(),
+    moduleTitle: z.string(),
+    buyer: SolanaAddress,
+    seller: SolanaAddress,
+    broker: SolanaAddress.nullable().describe('the wallet that opened it for the buyer (the gateway), or null'),
+    mode: ModeSchema.describe('auto: the responder answers for the seller; manual: the seller answers'),
+    state: StateSchema.describe(
+      'open: the opening offer awaits the seller; countered: a counter-offer awaits the other party (see turn); ' +
+        'accepted, rejected, expired: closed',
+    ),
+    turn: PartySchema.nullable().describe('whose move it is; null once closed'),
+    listPriceUsd: UsdAmount.describe('the module’s list price when the negotiation opened'),
+    floorUsd: UsdAmount.nullable().describe('the responder’s floor in mode auto; null in mode manual'),
+    standingOffer: OfferSchema.nullable().describe(
+      'the last offer, which the party in turn may accept; null once closed',
+    ),
+    rounds: z.number().int().min(1).describe('buyer offers so far'),
+    maxRounds: z.number().int().describe(`buyer offers allowed (${NEGOTIATION_MAX_ROUNDS})`),
+    offers: z.array(OfferSchema).describe('every offer, oldest first'),
+    agreement: z
+      .object({
+        priceUsd: UsdAmount,
+        acceptedBy: PartySchema,
+        automatic: z.boolean(),
+        acceptedAt: Timestamp,
+        validUntil: Timestamp.describe(
+          `${NEGOTIATION_AGREEMENT_VALID_HOURS} hours after acceptance; usable for one purchase`,
+        ),
+      })
+      .nullable(),
+    rejection: z
+      .object({ by: PartySchema, automatic: z.boolean(), reason: z.string().nullable(), at: Timestamp })
+      .nullable(),
+    openedAt: Timestamp,
+    updatedAt: Timestamp,
+    expiresAt: Timestamp.describe('an open or countered negotiation becomes expired at this time'),
+  }),
+);
+const SummarySchema: z.ZodType<NegotiationSummary> = named(
+  'NegotiationSummary',
+  z.object({
+    id: z.string(),
+    moduleId: z.string(),
+    moduleTitle: z.string(),
+    mode: ModeSchema,
+    state: StateSchema,
+    rounds: z.number().int(),
+    maxRounds: z.number().int(),
+    openedAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+);
+const TermsSchema: z.ZodType<NegotiatedTerms> = named(
+  'NegotiatedTerms',
+  z.object({
+    negotiationId: z.string(),
+    moduleId: z.string(),
+    buyer: SolanaAddress.describe('the wallet the agreement is for: the purchase is recorded as theirs'),
+    broker: SolanaAddress.nullable().describe(
+      'the registered broker that opened it for the buyer, which may also pay with it; null when the buyer opened it',
+    ),
+    seller: SolanaAddress,
+    priceUsd: UsdAmount.describe('the agreed price'),
+    listPriceUsd: UsdAmount,
+    acceptedAt: Timestamp,
+    validUntil: Timestamp,
+  }),
+);
 const count = z.number().int().min(0);
-const StatsSchema: z.ZodType<NegotiationStats> = z.object({
-  negotiations: count,
-  byState: z.object({ open: count, countered: count, accepted: count, rejected: count, expired: count }),
-  byMode: z.object({ auto: count, manual: count }),
-  agreementRate: z.number().min(0).max(1).nullable().describe('accepted / (accepted + rejected + expired); null before any closed'),
-  averageRounds: z.number().min(1).nullable().describe('mean buyer offers of closed negotiations'),
-  averageDiscountPercent: z.number().min(0).max(100).nullable().describe('mean (list − agreed) / list of accepted ones, percent'),
-  openedLast24h: count,
-  asOf: Timestamp,
-});
+const StatsSchema: z.ZodType<NegotiationStats> = named(
+  'NegotiationStats',
+  z.object({
+    negotiations: count,
+    byState: z.object({ open: count, countered: count, accepted: count, rejected: count, expired: count }),
+    byMode: z.object({ auto: count, manual: count }),
+    agreementRate: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullable()
+      .describe('accepted / (accepted + rejected + expired); null before any closed'),
+    averageRounds: z.number().min(1).nullable().describe('mean buyer offers of closed negotiations'),
+    averageDiscountPercent: z
+      .number()
+      .min(0)
+      .max(100)
+      .nullable()
+      .describe('mean (list − agreed) / list of accepted ones, percent'),
+    openedLast24h: count,
+    asOf: Timestamp,
+  }),
+);
 
 export interface NegotiationOpenBodyOut {
   moduleId: string;
@@ -221,24 +268,27 @@ export interface NegotiationOpenBodyOut {
 export interface NegotiationOpenBodyIn extends Omit<NegotiationOpenBodyOut, 'ttlSeconds'> {
   ttlSeconds?: number;
 }
-const OpenBody: z.ZodType<NegotiationOpenBodyOut, z.ZodTypeDef, NegotiationOpenBodyIn> = z
-  .object({
-    moduleId: ModuleIdParam.describe('the knowledge-market module to negotiate over'),
-    offerUsd: OfferPrice.describe('the buyer’s opening offer in USD'),
-    message: Message.optional(),
-    buyer: SolanaAddress.optional().describe(
-      'the buyer, when a registered broker (the gateway) opens the negotiation on the buyer’s behalf; default the caller. ' +
-        'Another wallet than the caller’s is refused unless the caller is a registered broker (403 not_a_broker)',
-    ),
-    ttlSeconds: z
-      .number()
-      .int()
-      .min(60)
-      .max(604_800)
-      .default(86_400)
-      .describe('seconds until an unfinished negotiation expires, 60 to 604800 (7 days); default 86400'),
-  })
-  .strict();
+const OpenBody: z.ZodType<NegotiationOpenBodyOut, z.ZodTypeDef, NegotiationOpenBodyIn> = named(
+  'NegotiationOpenBodyOut',
+  z
+    .object({
+      moduleId: ModuleIdParam.describe('the knowledge-market module to negotiate over'),
+      offerUsd: OfferPrice.describe('the buyer’s opening offer in USD'),
+      message: Message.optional(),
+      buyer: SolanaAddress.optional().describe(
+        'the buyer, when a registered broker (the gateway) opens the negotiation on the buyer’s behalf; default the caller. ' +
+          'Another wallet than the caller’s is refused unless the caller is a registered broker (403 not_a_broker)',
+      ),
+      ttlSeconds: z
+        .number()
+        .int()
+        .min(60)
+        .max(604_800)
+        .default(86_400)
+        .describe('seconds until an unfinished negotiation expires, 60 to 604800 (7 days); default 86400'),
+    })
+    .strict(),
+);
 
 const NegotiationParams = z.object({ negotiationId: NegotiationIdParam });
 const EXAMPLE_ID = 'neg_9Vt4Lm2Qx8Kd3Rp7';
@@ -294,7 +344,9 @@ const router = c.router({
     method: 'POST',
     path: '/api/negotiations/:negotiationId/counter',
     pathParams: NegotiationParams,
-    body: z.object({ offerUsd: OfferPrice.describe('your counter-offer in USD'), message: Message.optional() }).strict(),
+    body: z
+      .object({ offerUsd: OfferPrice.describe('your counter-offer in USD'), message: Message.optional() })
+      .strict(),
     summary: 'Make a counter-offer',
     description:
       'Design: the party in turn answers the standing offer with a new price; the turn passes to the other party and the ' +
@@ -325,7 +377,9 @@ const router = c.router({
     pathParams: NegotiationParams,
     body: z
       .object({
-        expectedPriceUsd: UsdAmount.optional().describe('the standing offer’s price as you read it; refused if it has changed'),
+        expectedPriceUsd: UsdAmount.optional().describe(
+          'the standing offer’s price as you read it; refused if it has changed',
+        ),
         message: Message.optional(),
       })
       .strict(),
@@ -364,7 +418,10 @@ const router = c.router({
     pathParams: z.object({ wallet: SolanaAddress }),
     query: z
       .object({
-        role: z.enum(['buyer', 'seller', 'broker', 'any']).default('any').describe('negotiations where the wallet has this role'),
+        role: z
+          .enum(['buyer', 'seller', 'broker', 'any'])
+          .default('any')
+          .describe('negotiations where the wallet has this role'),
         state: StateSchema.optional().describe('all states when omitted'),
         ...PageQuery,
       })
@@ -399,7 +456,10 @@ const router = c.router({
       'Design: what anyone may see of negotiations, most recently updated first: module, mode, state and rounds, as a ' +
       'signal of demand; parties, offers and prices stay private to the parties. Free: the gateway’s free search reads it.',
     responses: { 200: page(SummarySchema), ...standardErrors },
-    metadata: { payment: free(), example: { query: { q: 'priority fees', state: 'countered', limit: 20 } } } satisfies RouteMeta,
+    metadata: {
+      payment: free(),
+      example: { query: { q: 'priority fees', state: 'countered', limit: 20 } },
+    } satisfies RouteMeta,
   },
   agreement: {
     method: 'GET',

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { adaptive, free, type RouteMeta } from '../core/payment';
 import { UsdAmount } from '../core/money';
@@ -237,11 +238,12 @@ export interface WhaleWatch {
   source: DataSource;
 }
 
-// Spec ranges (Endpoints table) and the surge limit (0.5x to 5x): base = min × 2, so base × 0.5 = min and base × 5 = max.
+// Spec ranges (Endpoints table) and the surge limit (0.5x to 5x): base = min × 2, so base × 0.5 = min and base × 5 =
+// max.
 const ENDPOINTS = ['token-intel', 'wallet-scan', 'trending', 'whale-watch'] as const;
-const PricedEndpointSchema = z.enum(ENDPOINTS);
-const DemandZoneSchema = z.enum(['low', 'normal', 'high', 'surge']);
-const TrendWindowSchema = z.enum(['1h', '6h', '24h']);
+const PricedEndpointSchema = named('PricedEndpoint', z.enum(ENDPOINTS));
+const DemandZoneSchema = named('DemandZone', z.enum(['low', 'normal', 'high', 'surge']));
+const TrendWindowSchema = named('TrendWindow', z.enum(['1h', '6h', '24h']));
 
 /** A surge multiplier: a decimal string in [0.5, 5] with at most 2 decimals. */
 const SurgeMultiplier = z
@@ -253,237 +255,292 @@ const UsdValue = z
   .string()
   .regex(/^(0|[1-9]\d*)(\.\d+)?$/, 'must be a non-negative decimal string')
   .describe('USD as a decimal string (any precision)');
-const TokenAmount = z.string().regex(/^(0|[1-9]\d*)(\.\d+)?$/).describe('whole tokens (UI amount) as a decimal string');
-const SignedTokenAmount = z.string().regex(/^-?(0|[1-9]\d*)(\.\d+)?$/).describe('signed whole tokens as a decimal string');
-const Lamports = z.string().regex(/^(0|[1-9]\d*)$/).describe('lamports as an integer string (1 SOL = 1,000,000,000)');
+const TokenAmount = z
+  .string()
+  .regex(/^(0|[1-9]\d*)(\.\d+)?$/)
+  .describe('whole tokens (UI amount) as a decimal string');
+const SignedTokenAmount = z
+  .string()
+  .regex(/^-?(0|[1-9]\d*)(\.\d+)?$/)
+  .describe('signed whole tokens as a decimal string');
+const Lamports = z
+  .string()
+  .regex(/^(0|[1-9]\d*)$/)
+  .describe('lamports as an integer string (1 SOL = 1,000,000,000)');
 const Percent = z.number().min(0).max(100);
 const Unit = z.number().min(0).max(1);
 const Count = z.number().int().min(0);
 
-const DemandReadingSchema: z.ZodType<DemandReading> = z.object({
-  callsInWindow: Count,
-  windowSeconds: z.number().int().min(1),
-  callsPerMinute: z.number().min(0),
-  baselineCallsPerMinute: z.number().min(0),
-  loadRatio: z.number().min(0).describe('callsPerMinute / baselineCallsPerMinute; the multiplier is this clamped to [0.5, 5]'),
-});
-const EndpointPriceSchema: z.ZodType<EndpointPrice> = z.object({
-  endpoint: PricedEndpointSchema,
-  method: z.literal('POST'),
-  path: z.string().describe('e.g. /api/token-intel'),
-  basePriceUsd: UsdAmount.describe('price at multiplier 1'),
-  minPriceUsd: UsdAmount.describe('price at multiplier 0.5'),
-  maxPriceUsd: UsdAmount.describe('price at multiplier 5'),
-  currentPriceUsd: UsdAmount.describe('basePriceUsd × surgeMultiplier, rounded half-up to 6 decimals'),
-  surgeMultiplier: SurgeMultiplier,
-  demandZone: DemandZoneSchema,
-  demand: DemandReadingSchema,
-  updatedAt: Timestamp,
-});
-const AppliedPriceSchema: z.ZodType<AppliedPrice> = z
-  .object({ priceUsd: UsdAmount, surgeMultiplier: SurgeMultiplier, demandZone: DemandZoneSchema })
-  .describe('the price this call was charged (the 402 quote the payment answered)');
-const MarketplaceOverviewSchema: z.ZodType<MarketplaceOverview> = z.object({
-  endpoints: z.array(EndpointPriceSchema),
-  surgeRange: z.object({ min: z.string(), max: z.string() }).describe('always { min: "0.5", max: "5" }'),
-  demandZones: z.array(
-    z.object({
-      zone: DemandZoneSchema,
-      fromMultiplier: z.string(),
-      toMultiplier: z.string().nullable(),
-      meaning: z.string(),
-    }),
-  ),
-  updatedAt: Timestamp,
-});
-const PricePointSchema: z.ZodType<PricePoint> = z.object({
-  at: Timestamp.describe('start of the bucket'),
-  priceUsd: UsdAmount.describe('average price charged in the bucket; the quoted price when nothing sold'),
-  surgeMultiplier: SurgeMultiplier,
-  demandZone: DemandZoneSchema,
-  calls: Count,
-  revenueUsd: UsdAmount,
-});
-const MarketplaceAnalyticsSchema: z.ZodType<MarketplaceAnalytics> = z.object({
-  window: z.enum(['1h', '24h', '7d']),
-  from: Timestamp,
-  to: Timestamp,
-  bucketSeconds: z.number().int().min(1).describe('300 for 1h, 3600 for 24h, 21600 for 7d'),
-  endpoints: z.array(
-    z.object({
-      endpoint: PricedEndpointSchema,
-      priceHistory: z.array(PricePointSchema).describe('one point per bucket, oldest first'),
-      revenue: z.object({
-        calls: Count,
-        revenueUsd: UsdAmount,
-        averagePriceUsd: UsdAmount,
-        lowestPriceUsd: UsdAmount,
-        highestPriceUsd: UsdAmount,
+const DemandReadingSchema: z.ZodType<DemandReading> = named(
+  'DemandReading',
+  z.object({
+    callsInWindow: Count,
+    windowSeconds: z.number().int().min(1),
+    callsPerMinute: z.number().min(0),
+    baselineCallsPerMinute: z.number().min(0),
+    loadRatio: z
+      .number()
+      .min(0)
+      .describe('callsPerMinute / baselineCallsPerMinute; the multiplier is this clamped to [0.5, 5]'),
+  }),
+);
+const EndpointPriceSchema: z.ZodType<EndpointPrice> = named(
+  'EndpointPrice',
+  z.object({
+    endpoint: PricedEndpointSchema,
+    method: z.literal('POST'),
+    path: z.string().describe('e.g. /api/token-intel'),
+    basePriceUsd: UsdAmount.describe('price at multiplier 1'),
+    minPriceUsd: UsdAmount.describe('price at multiplier 0.5'),
+    maxPriceUsd: UsdAmount.describe('price at multiplier 5'),
+    currentPriceUsd: UsdAmount.describe('basePriceUsd × surgeMultiplier, rounded half-up to 6 decimals'),
+    surgeMultiplier: SurgeMultiplier,
+    demandZone: DemandZoneSchema,
+    demand: DemandReadingSchema,
+    updatedAt: Timestamp,
+  }),
+);
+const AppliedPriceSchema: z.ZodType<AppliedPrice> = named(
+  'AppliedPrice',
+  z
+    .object({ priceUsd: UsdAmount, surgeMultiplier: SurgeMultiplier, demandZone: DemandZoneSchema })
+    .describe('the price this call was charged (the 402 quote the payment answered)'),
+);
+const MarketplaceOverviewSchema: z.ZodType<MarketplaceOverview> = named(
+  'MarketplaceOverview',
+  z.object({
+    endpoints: z.array(EndpointPriceSchema),
+    surgeRange: z.object({ min: z.string(), max: z.string() }).describe('always { min: "0.5", max: "5" }'),
+    demandZones: z.array(
+      z.object({
+        zone: DemandZoneSchema,
+        fromMultiplier: z.string(),
+        toMultiplier: z.string().nullable(),
+        meaning: z.string(),
       }),
-      demandTrend: z.object({
-        direction: z.enum(['rising', 'falling', 'stable']).describe('rising above +10 %, falling below −10 %'),
-        changePercent: z.number().describe('call rate of the last quarter of the window vs the whole window, percent'),
-        callsPerMinuteNow: z.number().min(0),
-        callsPerMinuteAverage: z.number().min(0),
-        zoneShare: z.object({ low: Unit, normal: Unit, high: Unit, surge: Unit }).describe('share of buckets per zone'),
+    ),
+    updatedAt: Timestamp,
+  }),
+);
+const PricePointSchema: z.ZodType<PricePoint> = named(
+  'PricePoint',
+  z.object({
+    at: Timestamp.describe('start of the bucket'),
+    priceUsd: UsdAmount.describe('average price charged in the bucket; the quoted price when nothing sold'),
+    surgeMultiplier: SurgeMultiplier,
+    demandZone: DemandZoneSchema,
+    calls: Count,
+    revenueUsd: UsdAmount,
+  }),
+);
+const MarketplaceAnalyticsSchema: z.ZodType<MarketplaceAnalytics> = named(
+  'MarketplaceAnalytics',
+  z.object({
+    window: z.enum(['1h', '24h', '7d']),
+    from: Timestamp,
+    to: Timestamp,
+    bucketSeconds: z.number().int().min(1).describe('300 for 1h, 3600 for 24h, 21600 for 7d'),
+    endpoints: z.array(
+      z.object({
+        endpoint: PricedEndpointSchema,
+        priceHistory: z.array(PricePointSchema).describe('one point per bucket, oldest first'),
+        revenue: z.object({
+          calls: Count,
+          revenueUsd: UsdAmount,
+          averagePriceUsd: UsdAmount,
+          lowestPriceUsd: UsdAmount,
+          highestPriceUsd: UsdAmount,
+        }),
+        demandTrend: z.object({
+          direction: z.enum(['rising', 'falling', 'stable']).describe('rising above +10 %, falling below −10 %'),
+          changePercent: z
+            .number()
+            .describe('call rate of the last quarter of the window vs the whole window, percent'),
+          callsPerMinuteNow: z.number().min(0),
+          callsPerMinuteAverage: z.number().min(0),
+          zoneShare: z
+            .object({ low: Unit, normal: Unit, high: Unit, surge: Unit })
+            .describe('share of buckets per zone'),
+        }),
       }),
-    }),
-  ),
-  totals: z.object({ calls: Count, revenueUsd: UsdAmount }),
-});
-const TokenIntelSchema: z.ZodType<TokenIntel> = z.object({
-  mint: SolanaAddress,
-  name: z.string().nullable().describe('from the token metadata, else the market pair; null when neither names it'),
-  symbol: z.string().nullable(),
-  decimals: z.number().int().min(0).max(18),
-  supply: TokenAmount,
-  market: z.object({
-    priceUsd: UsdValue.nullable(),
-    priceChange24hPercent: z.number().nullable(),
-    volume24hUsd: UsdValue,
-    liquidityUsd: UsdValue.describe('summed over every pair of the token'),
-    marketCapUsd: UsdValue.nullable(),
-    fdvUsd: UsdValue.nullable(),
-    pairCount: Count,
-    primaryPair: z
+    ),
+    totals: z.object({ calls: Count, revenueUsd: UsdAmount }),
+  }),
+);
+const TokenIntelSchema: z.ZodType<TokenIntel> = named(
+  'TokenIntel',
+  z.object({
+    mint: SolanaAddress,
+    name: z.string().nullable().describe('from the token metadata, else the market pair; null when neither names it'),
+    symbol: z.string().nullable(),
+    decimals: z.number().int().min(0).max(18),
+    supply: TokenAmount,
+    market: z
       .object({
-        dex: z.string(),
-        pairAddress: SolanaAddress,
-        quoteSymbol: z.string(),
-        liquidityUsd: UsdValue,
-        createdAt: Timestamp.nullable(),
+        priceUsd: UsdValue.nullable(),
+        priceChange24hPercent: z.number().nullable(),
+        volume24hUsd: UsdValue,
+        liquidityUsd: UsdValue.describe('summed over every pair of the token'),
+        marketCapUsd: UsdValue.nullable(),
+        fdvUsd: UsdValue.nullable(),
+        pairCount: Count,
+        primaryPair: z
+          .object({
+            dex: z.string(),
+            pairAddress: SolanaAddress,
+            quoteSymbol: z.string(),
+            liquidityUsd: UsdValue,
+            createdAt: Timestamp.nullable(),
+          })
+          .nullable()
+          .describe('the pair with the most liquidity: the reference price'),
       })
       .nullable()
-      .describe('the pair with the most liquidity: the reference price'),
-  }).nullable().describe('null when the deployment reads no market provider (MARKET_DATA=live reads DexScreener)'),
-  holders: z.object({
-    total: Count.nullable(),
-    top10Percent: Percent.describe('share of supply held by the 10 largest owners (AMM vaults and burn excluded)'),
-    largestHolderPercent: Percent,
-  }),
-  authorities: z.object({
-    mintAuthority: SolanaAddress.nullable().describe('null: renounced'),
-    freezeAuthority: SolanaAddress.nullable().describe('null: renounced'),
-    metadataMutable: z.boolean().nullable(),
-  }),
-  risk: z.object({
-    score: Percent.describe('0 (safe) to 100 (riskiest)'),
-    level: z.enum(['low', 'medium', 'high']).describe('low below 30, medium 30 to 60, high above 60'),
-    warnings: z.array(z.object({ name: z.string(), level: z.enum(['danger', 'warn', 'info']), description: z.string() })),
-  }),
-  appliedPrice: AppliedPriceSchema,
-  source: DataSource,
-});
-const WalletKindSchema = z.enum(['wallet', 'exchange', 'protocol', 'program', 'unknown']);
-const WalletScanSchema: z.ZodType<WalletScan> = z.object({
-  address: SolanaAddress,
-  balances: z.object({
-    lamports: Lamports,
-    sol: TokenAmount,
-    solValueUsd: UsdValue.nullable().describe('null without a live SOL price'),
-    tokens: z
-      .array(
-        z.object({
-          mint: SolanaAddress,
-          symbol: z.string().nullable(),
-          amount: TokenAmount,
-          decimals: z.number().int().min(0).max(18),
-          valueUsd: UsdValue.nullable().describe('null when the token has no price'),
-        }),
-      )
-      .describe('the 100 largest holdings by USD value, largest first; zero balances omitted'),
-    tokenAccountCount: Count,
-    totalValueUsd: UsdValue.nullable().describe('SOL and priced tokens; null without a live SOL price'),
-  }),
-  identity: z.object({
-    kind: WalletKindSchema,
-    label: z.string().nullable().describe('a known name, e.g. an exchange hot wallet'),
-    domains: z.array(z.string()).nullable().describe('.sol names pointing at the address; null when not resolved'),
-  }),
-  fundingSource: z
-    .object({
-      address: SolanaAddress,
-      kind: WalletKindSchema,
-      label: z.string().nullable(),
-      signature: SolanaSignature,
-      lamports: Lamports,
-      fundedAt: Timestamp,
-    })
-    .nullable()
-    .describe('the first SOL transfer into the wallet; null when not found'),
-  activity: z.object({
-    firstSeenAt: Timestamp.nullable(),
-    lastActiveAt: Timestamp.nullable(),
-    transactionCount: Count,
-    transactionCountIsLowerBound: z.boolean().describe('true when the history scan stopped at its page limit'),
-  }),
-  appliedPrice: AppliedPriceSchema,
-  source: DataSource,
-});
-const TrendingTokensSchema: z.ZodType<TrendingTokens> = z.object({
-  window: TrendWindowSchema,
-  tokens: z.array(
-    z.object({
-      rank: z.number().int().min(1),
-      mint: SolanaAddress,
-      symbol: z.string().nullable(),
-      name: z.string().nullable(),
-      priceUsd: UsdValue.nullable().describe('null without a market provider'),
-      priceChangePercent: z.number().nullable().describe('over the window'),
-      volumeUsd: UsdValue.nullable().describe('over the window'),
-      liquidityUsd: UsdValue.nullable(),
-      marketCapUsd: UsdValue.nullable(),
-      txns: z.object({ buys: Count, sells: Count }).nullable().describe('over the window'),
-      transfers: Count.nullable().describe('transactions moving the token in the window, counted on the chain (offline ranking)'),
-      listedBy: z.array(z.string()).describe('the providers whose trending list holds the token'),
-      trendScore: Percent.describe('reciprocal-rank fusion of the providers’ ranks, scaled to 0..100'),
+      .describe('null when the deployment reads no market provider (MARKET_DATA=live reads DexScreener)'),
+    holders: z.object({
+      total: Count.nullable(),
+      top10Percent: Percent.describe('share of supply held by the 10 largest owners (AMM vaults and burn excluded)'),
+      largestHolderPercent: Percent,
     }),
-  ),
-  appliedPrice: AppliedPriceSchema,
-  source: DataSource,
-});
-const WhaleWatchSchema: z.ZodType<WhaleWatch> = z.object({
-  mint: SolanaAddress,
-  symbol: z.string().nullable().describe('null when neither the metadata nor a market pair names it'),
-  supply: TokenAmount,
-  holderCount: Count.nullable(),
-  thresholdPercent: z.number().describe('the minPercent asked for'),
-  concentration: z.object({
-    top1Percent: Percent,
-    top10Percent: Percent,
-    top20Percent: Percent,
-    gini: Unit.describe('Gini coefficient of the largest holdings (up to 20 owners), 0 equal to 1 concentrated'),
-    hhi: Unit.describe('Herfindahl-Hirschman index Σ s² of the holders’ supply shares, 0 to 1'),
-    level: z.enum(['low', 'moderate', 'high']).describe('by HHI: low below 0.15, moderate 0.15 to 0.25, high above 0.25'),
+    authorities: z.object({
+      mintAuthority: SolanaAddress.nullable().describe('null: renounced'),
+      freezeAuthority: SolanaAddress.nullable().describe('null: renounced'),
+      metadataMutable: z.boolean().nullable(),
+    }),
+    risk: z.object({
+      score: Percent.describe('0 (safe) to 100 (riskiest)'),
+      level: z.enum(['low', 'medium', 'high']).describe('low below 30, medium 30 to 60, high above 60'),
+      warnings: z.array(
+        z.object({ name: z.string(), level: z.enum(['danger', 'warn', 'info']), description: z.string() }),
+      ),
+    }),
+    appliedPrice: AppliedPriceSchema,
+    source: DataSource,
   }),
-  whales: z
-    .array(
+);
+const WalletKindSchema = named('WalletKind', z.enum(['wallet', 'exchange', 'protocol', 'program', 'unknown']));
+const WalletScanSchema: z.ZodType<WalletScan> = named(
+  'WalletScan',
+  z.object({
+    address: SolanaAddress,
+    balances: z.object({
+      lamports: Lamports,
+      sol: TokenAmount,
+      solValueUsd: UsdValue.nullable().describe('null without a live SOL price'),
+      tokens: z
+        .array(
+          z.object({
+            mint: SolanaAddress,
+            symbol: z.string().nullable(),
+            amount: TokenAmount,
+            decimals: z.number().int().min(0).max(18),
+            valueUsd: UsdValue.nullable().describe('null when the token has no price'),
+          }),
+        )
+        .describe('the 100 largest holdings by USD value, largest first; zero balances omitted'),
+      tokenAccountCount: Count,
+      totalValueUsd: UsdValue.nullable().describe('SOL and priced tokens; null without a live SOL price'),
+    }),
+    identity: z.object({
+      kind: WalletKindSchema,
+      label: z.string().nullable().describe('a known name, e.g. an exchange hot wallet'),
+      domains: z.array(z.string()).nullable().describe('.sol names pointing at the address; null when not resolved'),
+    }),
+    fundingSource: z
+      .object({
+        address: SolanaAddress,
+        kind: WalletKindSchema,
+        label: z.string().nullable(),
+        signature: SolanaSignature,
+        lamports: Lamports,
+        fundedAt: Timestamp,
+      })
+      .nullable()
+      .describe('the first SOL transfer into the wallet; null when not found'),
+    activity: z.object({
+      firstSeenAt: Timestamp.nullable(),
+      lastActiveAt: Timestamp.nullable(),
+      transactionCount: Count,
+      transactionCountIsLowerBound: z.boolean().describe('true when the history scan stopped at its page limit'),
+    }),
+    appliedPrice: AppliedPriceSchema,
+    source: DataSource,
+  }),
+);
+const TrendingTokensSchema: z.ZodType<TrendingTokens> = named(
+  'TrendingTokens',
+  z.object({
+    window: TrendWindowSchema,
+    tokens: z.array(
       z.object({
         rank: z.number().int().min(1),
-        owner: SolanaAddress.describe('the owning wallet (token accounts are mapped to owners)'),
-        amount: TokenAmount,
-        percentOfSupply: Percent,
-        valueUsd: UsdValue.nullable(),
-        label: z.string().nullable(),
-        change24h: SignedTokenAmount.nullable(),
+        mint: SolanaAddress,
+        symbol: z.string().nullable(),
+        name: z.string().nullable(),
+        priceUsd: UsdValue.nullable().describe('null without a market provider'),
+        priceChangePercent: z.number().nullable().describe('over the window'),
+        volumeUsd: UsdValue.nullable().describe('over the window'),
+        liquidityUsd: UsdValue.nullable(),
+        marketCapUsd: UsdValue.nullable(),
+        txns: z.object({ buys: Count, sells: Count }).nullable().describe('over the window'),
+        transfers: Count.nullable().describe(
+          'transactions moving the token in the window, counted on the chain (offline ranking)',
+        ),
+        listedBy: z.array(z.string()).describe('the providers whose trending list holds the token'),
+        trendScore: Percent.describe('reciprocal-rank fusion of the providers’ ranks, scaled to 0..100'),
       }),
-    )
-    .describe('owners holding at least minPercent of supply, largest first (AMM vaults and burn addresses excluded)'),
-  recentMoves: z
-    .array(
-      z.object({
-        signature: SolanaSignature,
-        owner: SolanaAddress,
-        direction: z.enum(['buy', 'sell', 'transfer-in', 'transfer-out']),
-        amount: TokenAmount,
-        valueUsd: UsdValue.nullable(),
-        at: Timestamp,
-      }),
-    )
-    .describe('the whales’ moves in the last 24 hours, newest first, at most 50'),
-  appliedPrice: AppliedPriceSchema,
-  source: DataSource,
-});
+    ),
+    appliedPrice: AppliedPriceSchema,
+    source: DataSource,
+  }),
+);
+const WhaleWatchSchema: z.ZodType<WhaleWatch> = named(
+  'WhaleWatch',
+  z.object({
+    mint: SolanaAddress,
+    symbol: z.string().nullable().describe('null when neither the metadata nor a market pair names it'),
+    supply: TokenAmount,
+    holderCount: Count.nullable(),
+    thresholdPercent: z.number().describe('the minPercent asked for'),
+    concentration: z.object({
+      top1Percent: Percent,
+      top10Percent: Percent,
+      top20Percent: Percent,
+      gini: Unit.describe('Gini coefficient of the largest holdings (up to 20 owners), 0 equal to 1 concentrated'),
+      hhi: Unit.describe('Herfindahl-Hirschman index Σ s² of the holders’ supply shares, 0 to 1'),
+      level: z
+        .enum(['low', 'moderate', 'high'])
+        .describe('by HHI: low below 0.15, moderate 0.15 to 0.25, high above 0.25'),
+    }),
+    whales: z
+      .array(
+        z.object({
+          rank: z.number().int().min(1),
+          owner: SolanaAddress.describe('the owning wallet (token accounts are mapped to owners)'),
+          amount: TokenAmount,
+          percentOfSupply: Percent,
+          valueUsd: UsdValue.nullable(),
+          label: z.string().nullable(),
+          change24h: SignedTokenAmount.nullable(),
+        }),
+      )
+      .describe('owners holding at least minPercent of supply, largest first (AMM vaults and burn addresses excluded)'),
+    recentMoves: z
+      .array(
+        z.object({
+          signature: SolanaSignature,
+          owner: SolanaAddress,
+          direction: z.enum(['buy', 'sell', 'transfer-in', 'transfer-out']),
+          amount: TokenAmount,
+          valueUsd: UsdValue.nullable(),
+          at: Timestamp,
+        }),
+      )
+      .describe('the whales’ moves in the last 24 hours, newest first, at most 50'),
+    appliedPrice: AppliedPriceSchema,
+    source: DataSource,
+  }),
+);
 
 const MintBody = z.object({ mint: SolanaAddress.describe('the token’s mint address') }).strict();
 
@@ -522,7 +579,10 @@ const router = c.router({
     method: 'GET',
     path: '/api/analytics',
     query: z.object({
-      window: z.enum(['1h', '24h', '7d']).default('24h').describe('1h (5-minute buckets), 24h (hourly) or 7d (6-hour buckets)'),
+      window: z
+        .enum(['1h', '24h', '7d'])
+        .default('24h')
+        .describe('1h (5-minute buckets), 24h (hourly) or 7d (6-hour buckets)'),
       endpoint: PricedEndpointSchema.optional().describe('only this endpoint; all four when absent'),
     }),
     summary: 'Price history, revenue stats and demand trends',
@@ -582,7 +642,10 @@ const router = c.router({
       'is reciprocal-rank fusion (Σ 1 / (60 + rank) over the lists holding the token) scaled so the top token is 100; ' +
       '`listedBy` names the lists. 502 upstream_unavailable when both providers fail (not charged).',
     responses: { 200: TrendingTokensSchema, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
-    metadata: { payment: adaptive('0.005', '0.05'), example: { body: { window: '6h', limit: 10 } } } satisfies RouteMeta,
+    metadata: {
+      payment: adaptive('0.005', '0.05'),
+      example: { body: { window: '6h', limit: 10 } },
+    } satisfies RouteMeta,
   },
   whaleWatch: {
     method: 'POST',
@@ -619,7 +682,8 @@ export const pricing = defineService({
     'the price of one endpoint and analytics.',
   router,
   dataModes: {
-    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL; market fields null, source.note says why',
+    chain:
+      "the deployment's Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL; market fields null, source.note says why",
     live: 'the chain plus DexScreener, with MARKET_DATA=live',
   },
 });

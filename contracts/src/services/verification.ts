@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { fixed, free, type RouteMeta } from '../core/payment';
 import { SolanaAddress, SolanaSignature, Timestamp } from '../core/chain';
@@ -148,131 +149,172 @@ const ModuleId = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, 'must be a module id such as "mod_rag_basics"');
 const ContentHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 hex digest (64 lowercase hex characters)');
 const Score = z.number().min(0).max(100);
-const FormatSchema = z.enum(['markdown', 'text', 'json', 'code']);
-const CheckSchema = z.enum(['quality', 'safety', 'plagiarism']);
-const SeveritySchema = z.enum(['info', 'low', 'medium', 'high', 'critical']);
-const VerdictSchema = z.enum(['pass', 'warn', 'fail']);
-const CertificateStatusSchema = z.enum(['valid', 'expired', 'revoked']);
+const FormatSchema = named('VerificationFormat', z.enum(['markdown', 'text', 'json', 'code']));
+const CheckSchema = named('Check', z.enum(['quality', 'safety', 'plagiarism']));
+const SeveritySchema = named('Severity', z.enum(['info', 'low', 'medium', 'high', 'critical']));
+const VerdictSchema = named('Verdict', z.enum(['pass', 'warn', 'fail']));
+const CertificateStatusSchema = named('VerificationCertificateStatus', z.enum(['valid', 'expired', 'revoked']));
 
-/** Knowledge content as a request carries it (a scan here, a delivery to the escrow service). Body up to 100,000 characters. */
-export const ScannableContentInput: z.ZodType<ScannableContentInput> = z
-  .object({
-    title: z.string().trim().min(1).max(200),
+/**
+ * Knowledge content as a request carries it (a scan here, a delivery to the escrow service). Body up to 100,000
+ * characters.
+ */
+export const ScannableContentInput: z.ZodType<ScannableContentInput> = named(
+  'ScannableContentInput',
+  z
+    .object({
+      title: z.string().trim().min(1).max(200),
+      format: FormatSchema,
+      language: z
+        .string()
+        .regex(/^[a-z][a-z0-9+#-]{0,31}$/, 'must be a lowercase language name such as "typescript"')
+        .optional()
+        .describe('programming language when format is "code"'),
+      body: z.string().min(1).max(100_000).describe('the module content itself, at most 100,000 characters'),
+    })
+    .strict(),
+);
+export const ScannableContent: z.ZodType<ScannableContent> = named(
+  'ScannableContent',
+  z.object({
+    title: z.string(),
     format: FormatSchema,
-    language: z
-      .string()
-      .regex(/^[a-z][a-z0-9+#-]{0,31}$/, 'must be a lowercase language name such as "typescript"')
-      .optional()
-      .describe('programming language when format is "code"'),
-    body: z.string().min(1).max(100_000).describe('the module content itself, at most 100,000 characters'),
-  })
-  .strict();
-export const ScannableContent: z.ZodType<ScannableContent> = z.object({
-  title: z.string(),
-  format: FormatSchema,
-  language: z.string().nullable(),
-  body: z.string(),
-});
+    language: z.string().nullable(),
+    body: z.string(),
+  }),
+);
 
-const ScanFindingSchema: z.ZodType<ScanFinding> = z.object({
-  id: z.string(),
-  check: CheckSchema,
-  severity: SeveritySchema,
-  code: z.string().describe('rule that fired, e.g. secret_private_key, prompt_injection, near_duplicate'),
-  message: z.string(),
-  line: z.number().int().min(1).nullable(),
-  excerpt: z.string().nullable().describe('the offending text, secrets masked'),
-});
-const QualityCheckSchema: z.ZodType<ScanQualityCheck> = z.object({
-  score: Score,
-  passed: z.boolean(),
-  wordCount: z.number().int(),
-  sectionCount: z.number().int().describe('headings (markdown) or top-level keys (json)'),
-  codeBlockCount: z.number().int(),
-  averageSentenceWords: z.number(),
-  readability: z.number().nullable().describe('Flesch reading ease of the prose; null without prose'),
-  duplicateLineRatio: z.number().min(0).max(1),
-});
-const SafetyCheckSchema: z.ZodType<ScanSafetyCheck> = z.object({
-  score: Score,
-  passed: z.boolean(),
-  secrets: z.number().int().describe('private keys, API keys, seed phrases found'),
-  promptInjections: z.number().int().describe('instructions aimed at the agent that reads the module'),
-  dangerousCommands: z.number().int().describe('destructive shell commands, remote code piped into a shell, eval of fetched code'),
-  personalData: z.number().int().describe('e-mail addresses, phone numbers'),
-});
-const PlagiarismCheckSchema: z.ZodType<ScanPlagiarismCheck> = z.object({
-  score: Score,
-  passed: z.boolean(),
-  maxSimilarity: z.number().min(0).max(1).describe('Jaccard similarity over 5-word shingles to the closest earlier scan'),
-  comparedAgainst: z.number().int().describe('earlier scans compared'),
-  matches: z.array(
-    z.object({
-      scanId: z.string(),
+const ScanFindingSchema: z.ZodType<ScanFinding> = named(
+  'ScanFinding',
+  z.object({
+    id: z.string(),
+    check: CheckSchema,
+    severity: SeveritySchema,
+    code: z.string().describe('rule that fired, e.g. secret_private_key, prompt_injection, near_duplicate'),
+    message: z.string(),
+    line: z.number().int().min(1).nullable(),
+    excerpt: z.string().nullable().describe('the offending text, secrets masked'),
+  }),
+);
+const QualityCheckSchema: z.ZodType<ScanQualityCheck> = named(
+  'ScanQualityCheck',
+  z.object({
+    score: Score,
+    passed: z.boolean(),
+    wordCount: z.number().int(),
+    sectionCount: z.number().int().describe('headings (markdown) or top-level keys (json)'),
+    codeBlockCount: z.number().int(),
+    averageSentenceWords: z.number(),
+    readability: z.number().nullable().describe('Flesch reading ease of the prose; null without prose'),
+    duplicateLineRatio: z.number().min(0).max(1),
+  }),
+);
+const SafetyCheckSchema: z.ZodType<ScanSafetyCheck> = named(
+  'ScanSafetyCheck',
+  z.object({
+    score: Score,
+    passed: z.boolean(),
+    secrets: z.number().int().describe('private keys, API keys, seed phrases found'),
+    promptInjections: z.number().int().describe('instructions aimed at the agent that reads the module'),
+    dangerousCommands: z
+      .number()
+      .int()
+      .describe('destructive shell commands, remote code piped into a shell, eval of fetched code'),
+    personalData: z.number().int().describe('e-mail addresses, phone numbers'),
+  }),
+);
+const PlagiarismCheckSchema: z.ZodType<ScanPlagiarismCheck> = named(
+  'ScanPlagiarismCheck',
+  z.object({
+    score: Score,
+    passed: z.boolean(),
+    maxSimilarity: z
+      .number()
+      .min(0)
+      .max(1)
+      .describe('Jaccard similarity over 5-word shingles to the closest earlier scan'),
+    comparedAgainst: z.number().int().describe('earlier scans compared'),
+    matches: z.array(
+      z.object({
+        scanId: z.string(),
+        certificateId: z.string().nullable(),
+        moduleId: z.string().nullable(),
+        title: z.string(),
+        similarity: z.number().min(0).max(1),
+      }),
+    ),
+  }),
+);
+const ScanResultSchema: z.ZodType<ScanResult> = named(
+  'ScanResult',
+  z.object({
+    id: z.string().describe('scan id, scn_…'),
+    moduleId: z.string().nullable(),
+    title: z.string(),
+    format: FormatSchema,
+    contentHash: ContentHash.describe('SHA-256 of the UTF-8 body, lowercase hex'),
+    sizeBytes: z.number().int(),
+    checks: z.array(CheckSchema).describe('the checks that ran'),
+    quality: QualityCheckSchema.nullable(),
+    safety: SafetyCheckSchema.nullable(),
+    plagiarism: PlagiarismCheckSchema.nullable(),
+    findings: z.array(ScanFindingSchema),
+    score: Score.describe('weighted score of the checks run: quality 40, safety 35, plagiarism 25'),
+    verdict: VerdictSchema.describe(
+      'pass: score >= 70 and no high or critical finding; warn: score >= 50 and no critical finding; fail otherwise',
+    ),
+    certification: z.object({
+      issued: z.boolean(),
       certificateId: z.string().nullable(),
-      moduleId: z.string().nullable(),
-      title: z.string(),
-      similarity: z.number().min(0).max(1),
+      reason: z.string(),
     }),
-  ),
-});
-const ScanResultSchema: z.ZodType<ScanResult> = z.object({
-  id: z.string().describe('scan id, scn_…'),
-  moduleId: z.string().nullable(),
-  title: z.string(),
-  format: FormatSchema,
-  contentHash: ContentHash.describe('SHA-256 of the UTF-8 body, lowercase hex'),
-  sizeBytes: z.number().int(),
-  checks: z.array(CheckSchema).describe('the checks that ran'),
-  quality: QualityCheckSchema.nullable(),
-  safety: SafetyCheckSchema.nullable(),
-  plagiarism: PlagiarismCheckSchema.nullable(),
-  findings: z.array(ScanFindingSchema),
-  score: Score.describe('weighted score of the checks run: quality 40, safety 35, plagiarism 25'),
-  verdict: VerdictSchema.describe('pass: score >= 70 and no high or critical finding; warn: score >= 50 and no critical finding; fail otherwise'),
-  certification: z.object({
-    issued: z.boolean(),
-    certificateId: z.string().nullable(),
-    reason: z.string(),
+    holder: SolanaAddress.nullable().describe('the wallet the certificate names, as requested'),
+    generator: Generator,
+    scannedAt: Timestamp,
   }),
-  holder: SolanaAddress.nullable().describe('the wallet the certificate names, as requested'),
-  generator: Generator,
-  scannedAt: Timestamp,
-});
-const CertificateSchema: z.ZodType<VerificationCertificate> = z.object({
-  id: z.string().describe('certificate id, cert_…'),
-  scanId: z.string(),
-  moduleId: z.string().nullable(),
-  title: z.string(),
-  format: FormatSchema,
-  contentHash: ContentHash,
-  score: Score,
-  checkScores: z.object({ quality: Score, safety: Score, plagiarism: Score }),
-  holder: SolanaAddress.nullable(),
-  issuer: SolanaAddress.describe('the verification service’s signing key'),
-  status: CertificateStatusSchema,
-  issuedAt: Timestamp,
-  expiresAt: Timestamp.describe('one year after issue'),
-  revokedAt: Timestamp.nullable(),
-  revocationReason: z.string().nullable(),
-  proof: z.object({
-    type: z.literal('Ed25519Signature'),
-    verificationKey: SolanaAddress,
-    signedPayload: z.string().describe('canonical JSON of id, scanId, contentHash, score, holder, issuedAt, expiresAt'),
-    signature: SolanaSignature.describe('Ed25519 signature of signedPayload, base58 (64 bytes)'),
+);
+const CertificateSchema: z.ZodType<VerificationCertificate> = named(
+  'VerificationCertificate',
+  z.object({
+    id: z.string().describe('certificate id, cert_…'),
+    scanId: z.string(),
+    moduleId: z.string().nullable(),
+    title: z.string(),
+    format: FormatSchema,
+    contentHash: ContentHash,
+    score: Score,
+    checkScores: z.object({ quality: Score, safety: Score, plagiarism: Score }),
+    holder: SolanaAddress.nullable(),
+    issuer: SolanaAddress.describe('the verification service’s signing key'),
+    status: CertificateStatusSchema,
+    issuedAt: Timestamp,
+    expiresAt: Timestamp.describe('one year after issue'),
+    revokedAt: Timestamp.nullable(),
+    revocationReason: z.string().nullable(),
+    proof: z.object({
+      type: z.literal('Ed25519Signature'),
+      verificationKey: SolanaAddress,
+      signedPayload: z
+        .string()
+        .describe('canonical JSON of id, scanId, contentHash, score, holder, issuedAt, expiresAt'),
+      signature: SolanaSignature.describe('Ed25519 signature of signedPayload, base58 (64 bytes)'),
+    }),
   }),
-});
+);
 const count = z.number().int().min(0);
-const StatsSchema: z.ZodType<VerificationStats> = z.object({
-  scans: count,
-  verdicts: z.object({ pass: count, warn: count, fail: count }),
-  passRate: z.number().min(0).max(1).nullable(),
-  averageScore: Score.nullable(),
-  findingsBySeverity: z.object({ info: count, low: count, medium: count, high: count, critical: count }),
-  certificates: z.object({ issued: count, valid: count, expired: count, revoked: count }),
-  scansLast24h: count,
-  asOf: Timestamp,
-});
+const StatsSchema: z.ZodType<VerificationStats> = named(
+  'VerificationStats',
+  z.object({
+    scans: count,
+    verdicts: z.object({ pass: count, warn: count, fail: count }),
+    passRate: z.number().min(0).max(1).nullable(),
+    averageScore: Score.nullable(),
+    findingsBySeverity: z.object({ info: count, low: count, medium: count, high: count, critical: count }),
+    certificates: z.object({ issued: count, valid: count, expired: count, revoked: count }),
+    scansLast24h: count,
+    asOf: Timestamp,
+  }),
+);
 
 export interface VerificationScanBodyOut {
   content: ScannableContentInput;
@@ -288,23 +330,26 @@ export interface VerificationScanBodyIn {
   certify?: boolean;
   holder?: string;
 }
-const ScanBody: z.ZodType<VerificationScanBodyOut, z.ZodTypeDef, VerificationScanBodyIn> = z
-  .object({
-    content: ScannableContentInput,
-    moduleId: ModuleId.optional().describe(
-      'the knowledge-market module this content is, if any: the market must list it with this content’s SHA-256 (else 404 module_not_found or 422 content_mismatch)',
-    ),
-    checks: z
-      .array(CheckSchema)
-      .min(1)
-      .max(3)
-      .refine((list) => new Set(list).size === list.length, 'must not repeat a check')
-      .default(['quality', 'safety', 'plagiarism'])
-      .describe('checks to run; all three by default'),
-    certify: z.boolean().default(true).describe('issue a certificate when the content passes all three checks'),
-    holder: SolanaAddress.optional().describe('wallet to name on the certificate, usually the module’s seller'),
-  })
-  .strict();
+const ScanBody: z.ZodType<VerificationScanBodyOut, z.ZodTypeDef, VerificationScanBodyIn> = named(
+  'VerificationScanBodyOut',
+  z
+    .object({
+      content: ScannableContentInput,
+      moduleId: ModuleId.optional().describe(
+        'the knowledge-market module this content is, if any: the market must list it with this content’s SHA-256 (else 404 module_not_found or 422 content_mismatch)',
+      ),
+      checks: z
+        .array(CheckSchema)
+        .min(1)
+        .max(3)
+        .refine((list) => new Set(list).size === list.length, 'must not repeat a check')
+        .default(['quality', 'safety', 'plagiarism'])
+        .describe('checks to run; all three by default'),
+      certify: z.boolean().default(true).describe('issue a certificate when the content passes all three checks'),
+      holder: SolanaAddress.optional().describe('wallet to name on the certificate, usually the module’s seller'),
+    })
+    .strict(),
+);
 
 const EXAMPLE_BODY =
   '# Retrieval basics\n\nSplit documents into chunks of 300 to 500 tokens with some overlap, embed each chunk, ' +
@@ -330,7 +375,14 @@ const router = c.router({
       'is true, a signed certificate is issued (GET /api/certificates/:certificateId). Errors: 404 module_not_found (the ' +
       'market lists no such module), 422 content_mismatch (details.listedContentHash and details.contentHash differ), 422 ' +
       'invalid_json_content when format is "json" and the body does not parse, 502 market_unavailable; none is charged.',
-    responses: { 201: ScanResultSchema, 404: ErrorEnvelope, 422: ErrorEnvelope, 502: ErrorEnvelope, ...standardErrors, ...paymentErrors },
+    responses: {
+      201: ScanResultSchema,
+      404: ErrorEnvelope,
+      422: ErrorEnvelope,
+      502: ErrorEnvelope,
+      ...standardErrors,
+      ...paymentErrors,
+    },
     metadata: {
       payment: fixed('0.02'),
       example: {
@@ -381,7 +433,9 @@ const router = c.router({
   getCertificate: {
     method: 'GET',
     path: '/api/certificates/:certificateId',
-    pathParams: z.object({ certificateId: z.string().regex(CERTIFICATE_ID, 'must be a certificate id such as "cert_…"') }),
+    pathParams: z.object({
+      certificateId: z.string().regex(CERTIFICATE_ID, 'must be a certificate id such as "cert_…"'),
+    }),
     summary: 'One certificate with its signed proof',
     description:
       'Design: a certificate with its status and Ed25519 proof: verify `proof.signature` over `proof.signedPayload` with ' +

@@ -1,6 +1,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, standardErrors } from '../core/errors';
 import { free, type RouteMeta } from '../core/payment';
 import { UsdAmount } from '../core/money';
@@ -133,113 +134,158 @@ export interface Wager {
 const Username = z
   .string()
   .regex(/^[A-Za-z0-9_]{2,32}$/, 'must be a chat username: 2 to 32 letters, digits or underscores');
-const ChallengeId = z.string().regex(/^chl_[A-Za-z0-9]{8,40}$/, 'must be a challenge id such as "chl_4Rt8mQ2xLp7Vn9Kd"');
+const ChallengeId = z
+  .string()
+  .regex(/^chl_[A-Za-z0-9]{8,40}$/, 'must be a challenge id such as "chl_4Rt8mQ2xLp7Vn9Kd"');
 const WagerId = z.string().regex(/^wgr_[A-Za-z0-9]{8,40}$/, 'must be a wager id such as "wgr_9Hs3kW5pZq2Tn7Xc"');
 const Hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 
-const ChatUserSchema: z.ZodType<ChatUser> = z.object({
-  username: z.string(),
-  address: z.string().describe('the connected Solana wallet'),
-});
-const WagersHealthSchema: z.ZodType<WagersHealth> = z.object({
-  status: z.literal('ok'),
-  service: z.string(),
-  version: z.string(),
-  network: z.string().describe('CAIP-2 id of the chain stakes move on (CHAIN_RPC_URL; default the main network)'),
-  vaultAddress: z.string().describe('the vault wallet: transfer stakes here'),
-  asset: z.string().describe('mint of the USD stablecoin stakes are paid in (6 decimals)'),
-  limits: z.object({
-    minWagerUsd: UsdAmount.describe('MIN_WAGER_USD, default 1'),
-    maxWagerUsd: UsdAmount.describe('MAX_WAGER_USD, default 25'),
-    houseCutPercent: z.number().min(0).max(100).describe('HOUSE_CUT_PERCENT, default 5: share of the pot the house keeps'),
-    challengeTtlSeconds: z.number().int().describe('how long a challenge stays pending; default 600'),
+const ChatUserSchema: z.ZodType<ChatUser> = named(
+  'ChatUser',
+  z.object({
+    username: z.string(),
+    address: z.string().describe('the connected Solana wallet'),
   }),
-});
-const PongSchema: z.ZodType<Pong> = z.object({ pong: z.literal(true), time: Timestamp });
-const ConnectedWalletSchema: z.ZodType<ConnectedWallet> = z.object({
-  username: z.string(),
-  address: z.string(),
-  network: z.string(),
-  connectedAt: Timestamp,
-  balanceUsd: UsdAmount.nullable().describe('stablecoin balance of the wallet on the chain; null when the chain does not answer'),
-  record: z.object({
-    wagers: z.number().int().describe('settled wagers'),
-    wins: z.number().int(),
-    losses: z.number().int(),
-    wageredUsd: UsdAmount.describe('sum of the stakes of settled wagers'),
-    wonUsd: UsdAmount.describe('sum of the payouts received'),
+);
+const WagersHealthSchema: z.ZodType<WagersHealth> = named(
+  'WagersHealth',
+  z.object({
+    status: z.literal('ok'),
+    service: z.string(),
+    version: z.string(),
+    network: z.string().describe('CAIP-2 id of the chain stakes move on (CHAIN_RPC_URL; default the main network)'),
+    vaultAddress: z.string().describe('the vault wallet: transfer stakes here'),
+    asset: z.string().describe('mint of the USD stablecoin stakes are paid in (6 decimals)'),
+    limits: z.object({
+      minWagerUsd: UsdAmount.describe('MIN_WAGER_USD, default 1'),
+      maxWagerUsd: UsdAmount.describe('MAX_WAGER_USD, default 25'),
+      houseCutPercent: z
+        .number()
+        .min(0)
+        .max(100)
+        .describe('HOUSE_CUT_PERCENT, default 5: share of the pot the house keeps'),
+      challengeTtlSeconds: z.number().int().describe('how long a challenge stays pending; default 600'),
+    }),
   }),
-});
-const DisconnectionSchema: z.ZodType<Disconnection> = z.object({
-  username: z.string(),
-  address: z.string(),
-  disconnectedAt: Timestamp,
-  cancelledChallenges: z.array(z.string()).describe('your pending outgoing challenges, now cancelled, stakes refunded'),
-  declinedChallenges: z.array(z.string()).describe('pending challenges to you, now declined, challengers refunded'),
-});
-const ChallengeSchema: z.ZodType<Challenge> = z.object({
-  challengeId: z.string(),
-  status: z
-    .enum(['pending', 'accepted', 'declined', 'expired', 'cancelled'])
-    .describe('pending until the opponent accepts or declines, the TTL passes (expired) or the challenger disconnects (cancelled)'),
-  challenger: ChatUserSchema,
-  opponent: ChatUserSchema,
-  amountUsd: UsdAmount.describe('each player’s stake'),
-  message: z.string().nullable(),
-  seedHash: Hex64.describe('SHA-256 (hex) of the secret seed that will decide the coin flip'),
-  stakeTxSignature: z.string().describe('the challenger’s stake transfer to the vault'),
-  refundTxSignature: z.string().nullable().describe('the vault’s refund to the challenger once declined, expired or cancelled'),
-  wagerId: z.string().nullable().describe('the wager created on acceptance'),
-  createdAt: Timestamp,
-  expiresAt: Timestamp,
-  respondedAt: Timestamp.nullable(),
-});
-const PendingChallengesSchema: z.ZodType<PendingChallenges> = z.object({
-  incoming: z.array(ChallengeSchema).describe('pending challenges to you, oldest first'),
-  outgoing: z.array(ChallengeSchema).describe('your pending challenges, oldest first'),
-});
-const WagerSchema: z.ZodType<Wager> = z.object({
-  wagerId: z.string(),
-  challengeId: z.string(),
-  status: z.enum(['active', 'settled']).describe('active: both stakes are in the vault and the payout is under way; settled: the winner is paid'),
-  network: z.string(),
-  vaultAddress: z.string(),
-  challenger: ChatUserSchema,
-  opponent: ChatUserSchema,
-  amountUsd: UsdAmount.describe('each player’s stake'),
-  potUsd: UsdAmount.describe('both stakes'),
-  houseCutPercent: z.number().describe('HOUSE_CUT_PERCENT when the wager was created'),
-  houseCutUsd: UsdAmount.describe('potUsd × houseCutPercent / 100, rounded down to 0.000001; stays in the vault'),
-  payoutUsd: UsdAmount.describe('potUsd − houseCutUsd, paid to the winner'),
-  winner: z.enum(['challenger', 'opponent']).nullable().describe('null until the flip is drawn; heads: the challenger'),
-  seedHash: Hex64,
-  seed: Hex64.nullable().describe('the secret seed, revealed once the flip is drawn: check SHA-256(seed) = seedHash and the flip’s clientSeed'),
-  flip: z
-    .object({
-      clientSeed: Hex64.describe('hex SHA-256 of seed ":" challengeId ":" both stake signatures (challenger’s first)'),
-      outcome: z.enum(['heads', 'tails']),
-      derivation: DerivationSchema,
-      proof: EntropyProofSchema.describe('the entropy service’s proof: recompute the flip from it'),
-      feeUsd: UsdAmount.describe('what the entropy service charged the vault, paid from the house cut'),
-      feeTxSignature: z.string().nullable().describe('the x402 settlement of that fee'),
-    })
-    .nullable()
-    .describe('the coin flip that decided the wager, with its proof; null until drawn'),
-  transfers: z
-    .array(
-      z.object({
-        kind: z.enum(['stake', 'refund', 'payout']),
-        from: z.string(),
-        to: z.string(),
-        amountUsd: UsdAmount,
-        txSignature: z.string(),
-        confirmedAt: Timestamp,
-      }),
-    )
-    .describe('audit trail: every confirmed on-chain movement of this wager’s money, oldest first'),
-  createdAt: Timestamp,
-  settledAt: Timestamp.nullable(),
-});
+);
+const PongSchema: z.ZodType<Pong> = named('Pong', z.object({ pong: z.literal(true), time: Timestamp }));
+const ConnectedWalletSchema: z.ZodType<ConnectedWallet> = named(
+  'ConnectedWallet',
+  z.object({
+    username: z.string(),
+    address: z.string(),
+    network: z.string(),
+    connectedAt: Timestamp,
+    balanceUsd: UsdAmount.nullable().describe(
+      'stablecoin balance of the wallet on the chain; null when the chain does not answer',
+    ),
+    record: z.object({
+      wagers: z.number().int().describe('settled wagers'),
+      wins: z.number().int(),
+      losses: z.number().int(),
+      wageredUsd: UsdAmount.describe('sum of the stakes of settled wagers'),
+      wonUsd: UsdAmount.describe('sum of the payouts received'),
+    }),
+  }),
+);
+const DisconnectionSchema: z.ZodType<Disconnection> = named(
+  'Disconnection',
+  z.object({
+    username: z.string(),
+    address: z.string(),
+    disconnectedAt: Timestamp,
+    cancelledChallenges: z
+      .array(z.string())
+      .describe('your pending outgoing challenges, now cancelled, stakes refunded'),
+    declinedChallenges: z.array(z.string()).describe('pending challenges to you, now declined, challengers refunded'),
+  }),
+);
+const ChallengeSchema: z.ZodType<Challenge> = named(
+  'Challenge',
+  z.object({
+    challengeId: z.string(),
+    status: z
+      .enum(['pending', 'accepted', 'declined', 'expired', 'cancelled'])
+      .describe(
+        'pending until the opponent accepts or declines, the TTL passes (expired) or the challenger disconnects (cancelled)',
+      ),
+    challenger: ChatUserSchema,
+    opponent: ChatUserSchema,
+    amountUsd: UsdAmount.describe('each player’s stake'),
+    message: z.string().nullable(),
+    seedHash: Hex64.describe('SHA-256 (hex) of the secret seed that will decide the coin flip'),
+    stakeTxSignature: z.string().describe('the challenger’s stake transfer to the vault'),
+    refundTxSignature: z
+      .string()
+      .nullable()
+      .describe('the vault’s refund to the challenger once declined, expired or cancelled'),
+    wagerId: z.string().nullable().describe('the wager created on acceptance'),
+    createdAt: Timestamp,
+    expiresAt: Timestamp,
+    respondedAt: Timestamp.nullable(),
+  }),
+);
+const PendingChallengesSchema: z.ZodType<PendingChallenges> = named(
+  'PendingChallenges',
+  z.object({
+    incoming: z.array(ChallengeSchema).describe('pending challenges to you, oldest first'),
+    outgoing: z.array(ChallengeSchema).describe('your pending challenges, oldest first'),
+  }),
+);
+const WagerSchema: z.ZodType<Wager> = named(
+  'Wager',
+  z.object({
+    wagerId: z.string(),
+    challengeId: z.string(),
+    status: z
+      .enum(['active', 'settled'])
+      .describe('active: both stakes are in the vault and the payout is under way; settled: the winner is paid'),
+    network: z.string(),
+    vaultAddress: z.string(),
+    challenger: ChatUserSchema,
+    opponent: ChatUserSchema,
+    amountUsd: UsdAmount.describe('each player’s stake'),
+    potUsd: UsdAmount.describe('both stakes'),
+    houseCutPercent: z.number().describe('HOUSE_CUT_PERCENT when the wager was created'),
+    houseCutUsd: UsdAmount.describe('potUsd × houseCutPercent / 100, rounded down to 0.000001; stays in the vault'),
+    payoutUsd: UsdAmount.describe('potUsd − houseCutUsd, paid to the winner'),
+    winner: z
+      .enum(['challenger', 'opponent'])
+      .nullable()
+      .describe('null until the flip is drawn; heads: the challenger'),
+    seedHash: Hex64,
+    seed: Hex64.nullable().describe(
+      'the secret seed, revealed once the flip is drawn: check SHA-256(seed) = seedHash and the flip’s clientSeed',
+    ),
+    flip: z
+      .object({
+        clientSeed: Hex64.describe(
+          'hex SHA-256 of seed ":" challengeId ":" both stake signatures (challenger’s first)',
+        ),
+        outcome: z.enum(['heads', 'tails']),
+        derivation: DerivationSchema,
+        proof: EntropyProofSchema.describe('the entropy service’s proof: recompute the flip from it'),
+        feeUsd: UsdAmount.describe('what the entropy service charged the vault, paid from the house cut'),
+        feeTxSignature: z.string().nullable().describe('the x402 settlement of that fee'),
+      })
+      .nullable()
+      .describe('the coin flip that decided the wager, with its proof; null until drawn'),
+    transfers: z
+      .array(
+        z.object({
+          kind: z.enum(['stake', 'refund', 'payout']),
+          from: z.string(),
+          to: z.string(),
+          amountUsd: UsdAmount,
+          txSignature: z.string(),
+          confirmedAt: Timestamp,
+        }),
+      )
+      .describe('audit trail: every confirmed on-chain movement of this wager’s money, oldest first'),
+    createdAt: Timestamp,
+    settledAt: Timestamp.nullable(),
+  }),
+);
 
 const identity =
   'Caller identity: SIGN-IN-WITH-X (the chat user’s wallet proof). Free: money moves through the vault as stakes and ' +
@@ -324,7 +370,9 @@ const router = c.router({
     body: z
       .object({
         opponent: Username.describe('the chat username to challenge'),
-        amountUsd: UsdAmount.describe('each player’s stake in USD, within MIN_WAGER_USD and MAX_WAGER_USD (1 to 25 by default)'),
+        amountUsd: UsdAmount.describe(
+          'each player’s stake in USD, within MIN_WAGER_USD and MAX_WAGER_USD (1 to 25 by default)',
+        ),
         stakeTxSignature: SolanaSignature.describe('your stake transfer to the vault'),
         message: z.string().trim().min(1).max(200).optional().describe('shown to the opponent in the chat'),
       })
@@ -341,7 +389,15 @@ const router = c.router({
       'SELF_WAGER (the opponent is you), AMOUNT_OUT_OF_RANGE (outside MIN_WAGER_USD to MAX_WAGER_USD); 409 ' +
       'WAGER_IN_PROGRESS (you or the opponent have an active wager), CHALLENGE_EXISTS (a pending challenge between you two ' +
       'already exists).',
-    responses: { 201: ChallengeSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
+    responses: {
+      201: ChallengeSchema,
+      404: ErrorEnvelope,
+      409: ErrorEnvelope,
+      422: ErrorEnvelope,
+      503: ErrorEnvelope,
+      ...standardErrors,
+      ...authErrors,
+    },
     metadata: {
       payment: free(),
       auth: 'siwx',
@@ -376,7 +432,15 @@ const router = c.router({
       'Answers the wager (`active`, or already `settled`). Errors: 404 CHALLENGE_NOT_FOUND (no such challenge to you); 409 ' +
       'CHALLENGE_NOT_PENDING (already accepted, declined, expired or cancelled), WAGER_IN_PROGRESS (you or the challenger ' +
       'have an active wager).',
-    responses: { 200: WagerSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
+    responses: {
+      200: WagerSchema,
+      404: ErrorEnvelope,
+      409: ErrorEnvelope,
+      422: ErrorEnvelope,
+      503: ErrorEnvelope,
+      ...standardErrors,
+      ...authErrors,
+    },
     metadata: {
       payment: free(),
       auth: 'siwx',
@@ -393,7 +457,9 @@ const router = c.router({
     path: '/api/v1/wager/decline',
     body: z
       .object({
-        challengeId: ChallengeId.optional().describe('the challenge to decline; absent: your oldest pending incoming challenge'),
+        challengeId: ChallengeId.optional().describe(
+          'the challenge to decline; absent: your oldest pending incoming challenge',
+        ),
       })
       .strict(),
     summary: 'Decline an incoming challenge',
@@ -404,14 +470,26 @@ const router = c.router({
       'refunded from the vault. Answers the declined challenge with its refund signature. Errors: 404 CHALLENGE_NOT_FOUND ' +
       '(no such challenge to you, or none pending); 409 CHALLENGE_NOT_PENDING; 503 chain_unavailable or transfer_pending ' +
       '(the challenge is declined; the refund is retried until it lands).',
-    responses: { 200: ChallengeSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, 503: ErrorEnvelope, ...standardErrors, ...authErrors },
-    metadata: { payment: free(), auth: 'siwx', example: { body: { challengeId: 'chl_4Rt8mQ2xLp7Vn9Kd' } } } satisfies RouteMeta,
+    responses: {
+      200: ChallengeSchema,
+      404: ErrorEnvelope,
+      409: ErrorEnvelope,
+      503: ErrorEnvelope,
+      ...standardErrors,
+      ...authErrors,
+    },
+    metadata: {
+      payment: free(),
+      auth: 'siwx',
+      example: { body: { challengeId: 'chl_4Rt8mQ2xLp7Vn9Kd' } },
+    } satisfies RouteMeta,
   },
   challenges: {
     method: 'GET',
     path: '/api/v1/wager/challenges',
     summary: 'Pending challenges, incoming and outgoing',
-    description: identity + connected + 'Design: your pending challenges, split into `incoming` (to you) and `outgoing` (yours).',
+    description:
+      identity + connected + 'Design: your pending challenges, split into `incoming` (to you) and `outgoing` (yours).',
     responses: { 200: PendingChallengesSchema, 409: ErrorEnvelope, ...standardErrors, ...authErrors },
     metadata: { payment: free(), auth: 'siwx' } satisfies RouteMeta,
   },
@@ -420,7 +498,9 @@ const router = c.router({
     path: '/api/v1/wager/active',
     summary: 'The caller’s current active wager',
     description:
-      identity + connected + 'Design: a player has at most one active wager. Errors: 404 NO_ACTIVE_WAGER when you have none.',
+      identity +
+      connected +
+      'Design: a player has at most one active wager. Errors: 404 NO_ACTIVE_WAGER when you have none.',
     responses: { 200: WagerSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, ...standardErrors, ...authErrors },
     metadata: { payment: free(), auth: 'siwx' } satisfies RouteMeta,
   },
@@ -434,7 +514,11 @@ const router = c.router({
       'Design: the wager with its stakes, house cut, payout, winner, revealed seed and audit trail of transfers; only its ' +
       'two players may read it (by wallet, connected or not). Errors: 404 WAGER_NOT_FOUND; 403 NOT_A_PLAYER.',
     responses: { 200: WagerSchema, 404: ErrorEnvelope, ...standardErrors, ...authErrors },
-    metadata: { payment: free(), auth: 'siwx', example: { params: { wagerId: 'wgr_9Hs3kW5pZq2Tn7Xc' } } } satisfies RouteMeta,
+    metadata: {
+      payment: free(),
+      auth: 'siwx',
+      example: { params: { wagerId: 'wgr_9Hs3kW5pZq2Tn7Xc' } },
+    } satisfies RouteMeta,
   },
 });
 

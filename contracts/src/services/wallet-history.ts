@@ -1,11 +1,12 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { defineService } from '../core/service';
+import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { UsdAmount } from '../core/money';
 import { free, tiered, type RouteMeta } from '../core/payment';
 import { Caip2Network, SolanaAddress, Timestamp } from '../core/chain';
-import { DataServiceHealth, DataSource } from './shared';
+import { DataServiceHealth, ServiceHealth, DataSource } from './shared';
 
 const c = initContract();
 
@@ -100,89 +101,114 @@ export interface WalletHistoryRequest {
   since?: string;
 }
 
-const TierSchema = z.enum(['light', 'moderate', 'heavy', 'whale']);
-const CategorySchema = z.enum([
-  'dex',
-  'aggregator',
-  'lending',
-  'liquid_staking',
-  'staking',
-  'perpetuals',
-  'nft',
-  'bridge',
-  'launchpad',
-  'payments',
-  'governance',
-  'system',
-  'other',
-]);
+const TierSchema = named('WalletHistoryTier', z.enum(['light', 'moderate', 'heavy', 'whale']));
+const CategorySchema = named(
+  'Category',
+  z.enum([
+    'dex',
+    'aggregator',
+    'lending',
+    'liquid_staking',
+    'staking',
+    'perpetuals',
+    'nft',
+    'bridge',
+    'launchpad',
+    'payments',
+    'governance',
+    'system',
+    'other',
+  ]),
+);
 const Percent = z.number().min(0).max(100);
-const TierDefinitionSchema: z.ZodType<WalletTierDefinition> = z.object({
-  id: TierSchema,
-  usd: UsdAmount,
-  minTransactions: z.number().int().min(0),
-  maxTransactions: z.number().int().min(0).nullable().describe('null: no upper bound'),
-});
+const TierDefinitionSchema: z.ZodType<WalletTierDefinition> = named(
+  'WalletTierDefinition',
+  z.object({
+    id: TierSchema,
+    usd: UsdAmount,
+    minTransactions: z.number().int().min(0),
+    maxTransactions: z.number().int().min(0).nullable().describe('null: no upper bound'),
+  }),
+);
 
-const HistorySchema: z.ZodType<WalletProtocolHistory> = z.object({
-  wallet: SolanaAddress,
-  network: Caip2Network.describe('the cluster read'),
-  tier: TierSchema.describe('the activity tier this call was charged at'),
-  chargedUsd: UsdAmount.describe('the tier’s price, USD'),
-  transactionCount: z.number().int().min(0).describe('transactions analysed'),
-  failedTransactionCount: z.number().int().min(0).describe('of those, transactions that failed on chain'),
-  truncated: z.boolean().describe(`true when the wallet has more history than the ${WALLET_HISTORY_MAX_TRANSACTIONS} most recent transactions analysed`),
-  firstActivityAt: Timestamp.nullable().describe('oldest transaction analysed; null for a wallet without history'),
-  lastActivityAt: Timestamp.nullable(),
-  activeDays: z.number().int().min(0).describe('distinct UTC days with at least one transaction'),
-  feesPaidLamports: z.string().regex(/^\d+$/).describe('network fees the wallet paid as fee payer, lamports (integer string)'),
-  protocols: z
-    .array(
-      z.object({
-        protocol: z.string().describe('protocol id, e.g. "jupiter", "raydium", "marinade", "kamino"'),
-        name: z.string(),
-        category: CategorySchema,
-        programIds: z.array(SolanaAddress).describe('the protocol’s programs the wallet invoked'),
-        transactionCount: z.number().int().min(1),
-        sharePercent: Percent.describe('share of the analysed transactions'),
-        firstInteractionAt: Timestamp,
-        lastInteractionAt: Timestamp,
-        activeDays: z.number().int().min(1),
-        volumeUsd: z
-          .string()
-          .regex(/^(0|[1-9]\d*)(\.\d+)?$/)
-          .nullable()
-          .describe('USD value moved through the protocol, a decimal string; null where it cannot be priced'),
-      }),
-    )
-    .describe('protocols interacted with, most transactions first; a transaction invoking several protocols counts for each'),
-  categories: z
-    .array(z.object({ category: CategorySchema, transactionCount: z.number().int().min(0), sharePercent: Percent }))
-    .describe('the same interactions grouped by category'),
-  unknownPrograms: z
-    .array(z.object({ programId: SolanaAddress, transactionCount: z.number().int().min(1) }))
-    .describe('programs invoked that no protocol label matches, most used first (at most 20)'),
-  source: DataSource,
-});
-const QuoteSchema: z.ZodType<WalletQuote> = z.object({
-  wallet: SolanaAddress,
-  network: Caip2Network,
-  estimatedTransactionCount: z.number().int().min(0),
-  tier: TierSchema,
-  priceUsd: UsdAmount.describe('what POST /api/protocols charges for this wallet'),
-  tiers: z.array(TierDefinitionSchema).describe('every tier with its thresholds and price'),
-  estimatedAt: Timestamp,
-  validUntil: Timestamp.describe('estimatedAt + 10 minutes: a paid call before then is charged this tier'),
-  source: DataSource,
-});
-const RequestBody: z.ZodType<WalletHistoryRequest> = z
-  .object({
-    wallet: SolanaAddress.describe('the wallet address to analyse'),
-    since: Timestamp.optional().describe('only transactions at or after this time (default: the whole history)'),
-  })
-  .strict();
+const HistorySchema: z.ZodType<WalletProtocolHistory> = named(
+  'WalletProtocolHistory',
+  z.object({
+    wallet: SolanaAddress,
+    network: Caip2Network.describe('the cluster read'),
+    tier: TierSchema.describe('the activity tier this call was charged at'),
+    chargedUsd: UsdAmount.describe('the tier’s price, USD'),
+    transactionCount: z.number().int().min(0).describe('transactions analysed'),
+    failedTransactionCount: z.number().int().min(0).describe('of those, transactions that failed on chain'),
+    truncated: z
+      .boolean()
+      .describe(
+        `true when the wallet has more history than the ${WALLET_HISTORY_MAX_TRANSACTIONS} most recent transactions analysed`,
+      ),
+    firstActivityAt: Timestamp.nullable().describe('oldest transaction analysed; null for a wallet without history'),
+    lastActivityAt: Timestamp.nullable(),
+    activeDays: z.number().int().min(0).describe('distinct UTC days with at least one transaction'),
+    feesPaidLamports: z
+      .string()
+      .regex(/^\d+$/)
+      .describe('network fees the wallet paid as fee payer, lamports (integer string)'),
+    protocols: z
+      .array(
+        z.object({
+          protocol: z.string().describe('protocol id, e.g. "jupiter", "raydium", "marinade", "kamino"'),
+          name: z.string(),
+          category: CategorySchema,
+          programIds: z.array(SolanaAddress).describe('the protocol’s programs the wallet invoked'),
+          transactionCount: z.number().int().min(1),
+          sharePercent: Percent.describe('share of the analysed transactions'),
+          firstInteractionAt: Timestamp,
+          lastInteractionAt: Timestamp,
+          activeDays: z.number().int().min(1),
+          volumeUsd: z
+            .string()
+            .regex(/^(0|[1-9]\d*)(\.\d+)?$/)
+            .nullable()
+            .describe('USD value moved through the protocol, a decimal string; null where it cannot be priced'),
+        }),
+      )
+      .describe(
+        'protocols interacted with, most transactions first; a transaction invoking several protocols counts for each',
+      ),
+    categories: z
+      .array(z.object({ category: CategorySchema, transactionCount: z.number().int().min(0), sharePercent: Percent }))
+      .describe('the same interactions grouped by category'),
+    unknownPrograms: z
+      .array(z.object({ programId: SolanaAddress, transactionCount: z.number().int().min(1) }))
+      .describe('programs invoked that no protocol label matches, most used first (at most 20)'),
+    source: DataSource,
+  }),
+);
+const QuoteSchema: z.ZodType<WalletQuote> = named(
+  'WalletQuote',
+  z.object({
+    wallet: SolanaAddress,
+    network: Caip2Network,
+    estimatedTransactionCount: z.number().int().min(0),
+    tier: TierSchema,
+    priceUsd: UsdAmount.describe('what POST /api/protocols charges for this wallet'),
+    tiers: z.array(TierDefinitionSchema).describe('every tier with its thresholds and price'),
+    estimatedAt: Timestamp,
+    validUntil: Timestamp.describe('estimatedAt + 10 minutes: a paid call before then is charged this tier'),
+    source: DataSource,
+  }),
+);
+const RequestBody: z.ZodType<WalletHistoryRequest> = named(
+  'WalletHistoryRequest',
+  z
+    .object({
+      wallet: SolanaAddress.describe('the wallet address to analyse'),
+      since: Timestamp.optional().describe('only transactions at or after this time (default: the whole history)'),
+    })
+    .strict(),
+);
 
-const tierText = 'light: fewer than 100 transactions; moderate: 100 to 999; heavy: 1,000 to 9,999; whale: 10,000 or more';
+const tierText =
+  'light: fewer than 100 transactions; moderate: 100 to 999; heavy: 1,000 to 9,999; whale: 10,000 or more';
 const WALLET = '5Q544fKrFoe6tsEbD7S8EmxGTJYAKtTVhAW5Q5pge4j1';
 
 const router = c.router({
@@ -220,7 +246,10 @@ const router = c.router({
       'for 10 minutes (`validUntil`) so the paid call is charged the quoted tier. 502 upstream_unavailable (with ' +
       'Retry-After) when the chain RPC fails.',
     responses: { 200: QuoteSchema, 502: ErrorEnvelope, ...standardErrors },
-    metadata: { payment: free(), example: { body: { wallet: WALLET, since: '2025-01-01T00:00:00.000Z' } } } satisfies RouteMeta,
+    metadata: {
+      payment: free(),
+      example: { body: { wallet: WALLET, since: '2025-01-01T00:00:00.000Z' } },
+    } satisfies RouteMeta,
   },
   health: {
     method: 'GET',
@@ -230,7 +259,7 @@ const router = c.router({
       'Whether the service, its database and the chain RPC answer. Free: monitors poll it. Design: status degraded when ' +
       'the last call to the chain RPC failed (analyses then fail with 502); 503 database_unavailable (with Retry-After) ' +
       'when the database does not answer.',
-    responses: { 200: DataServiceHealth, 503: ErrorEnvelope, ...standardErrors },
+    responses: { 200: DataServiceHealth, 503: ServiceHealth, ...standardErrors },
     metadata: { payment: free(), example: {} } satisfies RouteMeta,
   },
 });
@@ -244,6 +273,6 @@ export const walletHistory = defineService({
     'A free quote tells the tier and price before paying.',
   router,
   dataModes: {
-    chain: 'the deployment\'s Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL',
+    chain: "the deployment's Solana RPC: the local ledger, or a cluster with SOLANA_RPC_URL",
   },
 });
