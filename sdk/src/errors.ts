@@ -1,4 +1,9 @@
-import { PAYMENT_REQUIRED_HEADER, PaymentRequiredSchema, decodeX402Header, type PaymentRequired } from '@agent-economy/contracts';
+import {
+  PAYMENT_REQUIRED_HEADER,
+  PaymentRequiredSchema,
+  decodeX402Header,
+  type PaymentRequired,
+} from '@agent-economy/contracts';
 import type { BudgetLimit, PaymentReceipt, PaymentRefund, SentPayment } from './payments/types';
 
 /** Every error the SDK throws extends this. */
@@ -39,10 +44,16 @@ export class ApiError extends AgentEconomyError {
   }
 
   static from(status: number, body: unknown, headers: Record<string, string>): ApiError {
-    const envelope = (body as { error?: { code?: unknown; message?: unknown; details?: unknown }; requestId?: unknown } | undefined)?.error;
+    const envelope = (
+      body as { error?: { code?: unknown; message?: unknown; details?: unknown }; requestId?: unknown } | undefined
+    )?.error;
     const code = typeof envelope?.code === 'string' ? envelope.code : `http_${status}`;
     const message = typeof envelope?.message === 'string' ? envelope.message : `HTTP ${status}`;
-    const requestId = headers['x-request-id'] ?? (typeof (body as { requestId?: unknown })?.requestId === 'string' ? (body as { requestId: string }).requestId : undefined);
+    const requestId =
+      headers['x-request-id'] ??
+      (typeof (body as { requestId?: unknown })?.requestId === 'string'
+        ? (body as { requestId: string }).requestId
+        : undefined);
     const args = [status, code, message, envelope?.details, requestId, headers, body] as const;
     switch (true) {
       case status === 400:
@@ -75,7 +86,7 @@ export class BadRequestError extends ApiError {
   override name = 'BadRequestError';
   /** Each invalid field and what is wrong with it. */
   get fields(): { field: string; message: string }[] {
-    return ((this.details as { fields?: { field: string; message: string }[] } | undefined)?.fields) ?? [];
+    return (this.details as { fields?: { field: string; message: string }[] } | undefined)?.fields ?? [];
   }
 }
 export class AuthenticationError extends ApiError {
@@ -98,6 +109,11 @@ export class NotFoundError extends ApiError {
 }
 export class ConflictError extends ApiError {
   override name = 'ConflictError';
+  /** The negotiation already open between this buyer and module (negotiation's 409 `negotiation_exists`). */
+  get negotiationId(): string | undefined {
+    const id = (this.details as { negotiationId?: unknown } | undefined)?.negotiationId;
+    return typeof id === 'string' ? id : undefined;
+  }
 }
 export class PayloadTooLargeError extends ApiError {
   override name = 'PayloadTooLargeError';
@@ -133,7 +149,15 @@ const serviceMessage = (error: ApiError): string => {
   const message = (error.body as { error?: { message?: unknown } } | undefined)?.error?.message;
   return typeof message === 'string' ? message : '';
 };
-const argsOf = (error: ApiError): ApiErrorArgs => [error.status, error.code, serviceMessage(error), error.details, error.requestId, error.headers, error.body];
+const argsOf = (error: ApiError): ApiErrorArgs => [
+  error.status,
+  error.code,
+  serviceMessage(error),
+  error.details,
+  error.requestId,
+  error.headers,
+  error.body,
+];
 
 /**
  * The client would not pay this quote: a price above one of your budgets. Nothing was built, signed or
@@ -153,10 +177,40 @@ export class BudgetExceededError extends PaymentRequiredError {
     readonly remainingUsd: string,
     readonly service: string,
     readonly route: string,
+    /** The budget named for a person: 'hourly', 'daily (education)', 'per-origin (https://…)'. */
+    readonly cap: string = {
+      perCall: 'per-call',
+      perService: `per-service (${service})`,
+      total: 'total',
+      perOrigin: 'per-origin',
+      hourly: 'hourly',
+      daily: 'daily',
+    }[limit],
   ) {
     super(...argsOf(from));
-    const what = { perCall: 'per-call', perService: `per-service (${service})`, total: 'total' }[limit];
-    this.message = `${route} costs ${priceUsd} USD; the ${what} budget of ${limitUsd} USD allows ${remainingUsd} USD more`;
+    this.message = `${route} costs ${priceUsd} USD; the ${cap} budget of ${limitUsd} USD allows ${remainingUsd} USD more`;
+  }
+}
+
+/**
+ * Your `onApprove` hook declined the payment (returned false or threw; the throw is the `cause`).
+ * Nothing was signed or sent. Still a PaymentRequiredError (the service's 402 and its `quote` are kept).
+ */
+export class PaymentNotApprovedError extends PaymentRequiredError {
+  override name = 'PaymentNotApprovedError';
+  constructor(
+    from: ApiError,
+    readonly service: string,
+    readonly route: string,
+    /** The quoted price, USD. */
+    readonly priceUsd: string,
+    /** The recipient the payment would have gone to. */
+    readonly payTo: string,
+    options?: { cause?: unknown },
+  ) {
+    super(...argsOf(from));
+    if (options?.cause !== undefined) (this as { cause?: unknown }).cause = options.cause;
+    this.message = `${route} costs ${priceUsd} USD to ${payTo}; onApprove declined it, so nothing was signed`;
   }
 }
 
@@ -218,4 +272,51 @@ export class PaymentOutcomeUnknownError extends AgentEconomyError {
 /** The Solana RPC (blockhash, mint lookup) failed before anything was signed or sent; safe to retry. */
 export class SolanaRpcError extends ConnectionError {
   override name = 'SolanaRpcError';
+}
+
+/**
+ * The wallet cannot cover the payment: it has no token account for the asset, or holds less than the
+ * price. Checked on the chain before anything is signed or sent; nothing was spent. Amounts are atomic
+ * units of `asset`, as decimal strings. On the local ledger, `fundWallet()` tops the wallet up.
+ */
+export class InsufficientFundsError extends AgentEconomyError {
+  override name = 'InsufficientFundsError';
+  constructor(
+    /** The paying wallet. */
+    readonly address: string,
+    /** The mint the quote asks for. */
+    readonly asset: string,
+    /** The quoted amount, atomic units. */
+    readonly needed: string,
+    /** What the wallet's token account holds, atomic units ("0" when it has none). */
+    readonly held: string,
+    /** False when the wallet has no token account for the asset at all. */
+    readonly hasTokenAccount: boolean,
+  ) {
+    super(
+      hasTokenAccount
+        ? `wallet ${address} holds ${held} atomic units of ${asset}, less than the ${needed} this call costs; nothing was signed`
+        : `wallet ${address} has no token account for ${asset} (it never received any), so it cannot pay the ${needed} atomic units this call costs; nothing was signed`,
+    );
+  }
+}
+
+/**
+ * The Solana RPC the client reads blockhashes from is on another chain than the service's quote names
+ * (its genesis hash does not match the CAIP-2 network): a payment built there would never settle.
+ * Nothing was signed. Point the client at the service's RPC (`deployment`, or `payments.rpcUrl`).
+ */
+export class ChainMismatchError extends AgentEconomyError {
+  override name = 'ChainMismatchError';
+  constructor(
+    /** The quote's CAIP-2 network, solana:<genesis hash prefix>. */
+    readonly network: string,
+    readonly rpcUrl: string,
+    /** The genesis hash the RPC reports. */
+    readonly genesisHash: string,
+  ) {
+    super(
+      `the Solana RPC at ${rpcUrl} is on the chain with genesis ${genesisHash}, not on ${network} as the service's quote says; nothing was signed (set the client's deployment or payments.rpcUrl to the service's RPC)`,
+    );
+  }
 }

@@ -10,8 +10,17 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Retries after the first attempt; default from the client (2). */
   maxRetries?: number;
-  /** Makes a POST safe to retry: the same key is sent on every attempt. */
+  /**
+   * Makes a POST safe to retry: the same key is sent on every attempt. A paid call also derives its x402
+   * payment identifier from it, so the same key never pays twice, even across restarts.
+   */
   idempotencyKey?: string;
+  /**
+   * The x402 payment identifier of this call (16–128 of A–Z a–z 0–9 - _), sent to services that advertise
+   * the payment-identifier extension: a call repeated with the same id is answered from the first payment's
+   * outcome and not charged again. Default: from `idempotencyKey`, else a new one per call (`receipt.paymentId`).
+   */
+  paymentId?: string;
   headers?: Record<string, string>;
 }
 
@@ -57,7 +66,8 @@ export function retryAfterMs(headers: Record<string, string>): number | undefine
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Waits `ms`, or rejects with UserAbortError as soon as `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(new UserAbortError('aborted'));
     const timer = setTimeout(() => {
@@ -75,7 +85,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 function flatHeaders(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries((headers ?? {}) as Record<string, unknown>)) {
-    if (value !== undefined && value !== null) out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+    if (value !== undefined && value !== null)
+      out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
   }
   return out;
 }
@@ -119,7 +130,8 @@ export async function send(
         method: request.method,
         url: request.url,
         data: request.body === undefined ? undefined : JSON.stringify(request.body),
-        headers: request.body === undefined ? attemptHeaders : { 'content-type': 'application/json', ...attemptHeaders },
+        headers:
+          request.body === undefined ? attemptHeaders : { 'content-type': 'application/json', ...attemptHeaders },
         signal: controller.signal,
         validateStatus: () => true,
         responseType: 'text',
@@ -129,7 +141,9 @@ export async function send(
       if (options.signal?.aborted) throw new UserAbortError('aborted', { cause: error });
       const code = (error as AxiosError).code;
       const failure = timedOut
-        ? new ConnectionTimeoutError(`${request.method} ${request.url} timed out after ${timeoutMs} ms`, { cause: error })
+        ? new ConnectionTimeoutError(`${request.method} ${request.url} timed out after ${timeoutMs} ms`, {
+            cause: error,
+          })
         : new ConnectionError(`${request.method} ${request.url} failed: ${(error as Error).message}`, { cause: error });
       // A refused connection never reached the service, so even a POST is safe to send again.
       const safe = idempotent || code === 'ECONNREFUSED';
@@ -153,10 +167,18 @@ export async function send(
         // not JSON: keep the text
       }
     } else data = undefined;
-    const result = { status: response.status, data, headers: responseHeaders, requestId: responseHeaders['x-request-id'] };
+    const result = {
+      status: response.status,
+      data,
+      headers: responseHeaders,
+      requestId: responseHeaders['x-request-id'],
+    };
     if (response.status < 300) return result;
 
-    const retryable = response.status === 429 || response.status === 503 || (idempotent && [408, 500, 502, 504].includes(response.status));
+    const retryable =
+      response.status === 429 ||
+      response.status === 503 ||
+      (idempotent && [408, 500, 502, 504].includes(response.status));
     const wait = retryAfterMs(responseHeaders);
     if (retryable && attempt < maxRetries && (wait === undefined || wait <= MAX_RETRY_AFTER_MS)) {
       await sleep(wait ?? backoffMs(attempt), options.signal);

@@ -51,16 +51,23 @@ export async function walletFromFile(path: string): Promise<Signer> {
     // Specifiers in variables, so that browser bundlers do not try to bundle Node's modules.
     const fsModule = 'node:fs/promises';
     const osModule = 'node:os';
-    const { readFile } = (await import(/* webpackIgnore: true */ /* @vite-ignore */ fsModule)) as typeof import('node:fs/promises');
+    const { readFile } = (await import(
+      /* webpackIgnore: true */ /* @vite-ignore */ fsModule
+    )) as typeof import('node:fs/promises');
     let resolved = path;
     if (path.startsWith('~/')) {
-      const { homedir } = (await import(/* webpackIgnore: true */ /* @vite-ignore */ osModule)) as typeof import('node:os');
+      const { homedir } = (await import(
+        /* webpackIgnore: true */ /* @vite-ignore */ osModule
+      )) as typeof import('node:os');
       resolved = `${homedir()}${path.slice(1)}`;
     }
     text = await readFile(resolved, 'utf8');
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    throw new AgentEconomyError(`cannot read the wallet file ${path}: ${typeof code === 'string' ? code : (error as Error).message}`, { cause: error });
+    throw new AgentEconomyError(
+      `cannot read the wallet file ${path}: ${typeof code === 'string' ? code : (error as Error).message}`,
+      { cause: error },
+    );
   }
   try {
     return await walletFromSecretKey(text);
@@ -82,5 +89,67 @@ export async function walletFromEnv(name = 'AGENT_ECONOMY_WALLET'): Promise<Sign
     return await walletFromSecretKey(value);
   } catch (error) {
     throw new AgentEconomyError(`${name} holds no usable key: ${(error as Error).message}`);
+  }
+}
+
+/** A new wallet: a Signer that also holds its secret key, to save with walletToFile or keep elsewhere. */
+export interface GeneratedWallet extends Signer {
+  /** The 64-byte Solana secret key (seed then public key), as solana-keygen writes it. Keep it secret. */
+  readonly secretKey: Uint8Array;
+}
+
+/** Generates a fresh Ed25519 wallet with WebCrypto (Node 20+, Bun, Deno, modern browsers). */
+export async function generateWallet(): Promise<GeneratedWallet> {
+  const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify']);
+  if (!('privateKey' in pair))
+    throw new AgentEconomyError("this runtime's WebCrypto did not generate an Ed25519 key pair");
+  const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', pair.privateKey));
+  const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
+  const secretKey = new Uint8Array(64);
+  // PKCS#8 of an Ed25519 key is a fixed 16-byte prefix then the 32-byte seed.
+  secretKey.set(pkcs8.subarray(ED25519_PKCS8_PREFIX.length, ED25519_PKCS8_PREFIX.length + 32), 0);
+  secretKey.set(publicKey, 32);
+  const signer = await walletFromSecretKey(secretKey);
+  return { address: signer.address, signMessage: signer.signMessage, secretKey };
+}
+
+/**
+ * Writes a wallet's secret key to a solana-keygen JSON file (the format walletFromFile reads), readable by
+ * you only (mode 0600). Refuses to overwrite an existing file, so a funded key is never lost. Node only.
+ */
+export async function walletToFile(wallet: { secretKey: Uint8Array }, path: string): Promise<void> {
+  if (!(wallet.secretKey instanceof Uint8Array) || wallet.secretKey.length !== 64) {
+    throw new AgentEconomyError('walletToFile needs a wallet with its 64-byte secretKey (from generateWallet)');
+  }
+  const fsModule = 'node:fs/promises';
+  const osModule = 'node:os';
+  const pathModule = 'node:path';
+  const { writeFile, mkdir } = (await import(
+    /* webpackIgnore: true */ /* @vite-ignore */ fsModule
+  )) as typeof import('node:fs/promises');
+  const { dirname } = (await import(
+    /* webpackIgnore: true */ /* @vite-ignore */ pathModule
+  )) as typeof import('node:path');
+  let resolved = path;
+  if (path.startsWith('~/')) {
+    const { homedir } = (await import(
+      /* webpackIgnore: true */ /* @vite-ignore */ osModule
+    )) as typeof import('node:os');
+    resolved = `${homedir()}${path.slice(1)}`;
+  }
+  try {
+    await mkdir(dirname(resolved), { recursive: true, mode: 0o700 });
+    // 'wx': fails if the file exists, atomically, so two writers never clobber each other's key.
+    await writeFile(resolved, `${JSON.stringify([...wallet.secretKey])}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'EEXIST')
+      throw new AgentEconomyError(`the wallet file ${path} already exists; walletToFile never overwrites a key`, {
+        cause: error,
+      });
+    throw new AgentEconomyError(
+      `cannot write the wallet file ${path}: ${typeof code === 'string' ? code : (error as Error).message}`,
+      { cause: error },
+    );
   }
 }

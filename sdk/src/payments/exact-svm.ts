@@ -18,7 +18,12 @@ import {
 } from '@solana/kit';
 import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
 import { LEGACY_MEMO_PROGRAM_ADDRESS_V3, getAddMemoInstruction } from '@solana-program/memo';
-import { TOKEN_PROGRAM_ADDRESS, findAssociatedTokenPda, getMintDecoder, getTransferCheckedInstruction } from '@solana-program/token';
+import {
+  TOKEN_PROGRAM_ADDRESS,
+  findAssociatedTokenPda,
+  getMintDecoder,
+  getTransferCheckedInstruction,
+} from '@solana-program/token';
 import { USDC_DEVNET, USDC_MAINNET, base58Encode, type PaymentRequirements } from '@agent-economy/contracts';
 import { AgentEconomyError } from '../errors';
 import type { Signer } from '../wallet';
@@ -53,7 +58,8 @@ export async function fetchMintInfo(rpc: Rpc<GetAccountInfoApi>, mint: string): 
   const account = await fetchEncodedAccount(rpc, address(mint));
   if (!account.exists) return `mint ${mint} does not exist on this chain`;
   const owner = account.programAddress;
-  if (owner !== TOKEN_PROGRAM_ADDRESS && owner !== TOKEN_2022_PROGRAM_ADDRESS) return `${mint} is not a token mint (owner ${owner})`;
+  if (owner !== TOKEN_PROGRAM_ADDRESS && owner !== TOKEN_2022_PROGRAM_ADDRESS)
+    return `${mint} is not a token mint (owner ${owner})`;
   const size = 82; // the base Mint layout; Token-2022 extensions follow it
   if (account.data.length < size) return `${mint} is not a token mint (${account.data.length} bytes)`;
   const decoded = getMintDecoder().decode(account.data.subarray(0, size));
@@ -93,7 +99,12 @@ function partialSigner(wallet: Signer): TransactionPartialSigner {
     address: self,
     async signTransactions(transactions) {
       return Promise.all(
-        transactions.map(async (tx) => ({ [self]: (await wallet.signMessage(new Uint8Array(tx.messageBytes))) as SignatureBytes }) as SignatureDictionary),
+        transactions.map(
+          async (tx) =>
+            ({
+              [self]: (await wallet.signMessage(new Uint8Array(tx.messageBytes))) as SignatureBytes,
+            }) as SignatureDictionary,
+        ),
       );
     },
   };
@@ -130,14 +141,25 @@ export async function buildExactSvmTransaction(input: {
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(address(String(extra.feePayer)), m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: toBlockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight },
+        m,
+      ),
     (m) =>
       appendTransactionMessageInstructions(
         [
           getSetComputeUnitLimitInstruction({ units: COMPUTE_UNIT_LIMIT }),
           getSetComputeUnitPriceInstruction({ microLamports: COMPUTE_UNIT_PRICE_MICROLAMPORTS }),
           getTransferCheckedInstruction(
-            { source, mint: mintAddress, destination, authority: signer, amount: BigInt(requirements.amount), decimals: mint.decimals },
+            {
+              source,
+              mint: mintAddress,
+              destination,
+              authority: signer,
+              amount: BigInt(requirements.amount),
+              decimals: mint.decimals,
+            },
             { programAddress: mint.tokenProgram },
           ),
           getAddMemoInstruction({ memo }, { programAddress: MEMO_PROGRAM_ADDRESS }),

@@ -29,6 +29,13 @@ export interface PaymentReceipt {
   transaction: string;
   /** When the SDK received the settlement, ISO 8601. */
   at: string;
+  /** scheme://host:port of the service paid (for per-origin budgets). */
+  origin?: string;
+  /**
+   * The x402 payment identifier the call sent, when the service takes one: pass it as `paymentId` to retry the call
+   * without paying again.
+   */
+  paymentId?: string;
   /**
    * The settled payment was given back: a settle-first route whose request failed refunds it on chain
    * (its transaction and amount, atomic units). It then counts as nothing spent.
@@ -39,6 +46,8 @@ export interface PaymentReceipt {
    * "sponsored-access"), when one matched: fire `tracking.impressionBeacon` (GET) once you show it.
    */
   sponsoredAccess?: MppSponsoredAccess;
+  /** Paid by a voucher in a payment session (transaction empty until the seller settles the session). */
+  session?: { channelId: string; cumulativeAmount: string };
 }
 
 /**
@@ -63,7 +72,15 @@ export interface SentPayment {
   transaction?: string;
   /** True when it was sent up front, before any 402 for this call. */
   prepaid: boolean;
+  /**
+   * Its x402 payment identifier, when the service takes one: call again with this `paymentId` to get the outcome
+   * without paying twice.
+   */
+  paymentId?: string;
 }
 
-/** Which budget a price would break. */
-export type BudgetLimit = 'perCall' | 'perService' | 'total';
+/**
+ * Which budget a price would break: the per-call cap, a lifetime cap (total, per service, per origin) or a rolling one
+ * (hourly, daily).
+ */
+export type BudgetLimit = 'perCall' | 'perService' | 'total' | 'perOrigin' | 'hourly' | 'daily';
