@@ -8,7 +8,11 @@ export { openAiReasoner } from './openai';
 /** The LLM adapter when LLM_BASE_URL and LLM_MODEL are set, otherwise the built-in engine. */
 export function reasonerFromEnv(env: NodeJS.ProcessEnv = process.env): Reasoner {
   if (env.LLM_BASE_URL && env.LLM_MODEL) {
-    return openAiReasoner({ baseUrl: env.LLM_BASE_URL, model: env.LLM_MODEL, ...(env.LLM_API_KEY ? { apiKey: env.LLM_API_KEY } : {}) });
+    return openAiReasoner({
+      baseUrl: env.LLM_BASE_URL,
+      model: env.LLM_MODEL,
+      ...(env.LLM_API_KEY ? { apiKey: env.LLM_API_KEY } : {}),
+    });
   }
   return builtinReasoner();
 }

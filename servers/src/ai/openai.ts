@@ -1,5 +1,5 @@
 import { generateSchema } from '@anatine/zod-openapi';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { Generator } from '@agent-economy/contracts';
 import { HttpError } from '../runtime/errors';
 import type { AiTask, Reasoner } from './reasoner';
@@ -16,33 +16,50 @@ export interface OpenAiOptions {
  * Output is requested as a JSON object and validated; a provider failure is a 502 and nothing is charged.
  */
 export function openAiReasoner(options: OpenAiOptions): Reasoner {
-  const client = new OpenAI({
-    baseURL: options.baseUrl,
-    apiKey: options.apiKey ?? 'not-needed',
-    timeout: options.timeoutMs ?? 60_000,
-    maxRetries: 1,
-  });
+  // The openai package (about 150 modules) loads on the first call: a process on the built-in engine never needs it.
+  let client: Promise<OpenAI> | undefined;
+  const openai = () =>
+    (client ??= import('openai').then(
+      ({ default: OpenAI }) =>
+        new OpenAI({
+          baseURL: options.baseUrl,
+          apiKey: options.apiKey ?? 'not-needed',
+          timeout: options.timeoutMs ?? 60_000,
+          maxRetries: 1,
+        }),
+    ));
   const generator: Generator = { engine: 'llm', model: options.model };
   return {
     generator,
     async run<I, O>(task: AiTask<I, O>) {
-      const shape = JSON.stringify(generateSchema(task.output as any));
+      const shape = JSON.stringify(generateSchema(task.output as Parameters<typeof generateSchema>[0]));
       let content: string | null | undefined;
       try {
-        const completion = await client.chat.completions.create({
+        const completion = await (
+          await openai()
+        ).chat.completions.create({
           model: options.model,
           temperature: 0.2,
           response_format: { type: 'json_object' },
           messages: [
-            { role: 'system', content: `${task.instructions}\n\nAnswer with one JSON object and nothing else. Its JSON Schema: ${shape}` },
+            {
+              role: 'system',
+              content: `${task.instructions}\n\nAnswer with one JSON object and nothing else. Its JSON Schema: ${shape}`,
+            },
             { role: 'user', content: JSON.stringify(task.input) },
           ],
         });
         content = completion.choices[0]?.message?.content;
       } catch (error) {
-        throw new HttpError(502, 'llm_unavailable', `The language model provider failed: ${(error as Error).message}`, undefined, {
-          'retry-after': '10',
-        });
+        throw new HttpError(
+          502,
+          'llm_unavailable',
+          `The language model provider failed: ${(error as Error).message}`,
+          undefined,
+          {
+            'retry-after': '10',
+          },
+        );
       }
       let parsed: unknown;
       try {
@@ -53,7 +70,11 @@ export function openAiReasoner(options: OpenAiOptions): Reasoner {
       const result = task.output.safeParse(parsed);
       if (!result.success) {
         const where = result.error.issues[0];
-        throw new HttpError(502, 'llm_invalid_output', `The language model's ${task.name} output is malformed at ${where?.path.join('.') || 'the root'}: ${where?.message}`);
+        throw new HttpError(
+          502,
+          'llm_invalid_output',
+          `The language model's ${task.name} output is malformed at ${where?.path.join('.') || 'the root'}: ${where?.message}`,
+        );
       }
       return { output: result.data, generator };
     },

@@ -1,14 +1,19 @@
 // Lexical retrieval for grounding AI outputs in source material: BM25 over small document sets.
 
 const STOPWORDS = new Set(
-  ('a an and are as at be but by can do does for from how i if in into is it its me my no not of on or our should so ' +
+  (
+    'a an and are as at be but by can do does for from how i if in into is it its me my no not of on or our should so ' +
     'than that the their them then there these they this to was we what when where which while who why will with you your ' +
     'about after all also any because been before being both did each few further had has have having he her here hers him ' +
     'his more most much must nor now off once only other out over own same she some such through too under until up very ' +
-    'were would yours').split(' '),
+    'were would yours'
+  ).split(' '),
 );
 
-/** Light suffix stripping so "agents", "stopping" and "finishes" meet "agent", "stop", "finish"; not a full Porter stemmer. */
+/**
+ * Light suffix stripping so "agents", "stopping" and "finishes" meet "agent", "stop", "finish"; not a full Porter
+ * stemmer.
+ */
 function stem(word: string): string {
   // "stopping" -> "stopp" -> "stop"; keeps "ll", "ss" and "zz", which English doubles in the base word too.
   const undouble = (w: string) => (/([^aeioulsz])\1$/.test(w) ? w.slice(0, -1) : w);
@@ -41,7 +46,9 @@ export class Bm25Index<D> {
     entries: { doc: D; text: string }[],
     private readonly k1 = 1.2,
     private readonly b = 0.75,
-    /** How texts and queries become terms (default `tokenize`); a caller may normalize further, the same way for both. */
+    /**
+     * How texts and queries become terms (default `tokenize`); a caller may normalize further, the same way for both.
+     */
     private readonly terms: (text: string) => string[] = tokenize,
   ) {
     this.docs = entries.map(({ doc, text }) => {
@@ -88,7 +95,12 @@ export class Bm25Index<D> {
 export function sentences(text: string): string[] {
   return text
     .split(/\n\s*\n/)
-    .flatMap((paragraph) => paragraph.replace(/\s+/g, ' ').trim().split(/(?<=[.!?])\s+(?=[A-Z0-9"'(`])/))
+    .flatMap((paragraph) =>
+      paragraph
+        .replace(/\s+/g, ' ')
+        .trim()
+        .split(/(?<=[.!?])\s+(?=[A-Z0-9"'(`])/),
+    )
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
 }

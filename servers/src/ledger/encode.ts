@@ -1,14 +1,31 @@
 import { base58Encode } from '@agent-economy/contracts';
-import { LocalLedger, type InnerInstructionGroup, type LedgerAccount, type TokenBalance, type TxRecord } from './ledger';
 import {
-  BPF_LOADER_UPGRADEABLE, RESERVED_KEYS, decimalString, isTokenProgram, memoOf, parseInstruction, parseTokenAccountData, type UiInstructionParsed,
-} from './programs';
-import { isSignerIndex, isWritableIndex, parseTransaction, toBase64, type ParsedTransaction } from './wire';
+  LocalLedger,
+  type InnerInstructionGroup,
+  type LedgerAccount,
+  type TokenBalance,
+  type TxRecord,
+} from './ledger';
+import {
+  BPF_LOADER_UPGRADEABLE,
+  RESERVED_KEYS,
+  decimalString,
+  isTokenProgram,
+  memoOf,
+  parseInstruction,
+  parseTokenAccountData,
+  type UiInstructionParsed,
+} from '../solana/programs';
+import { isSignerIndex, isWritableIndex, parseTransaction, toBase64, type ParsedTransaction } from '../solana/wire';
 
 // Accounts and transactions in the shapes a Solana node (Agave) writes them.
 
 export class RpcError extends Error {
-  constructor(readonly code: number, message: string, readonly data?: unknown) {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
     super(message);
   }
 }
@@ -56,22 +73,44 @@ export function zstdStoredFrame(data: Uint8Array): Uint8Array {
 }
 
 /** One account as getAccountInfo returns it; throws the node's -32600 for base58 of large data. */
-export function encodeAccount(ledger: LocalLedger, account: LedgerAccount, encoding: AccountEncoding, slice?: DataSlice): Record<string, unknown> {
+export function encodeAccount(
+  ledger: LocalLedger,
+  account: LedgerAccount,
+  encoding: AccountEncoding,
+  slice?: DataSlice,
+): Record<string, unknown> {
   let data: unknown;
   if (encoding === 'jsonParsed') {
-    const parsed = isTokenProgram(account.owner) ? parseTokenAccountData(account.owner, account.data, (mint) => ledger.mintDecimals(mint)) : undefined;
+    const parsed = isTokenProgram(account.owner)
+      ? parseTokenAccountData(account.owner, account.data, (mint) => ledger.mintDecimals(mint))
+      : undefined;
     data = parsed ?? [toBase64(account.data), 'base64'];
   } else {
-    const bytes = slice ? account.data.subarray(Math.min(slice.offset, account.data.length), Math.min(slice.offset + slice.length, account.data.length)) : account.data;
+    const bytes = slice
+      ? account.data.subarray(
+          Math.min(slice.offset, account.data.length),
+          Math.min(slice.offset + slice.length, account.data.length),
+        )
+      : account.data;
     if ((encoding === 'binary' || encoding === 'base58') && bytes.length > MAX_BASE58_BYTES) {
-      throw new RpcError(-32600, `Encoded binary (base 58) data should be less than ${MAX_BASE58_BYTES} bytes, please use Base64 encoding.`);
+      throw new RpcError(
+        -32600,
+        `Encoded binary (base 58) data should be less than ${MAX_BASE58_BYTES} bytes, please use Base64 encoding.`,
+      );
     }
     if (encoding === 'binary') data = base58Encode(bytes);
     else if (encoding === 'base58') data = [base58Encode(bytes), 'base58'];
     else if (encoding === 'base64') data = [toBase64(bytes), 'base64'];
     else data = [toBase64(zstdStoredFrame(bytes)), 'base64+zstd'];
   }
-  return { data, executable: account.executable, lamports: account.lamports, owner: account.owner, rentEpoch: account.rentEpoch, space: BigInt(account.data.length) };
+  return {
+    data,
+    executable: account.executable,
+    lamports: account.lamports,
+    owner: account.owner,
+    rentEpoch: account.rentEpoch,
+    space: BigInt(account.data.length),
+  };
 }
 
 function uiTokenBalance(balance: TokenBalance): Record<string, unknown> {
@@ -82,7 +121,12 @@ function uiTokenBalance(balance: TokenBalance): Record<string, unknown> {
     mint: balance.mint,
     owner: balance.owner,
     programId: balance.programId,
-    uiTokenAmount: { amount: balance.amount.toString(), decimals: balance.decimals, uiAmount, uiAmountString: decimalString(balance.amount, balance.decimals) },
+    uiTokenAmount: {
+      amount: balance.amount.toString(),
+      decimals: balance.decimals,
+      uiAmount,
+      uiAmountString: decimalString(balance.amount, balance.decimals),
+    },
   };
 }
 
@@ -95,13 +139,29 @@ export function uiInnerInstructions(groups: InnerInstructionGroup[], keys: strin
     instructions: group.instructions.map((ix) =>
       parsed
         ? parsedInstruction(keys, ix.programIdIndex, ix.accounts, ix.data, ix.stackHeight)
-        : { programIdIndex: ix.programIdIndex, accounts: ix.accounts, data: base58Encode(ix.data), stackHeight: ix.stackHeight },
+        : {
+            programIdIndex: ix.programIdIndex,
+            accounts: ix.accounts,
+            data: base58Encode(ix.data),
+            stackHeight: ix.stackHeight,
+          },
     ),
   }));
 }
 
-function parsedInstruction(keys: string[], programIdIndex: number, accounts: number[], data: Uint8Array, stackHeight: number | null): UiInstructionParsed {
-  return parseInstruction(keys[programIdIndex] ?? '', accounts.map((a) => keys[a] ?? ''), data, stackHeight);
+function parsedInstruction(
+  keys: string[],
+  programIdIndex: number,
+  accounts: number[],
+  data: Uint8Array,
+  stackHeight: number | null,
+): UiInstructionParsed {
+  return parseInstruction(
+    keys[programIdIndex] ?? '',
+    accounts.map((a) => keys[a] ?? ''),
+    data,
+    stackHeight,
+  );
 }
 
 export const statusOf = (err: unknown) => (err === null ? { Ok: null } : { Err: err });
@@ -117,7 +177,9 @@ function parsedAccountKeys(tx: ParsedTransaction, record: TxRecord): Record<stri
     source: i < staticCount ? 'transaction' : 'lookupTable',
     // writable as the runtime locks it: reserved accounts and invoked programs are demoted
     writable:
-      isWritableIndex(tx.message, i, record.loadedWritable.length) && !RESERVED_KEYS.has(pubkey) && !(invoked.has(i) && !upgradeableLoaderPresent),
+      isWritableIndex(tx.message, i, record.loadedWritable.length) &&
+      !RESERVED_KEYS.has(pubkey) &&
+      !(invoked.has(i) && !upgradeableLoaderPresent),
   }));
 }
 
@@ -130,7 +192,9 @@ function encodeTransactionBody(record: TxRecord, tx: ParsedTransaction, encoding
     const keys = LocalLedger.keysOf(record);
     message.accountKeys = parsedAccountKeys(tx, record);
     message.recentBlockhash = m.recentBlockhash;
-    message.instructions = m.instructions.map((ix) => parsedInstruction(keys, ix.programIdIndex, ix.accounts, ix.data, null));
+    message.instructions = m.instructions.map((ix) =>
+      parsedInstruction(keys, ix.programIdIndex, ix.accounts, ix.data, null),
+    );
   } else {
     message.accountKeys = m.staticKeys;
     message.header = {
@@ -139,7 +203,12 @@ function encodeTransactionBody(record: TxRecord, tx: ParsedTransaction, encoding
       numRequiredSignatures: m.numRequiredSignatures,
     };
     message.recentBlockhash = m.recentBlockhash;
-    message.instructions = m.instructions.map((ix) => ({ programIdIndex: ix.programIdIndex, accounts: ix.accounts, data: base58Encode(ix.data), stackHeight: null }));
+    message.instructions = m.instructions.map((ix) => ({
+      programIdIndex: ix.programIdIndex,
+      accounts: ix.accounts,
+      data: base58Encode(ix.data),
+      stackHeight: null,
+    }));
   }
   if (m.version === 0) message.addressTableLookups = m.lookups;
   return { message, signatures: tx.signatures.map((s) => base58Encode(s)) };
@@ -161,7 +230,8 @@ function encodeMeta(record: TxRecord, encoding: TransactionEncoding, showRewards
     rewards: showRewards ? [] : null,
   };
   if (!parsed) meta.loadedAddresses = { writable: record.loadedWritable, readonly: record.loadedReadonly };
-  if (record.returnData) meta.returnData = { programId: record.returnData.programId, data: [toBase64(record.returnData.data), 'base64'] };
+  if (record.returnData)
+    meta.returnData = { programId: record.returnData.programId, data: [toBase64(record.returnData.data), 'base64'] };
   meta.computeUnitsConsumed = record.computeUnits;
   return meta;
 }
@@ -189,13 +259,19 @@ export function encodeTransactionWithMeta(
 ): Record<string, unknown> {
   const version = checkVersion(record, maxSupportedTransactionVersion);
   const tx = parseTransaction(record.wire);
-  const out: Record<string, unknown> = { meta: encodeMeta(record, encoding, showRewards), transaction: encodeTransactionBody(record, tx, encoding) };
+  const out: Record<string, unknown> = {
+    meta: encodeMeta(record, encoding, showRewards),
+    transaction: encodeTransactionBody(record, tx, encoding),
+  };
   if (maxSupportedTransactionVersion !== undefined) out.version = version;
   return out;
 }
 
 /** getBlock with transactionDetails "accounts": signatures and account keys, balances only. */
-export function encodeTransactionAccounts(record: TxRecord, maxSupportedTransactionVersion: number | undefined): Record<string, unknown> {
+export function encodeTransactionAccounts(
+  record: TxRecord,
+  maxSupportedTransactionVersion: number | undefined,
+): Record<string, unknown> {
   const version = checkVersion(record, maxSupportedTransactionVersion);
   const tx = parseTransaction(record.wire);
   const out: Record<string, unknown> = {

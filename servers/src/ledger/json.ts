@@ -187,7 +187,12 @@ class Parser {
       }
       this.skipWhitespace();
       // defineProperty so a "__proto__" key is plain data, never a prototype change
-      Object.defineProperty(result, key, { value: this.value(depth + 1), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(result, key, {
+        value: this.value(depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
       this.skipWhitespace();
       const ch = this.text[this.pos++];
       if (ch === '}') return result;

@@ -1,25 +1,58 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
-  Account, Clock, EpochSchedule, FailedTransactionMetadata, LiteSvm, type InnerInstruction, type TransactionMetadata,
+  Account,
+  Clock,
+  EpochSchedule,
+  FailedTransactionMetadata,
+  LiteSvm,
+  type InnerInstruction,
+  type TransactionMetadata,
 } from 'litesvm/dist/internal.js';
 import {
-  address, appendTransactionMessageInstructions, compileTransaction, createNoopSigner, createTransactionMessage, pipe,
-  setTransactionMessageFeePayer, setTransactionMessageLifetimeUsingBlockhash, type Blockhash, type Instruction,
+  address,
+  appendTransactionMessageInstructions,
+  compileTransaction,
+  createNoopSigner,
+  createTransactionMessage,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Blockhash,
+  type Instruction,
 } from '@solana/kit';
 import { getCreateAssociatedTokenIdempotentInstruction, getMintToCheckedInstruction } from '@solana-program/token';
 import { getTransferSolInstruction } from '@solana-program/system';
 import { USDC_DEVNET, base58Decode, base58Encode } from '@agent-economy/contracts';
-import { generateWallet, signEd25519, walletFromSecretKey, type Wallet } from '../runtime/wallet';
+import { generateWallet, signEd25519, walletFromSecretKey, type Wallet } from '../solana/keys';
 import {
-  ADDRESS_LOOKUP_TABLE_PROGRAM, BPF_LOADER_UPGRADEABLE, MEMO_PROGRAM, RESERVED_KEYS, SYSTEM_PROGRAM, TOKEN_PROGRAM, associatedTokenAddress,
-  computeBudgetOf, decodeMint, decodeTokenAccount, encodeMint, feeOf, isTokenProgram,
-} from './programs';
+  ADDRESS_LOOKUP_TABLE_PROGRAM,
+  BPF_LOADER_UPGRADEABLE,
+  MEMO_PROGRAM,
+  RESERVED_KEYS,
+  SYSTEM_PROGRAM,
+  TOKEN_PROGRAM,
+  associatedTokenAddress,
+  computeBudgetOf,
+  decodeMint,
+  decodeTokenAccount,
+  encodeMint,
+  feeOf,
+  isTokenProgram,
+} from '../solana/programs';
 import { LedgerStore } from './store';
-import { transactionErrorFromLiteSvm, type TransactionErrorJson } from './tx-error';
+import { transactionErrorFromLiteSvm, type TransactionErrorJson } from '../solana/tx-error';
 import {
-  addressBytes, encodeAddress, encodeTransaction, isAddress, isWritableIndex, parseMessage, parseTransaction,
-  sanitizeTransaction, toBase64, type ParsedTransaction,
-} from './wire';
+  addressBytes,
+  encodeAddress,
+  encodeTransaction,
+  isAddress,
+  isWritableIndex,
+  parseMessage,
+  parseTransaction,
+  sanitizeTransaction,
+  toBase64,
+  type ParsedTransaction,
+} from '../solana/wire';
 
 // The local Solana ledger: LiteSVM executing real transactions, behind a clock, blockhashes and a
 // transaction history that behave as a cluster's do.
@@ -50,6 +83,8 @@ const NATIVE_MINT = 'So11111111111111111111111111111111111111112';
 const FAUCET_LAMPORTS = 500_000_000n * 1_000_000_000n;
 const SNAPSHOT_EVERY_LOG_BYTES = 16 * 1024 * 1024;
 const MAX_DROPPED = 10_000;
+/** Committed transactions whose whole record stays in memory (with a data directory; see TxEntry). */
+export const DEFAULT_RECORDS_IN_MEMORY = 1024;
 
 export interface LocalLedgerOptions {
   /** Directory for persisted state (e.g. <DATA_DIR>/ledger); absent = in memory only. */
@@ -62,6 +97,13 @@ export interface LocalLedgerOptions {
   mint?: string;
   /** The mint's authority; the faucet signs MintToChecked with it. */
   mintAuthority: Wallet;
+  /** The wall clock in Unix ms (default Date.now): a test moves it instead of waiting for slots to pass. */
+  now?: () => number;
+  /**
+   * With a data directory, how many of the latest committed transactions keep their whole record in
+   * memory (default 1024); older ones are read back from the log when asked for. Without one, all do.
+   */
+  recordsInMemory?: number;
 }
 
 export interface LedgerAccount {
@@ -148,7 +190,10 @@ export interface SimulationOutcome {
 
 /** A ledger operation that could not be carried out; `err` is the transaction error when there is one. */
 export class LedgerError extends Error {
-  constructor(message: string, readonly err?: TransactionErrorJson) {
+  constructor(
+    message: string,
+    readonly err?: TransactionErrorJson,
+  ) {
     super(message);
     this.name = 'LedgerError';
   }
@@ -170,6 +215,20 @@ interface Genesis {
 
 type SerializedAccount = [string, string, string, boolean, string] | [string, null];
 
+/**
+ * A committed transaction in the history indexes. Its whole record (about 5 KB) stays in memory only
+ * while it is among the latest `recordsInMemory`, so that a long-running ledger does not grow by a
+ * record per transaction; after that it is read back from the log line at `offset` when asked for.
+ * Signature and slot stay, as dedup, ordering and the slot filters need them without a read.
+ */
+interface TxEntry {
+  readonly signature: string;
+  readonly slot: bigint;
+  /** Byte offset of its line in the log (-1 without a data directory, where the record always stays). */
+  offset: number;
+  record: TxRecord | undefined;
+}
+
 export class LocalLedger {
   readonly mint: string;
   readonly genesisHash = DEVNET_GENESIS_HASH;
@@ -183,45 +242,61 @@ export class LocalLedger {
   private readonly windowBySlot = new Map<bigint, string>();
   private readonly windowByHash = new Map<string, bigint>();
   private windowHigh = -1n;
-  private readonly txs: TxRecord[] = [];
-  private readonly bySignature = new Map<string, TxRecord>();
-  private readonly byAddress = new Map<string, TxRecord[]>();
-  private readonly bySlot = new Map<bigint, TxRecord[]>();
+  /** Every committed transaction in commit order, hence by slot (the clock never goes back). */
+  private readonly txs: TxEntry[] = [];
+  private readonly bySignature = new Map<string, TxEntry>();
+  private readonly byAddress = new Map<string, TxEntry[]>();
+  private readonly recordsInMemory: number;
   private readonly droppedErrors = new Map<string, TransactionErrorJson>();
   private internalNonce = 0;
   private closed = false;
+  private readonly now: () => number;
 
   private constructor(
     svm: LiteSvm,
     private readonly genesis: Genesis,
     private readonly mintAuthority: Wallet,
     private readonly store: LedgerStore | undefined,
-    options: { slotMs: number; lifetime: number; mint: string },
+    options: { slotMs: number; lifetime: number; mint: string; now: () => number; recordsInMemory: number },
   ) {
     this.svm = svm;
+    this.now = options.now;
     this.mint = options.mint;
     this.slotMs = options.slotMs;
     this.blockhashLifetimeSlots = options.lifetime;
     this.lifetime = BigInt(options.lifetime);
     this.floorSlot = genesis.slot;
+    this.recordsInMemory = options.recordsInMemory;
   }
 
   /** Loads the ledger persisted in dataDir, or creates a new one (genesis) there or in memory. */
   static async open(options: LocalLedgerOptions): Promise<LocalLedger> {
     const slotMs = options.slotMs ?? DEFAULT_SLOT_MS;
     const lifetime = options.blockhashLifetimeSlots ?? DEFAULT_BLOCKHASH_LIFETIME_SLOTS;
-    if (!Number.isFinite(slotMs) || slotMs < 1) throw new Error(`slotMs must be a positive number of milliseconds, not ${slotMs}`);
-    if (!Number.isInteger(lifetime) || lifetime < 1) throw new Error(`blockhashLifetimeSlots must be a positive integer, not ${lifetime}`);
+    if (!Number.isFinite(slotMs) || slotMs < 1)
+      throw new Error(`slotMs must be a positive number of milliseconds, not ${slotMs}`);
+    if (!Number.isInteger(lifetime) || lifetime < 1)
+      throw new Error(`blockhashLifetimeSlots must be a positive integer, not ${lifetime}`);
     const mint = options.mint ?? USDC_DEVNET;
+    const now = options.now ?? Date.now;
+    const recordsInMemory = options.recordsInMemory ?? DEFAULT_RECORDS_IN_MEMORY;
+    if (!Number.isInteger(recordsInMemory) || recordsInMemory < 0)
+      throw new Error(`recordsInMemory must be a non-negative integer, not ${recordsInMemory}`);
     if (!isAddress(mint)) throw new Error(`mint must be a base58 address, not ${mint}`);
-    if (!isAddress(options.mintAuthority.address) || options.mintAuthority.secretKey.length !== 64) throw new Error('mintAuthority must be a wallet with a 64-byte secret key');
+    if (!isAddress(options.mintAuthority.address) || options.mintAuthority.secretKey.length !== 64)
+      throw new Error('mintAuthority must be a wallet with a 64-byte secret key');
 
+    const settings = { slotMs, lifetime, mint, now, recordsInMemory };
     const store = options.dataDir ? LedgerStore.open(options.dataDir) : undefined;
     try {
       const snapshot = store?.readSnapshot();
       let ledger: LocalLedger;
       if (snapshot) {
-        const meta = snapshot.meta as { genesis: Record<string, string | number>; anchors: { slot: string; unixMs: number; slotMs: number }[]; floorSlot: string };
+        const meta = snapshot.meta as {
+          genesis: Record<string, string | number>;
+          anchors: { slot: string; unixMs: number; slotMs: number }[];
+          floorSlot: string;
+        };
         const svm = LiteSvm.fromBytes(snapshot.svm);
         const genesis: Genesis = {
           seed: Buffer.from(String(meta.genesis.seed), 'hex'),
@@ -230,13 +305,16 @@ export class LocalLedger {
           slot: BigInt(meta.genesis.slot!),
           createdMs: Number(meta.genesis.createdMs),
         };
-        ledger = new LocalLedger(svm, genesis, options.mintAuthority, store, { slotMs, lifetime, mint });
+        ledger = new LocalLedger(svm, genesis, options.mintAuthority, store, settings);
         ledger.anchors = meta.anchors.map((a) => ({ slot: BigInt(a.slot), unixMs: a.unixMs, slotMs: a.slotMs }));
         ledger.floorSlot = BigInt(meta.floorSlot);
         ledger.replay(store!);
       } else {
-        if (store && store.readLog().some((line) => line.record.t === 'tx')) {
-          throw new Error(`${options.dataDir} holds a transaction log but no snapshot.bin; restore the snapshot or move the directory away`);
+        for (const line of store?.readLog() ?? []) {
+          if (line.record.t === 'tx')
+            throw new Error(
+              `${options.dataDir} holds a transaction log but no snapshot.bin; restore the snapshot or move the directory away`,
+            );
         }
         store?.truncateLog();
         const svm = new LiteSvm();
@@ -247,11 +325,21 @@ export class LocalLedger {
           // LiteSVM deploys its built-in programs at its initial slot and they only run from there on:
           // the clock starts there, never before (a cluster's slots are also well past zero)
           slot: svm.getClock().slot,
-          createdMs: Date.now(),
+          createdMs: now(),
         };
-        ledger = new LocalLedger(svm, genesis, options.mintAuthority, store, { slotMs, lifetime, mint });
+        ledger = new LocalLedger(svm, genesis, options.mintAuthority, store, settings);
         ledger.anchors = [{ slot: genesis.slot, unixMs: genesis.createdMs, slotMs }];
-        ledger.setAccountState(genesis.faucet.address, { lamports: FAUCET_LAMPORTS, data: new Uint8Array(0), owner: SYSTEM_PROGRAM, executable: false, rentEpoch: U64_MAX }, false);
+        ledger.setAccountState(
+          genesis.faucet.address,
+          {
+            lamports: FAUCET_LAMPORTS,
+            data: new Uint8Array(0),
+            owner: SYSTEM_PROGRAM,
+            executable: false,
+            rentEpoch: U64_MAX,
+          },
+          false,
+        );
       }
       ledger.configureSvm();
       if (snapshot) ledger.resumeClock();
@@ -275,7 +363,7 @@ export class LocalLedger {
 
   /** After a restart the clock continues from where it was (never backwards), at the configured pace. */
   private resumeClock(): void {
-    const now = Date.now();
+    const now = this.now();
     const slot = this.slot(now);
     this.pushAnchor({ slot, unixMs: now, slotMs: this.slotMs });
   }
@@ -286,26 +374,53 @@ export class LocalLedger {
       const state = decodeMint(existing.owner, existing.data);
       if (!state) throw new Error(`${this.mint} exists on this ledger but is not a token mint`);
       if (state.mintAuthority !== this.mintAuthority.address) {
-        throw new Error(`the mint ${this.mint} on this ledger has authority ${state.mintAuthority ?? 'none'}, not ${this.mintAuthority.address}`);
+        throw new Error(
+          `the mint ${this.mint} on this ledger has authority ${state.mintAuthority ?? 'none'}, not ${this.mintAuthority.address}`,
+        );
       }
       return;
     }
-    const data = encodeMint({ mintAuthority: this.mintAuthority.address, supply: 0n, decimals: STABLECOIN_DECIMALS, freezeAuthority: null });
-    this.setAccountState(this.mint, { lamports: this.minimumBalanceForRentExemption(data.length), data, owner: TOKEN_PROGRAM, executable: false, rentEpoch: U64_MAX }, true);
+    const data = encodeMint({
+      mintAuthority: this.mintAuthority.address,
+      supply: 0n,
+      decimals: STABLECOIN_DECIMALS,
+      freezeAuthority: null,
+    });
+    this.setAccountState(
+      this.mint,
+      {
+        lamports: this.minimumBalanceForRentExemption(data.length),
+        data,
+        owner: TOKEN_PROGRAM,
+        executable: false,
+        rentEpoch: U64_MAX,
+      },
+      true,
+    );
   }
 
   /** The wrapped-SOL mint every cluster has (9 decimals, no authorities), so tools that name it find it here too. */
   private ensureNativeMint(): void {
     if (this.getAccount(NATIVE_MINT)) return;
     const data = encodeMint({ mintAuthority: null, supply: 0n, decimals: 9, freezeAuthority: null });
-    this.setAccountState(NATIVE_MINT, { lamports: this.minimumBalanceForRentExemption(data.length), data, owner: TOKEN_PROGRAM, executable: false, rentEpoch: U64_MAX }, true);
+    this.setAccountState(
+      NATIVE_MINT,
+      {
+        lamports: this.minimumBalanceForRentExemption(data.length),
+        data,
+        owner: TOKEN_PROGRAM,
+        executable: false,
+        rentEpoch: U64_MAX,
+      },
+      true,
+    );
   }
 
   // -------------------------------------------------------------------------------------------------
   // Clock and blockhashes
 
   /** The current slot: one per slotMs of wall time since the last anchor, never going backwards. */
-  slot(now = Date.now()): bigint {
+  slot(now = this.now()): bigint {
     const anchor = this.anchors[this.anchors.length - 1]!;
     const elapsed = Math.max(0, now - anchor.unixMs);
     const slot = anchor.slot + BigInt(Math.floor(elapsed / anchor.slotMs));
@@ -334,8 +449,9 @@ export class LocalLedger {
 
   /** Moves the clock n slots ahead at once (tests use it to expire blockhashes). */
   warp(slots: number): void {
-    if (!Number.isInteger(slots) || slots < 0) throw new Error(`warp takes a non-negative whole number of slots, not ${slots}`);
-    const now = Date.now();
+    if (!Number.isInteger(slots) || slots < 0)
+      throw new Error(`warp takes a non-negative whole number of slots, not ${slots}`);
+    const now = this.now();
     this.pushAnchor({ slot: this.slot(now) + BigInt(slots), unixMs: now, slotMs: this.slotMs });
     this.slot(now);
   }
@@ -372,11 +488,17 @@ export class LocalLedger {
   blockhashOf(slot: bigint): string {
     const height = Buffer.alloc(8);
     height.writeBigUInt64LE(slot);
-    return base58Encode(new Uint8Array(createHash('sha256').update(this.genesis.seed).update('blockhash').update(height).digest()));
+    return base58Encode(
+      new Uint8Array(createHash('sha256').update(this.genesis.seed).update('blockhash').update(height).digest()),
+    );
   }
 
   /** The blockhash clients should use at a commitment, and the last block height at which it is valid. */
-  latestBlockhash(commitment: 'processed' | 'confirmed' | 'finalized' = 'finalized'): { slot: bigint; blockhash: string; lastValidBlockHeight: bigint } {
+  latestBlockhash(commitment: 'processed' | 'confirmed' | 'finalized' = 'finalized'): {
+    slot: bigint;
+    blockhash: string;
+    lastValidBlockHeight: bigint;
+  } {
     const current = this.slot();
     const slot = commitment === 'finalized' ? this.finalizedSlot(current) : current;
     return { slot, blockhash: this.blockhashOf(slot), lastValidBlockHeight: slot + this.lifetime };
@@ -434,12 +556,15 @@ export class LocalLedger {
 
   /** Every account owned by a program, as getProgramAccounts scans them. */
   programAccounts(program: string): { address: string; account: LedgerAccount }[] {
-    return this.svm
-      .getProgramAccounts(addressBytes(program))
-      .map((entry) => ({ address: encodeAddress(entry.address), account: entry.account() }))
-      .filter((entry) => entry.account.lamports() > 0n)
-      .map((entry) => ({ address: entry.address, account: toLedgerAccount(entry.account) }))
-      .sort((a, b) => Buffer.compare(addressBytes(a.address), addressBytes(b.address))); // by key bytes, as a node sorts
+    return (
+      this.svm
+        .getProgramAccounts(addressBytes(program))
+        .map((entry) => ({ address: encodeAddress(entry.address), account: entry.account() }))
+        .filter((entry) => entry.account.lamports() > 0n)
+        .map((entry) => ({ address: entry.address, account: toLedgerAccount(entry.account) }))
+        // by key bytes, as a node sorts
+        .sort((a, b) => Buffer.compare(addressBytes(a.address), addressBytes(b.address)))
+    );
   }
 
   lamports(addr: string): bigint {
@@ -465,7 +590,10 @@ export class LocalLedger {
   }
 
   private setAccountState(addr: string, account: LedgerAccount, log: boolean): void {
-    this.svm.setAccount(addressBytes(addr), new Account(account.lamports, account.data, addressBytes(account.owner), account.executable, account.rentEpoch));
+    this.svm.setAccount(
+      addressBytes(addr),
+      new Account(account.lamports, account.data, addressBytes(account.owner), account.executable, account.rentEpoch),
+    );
     if (log) this.store?.append({ t: 'accounts', a: [serializeAccount(addr, account)] });
   }
 
@@ -488,7 +616,8 @@ export class LocalLedger {
       if (!table) return { error: 'AddressLookupTableNotFound' };
       if (table.owner !== ADDRESS_LOOKUP_TABLE_PROGRAM) return { error: 'InvalidAddressLookupTableOwner' };
       const data = table.data;
-      if (data.length < 56 || (data.length - 56) % 32 !== 0 || data[0] !== 1) return { error: 'InvalidAddressLookupTableData' };
+      if (data.length < 56 || (data.length - 56) % 32 !== 0 || data[0] !== 1)
+        return { error: 'InvalidAddressLookupTableData' };
       const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
       const deactivation = dv.getBigUint64(4, true);
       if (deactivation !== U64_MAX && current - deactivation > 512n) return { error: 'AddressLookupTableNotFound' };
@@ -496,18 +625,25 @@ export class LocalLedger {
       const total = (data.length - 56) / 32;
       const active = current > lastExtended ? total : Math.min(total, data[20]!);
       const at = (i: number) => base58Encode(data.subarray(56 + i * 32, 88 + i * 32));
-      if ([...lookup.writableIndexes, ...lookup.readonlyIndexes].some((i) => i >= active)) return { error: 'InvalidAddressLookupTableIndex' };
+      if ([...lookup.writableIndexes, ...lookup.readonlyIndexes].some((i) => i >= active))
+        return { error: 'InvalidAddressLookupTableIndex' };
       loadedWritable.push(...lookup.writableIndexes.map(at));
       loadedReadonly.push(...lookup.readonlyIndexes.map(at));
     }
     const keys = [...m.staticKeys, ...loadedWritable, ...loadedReadonly];
     if (new Set(keys).size !== keys.length) return { error: 'AccountLoadedTwice' };
-    const instructions = m.instructions.map((ix) => ({ programId: keys[ix.programIdIndex]!, accounts: ix.accounts, data: ix.data }));
+    const instructions = m.instructions.map((ix) => ({
+      programId: keys[ix.programIdIndex]!,
+      accounts: ix.accounts,
+      data: ix.data,
+    }));
     const invoked = new Set(m.instructions.map((ix) => ix.programIdIndex));
     const upgradeableLoaderPresent = keys.includes(BPF_LOADER_UPGRADEABLE);
     const writable = keys.map(
       (key, i) =>
-        isWritableIndex(m, i, loadedWritable.length) && !RESERVED_KEYS.has(key) && !(invoked.has(i) && !upgradeableLoaderPresent),
+        isWritableIndex(m, i, loadedWritable.length) &&
+        !RESERVED_KEYS.has(key) &&
+        !(invoked.has(i) && !upgradeableLoaderPresent),
     );
     return { tx, keys, loadedWritable, loadedReadonly, writable, instructions };
   }
@@ -515,7 +651,8 @@ export class LocalLedger {
   /** The age and dedup checks a bank runs before loading a transaction. */
   private check(prepared: PreparedTransaction, current: bigint): TransactionErrorJson | null {
     const m = prepared.tx.message;
-    if (this.slotOfBlockhash(m.recentBlockhash, current) === undefined && !this.isDurableNonce(prepared)) return 'BlockhashNotFound';
+    if (this.slotOfBlockhash(m.recentBlockhash, current) === undefined && !this.isDurableNonce(prepared))
+      return 'BlockhashNotFound';
     if (this.bySignature.has(prepared.tx.signature)) return 'AlreadyProcessed';
     return null;
   }
@@ -531,7 +668,10 @@ export class LocalLedger {
     return base58Encode(nonce.data.subarray(40, 72)) === prepared.tx.message.recentBlockhash;
   }
 
-  private balances(keys: string[], overrides?: Map<string, LedgerAccount | null>): { lamports: bigint[]; tokens: TokenBalance[] } {
+  private balances(
+    keys: string[],
+    overrides?: Map<string, LedgerAccount | null>,
+  ): { lamports: bigint[]; tokens: TokenBalance[] } {
     const lamports: bigint[] = [];
     const tokens: TokenBalance[] = [];
     const decimals = new Map<string, number | undefined>();
@@ -547,7 +687,14 @@ export class LocalLedger {
       }
       const d = decimals.get(token.mint);
       if (d === undefined) return;
-      tokens.push({ accountIndex, mint: token.mint, owner: token.owner, programId: account.owner, amount: token.amount, decimals: d });
+      tokens.push({
+        accountIndex,
+        mint: token.mint,
+        owner: token.owner,
+        programId: account.owner,
+        amount: token.amount,
+        decimals: d,
+      });
     });
     return { lamports, tokens };
   }
@@ -580,18 +727,20 @@ export class LocalLedger {
     if (prepared.instructions.some((ix) => ix.programId === ADDRESS_LOOKUP_TABLE_PROGRAM)) this.syncSlotHashes(current);
     const { tx, keys } = prepared;
     const pre = this.balances(keys);
-    const result = tx.message.version === 'legacy' ? this.svm.sendLegacyTransaction(tx.bytes) : this.svm.sendVersionedTransaction(tx.bytes);
+    const result =
+      tx.message.version === 'legacy'
+        ? this.svm.sendLegacyTransaction(tx.bytes)
+        : this.svm.sendVersionedTransaction(tx.bytes);
     const failed = result instanceof FailedTransactionMetadata;
     const meta: TransactionMetadata = failed ? result.meta() : result;
     const err = failed ? transactionErrorFromLiteSvm(result.err()) : null;
     const post = this.balances(keys);
     // a failed transaction that charged its fee was committed; one that did not never made it into a block
     if (failed && post.lamports[0] === pre.lamports[0]) return this.drop(prepared, err!);
-    const block = this.bySlot.get(current);
     const record: TxRecord = {
       signature: tx.signature,
       slot: current,
-      index: block?.length ?? 0,
+      index: this.txs.length - this.blockStart(current),
       blockTime: this.blockTime(current),
       wire: tx.bytes,
       loadedWritable: prepared.loadedWritable,
@@ -608,10 +757,16 @@ export class LocalLedger {
       returnData: returnDataOf(meta),
       unitPrice: computeBudgetOf(prepared.instructions).unitPriceMicroLamports,
     };
-    this.index(record, keys);
+    // indexed before the log write, so that dedup holds even if that write fails
+    const entry = this.index(record, keys, -1);
     if (this.store) {
       const written = keys.filter((_, i) => prepared.writable[i]);
-      this.store.append({ t: 'tx', r: serializeRecord(record), a: written.map((key) => serializeAccount(key, this.getAccount(key))) });
+      entry.offset = this.store.append({
+        t: 'tx',
+        r: serializeRecord(record),
+        a: written.map((key) => serializeAccount(key, this.getAccount(key))),
+      });
+      this.releaseOldRecord();
       if (this.store.bytesSinceSnapshot > SNAPSHOT_EVERY_LOG_BYTES) this.writeSnapshot();
     }
     return { landed: true, record };
@@ -636,8 +791,19 @@ export class LocalLedger {
     const current = this.slot();
     this.syncClock(current);
     const notExecuted = (err: TransactionErrorJson): SimulationOutcome => ({
-      err, executed: false, logs: [], unitsConsumed: 0n, loadedAccountsDataSize: 0, returnData: null, innerInstructions: [],
-      fee: null, preBalances: null, postBalances: null, preTokenBalances: null, postTokenBalances: null, postAccounts: new Map(),
+      err,
+      executed: false,
+      logs: [],
+      unitsConsumed: 0n,
+      loadedAccountsDataSize: 0,
+      returnData: null,
+      innerInstructions: [],
+      fee: null,
+      preBalances: null,
+      postBalances: null,
+      preTokenBalances: null,
+      postTokenBalances: null,
+      postAccounts: new Map(),
     });
     const checked = this.check(prepared, current);
     if (checked) return notExecuted(checked);
@@ -648,7 +814,8 @@ export class LocalLedger {
     const failed = result instanceof FailedTransactionMetadata;
     const err = result instanceof FailedTransactionMetadata ? transactionErrorFromLiteSvm(result.err()) : null;
     const meta = result.meta();
-    if (failed && meta.computeUnitsConsumed() === 0n && meta.logs().length === 0 && typeof err === 'string') return notExecuted(err);
+    if (failed && meta.computeUnitsConsumed() === 0n && meta.logs().length === 0 && typeof err === 'string')
+      return notExecuted(err);
     const postAccounts = new Map<string, LedgerAccount | null>();
     if (!(result instanceof FailedTransactionMetadata)) {
       for (const entry of result.postAccounts()) {
@@ -681,7 +848,9 @@ export class LocalLedger {
   private runSimulation(tx: ParsedTransaction, sigVerify: boolean) {
     if (!sigVerify) this.svm.setSigverify(false);
     try {
-      return tx.message.version === 'legacy' ? this.svm.simulateLegacyTransaction(tx.bytes) : this.svm.simulateVersionedTransaction(tx.bytes);
+      return tx.message.version === 'legacy'
+        ? this.svm.simulateLegacyTransaction(tx.bytes)
+        : this.svm.simulateVersionedTransaction(tx.bytes);
     } finally {
       if (!sigVerify) this.svm.setSigverify(true);
     }
@@ -690,35 +859,64 @@ export class LocalLedger {
   /** Address-table instructions read SlotHashes; it is filled only when one is about to run. */
   private syncSlotHashes(current: bigint): void {
     const hashes = [];
-    for (let slot = current; slot >= this.genesis.slot && hashes.length < 512; slot--) hashes.push({ slot, hash: this.blockhashOf(slot) });
+    for (let slot = current; slot >= this.genesis.slot && hashes.length < 512; slot--)
+      hashes.push({ slot, hash: this.blockhashOf(slot) });
     this.svm.setSlotHashes(hashes);
   }
 
-  private index(record: TxRecord, keys: string[]): void {
-    this.txs.push(record);
-    this.bySignature.set(record.signature, record);
-    this.droppedErrors.delete(record.signature);
-    let block = this.bySlot.get(record.slot);
-    if (!block) this.bySlot.set(record.slot, (block = []));
-    block.push(record);
+  private index(record: TxRecord, keys: string[], offset: number): TxEntry {
+    const entry: TxEntry = { signature: record.signature, slot: record.slot, offset, record };
+    this.txs.push(entry);
+    this.bySignature.set(entry.signature, entry);
+    this.droppedErrors.delete(entry.signature);
     for (const key of new Set(keys)) {
       let list = this.byAddress.get(key);
       if (!list) this.byAddress.set(key, (list = []));
-      list.push(record);
+      list.push(entry);
     }
     if (record.slot > this.floorSlot) this.floorSlot = record.slot;
+    return entry;
+  }
+
+  /** Lets go of the record that has just left the latest `recordsInMemory`: its log line holds it. */
+  private releaseOldRecord(): void {
+    const old = this.txs[this.txs.length - 1 - this.recordsInMemory];
+    if (old && old.offset >= 0) old.record = undefined;
+  }
+
+  /** An entry's whole record: in memory while recent, else read back from its log line. */
+  private recordOf(entry: TxEntry): TxRecord {
+    if (entry.record) return entry.record;
+    const line = this.store!.readLine(entry.offset);
+    return deserializeRecord(line.r as SerializedRecord);
+  }
+
+  /** Index in txs of the first transaction at `slot` or later (txs is ordered by slot). */
+  private blockStart(slot: bigint): number {
+    let lo = 0;
+    let hi = this.txs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.txs[mid]!.slot < slot) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   // -------------------------------------------------------------------------------------------------
   // History
 
   transaction(signature: string): TxRecord | undefined {
-    return this.bySignature.get(signature);
+    const entry = this.bySignature.get(signature);
+    return entry && this.recordOf(entry);
   }
 
   /** Committed transactions of a slot, in block order. */
   blockTransactions(slot: bigint): TxRecord[] {
-    return this.bySlot.get(slot) ?? [];
+    const out: TxRecord[] = [];
+    for (let i = this.blockStart(slot); i < this.txs.length && this.txs[i]!.slot === slot; i++)
+      out.push(this.recordOf(this.txs[i]!));
+    return out;
   }
 
   transactionCount(): bigint {
@@ -726,7 +924,10 @@ export class LocalLedger {
   }
 
   /** Transactions touching an address, newest first, within [.., maxSlot], after `before`, down to `until`. */
-  signaturesForAddress(addr: string, options: { limit: number; before?: string; until?: string; maxSlot: bigint }): TxRecord[] {
+  signaturesForAddress(
+    addr: string,
+    options: { limit: number; before?: string; until?: string; maxSlot: bigint },
+  ): TxRecord[] {
     const list = this.byAddress.get(addr) ?? [];
     let end = list.length;
     if (options.before !== undefined) {
@@ -737,18 +938,24 @@ export class LocalLedger {
     }
     const out: TxRecord[] = [];
     for (let i = end - 1; i >= 0 && out.length < options.limit; i--) {
-      const record = list[i]!;
-      if (record.signature === options.until) break;
-      if (record.slot <= options.maxSlot) out.push(record);
+      const entry = list[i]!;
+      if (entry.signature === options.until) break;
+      if (entry.slot <= options.maxSlot) out.push(this.recordOf(entry));
     }
     return out;
   }
 
-  /** Committed transactions from `fromSlot` on, oldest first (getRecentPrioritizationFees, performance samples). */
+  /** Committed transactions from `fromSlot` on, oldest first (getRecentPrioritizationFees). */
   recentTransactions(fromSlot: bigint): TxRecord[] {
-    const out: TxRecord[] = [];
-    for (let i = this.txs.length - 1; i >= 0 && this.txs[i]!.slot >= fromSlot; i--) out.push(this.txs[i]!);
-    return out.reverse();
+    return this.txs.slice(this.blockStart(fromSlot)).map((entry) => this.recordOf(entry));
+  }
+
+  /**
+   * The slots of the committed transactions from `fromSlot` on, oldest first (getRecentPerformanceSamples,
+   * which counts hours of them and needs no record).
+   */
+  recentTransactionSlots(fromSlot: bigint): bigint[] {
+    return this.txs.slice(this.blockStart(fromSlot)).map((entry) => entry.slot);
   }
 
   /** The account keys of a recorded transaction (static, then loaded writable, then loaded read-only). */
@@ -765,7 +972,11 @@ export class LocalLedger {
       const message = pipe(
         createTransactionMessage({ version: 'legacy' }),
         (m) => setTransactionMessageFeePayer(address(this.genesis.faucet.address), m),
-        (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: this.blockhashOf(slot) as Blockhash, lastValidBlockHeight: slot + this.lifetime }, m),
+        (m) =>
+          setTransactionMessageLifetimeUsingBlockhash(
+            { blockhash: this.blockhashOf(slot) as Blockhash, lastValidBlockHeight: slot + this.lifetime },
+            m,
+          ),
         (m) => appendTransactionMessageInstructions(instructions, m),
       );
       const messageBytes = new Uint8Array(compileTransaction(message).messageBytes);
@@ -780,7 +991,13 @@ export class LocalLedger {
       if (!this.bySignature.has(tx.signature)) return tx;
       // the same request twice in one slot would be byte-identical (AlreadyProcessed): a memo tells them apart
       // (@solana-program/memo's builder targets another program id, so the SPL Memo instruction is written out)
-      instructions = [...instructions, { programAddress: address(MEMO_PROGRAM), data: new TextEncoder().encode(`agent-economy ledger #${++this.internalNonce}`) }];
+      instructions = [
+        ...instructions,
+        {
+          programAddress: address(MEMO_PROGRAM),
+          data: new TextEncoder().encode(`agent-economy ledger #${++this.internalNonce}`),
+        },
+      ];
     }
   }
 
@@ -789,7 +1006,8 @@ export class LocalLedger {
     if ('error' in prepared) throw new LedgerError(`${what}: invalid transaction`, prepared.error);
     const outcome = this.submit(prepared);
     if (!outcome.landed) throw new LedgerError(`${what} did not land: ${JSON.stringify(outcome.err)}`, outcome.err);
-    if (outcome.record.err) throw new LedgerError(`${what} failed: ${JSON.stringify(outcome.record.err)}`, outcome.record.err);
+    if (outcome.record.err)
+      throw new LedgerError(`${what} failed: ${JSON.stringify(outcome.record.err)}`, outcome.record.err);
     return outcome.record.signature;
   }
 
@@ -803,7 +1021,9 @@ export class LocalLedger {
     return this.openTokenAccountNow(owner);
   }
 
-  /** Mints stablecoins to the owner's associated token account (opened if needed); returns the MintToChecked signature. */
+  /**
+   * Mints stablecoins to the owner's associated token account (opened if needed); returns the MintToChecked signature.
+   */
   async mintTo(owner: string, atomic: bigint): Promise<string> {
     return this.mintToNow(owner, atomic);
   }
@@ -812,9 +1032,14 @@ export class LocalLedger {
 
   airdropNow(to: string, lamports: bigint): string {
     if (!isAddress(to)) throw new LedgerError(`not a base58 address: ${to}`);
-    if (typeof lamports !== 'bigint' || lamports <= 0n) throw new LedgerError('an airdrop needs a positive number of lamports');
+    if (typeof lamports !== 'bigint' || lamports <= 0n)
+      throw new LedgerError('an airdrop needs a positive number of lamports');
     const faucet = createNoopSigner(address(this.genesis.faucet.address));
-    return this.runInternal([getTransferSolInstruction({ source: faucet, destination: address(to), amount: lamports })], [], 'airdrop');
+    return this.runInternal(
+      [getTransferSolInstruction({ source: faucet, destination: address(to), amount: lamports })],
+      [],
+      'airdrop',
+    );
   }
 
   openTokenAccountNow(owner: string): string {
@@ -822,7 +1047,18 @@ export class LocalLedger {
     const ata = associatedTokenAddress(owner, this.mint);
     if (this.getAccount(ata)) return ata;
     const payer = createNoopSigner(address(this.genesis.faucet.address));
-    this.runInternal([getCreateAssociatedTokenIdempotentInstruction({ payer, ata: address(ata), owner: address(owner), mint: address(this.mint) })], [], 'opening a token account');
+    this.runInternal(
+      [
+        getCreateAssociatedTokenIdempotentInstruction({
+          payer,
+          ata: address(ata),
+          owner: address(owner),
+          mint: address(this.mint),
+        }),
+      ],
+      [],
+      'opening a token account',
+    );
     return ata;
   }
 
@@ -832,7 +1068,15 @@ export class LocalLedger {
     const decimals = this.mintDecimals(this.mint) ?? STABLECOIN_DECIMALS;
     const authority = createNoopSigner(address(this.mintAuthority.address));
     return this.runInternal(
-      [getMintToCheckedInstruction({ mint: address(this.mint), token: address(ata), mintAuthority: authority, amount: atomic, decimals })],
+      [
+        getMintToCheckedInstruction({
+          mint: address(this.mint),
+          token: address(ata),
+          mintAuthority: authority,
+          amount: atomic,
+          decimals,
+        }),
+      ],
       [this.mintAuthority],
       'minting',
     );
@@ -847,16 +1091,36 @@ export class LocalLedger {
       const fresh = offset >= store.snapshotOffset;
       if (record.t === 'tx') {
         const tx = deserializeRecord(record.r as SerializedRecord);
-        this.index(tx, LocalLedger.keysOf(tx));
+        this.index(tx, LocalLedger.keysOf(tx), offset);
+        this.releaseOldRecord();
       } else if (record.t === 'anchor' && fresh) {
-        this.anchors.push({ slot: BigInt(record.slot as string), unixMs: record.unixMs as number, slotMs: record.slotMs as number });
+        this.anchors.push({
+          slot: BigInt(record.slot as string),
+          unixMs: record.unixMs as number,
+          slotMs: record.slotMs as number,
+        });
       }
-      if (fresh && Array.isArray(record.a)) for (const entry of record.a as SerializedAccount[]) accounts.set(entry[0], entry);
+      if (fresh && Array.isArray(record.a))
+        for (const entry of record.a as SerializedAccount[]) accounts.set(entry[0], entry);
     }
     for (const entry of accounts.values()) {
       const [addr, lamports, owner, executable, data] = entry;
-      if (lamports === null) this.svm.setAccount(addressBytes(addr), new Account(0n, new Uint8Array(0), addressBytes(SYSTEM_PROGRAM), false, U64_MAX));
-      else this.svm.setAccount(addressBytes(addr), new Account(BigInt(lamports), new Uint8Array(Buffer.from(data!, 'base64')), addressBytes(owner!), executable!, U64_MAX));
+      if (lamports === null)
+        this.svm.setAccount(
+          addressBytes(addr),
+          new Account(0n, new Uint8Array(0), addressBytes(SYSTEM_PROGRAM), false, U64_MAX),
+        );
+      else
+        this.svm.setAccount(
+          addressBytes(addr),
+          new Account(
+            BigInt(lamports),
+            new Uint8Array(Buffer.from(data!, 'base64')),
+            addressBytes(owner!),
+            executable!,
+            U64_MAX,
+          ),
+        );
     }
   }
 
@@ -898,7 +1162,13 @@ export class LocalLedger {
 
 function toLedgerAccount(account: Account): LedgerAccount {
   // rent collection is gone: every live account reports the rent-exempt epoch, as on current clusters
-  return { lamports: account.lamports(), data: account.data(), owner: encodeAddress(account.owner()), executable: account.executable(), rentEpoch: U64_MAX };
+  return {
+    lamports: account.lamports(),
+    data: account.data(),
+    owner: encodeAddress(account.owner()),
+    executable: account.executable(),
+    rentEpoch: U64_MAX,
+  };
 }
 
 function innerInstructionsOf(meta: TransactionMetadata): InnerInstructionGroup[] {
@@ -909,7 +1179,12 @@ function innerInstructionsOf(meta: TransactionMetadata): InnerInstructionGroup[]
       index,
       instructions: group.map((inner) => {
         const ix = inner.instruction();
-        return { programIdIndex: ix.programIdIndex(), accounts: Array.from(ix.accounts()), data: ix.data(), stackHeight: inner.stackHeight() };
+        return {
+          programIdIndex: ix.programIdIndex(),
+          accounts: Array.from(ix.accounts()),
+          data: ix.data(),
+          stackHeight: inner.stackHeight(),
+        };
       }),
     });
   });
@@ -928,36 +1203,91 @@ function serializeAccount(addr: string, account: LedgerAccount | null): Serializ
 }
 
 interface SerializedRecord {
-  s: string; i: number; bt: number; w: string; lw: string[]; lr: string[]; e: TransactionErrorJson | null; f: string;
-  pb: string[]; qb: string[]; pt: SerializedTokenBalance[]; qt: SerializedTokenBalance[]; l: string[];
-  ii: [number, [number, number[], string, number][]][]; cu: string; rd: [string, string] | null; up: string;
+  s: string;
+  i: number;
+  bt: number;
+  w: string;
+  lw: string[];
+  lr: string[];
+  e: TransactionErrorJson | null;
+  f: string;
+  pb: string[];
+  qb: string[];
+  pt: SerializedTokenBalance[];
+  qt: SerializedTokenBalance[];
+  l: string[];
+  ii: [number, [number, number[], string, number][]][];
+  cu: string;
+  rd: [string, string] | null;
+  up: string;
 }
 type SerializedTokenBalance = [number, string, string, string, string, number];
 
 function serializeRecord(r: TxRecord): SerializedRecord {
-  const tokens = (list: TokenBalance[]): SerializedTokenBalance[] => list.map((t) => [t.accountIndex, t.mint, t.owner, t.programId, t.amount.toString(), t.decimals]);
+  const tokens = (list: TokenBalance[]): SerializedTokenBalance[] =>
+    list.map((t) => [t.accountIndex, t.mint, t.owner, t.programId, t.amount.toString(), t.decimals]);
   return {
-    s: r.slot.toString(), i: r.index, bt: r.blockTime, w: toBase64(r.wire), lw: r.loadedWritable, lr: r.loadedReadonly, e: r.err,
-    f: r.fee.toString(), pb: r.preBalances.map(String), qb: r.postBalances.map(String), pt: tokens(r.preTokenBalances),
-    qt: tokens(r.postTokenBalances), l: r.logs,
-    ii: r.innerInstructions.map((g) => [g.index, g.instructions.map((ix) => [ix.programIdIndex, ix.accounts, toBase64(ix.data), ix.stackHeight])]),
-    cu: r.computeUnits.toString(), rd: r.returnData ? [r.returnData.programId, toBase64(r.returnData.data)] : null, up: r.unitPrice.toString(),
+    s: r.slot.toString(),
+    i: r.index,
+    bt: r.blockTime,
+    w: toBase64(r.wire),
+    lw: r.loadedWritable,
+    lr: r.loadedReadonly,
+    e: r.err,
+    f: r.fee.toString(),
+    pb: r.preBalances.map(String),
+    qb: r.postBalances.map(String),
+    pt: tokens(r.preTokenBalances),
+    qt: tokens(r.postTokenBalances),
+    l: r.logs,
+    ii: r.innerInstructions.map((g) => [
+      g.index,
+      g.instructions.map((ix) => [ix.programIdIndex, ix.accounts, toBase64(ix.data), ix.stackHeight]),
+    ]),
+    cu: r.computeUnits.toString(),
+    rd: r.returnData ? [r.returnData.programId, toBase64(r.returnData.data)] : null,
+    up: r.unitPrice.toString(),
   };
 }
 
 function deserializeRecord(s: SerializedRecord): TxRecord {
   const bytes = (b64: string) => new Uint8Array(Buffer.from(b64, 'base64'));
   const tokens = (list: SerializedTokenBalance[]): TokenBalance[] =>
-    list.map(([accountIndex, mint, owner, programId, amount, decimals]) => ({ accountIndex, mint, owner, programId, amount: BigInt(amount), decimals }));
+    list.map(([accountIndex, mint, owner, programId, amount, decimals]) => ({
+      accountIndex,
+      mint,
+      owner,
+      programId,
+      amount: BigInt(amount),
+      decimals,
+    }));
   const wire = bytes(s.w);
   return {
-    signature: parseTransaction(wire).signature, slot: BigInt(s.s), index: s.i, blockTime: s.bt, wire,
-    loadedWritable: s.lw, loadedReadonly: s.lr, err: s.e, fee: BigInt(s.f), preBalances: s.pb.map(BigInt), postBalances: s.qb.map(BigInt),
-    preTokenBalances: tokens(s.pt), postTokenBalances: tokens(s.qt), logs: s.l,
+    signature: parseTransaction(wire).signature,
+    slot: BigInt(s.s),
+    index: s.i,
+    blockTime: s.bt,
+    wire,
+    loadedWritable: s.lw,
+    loadedReadonly: s.lr,
+    err: s.e,
+    fee: BigInt(s.f),
+    preBalances: s.pb.map(BigInt),
+    postBalances: s.qb.map(BigInt),
+    preTokenBalances: tokens(s.pt),
+    postTokenBalances: tokens(s.qt),
+    logs: s.l,
     innerInstructions: s.ii.map(([index, list]) => ({
-      index, instructions: list.map(([programIdIndex, accounts, data, stackHeight]) => ({ programIdIndex, accounts, data: bytes(data), stackHeight })),
+      index,
+      instructions: list.map(([programIdIndex, accounts, data, stackHeight]) => ({
+        programIdIndex,
+        accounts,
+        data: bytes(data),
+        stackHeight,
+      })),
     })),
-    computeUnits: BigInt(s.cu), returnData: s.rd ? { programId: s.rd[0], data: bytes(s.rd[1]) } : null, unitPrice: BigInt(s.up),
+    computeUnits: BigInt(s.cu),
+    returnData: s.rd ? { programId: s.rd[0], data: bytes(s.rd[1]) } : null,
+    unitPrice: BigInt(s.up),
   };
 }
-

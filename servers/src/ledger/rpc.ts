@@ -1,18 +1,50 @@
 import { base58Encode } from '@agent-economy/contracts';
 import {
-  RpcError, checkVersion, encodeAccount, encodeTransactionAccounts, encodeTransactionWithMeta, invalidParams, memoOfRecord,
-  statusOf, uiInnerInstructions, uiTokenBalances, type AccountEncoding, type DataSlice, type TransactionEncoding,
+  RpcError,
+  checkVersion,
+  encodeAccount,
+  encodeTransactionAccounts,
+  encodeTransactionWithMeta,
+  invalidParams,
+  memoOfRecord,
+  statusOf,
+  uiInnerInstructions,
+  uiTokenBalances,
+  type AccountEncoding,
+  type DataSlice,
+  type TransactionEncoding,
 } from './encode';
 import { JsonSyntaxError, parseJson, stringifyJson } from './json';
 import {
-  FINALITY_DEPTH, LedgerError, LocalLedger, SLOTS_PER_EPOCH, STATUS_CACHE_SLOTS, type LedgerAccount, type PreparedTransaction, type TxRecord,
+  FINALITY_DEPTH,
+  LedgerError,
+  LocalLedger,
+  SLOTS_PER_EPOCH,
+  STATUS_CACHE_SLOTS,
+  type LedgerAccount,
+  type PreparedTransaction,
+  type TxRecord,
 } from './ledger';
-import { decodeMint, decodeTokenAccount, feeOf, isTokenProgram, uiTokenAmount } from './programs';
-import { describeTransactionError } from './tx-error';
+import { decodeMint, decodeTokenAccount, feeOf, isTokenProgram, uiTokenAmount } from '../solana/programs';
+import { describeTransactionError } from '../solana/tx-error';
 import {
-  MAX_BASE58_SIZE, MAX_BASE64_SIZE, MESSAGE_TYPE, PACKET_DATA_SIZE, TRANSACTION_TYPE, WireError, addressBytes, decodeBase58, decodeBase64,
-  encodeTransaction, isAddress, parseMessage, parseTransaction, toBase64, verifySignatures, type ParsedTransaction,
-} from './wire';
+  MAX_BASE58_SIZE,
+  MAX_BASE64_SIZE,
+  MESSAGE_TYPE,
+  PACKET_DATA_SIZE,
+  TRANSACTION_TYPE,
+  WireError,
+  addressBytes,
+  decodeBase58,
+  decodeBase64,
+  encodeTransaction,
+  isAddress,
+  parseMessage,
+  parseTransaction,
+  toBase64,
+  verifySignatures,
+  type ParsedTransaction,
+} from '../solana/wire';
 
 // Solana JSON-RPC 2.0 over the local ledger: method names, parameters, results and errors as an
 // Agave node gives them, so @solana/kit and the official x402 packages work against it unchanged.
@@ -36,12 +68,19 @@ export const MAX_AIRDROP_LAMPORTS = 100n * 1_000_000_000n;
 
 type Commitment = 'processed' | 'confirmed' | 'finalized';
 const COMMITMENTS: Record<string, Commitment> = {
-  processed: 'processed', confirmed: 'confirmed', finalized: 'finalized',
+  processed: 'processed',
+  confirmed: 'confirmed',
+  finalized: 'finalized',
   // deprecated names a node still accepts
-  recent: 'processed', single: 'confirmed', singleGossip: 'confirmed', root: 'finalized', max: 'finalized',
+  recent: 'processed',
+  single: 'confirmed',
+  singleGossip: 'confirmed',
+  root: 'finalized',
+  max: 'finalized',
 };
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
@@ -65,7 +104,10 @@ function asUsize(value: unknown, what: string): number {
 
 /** An optional configuration object's fields, checked with messages naming the field. */
 class Config {
-  constructor(private readonly fields: Record<string, unknown>, private readonly at: string) {}
+  constructor(
+    private readonly fields: Record<string, unknown>,
+    private readonly at: string,
+  ) {}
 
   private value(key: string): unknown {
     const v = this.fields[key];
@@ -84,7 +126,9 @@ class Config {
     const v = this.value(key);
     if (v === undefined) return undefined;
     if (typeof v === 'string' && Object.hasOwn(COMMITMENTS, v)) return COMMITMENTS[v];
-    throw invalidParams(`Invalid params: ${this.at}.${key} must be one of "processed", "confirmed", "finalized", not ${describe(v)}`);
+    throw invalidParams(
+      `Invalid params: ${this.at}.${key} must be one of "processed", "confirmed", "finalized", not ${describe(v)}`,
+    );
   }
 
   bool(key: string): boolean | undefined {
@@ -113,17 +157,21 @@ class Config {
     const v = this.value(key);
     if (v === undefined) return undefined;
     if (typeof v === 'string' && (allowed as readonly string[]).includes(v)) return v as T;
-    throw invalidParams(`Invalid params: ${this.at}.${key} must be one of ${allowed.map((a) => `"${a}"`).join(', ')}, not ${describe(v)}`);
+    throw invalidParams(
+      `Invalid params: ${this.at}.${key} must be one of ${allowed.map((a) => `"${a}"`).join(', ')}, not ${describe(v)}`,
+    );
   }
 
   dataSlice(): DataSlice | undefined {
     const v = this.value('dataSlice');
     if (v === undefined) return undefined;
-    if (!isObject(v)) throw invalidParams(`Invalid params: ${this.at}.dataSlice must be an object with offset and length`);
+    if (!isObject(v))
+      throw invalidParams(`Invalid params: ${this.at}.dataSlice must be an object with offset and length`);
     const slice = new Config(v, `${this.at}.dataSlice`);
     const offset = slice.usize('offset');
     const length = slice.usize('length');
-    if (offset === undefined || length === undefined) throw invalidParams(`Invalid params: ${this.at}.dataSlice needs both offset and length`);
+    if (offset === undefined || length === undefined)
+      throw invalidParams(`Invalid params: ${this.at}.dataSlice needs both offset and length`);
     return { offset, length };
   }
 }
@@ -133,7 +181,10 @@ class Params {
   constructor(private readonly list: unknown[]) {}
 
   atMost(n: number): this {
-    if (this.list.length > n) throw invalidParams(`Invalid params: expected at most ${n} parameter${n === 1 ? '' : 's'}, got ${this.list.length}`);
+    if (this.list.length > n)
+      throw invalidParams(
+        `Invalid params: expected at most ${n} parameter${n === 1 ? '' : 's'}, got ${this.list.length}`,
+      );
     return this;
   }
 
@@ -149,7 +200,8 @@ class Params {
 
   string(i: number, what: string): string {
     const v = this.required(i);
-    if (typeof v !== 'string') throw invalidParams(`Invalid params: params[${i}] (${what}) must be a string, not ${describe(v)}`);
+    if (typeof v !== 'string')
+      throw invalidParams(`Invalid params: params[${i}] (${what}) must be a string, not ${describe(v)}`);
     return v;
   }
 
@@ -168,7 +220,8 @@ class Params {
   config(i: number): Config {
     const v = this.optional(i);
     if (v === undefined) return new Config({}, `params[${i}]`);
-    if (!isObject(v)) throw invalidParams(`Invalid params: params[${i}] must be a configuration object, not ${describe(v)}`);
+    if (!isObject(v))
+      throw invalidParams(`Invalid params: params[${i}] must be a configuration object, not ${describe(v)}`);
     return new Config(v, `params[${i}]`);
   }
 }
@@ -183,7 +236,9 @@ function base58Problem(text: string, length: number): string | undefined {
 
 function checkAddress(text: string, where: string): string {
   if (isAddress(text)) return text;
-  throw invalidParams(`Invalid param: ${base58Problem(text, 32) ?? 'WrongSize'} (${where} must be a base58-encoded 32-byte address)`);
+  throw invalidParams(
+    `Invalid param: ${base58Problem(text, 32) ?? 'WrongSize'} (${where} must be a base58-encoded 32-byte address)`,
+  );
 }
 
 function checkSignature(text: string, where: string): string {
@@ -207,7 +262,9 @@ class RpcContext {
     return (commitment ?? 'finalized') === 'finalized' ? this.ledger.finalizedSlot(this.current) : this.current;
   }
 
-  /** The newest slot whose blocks and transactions a commitment may see; nothing is rooted before FINALITY_DEPTH slots. */
+  /**
+   * The newest slot whose blocks and transactions a commitment may see; nothing is rooted before FINALITY_DEPTH slots.
+   */
   visibleSlot(commitment: Commitment): bigint {
     return commitment === 'finalized' ? this.current - FINALITY_DEPTH : this.current;
   }
@@ -215,7 +272,8 @@ class RpcContext {
   /** Applies minContextSlot and returns the response context. */
   context(config: Config, slot = this.current): { apiVersion: string; slot: bigint } {
     const min = config.u64('minContextSlot');
-    if (min !== undefined && slot < min) throw new RpcError(-32016, 'Minimum context slot has not been reached', { contextSlot: slot });
+    if (min !== undefined && slot < min)
+      throw new RpcError(-32016, 'Minimum context slot has not been reached', { contextSlot: slot });
     return { apiVersion: API_VERSION, slot };
   }
 
@@ -234,16 +292,25 @@ function accountEncoding(config: Config, fallback: AccountEncoding): AccountEnco
   return config.oneOf('encoding', ['binary', 'base58', 'base64', 'base64+zstd', 'jsonParsed'] as const) ?? fallback;
 }
 
-function encodeMaybeAccount(rpc: RpcContext, account: LedgerAccount | null, encoding: AccountEncoding, slice?: DataSlice): unknown {
+function encodeMaybeAccount(
+  rpc: RpcContext,
+  account: LedgerAccount | null,
+  encoding: AccountEncoding,
+  slice?: DataSlice,
+): unknown {
   return account ? encodeAccount(rpc.ledger, account, encoding, slice) : null;
 }
 
 function decodeWire(data: string, encoding: 'base58' | 'base64', type: string): Uint8Array {
   if (encoding === 'base58' && data.length > MAX_BASE58_SIZE) {
-    throw invalidParams(`base58 encoded ${type} too large: ${data.length} bytes (max: encoded/raw ${MAX_BASE58_SIZE}/${PACKET_DATA_SIZE})`);
+    throw invalidParams(
+      `base58 encoded ${type} too large: ${data.length} bytes (max: encoded/raw ${MAX_BASE58_SIZE}/${PACKET_DATA_SIZE})`,
+    );
   }
   if (encoding === 'base64' && data.length > MAX_BASE64_SIZE) {
-    throw invalidParams(`base64 encoded ${type} too large: ${data.length} bytes (max: encoded/raw ${MAX_BASE64_SIZE}/${PACKET_DATA_SIZE})`);
+    throw invalidParams(
+      `base64 encoded ${type} too large: ${data.length} bytes (max: encoded/raw ${MAX_BASE64_SIZE}/${PACKET_DATA_SIZE})`,
+    );
   }
   let bytes: Uint8Array;
   try {
@@ -251,7 +318,8 @@ function decodeWire(data: string, encoding: 'base58' | 'base64', type: string): 
   } catch (error) {
     throw invalidParams(`invalid ${encoding} encoding: ${(error as Error).message}`);
   }
-  if (bytes.length > PACKET_DATA_SIZE) throw invalidParams(`decoded ${type} too large: ${bytes.length} bytes (max: ${PACKET_DATA_SIZE} bytes)`);
+  if (bytes.length > PACKET_DATA_SIZE)
+    throw invalidParams(`decoded ${type} too large: ${bytes.length} bytes (max: ${PACKET_DATA_SIZE} bytes)`);
   return bytes;
 }
 
@@ -283,7 +351,11 @@ function returnDataJson(returnData: { programId: string; data: Uint8Array } | nu
   return returnData ? { programId: returnData.programId, data: [toBase64(returnData.data), 'base64'] } : null;
 }
 
-function tokenAccountsOf(ledger: LocalLedger, program: string, match: (token: NonNullable<ReturnType<typeof decodeTokenAccount>>) => boolean) {
+function tokenAccountsOf(
+  ledger: LocalLedger,
+  program: string,
+  match: (token: NonNullable<ReturnType<typeof decodeTokenAccount>>) => boolean,
+) {
   return ledger.programAccounts(program).filter(({ account }) => {
     const token = decodeTokenAccount(account.owner, account.data);
     return token !== null && match(token);
@@ -299,8 +371,16 @@ function mintProgram(ledger: LocalLedger, mint: string): string {
   return account.owner;
 }
 
-function encodeKeyedAccounts(rpc: RpcContext, accounts: { address: string; account: LedgerAccount }[], encoding: AccountEncoding, slice?: DataSlice) {
-  return accounts.map(({ address, account }) => ({ pubkey: address, account: encodeAccount(rpc.ledger, account, encoding, slice) }));
+function encodeKeyedAccounts(
+  rpc: RpcContext,
+  accounts: { address: string; account: LedgerAccount }[],
+  encoding: AccountEncoding,
+  slice?: DataSlice,
+) {
+  return accounts.map(({ address, account }) => ({
+    pubkey: address,
+    account: encodeAccount(rpc.ledger, account, encoding, slice),
+  }));
 }
 
 function transactionStatus(rpc: RpcContext, record: TxRecord) {
@@ -322,7 +402,10 @@ function blockConfig(params: Params, i: number): Config {
 
 function checkBlockAvailable(rpc: RpcContext, slot: bigint, commitment: Commitment): void {
   if (slot < rpc.ledger.firstSlot) {
-    throw new RpcError(-32001, `Block ${slot} cleaned up, does not exist on node. First available block: ${rpc.ledger.firstSlot}`);
+    throw new RpcError(
+      -32001,
+      `Block ${slot} cleaned up, does not exist on node. First available block: ${rpc.ledger.firstSlot}`,
+    );
   }
   if (slot > rpc.visibleSlot(commitment)) throw new RpcError(-32004, `Block not available for slot ${slot}`);
 }
@@ -336,7 +419,9 @@ function simulationJson(
     accounts: extra.accounts,
     err: outcome.err,
     fee: outcome.fee,
-    innerInstructions: extra.innerInstructions ? uiInnerInstructions(outcome.innerInstructions, prepared.keys, true) : null,
+    innerInstructions: extra.innerInstructions
+      ? uiInnerInstructions(outcome.innerInstructions, prepared.keys, true)
+      : null,
     loadedAccountsDataSize: outcome.loadedAccountsDataSize,
     loadedAddresses: outcome.executed ? { readonly: prepared.loadedReadonly, writable: prepared.loadedWritable } : null,
     logs: outcome.logs,
@@ -384,7 +469,8 @@ const METHODS: Record<string, Handler> = {
     const limit = asUsize(p.required(1), 'params[1] (limit)');
     if (limit > MAX_SLOT_LEADERS) throw invalidParams(`Invalid limit; max ${MAX_SLOT_LEADERS}`);
     const lastEpoch = (start + BigInt(Math.max(limit, 1)) - 1n) / SLOTS_PER_EPOCH;
-    if (lastEpoch > rpc.current / SLOTS_PER_EPOCH + 1n) throw invalidParams(`Invalid slot range: leader schedule for epoch ${lastEpoch} is unavailable`);
+    if (lastEpoch > rpc.current / SLOTS_PER_EPOCH + 1n)
+      throw invalidParams(`Invalid slot range: leader schedule for epoch ${lastEpoch} is unavailable`);
     return Array.from({ length: limit }, () => rpc.ledger.identity);
   },
   getEpochInfo: (p, rpc) => {
@@ -400,12 +486,28 @@ const METHODS: Record<string, Handler> = {
       transactionCount: rpc.ledger.transactionCount(),
     };
   },
-  getEpochSchedule: (p) => (p.atMost(0), { firstNormalEpoch: 0, firstNormalSlot: 0, leaderScheduleSlotOffset: SLOTS_PER_EPOCH, slotsPerEpoch: SLOTS_PER_EPOCH, warmup: false }),
+  getEpochSchedule: (p) => (
+    p.atMost(0),
+    {
+      firstNormalEpoch: 0,
+      firstNormalSlot: 0,
+      leaderScheduleSlotOffset: SLOTS_PER_EPOCH,
+      slotsPerEpoch: SLOTS_PER_EPOCH,
+      warmup: false,
+    }
+  ),
 
   getLatestBlockhash: (p, rpc) => {
     const config = p.atMost(1).config(0);
     const slot = rpc.bankSlot(config.commitment());
-    return rpc.withContext(config, { blockhash: rpc.ledger.blockhashOf(slot), lastValidBlockHeight: slot + BigInt(rpc.ledger.blockhashLifetimeSlots) }, slot);
+    return rpc.withContext(
+      config,
+      {
+        blockhash: rpc.ledger.blockhashOf(slot),
+        lastValidBlockHeight: slot + BigInt(rpc.ledger.blockhashLifetimeSlots),
+      },
+      slot,
+    );
   },
   isBlockhashValid: (p, rpc) => {
     p.atMost(2);
@@ -434,7 +536,8 @@ const METHODS: Record<string, Handler> = {
       message,
       signature: base58Encode(new Uint8Array(64)),
     });
-    if ('error' in prepared) throw invalidParams(`invalid transaction message: ${describeTransactionError(prepared.error)}`);
+    if ('error' in prepared)
+      throw invalidParams(`invalid transaction message: ${describeTransactionError(prepared.error)}`);
     const slot = rpc.bankSlot(config.commitment());
     const valid = rpc.ledger.isBlockhashValid(message.recentBlockhash, slot);
     return rpc.withContext(config, valid ? feeOf(message.numRequiredSignatures, prepared.instructions) : null, slot);
@@ -459,10 +562,13 @@ const METHODS: Record<string, Handler> = {
   getMultipleAccounts: (p, rpc) => {
     p.atMost(2);
     const list = p.required(0);
-    if (!Array.isArray(list)) throw invalidParams(`Invalid params: params[0] must be an array of addresses, not ${describe(list)}`);
-    if (list.length > MAX_MULTIPLE_ACCOUNTS) throw invalidParams(`Too many inputs provided; max ${MAX_MULTIPLE_ACCOUNTS}`);
+    if (!Array.isArray(list))
+      throw invalidParams(`Invalid params: params[0] must be an array of addresses, not ${describe(list)}`);
+    if (list.length > MAX_MULTIPLE_ACCOUNTS)
+      throw invalidParams(`Too many inputs provided; max ${MAX_MULTIPLE_ACCOUNTS}`);
     const addresses = list.map((a, i) => {
-      if (typeof a !== 'string') throw invalidParams(`Invalid params: params[0][${i}] must be a string, not ${describe(a)}`);
+      if (typeof a !== 'string')
+        throw invalidParams(`Invalid params: params[0][${i}] must be a string, not ${describe(a)}`);
       return checkAddress(a, `params[0][${i}]`);
     });
     const config = p.config(1);
@@ -527,7 +633,13 @@ const METHODS: Record<string, Handler> = {
     const decimals = rpc.ledger.mintDecimals(mint)!;
     const largest = tokenAccountsOf(rpc.ledger, program, (t) => t.mint === mint)
       .map(({ address, account }) => ({ address, amount: decodeTokenAccount(account.owner, account.data)!.amount }))
-      .sort((a, b) => (a.amount === b.amount ? Buffer.compare(addressBytes(b.address), addressBytes(a.address)) : a.amount < b.amount ? 1 : -1))
+      .sort((a, b) =>
+        a.amount === b.amount
+          ? Buffer.compare(addressBytes(b.address), addressBytes(a.address))
+          : a.amount < b.amount
+            ? 1
+            : -1,
+      )
       .slice(0, LARGEST_TOKEN_ACCOUNTS)
       .map(({ address, amount }) => ({ address, ...uiTokenAmount(amount, decimals) }));
     return rpc.withContext(config, largest);
@@ -548,7 +660,11 @@ const METHODS: Record<string, Handler> = {
       if (!verifySignatures(tx)) throw new RpcError(-32003, 'Transaction signature verification failure');
       const outcome = rpc.ledger.simulate(prepared, { sigVerify: true });
       if (outcome.err !== null) {
-        const data = simulationJson(prepared, outcome, { accounts: null, innerInstructions: false, replacementBlockhash: null });
+        const data = simulationJson(prepared, outcome, {
+          accounts: null,
+          innerInstructions: false,
+          replacementBlockhash: null,
+        });
         throw new RpcError(-32002, `Transaction simulation failed: ${describeTransactionError(outcome.err)}`, data);
       }
     }
@@ -587,10 +703,14 @@ const METHODS: Record<string, Handler> = {
       const encoding = accountEncoding(accountConfig, 'base64');
       if (encoding === 'binary' || encoding === 'base58') throw invalidParams('base58 encoding not supported');
       const addresses = accountsConfig.addresses.map((a, i) => {
-        if (typeof a !== 'string') throw invalidParams(`Invalid params: params[1].accounts.addresses[${i}] must be a string, not ${describe(a)}`);
+        if (typeof a !== 'string')
+          throw invalidParams(
+            `Invalid params: params[1].accounts.addresses[${i}] must be a string, not ${describe(a)}`,
+          );
         return a;
       });
-      if (addresses.length > prepared.keys.length) throw invalidParams(`Too many accounts provided; max ${prepared.keys.length}`);
+      if (addresses.length > prepared.keys.length)
+        throw invalidParams(`Too many accounts provided; max ${prepared.keys.length}`);
       accounts = addresses.map((a, i) => {
         checkAddress(a, `params[1].accounts.addresses[${i}]`);
         if (outcome.err !== null) return null;
@@ -598,7 +718,10 @@ const METHODS: Record<string, Handler> = {
         return encodeMaybeAccount(rpc, account, encoding);
       });
     }
-    return rpc.withContext(config, simulationJson(prepared, outcome, { accounts, innerInstructions, replacementBlockhash }));
+    return rpc.withContext(
+      config,
+      simulationJson(prepared, outcome, { accounts, innerInstructions, replacementBlockhash }),
+    );
   },
   requestAirdrop: (p, rpc) => {
     p.atMost(3);
@@ -608,7 +731,9 @@ const METHODS: Record<string, Handler> = {
     config.commitment();
     config.string('recentBlockhash');
     if (lamports === 0n || lamports > MAX_AIRDROP_LAMPORTS) {
-      throw invalidParams(`Invalid params: an airdrop must be between 1 and ${MAX_AIRDROP_LAMPORTS} lamports (100 SOL), not ${lamports}`);
+      throw invalidParams(
+        `Invalid params: an airdrop must be between 1 and ${MAX_AIRDROP_LAMPORTS} lamports (100 SOL), not ${lamports}`,
+      );
     }
     return rpc.ledger.airdropNow(address, lamports);
   },
@@ -616,10 +741,13 @@ const METHODS: Record<string, Handler> = {
   getSignatureStatuses: (p, rpc) => {
     p.atMost(2);
     const list = p.required(0);
-    if (!Array.isArray(list)) throw invalidParams(`Invalid params: params[0] must be an array of signatures, not ${describe(list)}`);
-    if (list.length > MAX_SIGNATURE_STATUSES) throw invalidParams(`Too many inputs provided; max ${MAX_SIGNATURE_STATUSES}`);
+    if (!Array.isArray(list))
+      throw invalidParams(`Invalid params: params[0] must be an array of signatures, not ${describe(list)}`);
+    if (list.length > MAX_SIGNATURE_STATUSES)
+      throw invalidParams(`Too many inputs provided; max ${MAX_SIGNATURE_STATUSES}`);
     const signatures = list.map((s, i) => {
-      if (typeof s !== 'string') throw invalidParams(`Invalid params: params[0][${i}] must be a string, not ${describe(s)}`);
+      if (typeof s !== 'string')
+        throw invalidParams(`Invalid params: params[0][${i}] must be a string, not ${describe(s)}`);
       return checkSignature(s, `params[0][${i}]`);
     });
     const config = p.config(1);
@@ -640,19 +768,27 @@ const METHODS: Record<string, Handler> = {
     const config = blockConfig(p, 1);
     const encoding = config.oneOf('encoding', ['json', 'jsonParsed', 'base58', 'base64'] as const) ?? 'json';
     const maxVersion = config.usize('maxSupportedTransactionVersion');
-    if (maxVersion !== undefined && maxVersion > 255) throw invalidParams('Invalid params: maxSupportedTransactionVersion must be at most 255');
+    if (maxVersion !== undefined && maxVersion > 255)
+      throw invalidParams('Invalid params: maxSupportedTransactionVersion must be at most 255');
     const commitment = atLeastConfirmed(config);
     const record = rpc.ledger.transaction(signature);
     if (!record || record.slot > rpc.visibleSlot(commitment)) return null;
     const encoded = encodeTransactionWithMeta(record, encoding as TransactionEncoding, maxVersion);
-    return { blockTime: record.blockTime, meta: encoded.meta, slot: record.slot, transaction: encoded.transaction, ...('version' in encoded ? { version: encoded.version } : {}) };
+    return {
+      blockTime: record.blockTime,
+      meta: encoded.meta,
+      slot: record.slot,
+      transaction: encoded.transaction,
+      ...('version' in encoded ? { version: encoded.version } : {}),
+    };
   },
   getSignaturesForAddress: (p, rpc) => {
     p.atMost(2);
     const address = p.address(0);
     const config = p.config(1);
     const limit = config.usize('limit') ?? MAX_SIGNATURES_FOR_ADDRESS;
-    if (limit === 0 || limit > MAX_SIGNATURES_FOR_ADDRESS) throw invalidParams(`Invalid limit; max ${MAX_SIGNATURES_FOR_ADDRESS}`);
+    if (limit === 0 || limit > MAX_SIGNATURES_FOR_ADDRESS)
+      throw invalidParams(`Invalid limit; max ${MAX_SIGNATURES_FOR_ADDRESS}`);
     const before = config.string('before');
     const until = config.string('until');
     if (before !== undefined) checkSignature(before, 'params[1].before');
@@ -686,9 +822,13 @@ const METHODS: Record<string, Handler> = {
       blockTime: rpc.ledger.blockTime(slot),
       blockhash: rpc.ledger.blockhashOf(slot),
       parentSlot: slot > rpc.ledger.firstSlot ? slot - 1n : slot,
-      previousBlockhash: slot > rpc.ledger.firstSlot ? rpc.ledger.blockhashOf(slot - 1n) : '11111111111111111111111111111111',
+      previousBlockhash:
+        slot > rpc.ledger.firstSlot ? rpc.ledger.blockhashOf(slot - 1n) : '11111111111111111111111111111111',
     };
-    if (details === 'full') block.transactions = records.map((r) => encodeTransactionWithMeta(r, encoding as TransactionEncoding, maxVersion, rewards));
+    if (details === 'full')
+      block.transactions = records.map((r) =>
+        encodeTransactionWithMeta(r, encoding as TransactionEncoding, maxVersion, rewards),
+      );
     else if (details === 'accounts') block.transactions = records.map((r) => encodeTransactionAccounts(r, maxVersion));
     else if (details === 'signatures') {
       records.forEach((r) => checkVersion(r, maxVersion));
@@ -739,10 +879,13 @@ const METHODS: Record<string, Handler> = {
   getRecentPrioritizationFees: (p, rpc) => {
     p.atMost(1);
     const list = p.optional(0) ?? [];
-    if (!Array.isArray(list)) throw invalidParams(`Invalid params: params[0] must be an array of addresses, not ${describe(list)}`);
-    if (list.length > MAX_PRIORITIZATION_FEE_ACCOUNTS) throw invalidParams(`Too many inputs provided; max ${MAX_PRIORITIZATION_FEE_ACCOUNTS}`);
+    if (!Array.isArray(list))
+      throw invalidParams(`Invalid params: params[0] must be an array of addresses, not ${describe(list)}`);
+    if (list.length > MAX_PRIORITIZATION_FEE_ACCOUNTS)
+      throw invalidParams(`Too many inputs provided; max ${MAX_PRIORITIZATION_FEE_ACCOUNTS}`);
     const addresses = list.map((a, i) => {
-      if (typeof a !== 'string') throw invalidParams(`Invalid params: params[0][${i}] must be a string, not ${describe(a)}`);
+      if (typeof a !== 'string')
+        throw invalidParams(`Invalid params: params[0][${i}] must be a string, not ${describe(a)}`);
       return checkAddress(a, `params[0][${i}]`);
     });
     const window = 150n;
@@ -776,15 +919,25 @@ const METHODS: Record<string, Handler> = {
     // one sample per 60 s of slots, newest first, as a node records them
     const perSample = 150n;
     const samples = [];
-    for (let end = rpc.current; samples.length < limit && end - perSample + 1n >= rpc.ledger.firstSlot; end -= perSample) {
+    for (
+      let end = rpc.current;
+      samples.length < limit && end - perSample + 1n >= rpc.ledger.firstSlot;
+      end -= perSample
+    ) {
       samples.push({ end, count: 0n });
     }
     const oldest = samples.length > 0 ? samples[samples.length - 1]!.end - perSample + 1n : rpc.current + 1n;
-    for (const record of rpc.ledger.recentTransactions(oldest)) {
-      const index = Number((rpc.current - record.slot) / perSample);
+    for (const slot of rpc.ledger.recentTransactionSlots(oldest)) {
+      const index = Number((rpc.current - slot) / perSample);
       if (samples[index]) samples[index]!.count++;
     }
-    return samples.map((s) => ({ numNonVoteTransactions: s.count, numSlots: perSample, numTransactions: s.count, samplePeriodSecs: 60, slot: s.end }));
+    return samples.map((s) => ({
+      numNonVoteTransactions: s.count,
+      numSlots: perSample,
+      numTransactions: s.count,
+      samplePeriodSecs: 60,
+      slot: s.end,
+    }));
   },
 };
 
@@ -792,7 +945,9 @@ function writableKeysOf(record: TxRecord): string[] {
   const tx = parseTransaction(record.wire);
   const m = tx.message;
   const writableStatic = m.staticKeys.filter((_, i) =>
-    i < m.numRequiredSignatures ? i < m.numRequiredSignatures - m.numReadonlySigned : i < m.staticKeys.length - m.numReadonlyUnsigned,
+    i < m.numRequiredSignatures
+      ? i < m.numRequiredSignatures - m.numReadonlySigned
+      : i < m.staticKeys.length - m.numReadonlyUnsigned,
   );
   return [...writableStatic, ...record.loadedWritable];
 }
@@ -801,7 +956,11 @@ function tokenAccountsBy(p: Params, rpc: RpcContext, by: 'owner' | 'delegate') {
   p.atMost(3);
   const key = p.address(0, by);
   const filter = p.required(1);
-  if (!isObject(filter) || Object.keys(filter).length !== 1 || (typeof filter.mint !== 'string' && typeof filter.programId !== 'string')) {
+  if (
+    !isObject(filter) ||
+    Object.keys(filter).length !== 1 ||
+    (typeof filter.mint !== 'string' && typeof filter.programId !== 'string')
+  ) {
     throw invalidParams('Invalid params: params[1] must be {"mint": <address>} or {"programId": <address>}');
   }
   const config = p.config(2);
@@ -818,16 +977,22 @@ function tokenAccountsBy(p: Params, rpc: RpcContext, by: 'owner' | 'delegate') {
     program = checkAddress(filter.programId as string, 'params[1].programId');
     if (!isTokenProgram(program)) throw invalidParams('Invalid param: unrecognized Token program id');
   }
-  const accounts = tokenAccountsOf(rpc.ledger, program, (t) => (by === 'owner' ? t.owner === key : t.delegate === key) && (mint === undefined || t.mint === mint));
+  const accounts = tokenAccountsOf(
+    rpc.ledger,
+    program,
+    (t) => (by === 'owner' ? t.owner === key : t.delegate === key) && (mint === undefined || t.mint === mint),
+  );
   return { context, value: encodeKeyedAccounts(rpc, accounts, encoding, slice) };
 }
 
 function parseFilters(raw: unknown): ((account: LedgerAccount) => boolean)[] {
   if (raw === undefined) return [];
   if (!Array.isArray(raw)) throw invalidParams('Invalid params: params[1].filters must be an array');
-  if (raw.length > MAX_PROGRAM_ACCOUNT_FILTERS) throw invalidParams(`Too many filters provided; max ${MAX_PROGRAM_ACCOUNT_FILTERS}`);
+  if (raw.length > MAX_PROGRAM_ACCOUNT_FILTERS)
+    throw invalidParams(`Too many filters provided; max ${MAX_PROGRAM_ACCOUNT_FILTERS}`);
   return raw.map((filter, i) => {
-    if (filter === 'tokenAccountState') return (account: LedgerAccount) => decodeTokenAccount(account.owner, account.data) !== null;
+    if (filter === 'tokenAccountState')
+      return (account: LedgerAccount) => decodeTokenAccount(account.owner, account.data) !== null;
     if (isObject(filter) && filter.dataSize !== undefined) {
       const size = asU64(filter.dataSize, `params[1].filters[${i}].dataSize`);
       return (account: LedgerAccount) => BigInt(account.data.length) === size;
@@ -837,7 +1002,8 @@ function parseFilters(raw: unknown): ((account: LedgerAccount) => boolean)[] {
       const offset = memcmp.usize('offset');
       const text = memcmp.string('bytes');
       const encoding = memcmp.oneOf('encoding', ['base58', 'base64'] as const) ?? 'base58';
-      if (offset === undefined || text === undefined) throw invalidParams(`Invalid params: params[1].filters[${i}].memcmp needs offset and bytes`);
+      if (offset === undefined || text === undefined)
+        throw invalidParams(`Invalid params: params[1].filters[${i}].memcmp needs offset and bytes`);
       let bytes: Uint8Array;
       try {
         bytes = encoding === 'base58' ? decodeBase58(text) : decodeBase64(text);
@@ -845,28 +1011,38 @@ function parseFilters(raw: unknown): ((account: LedgerAccount) => boolean)[] {
         throw invalidParams(`Invalid param: DecodeError (params[1].filters[${i}].memcmp.bytes is not ${encoding})`);
       }
       if (bytes.length > 128) throw invalidParams('Invalid param: DataTooLarge');
-      return (account: LedgerAccount) => account.data.length >= offset + bytes.length && bytes.every((b, j) => account.data[offset + j] === b);
+      return (account: LedgerAccount) =>
+        account.data.length >= offset + bytes.length && bytes.every((b, j) => account.data[offset + j] === b);
     }
-    throw invalidParams(`Invalid params: params[1].filters[${i}] must be {"dataSize": n}, {"memcmp": {...}} or "tokenAccountState"`);
+    throw invalidParams(
+      `Invalid params: params[1].filters[${i}] must be {"dataSize": n}, {"memcmp": {...}} or "tokenAccountState"`,
+    );
   });
 }
 
 // ---------------------------------------------------------------------------------------------------
 
-const errorBody = (code: number, message: string, data?: unknown) => (data === undefined ? { code, message } : { code, message, data });
+const errorBody = (code: number, message: string, data?: unknown) =>
+  data === undefined ? { code, message } : { code, message, data };
 
 type Response = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: unknown };
 
 /** Answers one JSON-RPC request object (undefined for a notification). */
-function handleRequest(ledger: LocalLedger, request: unknown, onError?: (error: unknown) => void): Response | undefined {
-  const validId = (id: unknown) => id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || typeof id === 'bigint';
+function handleRequest(
+  ledger: LocalLedger,
+  request: unknown,
+  onError?: (error: unknown) => void,
+): Response | undefined {
+  const validId = (id: unknown) =>
+    id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || typeof id === 'bigint';
   if (!isObject(request)) return { jsonrpc: '2.0', error: errorBody(-32600, 'Invalid request'), id: null };
   const isNotification = !Object.hasOwn(request, 'id');
   const id = isNotification ? null : request.id;
   if (request.jsonrpc !== '2.0' || !validId(id) || typeof request.method !== 'string') {
     return { jsonrpc: '2.0', error: errorBody(-32600, 'Invalid request'), id: validId(id) ? id : null };
   }
-  const respond = (body: Omit<Response, 'jsonrpc' | 'id'>): Response | undefined => (isNotification ? undefined : { jsonrpc: '2.0', ...body, id });
+  const respond = (body: Omit<Response, 'jsonrpc' | 'id'>): Response | undefined =>
+    isNotification ? undefined : { jsonrpc: '2.0', ...body, id };
   const handler = Object.hasOwn(METHODS, request.method) ? METHODS[request.method] : undefined;
   if (!handler) return respond({ error: errorBody(-32601, 'Method not found') });
   const params = request.params;
@@ -884,15 +1060,27 @@ function handleRequest(ledger: LocalLedger, request: unknown, onError?: (error: 
   }
 }
 
-/** Largest batch, and the work one batch may ask for: the handlers run synchronously, so one huge batch would freeze every service in the process. */
+/**
+ * Largest batch, and the work one batch may ask for: the handlers run synchronously, so one huge batch would freeze
+ * every service in the process.
+ */
 export const MAX_BATCH_REQUESTS = 100;
 export const MAX_BATCH_WORK = 100;
 /** Work units of the methods that scan the ledger; every other method counts 1. */
-const BATCH_WORK: Record<string, number> = { getProgramAccounts: 25, getTokenLargestAccounts: 10, getSignaturesForAddress: 5, getTokenAccountsByOwner: 5, getMultipleAccounts: 2, simulateTransaction: 2, sendTransaction: 2 };
+const BATCH_WORK: Record<string, number> = {
+  getProgramAccounts: 25,
+  getTokenLargestAccounts: 10,
+  getSignaturesForAddress: 5,
+  getTokenAccountsByOwner: 5,
+  getMultipleAccounts: 2,
+  simulateTransaction: 2,
+  sendTransaction: 2,
+};
 
 /** Why a batch is refused whole (too many requests, too much work), or undefined. */
 function batchRefusal(batch: unknown[]): string | undefined {
-  if (batch.length > MAX_BATCH_REQUESTS) return `Invalid request: a batch holds at most ${MAX_BATCH_REQUESTS} requests, this one ${batch.length}; split it`;
+  if (batch.length > MAX_BATCH_REQUESTS)
+    return `Invalid request: a batch holds at most ${MAX_BATCH_REQUESTS} requests, this one ${batch.length}; split it`;
   let work = 0;
   const heavy = new Map<string, number>();
   for (const request of batch) {
@@ -910,7 +1098,11 @@ function batchRefusal(batch: unknown[]): string | undefined {
  * Answers a JSON-RPC request body (one request or a batch) with the response text, or undefined when
  * nothing is to be sent back (notifications only). Never throws.
  */
-export function handleRpcBody(ledger: LocalLedger, text: string, onError?: (error: unknown) => void): string | undefined {
+export function handleRpcBody(
+  ledger: LocalLedger,
+  text: string,
+  onError?: (error: unknown) => void,
+): string | undefined {
   let body: unknown;
   try {
     body = parseJson(text);
@@ -921,7 +1113,8 @@ export function handleRpcBody(ledger: LocalLedger, text: string, onError?: (erro
   // handlers run synchronously, so the ledger never changes in the middle of a request
   const handle = (request: unknown) => handleRequest(ledger, request, onError);
   if (Array.isArray(body)) {
-    if (body.length === 0) return stringifyJson({ jsonrpc: '2.0', error: errorBody(-32600, 'Invalid request'), id: null });
+    if (body.length === 0)
+      return stringifyJson({ jsonrpc: '2.0', error: errorBody(-32600, 'Invalid request'), id: null });
     const refusal = batchRefusal(body);
     if (refusal) return stringifyJson({ jsonrpc: '2.0', error: errorBody(-32600, refusal), id: null });
     const responses = body.map(handle).filter((r): r is Response => r !== undefined);
@@ -930,4 +1123,3 @@ export function handleRpcBody(ledger: LocalLedger, text: string, onError?: (erro
   const response = handle(body);
   return response ? stringifyJson(response) : undefined;
 }
-

@@ -1,13 +1,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { SpanKind, endSpan, parseTraceparent, startSpan } from '../http/tracing';
 import type { AddressInfo } from 'node:net';
 import { LedgerError, type LocalLedger } from './ledger';
 import { MAX_AIRDROP_LAMPORTS, handleRpcBody } from './rpc';
-import { isAddress } from './wire';
-import { limitConnections } from '../runtime/server';
+import { isAddress } from '../solana/wire';
+import { limitConnections } from '../http/connections';
+import { MAX_RPC_BODY_BYTES, serveLocally } from '../solana/local-rpc';
 
 // The ledger's HTTP face: Solana JSON-RPC on POST /, GET /health, and a local faucet on POST /faucet.
 
-const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_BODY_BYTES = MAX_RPC_BODY_BYTES;
 
 /** What one faucet request may ask for, as decimal strings: 1,000 USD and 10 SOL unless configured. */
 export interface FaucetCaps {
@@ -60,7 +62,12 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-function send(res: ServerResponse, status: number, body: string, contentType = 'application/json; charset=utf-8'): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  contentType = 'application/json; charset=utf-8',
+): void {
   if (res.headersSent) return;
   res.writeHead(status, {
     'content-type': contentType,
@@ -81,7 +88,8 @@ const faucetError = (message: string, details?: Record<string, string>) =>
 
 /** A positive decimal string ("2.5") as atomic units with `decimals` places, or an explanation. */
 function parseAmount(value: unknown, decimals: number, cap: bigint, unit: string): bigint | string {
-  if (typeof value !== 'string') return `must be a decimal string such as "2.5", not ${value === null ? 'null' : typeof value}`;
+  if (typeof value !== 'string')
+    return `must be a decimal string such as "2.5", not ${value === null ? 'null' : typeof value}`;
   const match = /^(\d{1,12})(?:\.(\d+))?$/.exec(value);
   if (!match) return `must be a decimal string such as "2.5", not "${value.slice(0, 40)}"`;
   const fraction = match[2] ?? '';
@@ -92,7 +100,11 @@ function parseAmount(value: unknown, decimals: number, cap: bigint, unit: string
   return atomic;
 }
 
-function faucet(ledger: LocalLedger, text: string, caps: { lamports: bigint; usdAtomic: bigint }): { status: number; body: string } {
+function faucet(
+  ledger: LocalLedger,
+  text: string,
+  caps: { lamports: bigint; usdAtomic: bigint },
+): { status: number; body: string } {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -100,7 +112,10 @@ function faucet(ledger: LocalLedger, text: string, caps: { lamports: bigint; usd
     return { status: 400, body: faucetError('the body must be JSON: {"address": "...", "sol": "2.5", "usd": "100"}') };
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    return { status: 400, body: faucetError('the body must be a JSON object: {"address": "...", "sol": "2.5", "usd": "100"}') };
+    return {
+      status: 400,
+      body: faucetError('the body must be a JSON object: {"address": "...", "sol": "2.5", "usd": "100"}'),
+    };
   }
   const request = body as Record<string, unknown>;
   const details: Record<string, string> = {};
@@ -156,7 +171,8 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
   const origins = new Set(options.corsOrigins ?? []);
   const faucetCaps = { ...DEFAULT_FAUCET_CAPS, ...options.faucetCaps };
   const caps = { lamports: capOf(faucetCaps.sol, 9, 'SOL'), usdAtomic: capOf(faucetCaps.usd, 6, 'USD') };
-  if (caps.lamports > MAX_AIRDROP_LAMPORTS) throw new Error(`faucet cap SOL is above the ledger's ${decimal(MAX_AIRDROP_LAMPORTS, 9)} SOL airdrop limit`);
+  if (caps.lamports > MAX_AIRDROP_LAMPORTS)
+    throw new Error(`faucet cap SOL is above the ledger's ${decimal(MAX_AIRDROP_LAMPORTS, 9)} SOL airdrop limit`);
   const server = createServer((req, res) => {
     void route(req, res).catch((error: unknown) => {
       options.onError?.(error);
@@ -171,7 +187,17 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
     const origin = req.headers.origin;
     if (origin !== undefined && !origins.has(origin)) {
       if (req.method === 'OPTIONS') res.writeHead(204).end();
-      else send(res, 403, JSON.stringify({ error: { code: 'origin_not_allowed', message: `requests from the web origin ${origin.slice(0, 100)} are refused; allow it with LEDGER_CORS_ORIGINS` } }));
+      else
+        send(
+          res,
+          403,
+          JSON.stringify({
+            error: {
+              code: 'origin_not_allowed',
+              message: `requests from the web origin ${origin.slice(0, 100)} are refused; allow it with LEDGER_CORS_ORIGINS`,
+            },
+          }),
+        );
       return;
     }
     if (origin !== undefined) {
@@ -213,12 +239,36 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
         send(res, status, body);
       } catch (error) {
         if (!(error instanceof LedgerError)) options.onError?.(error);
-        send(res, error instanceof LedgerError ? 503 : 500, JSON.stringify({ error: { code: 'faucet_failed', message: (error as Error).message } }));
+        send(
+          res,
+          error instanceof LedgerError ? 503 : 500,
+          JSON.stringify({ error: { code: 'faucet_failed', message: (error as Error).message } }),
+        );
       }
       return;
     }
+    send(
+      res,
+      200,
+      answer(text, typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined) ?? '',
+    );
+  }
+
+  /** A JSON-RPC body's answer, over HTTP or from a caller in this process (solana/local-rpc.ts). */
+  function answer(text: string, traceparent: string | undefined): string | undefined {
+    // A caller's W3C trace (the facilitator settling a service's payment): the call is a server span of it.
+    const parent = parseTraceparent(traceparent);
+    const span = parent
+      ? startSpan(
+          `ledger jsonrpc ${/"method"\s*:\s*"([A-Za-z]{1,64})"/.exec(text)?.[1] ?? 'batch'}`,
+          SpanKind.SERVER,
+          parent,
+          { 'rpc.system': 'jsonrpc' },
+        )
+      : undefined;
     const response = handleRpcBody(ledger, text, options.onError);
-    send(res, 200, response ?? '');
+    if (span) endSpan(span);
+    return response;
   }
 
   // Every service of the process reads the chain here: a flood of idle connections must not lock them out.
@@ -243,11 +293,14 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  // Services of this process call it directly (solana/local-rpc.ts).
+  const unserve = serveLocally(url, answer);
   let closing: Promise<void> | undefined;
   return {
     url,
     close: () =>
       (closing ??= new Promise<void>((resolve, reject) => {
+        unserve();
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       })),

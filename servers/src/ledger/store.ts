@@ -1,6 +1,18 @@
 import {
-  closeSync, existsSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync,
-  readSync, renameSync, rmSync, writeFileSync, writeSync,
+  closeSync,
+  existsSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
 
@@ -9,13 +21,17 @@ import { join } from 'node:path';
 // accounts it may have written, in a single write, so a crash loses at most what the OS had not yet
 // flushed and never splits a transaction from its effects. Opening loads the snapshot, replays the
 // account states logged after it, and reads the whole log for history. A new snapshot is cut at
-// close and whenever enough log has accumulated, so replay stays short.
+// close and whenever enough log has accumulated, so replay stays short. The log is never rewritten,
+// so a line's offset stays valid: the ledger reads old history records back by offset.
 
 const MAGIC = Buffer.from('AELSNAP1');
 const SNAPSHOT = 'snapshot.bin';
 const LOG = 'ledger.log';
 const LOCK = 'ledger.lock';
 const SYNC_DELAY_MS = 200;
+const READ_CHUNK = 1024 * 1024;
+/** Most lines (a transaction's record and the accounts it wrote) fit in this; longer ones are read again whole. */
+const LINE_GUESS = 16 * 1024;
 
 export interface LogLine {
   /** Byte offset of the line in the log. */
@@ -59,30 +75,56 @@ export class LedgerStore {
     return { meta, svm: new Uint8Array(file.buffer, file.byteOffset + 12 + metaLength, file.length - 12 - metaLength) };
   }
 
-  /** Every complete line of the log; a torn last line (a crash mid-write) is cut off. */
-  readLog(): LogLine[] {
-    const buffer = Buffer.alloc(this.size);
-    if (this.size > 0) readSync(this.fd, buffer, 0, this.size, 0);
-    const lines: LogLine[] = [];
-    let pos = 0;
-    while (pos < buffer.length) {
+  /**
+   * Every complete line of the log, in order; a torn last line (a crash mid-write) is cut off. Read a
+   * chunk at a time, so that opening a long log does not hold all of it in memory at once.
+   */
+  *readLog(): Generator<LogLine> {
+    let buffer = Buffer.alloc(0);
+    let bufferOffset = 0; // log offset of buffer[0]
+    let pos = 0; // start of the next line within buffer
+    for (;;) {
       const end = buffer.indexOf(10, pos);
-      if (end === -1) {
-        ftruncateSync(this.fd, pos);
-        this.size = pos;
-        break;
+      if (end !== -1) {
+        yield { offset: bufferOffset + pos, record: this.parse(buffer, pos, end, bufferOffset + pos) };
+        pos = end + 1;
+        continue;
       }
-      const text = buffer.toString('utf8', pos, end);
-      let record: Record<string, unknown>;
-      try {
-        record = JSON.parse(text) as Record<string, unknown>;
-      } catch {
-        throw new Error(`${join(this.dir, LOG)} is corrupt at byte ${pos}`);
+      const loaded = bufferOffset + buffer.length;
+      if (loaded >= this.size) {
+        if (pos < buffer.length) {
+          ftruncateSync(this.fd, bufferOffset + pos);
+          this.size = bufferOffset + pos;
+        }
+        return;
       }
-      lines.push({ offset: pos, record });
-      pos = end + 1;
+      // keep the unfinished line and read on after it
+      const next = Buffer.alloc(Math.min(READ_CHUNK, this.size - loaded));
+      readSync(this.fd, next, 0, next.length, loaded);
+      buffer = Buffer.concat([buffer.subarray(pos), next]);
+      bufferOffset += pos;
+      pos = 0;
     }
-    return lines;
+  }
+
+  /** The line that starts at a byte offset readLog gave or append returned (history evicted from memory). */
+  readLine(offset: number): Record<string, unknown> {
+    if (this.closed) throw new Error('the ledger is closed');
+    for (let length = LINE_GUESS; ; length *= 4) {
+      const buffer = Buffer.alloc(Math.min(length, this.size - offset));
+      readSync(this.fd, buffer, 0, buffer.length, offset);
+      const end = buffer.indexOf(10);
+      if (end !== -1) return this.parse(buffer, 0, end, offset);
+      if (offset + buffer.length >= this.size) throw new Error(`${join(this.dir, LOG)} has no line at byte ${offset}`);
+    }
+  }
+
+  private parse(buffer: Buffer, start: number, end: number, offset: number): Record<string, unknown> {
+    try {
+      return JSON.parse(buffer.toString('utf8', start, end)) as Record<string, unknown>;
+    } catch {
+      throw new Error(`${join(this.dir, LOG)} is corrupt at byte ${offset}`);
+    }
   }
 
   /** Empties the log (a genesis that crashed before its first snapshot left only genesis records there). */
@@ -92,16 +134,18 @@ export class LedgerStore {
     this.snapshotOffset = 0;
   }
 
-  /** Appends one record; it reaches the OS at once and the disk within SYNC_DELAY_MS. */
-  append(record: object): void {
+  /** Appends one record and returns its offset; it reaches the OS at once and the disk within SYNC_DELAY_MS. */
+  append(record: object): number {
     if (this.closed) throw new Error('the ledger is closed');
     const line = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8');
+    const offset = this.size;
     writeSync(this.fd, line);
     this.size += line.length;
     this.syncTimer ??= setTimeout(() => {
       this.syncTimer = undefined;
       if (!this.closed) fdatasync(this.fd, () => undefined);
     }, SYNC_DELAY_MS).unref();
+    return offset;
   }
 
   get bytesSinceSnapshot(): number {
@@ -150,7 +194,8 @@ function acquireLock(path: string): void {
       if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
         throw new Error(`the ledger in ${path.slice(0, -LOCK.length - 1)} is in use by process ${holder}`);
       }
-      if (holder === process.pid) throw new Error(`the ledger in ${path.slice(0, -LOCK.length - 1)} is already open in this process`);
+      if (holder === process.pid)
+        throw new Error(`the ledger in ${path.slice(0, -LOCK.length - 1)} is already open in this process`);
       rmSync(path, { force: true }); // a lock left by a process that is gone
     }
   }

@@ -1,25 +1,82 @@
-import { randomBytes } from 'node:crypto';
 import type { AppRoute, AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';
-import { PAYMENT_RESPONSE_HEADER, PAYMENT_SIGNATURE_HEADER, SIGN_IN_WITH_X_HEADER, buildAgentCard, listRoutes, routeMeta, usdToAtomic, withPrices, type PaymentMeta, type ServiceDefinition } from '@agent-economy/contracts';
-import { buildOpenApiDocument } from '@agent-economy/openapi';
+import {
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  SIGN_IN_WITH_X_HEADER,
+  buildAgentCard,
+  listRoutes,
+  namedSchemaOf,
+  routeMeta,
+  usdToAtomic,
+  withPrices,
+  type PaymentMeta,
+  type ServiceDefinition,
+} from '@agent-economy/contracts';
+import { buildOpenApiDocument } from '@agent-economy/openapi-generator';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { docsRouter } from './docs';
 import { buildLlmsTxt, withPayee } from './llms';
 import { HttpError, envelope } from './errors';
-import { createMetrics } from './metrics';
-import { facilitatorClient } from './facilitator-client';
+import { createMetrics, type ServiceMetrics } from './metrics';
+import { facilitatorClient, type FacilitatorClient } from './facilitator-client';
 import { facilitatorProbe, probe, type Probe } from './reachability';
+import { healthReporter, sendHealth, useHealthReporter, type UpstreamReport } from './health';
+import {
+  SpanKind,
+  currentTrace,
+  currentTraceparent,
+  endSpan,
+  parseTraceparent,
+  randomHex,
+  runInTrace,
+  startSpan,
+  tracingActive,
+  type TraceContext,
+} from '../http/tracing';
+import { setAmbientTraceContext } from '@agent-economy/sdk';
 import type { ServiceContext } from './context';
-import type { Wallet } from './wallet';
-import { buildQuote, buildRequirements, collectPayment, paymentMigrations, priceOf, quotePaidRequest, unsettledHeader, type PaywallConfig, type PriceResolver } from './paywall';
+import type { Wallet } from '../solana/keys';
+import {
+  buildQuote,
+  buildRequirements,
+  collectPayment,
+  paymentMigrations,
+  priceOf,
+  quotePaidRequest,
+  unsettledHeader,
+  type PaywallConfig,
+  type PriceResolver,
+} from './paywall';
 import { createVault, type Vault } from './vault';
+import { createSessionPaywall, sessionPayment, type SessionPaywall } from './paywall-session';
 import { runtimeMigrations, verifySiwx } from './siwx';
-import { summarizeIssues, validateRequest, type ParsedRequest } from './validation';
-import { migrate } from '../db';
+import { summarizeIssues, validateRequest, type ParsedRequest, type RouteRequest } from './validation';
+import { migrate, type SharedDb } from '../db';
+
+/** The facilitator client with each /settle call timed into payment_settlement_duration_seconds, by outcome. */
+function timedSettle(client: FacilitatorClient, histogram: ServiceMetrics['settleDuration']): FacilitatorClient {
+  return {
+    ...client,
+    settle: async (request) => {
+      const stop = histogram.startTimer();
+      try {
+        const settlement = await client.settle(request);
+        stop({ outcome: settlement.success ? 'settled' : 'failed' });
+        return settlement;
+      } catch (error) {
+        stop({ outcome: 'error' });
+        throw error;
+      }
+    },
+  };
+}
+
+// A service calling another through the SDK continues the trace of the request it serves (http/tracing.ts).
+setAmbientTraceContext(currentTraceparent);
 
 /** A service's handlers, typed by its contract (ts-rest does not export this type). */
 export type RouterImplementation<R extends AppRouter> = Parameters<typeof createExpressEndpoints<R>>[1];
@@ -40,7 +97,9 @@ export function vaultOf(context: ServiceContext): () => Promise<Vault> {
 }
 
 /** What every service passes on from its context to createServiceApp. */
-export function fromContext(context: ServiceContext): Pick<ServiceAppOptions<AppRouter>, 'publicUrl' | 'db' | 'logger' | 'paywall' | 'prices' | 'signer' | 'vault'> {
+export function fromContext(
+  context: ServiceContext,
+): Pick<ServiceAppOptions<AppRouter>, 'publicUrl' | 'db' | 'logger' | 'paywall' | 'prices' | 'signer' | 'vault'> {
   return {
     vault: vaultOf(context),
     publicUrl: context.publicUrl,
@@ -57,31 +116,35 @@ export interface ServiceAppOptions<R extends AppRouter> {
   handlers: RouterImplementation<R>;
   /** The public base address callers use (descriptor, documents, payment resource URLs). */
   publicUrl: string;
-  db: Kysely<any>;
+  db: SharedDb;
   logger: Logger;
   paywall: PaywallConfig;
   /** Route prices of this deployment that differ from the contract's, by route key. */
   prices?: Record<string, PaymentMeta>;
   /** Price resolvers for routes whose price depends on the request (tiered or adaptive), by route key. */
-  pricing?: Partial<Record<keyof R & string, PriceResolver>>;
+  pricing?: { [K in keyof R & string]?: PriceResolver<RouteRequest<R[K]>> };
   /**
    * Checks that can fail a request before it is priced, by route key (unknown ids, out-of-scope
    * questions): they throw an HttpError, so nobody pays for a request that was bound to fail. On an
    * `auth: 'siwx'` route, `caller` is the wallet the request proved (checks such as "not about yourself").
    */
-  preflight?: Partial<Record<keyof R & string, (request: ParsedRequest, caller?: string) => void | Promise<void>>>;
+  preflight?: { [K in keyof R & string]?: (request: RouteRequest<R[K]>, caller?: string) => void | Promise<void> };
   /** Largest JSON body accepted; larger ones get 413. */
   bodyLimit?: string;
   /**
-   * The body of the default /health route (a service whose contract declares no health route but reads
-   * upstream providers: its UpstreamTracker's health). It throws an HttpError when the service is unhealthy.
+   * The upstream providers the service reads (its UpstreamTracker): /health lists them, and is degraded while
+   * one is failing (health.ts).
    */
-  health?: () => Promise<unknown>;
+  upstream?: UpstreamReport;
+  /** A Prometheus registry holding the service's own metrics, served at /metrics with the runtime's. */
+  registry?: Registry;
+  /** The deployment's id where it differs from the service's (btc-metrics-2): /health and /metrics name it. */
+  deploymentId?: string;
   /**
    * Error bodies for routes that speak another wire format than the envelope (the facilitator's x402
    * routes), by route key: given the error and the request body, returns the body to send.
    */
-  wireErrors?: Partial<Record<keyof R & string, (error: WireError, body: unknown) => unknown>>;
+  wireErrors?: Partial<Record<keyof R & string, (error: ErrorReply, body: unknown) => unknown>>;
   /**
    * Dependencies /health reports besides the database and the facilitator, by name (the facilitator's chain):
    * each resolves when the dependency answers. Checked at most every few seconds.
@@ -99,16 +162,53 @@ export interface ServiceAppOptions<R extends AppRouter> {
 }
 
 /** An error as the runtime would put it in the envelope, for a route that renders errors its own way. */
-export interface WireError {
+export interface ErrorReply {
   status: number;
   code: string;
   message: string;
   details?: unknown;
 }
 
-type RoutedRequest = Request & { tsRestRoute?: AppRoute; requestId: string };
+type RoutedRequest = Request & { tsRestRoute?: AppRoute; requestId: string; trace?: TraceContext; started?: number };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// Express matches paths without regard to case.
+const DOCS_PATH = /^\/docs(\/|$)/i;
+
+/**
+ * A router reached only by requests to the paths of its routes (a router's own walk through its layers would cost
+ * every request otherwise), matched as Express matches them: any case, a trailing slash allowed. A router holding
+ * more than plain routes with fixed paths is used as it is.
+ */
+function onlyOnItsRoutes(router: express.Router): express.RequestHandler {
+  const paths = (router.stack as { route?: { path?: unknown } }[]).map((layer) => layer.route?.path);
+  if (!paths.every((p): p is string => typeof p === 'string' && /^[\w./-]+$/.test(p))) return router;
+  const wanted = new Set(paths.map((p) => p.toLowerCase().replace(/\/$/, '')));
+  const lengths = new Set([...wanted].flatMap((p) => [p.length, p.length + 1]));
+  return (req, res, next) => {
+    const path = req.path;
+    if (lengths.has(path.length) && wanted.has(path.toLowerCase().replace(/\/$/, ''))) return router(req, res, next);
+    next();
+  };
+}
+
+const staticBodies = new WeakSet<object>();
+/**
+ * A response body that never changes (a catalog built at start), as a deeply frozen copy: a handler answering with it
+ * sends JSON serialized once, with its ETag computed once, instead of on every request.
+ */
+export function staticBody<T extends object>(body: T): T {
+  const freeze = (value: unknown): void => {
+    if (value === null || typeof value !== 'object') return;
+    Object.freeze(value);
+    for (const item of Object.values(value)) freeze(item);
+  };
+  const copy = structuredClone(body);
+  freeze(copy);
+  staticBodies.add(copy);
+  return copy;
+}
+const serialized = new WeakMap<object, { bytes: Buffer; etag: string }>();
 
 /** The wallet a request to an `auth: 'siwx'` route proved, for its handler. */
 export function callerOf(res: Response): string {
@@ -126,77 +226,218 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   const { logger, db } = options;
   const service = withPrices(options.service, options.prices ?? {});
   const publicUrl = options.publicUrl.replace(/\/+$/, '');
-  const metrics = createMetrics(service.id);
+  const metrics = createMetrics(options.deploymentId ?? service.id, options.registry);
   const routeKeys = new Map(listRoutes(service.router).map(({ key, route }) => [route, key]));
   const declares = (method: string, path: string) =>
     [...routeKeys.keys()].some((route) => route.method === method && route.path === path);
   const log = logger.child({ service: service.id });
   const settlesFirst = listRoutes(service.router).filter(({ route }) => routeMeta(route).settle === 'first');
   if (settlesFirst.length && !options.vault) {
-    throw new Error(`${service.id}: route ${settlesFirst[0]!.key} settles first and so may refund, but the service has no vault (pass fromContext(context))`);
+    throw new Error(
+      `${service.id}: route ${settlesFirst[0]!.key} settles first and so may refund, but the service has no vault (pass fromContext(context))`,
+    );
   }
-  const facilitator = options.paywall.facilitatorUrl ? facilitatorClient(options.paywall.facilitatorUrl, options.signer ? { sign: options.signer } : {}) : undefined;
-  const wireErrors = (options.wireErrors ?? {}) as Record<string, (error: WireError, body: unknown) => unknown>;
+  const facilitator = options.paywall.facilitatorUrl
+    ? timedSettle(
+        facilitatorClient(options.paywall.facilitatorUrl, options.signer ? { sign: options.signer } : {}),
+        metrics.settleDuration,
+      )
+    : undefined;
+  const wireErrors = (options.wireErrors ?? {}) as Record<string, (error: ErrorReply, body: unknown) => unknown>;
+  // Payment sessions (vouchers) beside exact, where the deployment accepts them (paywall-session.ts).
+  const sessions: SessionPaywall | undefined =
+    options.paywall.sessions && options.paywall.facilitatorUrl && options.signer
+      ? await createSessionPaywall({
+          db,
+          config: options.paywall,
+          signer: options.signer,
+          logger: log,
+          ...(options.now ? { now: options.now } : {}),
+        })
+      : undefined;
   // No price is quoted while the facilitator that would settle it does not answer (reachability.ts).
   const payments = options.paywall.facilitatorUrl ? facilitatorProbe(options.paywall.facilitatorUrl) : undefined;
   const probes: Record<string, Probe> = {
     ...(payments ? { facilitator: payments } : {}),
-    ...Object.fromEntries(Object.entries(options.dependencies ?? {}).map(([name, check]) => [name, probe(check, { what: name })])),
+    ...Object.fromEntries(
+      Object.entries(options.dependencies ?? {}).map(([name, check]) => [name, probe(check, { what: name })]),
+    ),
   };
-  /** Each dependency's state, the database first (the caller has checked it). */
-  const dependencies = async () => ({
-    database: 'ok',
-    ...Object.fromEntries(await Promise.all(Object.entries(probes).map(async ([name, p]) => [name, await p.state()] as const))),
+  const health = healthReporter({
+    serviceId: options.deploymentId ?? service.id,
+    db,
+    probes,
+    ...(options.upstream ? { upstream: options.upstream } : {}),
   });
   /** Sends an error in the envelope, or in the route's own wire format where it declares one. */
   // A body that is not JSON fails before a route is matched: its path still names the route's wire format.
-  const byPath = new Map([...routeKeys.keys()].filter((r) => !r.path.includes(':')).map((r) => [`${r.method} ${r.path}`, r]));
-  const sendError = (req: Request, res: Response, error: WireError, headers: Record<string, string> = {}) => {
+  const byPath = new Map(
+    [...routeKeys.keys()].filter((r) => !r.path.includes(':')).map((r) => [`${r.method} ${r.path}`, r]),
+  );
+  const sendError = (req: Request, res: Response, error: ErrorReply, headers: Record<string, string> = {}) => {
     const route = (req as RoutedRequest).tsRestRoute ?? byPath.get(`${req.method} ${req.path}`);
     const render = route ? wireErrors[routeKeys.get(route) ?? ''] : undefined;
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     // A payment sent with a request that failed before the paywall took it up was not settled: say so.
     if (req.header(PAYMENT_SIGNATURE_HEADER) && !res.locals.paymentTaken && !res.getHeader(PAYMENT_RESPONSE_HEADER)) {
-      for (const [name, value] of Object.entries(unsettledHeader(error.status, options.paywall.network))) res.setHeader(name, value);
+      for (const [name, value] of Object.entries(unsettledHeader(error.status, options.paywall.network)))
+        res.setHeader(name, value);
     }
-    res.status(error.status).json(render ? render(error, req.body) : envelope((req as RoutedRequest).requestId, error.code, error.message, error.details));
+    res
+      .status(error.status)
+      .json(
+        render
+          ? render(error, req.body)
+          : envelope((req as RoutedRequest).requestId, error.code, error.message, error.details),
+      );
   };
 
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
-
-  app.use((req, res, next) => {
-    const incoming = req.header('x-request-id');
-    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
-    (req as RoutedRequest).requestId = requestId;
-    res.setHeader('x-request-id', requestId);
-    // A malformed percent-encoding (%E2%82, %ZZ) would throw URIError deep in the router: refuse it here.
-    try {
-      decodeURIComponent(req.path);
-    } catch {
-      res.status(400).json(envelope(requestId, 'invalid_path', 'The request path holds a malformed percent-encoding (such as %ZZ or a cut UTF-8 sequence)'));
-      return;
+  // A static body (staticBody) is serialized once; any other goes through Express's res.json as always.
+  const json = app.response.json;
+  app.response.json = function (this: Response, body: unknown, ...rest: unknown[]) {
+    if (rest.length || body === null || typeof body !== 'object' || !staticBodies.has(body))
+      return (json as (...args: unknown[]) => Response).call(this, body, ...rest);
+    let sent = serialized.get(body);
+    if (!sent) {
+      const bytes = Buffer.from(JSON.stringify(body));
+      sent = { bytes, etag: (app.get('etag fn') as (body: Buffer) => string)(bytes) };
+      serialized.set(body, sent);
     }
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info({ requestId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
-    });
-    next();
+    if (!this.get('Content-Type')) this.set('Content-Type', 'application/json; charset=utf-8');
+    this.set('ETag', sent.etag);
+    return this.send(sent.bytes);
+  };
+
+  useHealthReporter(app.locals, health);
+
+  // A request's own state (its id, trace, start, route) is kept in res.locals and read through the app's request
+  // prototype: a property added to an Express request grows its (dictionary) property store, about 1.3 KB of garbage
+  // a property and request, measured, where res.locals takes it cheaply.
+  const inLocals = (name: string, writable = false): PropertyDescriptor => ({
+    configurable: true,
+    get(this: Request) {
+      return this.res?.locals[name] as unknown;
+    },
+    ...(writable
+      ? {
+          set(this: Request, value: unknown) {
+            if (this.res) this.res.locals[name] = value;
+          },
+        }
+      : {}),
   });
-  app.use(metrics.middleware);
+  Object.defineProperties(app.request, {
+    requestId: inLocals('requestId'),
+    trace: inLocals('trace'),
+    started: inLocals('started'),
+    // ts-rest sets it on the request, express.json() the body ({} without one).
+    tsRestRoute: inLocals('tsRestRoute', true),
+    body: inLocals('body', true),
+  });
+
+  // What every request pays, in one middleware and one 'finish' listener made once (no closure per request): its id,
+  // its span, the CORS headers, then, once answered, its log line, the end of its span and its metrics.
+  const answered = function (this: Response) {
+    const res = this;
+    const req = res.req as RoutedRequest;
+    const trace = req.trace as TraceContext;
+    const route = req.tsRestRoute?.path;
+    const seconds = (performance.now() - (req.started ?? 0)) / 1000;
+    // A refused or failed payment says why (never the payment itself: PAYMENT-SIGNATURE is not logged).
+    const refusal = res.locals.paymentRefusal as { code: string; reason?: string } | undefined;
+    const refused = refusal && refusal.code !== 'payment_required';
+    // The line is built only for a level that writes it (LOG_LEVEL=warn writes no request lines).
+    if (log.isLevelEnabled('info') || (refused && log.isLevelEnabled('warn'))) {
+      const line = {
+        requestId: req.requestId,
+        traceId: trace.traceId,
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        ms: Math.round(seconds * 10_000) / 10,
+      };
+      log.info(line, 'request');
+      if (refused) log.warn({ ...line, code: refusal.code, reason: refusal.reason }, 'payment refused');
+    }
+    if (trace.span) {
+      if (route) trace.span.updateName(`${req.method} ${route}`);
+      endSpan(trace, res.statusCode >= 500 ? new Error(`HTTP ${res.statusCode}`) : undefined, {
+        'http.response.status_code': res.statusCode,
+        ...(route ? { 'http.route': route } : {}),
+      });
+    }
+    metrics.record(req, res, seconds);
+  };
   app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomHex(12)}`;
+    const locals = res.locals;
+    locals.requestId = requestId;
+    res.setHeader('x-request-id', requestId);
+    // The caller's W3C trace (traceparent), or a new one: this request's span, the parent of the calls it makes.
+    const traceparent = req.headers.traceparent;
+    const parent = parseTraceparent(typeof traceparent === 'string' ? traceparent : undefined);
+    const trace = tracingActive()
+      ? startSpan(req.method, SpanKind.SERVER, parent, {
+          'http.request.method': req.method,
+          'url.path': req.path,
+          'service.name': service.id,
+        })
+      : startSpan(req.method, SpanKind.SERVER, parent);
+    locals.trace = trace;
+    // A malformed percent-encoding (%E2%82, %ZZ) would throw URIError deep in the router: refuse it here.
+    if (req.path.includes('%')) {
+      try {
+        decodeURIComponent(req.path);
+      } catch {
+        res
+          .status(400)
+          .json(
+            envelope(
+              requestId,
+              'invalid_path',
+              'The request path holds a malformed percent-encoding (such as %ZZ or a cut UTF-8 sequence)',
+            ),
+          );
+        return;
+      }
+    }
+    locals.started = performance.now();
+    res.on('finish', answered);
     // Browsers may call services directly: allow the payment headers in and let the receipts out.
     res.setHeader('access-control-allow-origin', '*');
-    res.setHeader('access-control-expose-headers', 'payment-required, payment-response, x-request-id, retry-after');
-    if (req.method !== 'OPTIONS') return next();
-    res.setHeader('access-control-allow-methods', 'GET, POST, PATCH, PUT, DELETE, OPTIONS');
-    res.setHeader('access-control-allow-headers', 'content-type, payment-signature, sign-in-with-x, x-request-id, idempotency-key, access-control-expose-headers');
-    res.status(204).end();
+    res.setHeader(
+      'access-control-expose-headers',
+      'payment-required, payment-response, payment-identifier-replayed, x-request-id, retry-after',
+    );
+    if (req.method === 'OPTIONS') {
+      res.setHeader('access-control-allow-methods', 'GET, POST, PATCH, PUT, DELETE, OPTIONS');
+      res.setHeader(
+        'access-control-allow-headers',
+        'content-type, payment-signature, sign-in-with-x, x-request-id, idempotency-key, access-control-expose-headers',
+      );
+      res.status(204).end();
+      return;
+    }
+    runInTrace(trace, next);
   });
   // The body's bytes are kept for routes that check a signature over them (the facilitator's resource servers).
-  app.use(express.json({ limit: options.bodyLimit ?? '256kb', verify: (req, _res, buffer) => void ((req as Request & { rawBody?: Buffer }).rawBody = buffer) }));
+  app.use(
+    express.json({
+      limit: options.bodyLimit ?? '256kb',
+      verify: (req, _res, buffer) => void ((req as Request & { rawBody?: Buffer }).rawBody = buffer),
+    }),
+  );
+  if (sessions) app.use(onlyOnItsRoutes(sessions.router()));
+  // The body is read in the socket's async context: enter the request's trace again for what follows.
+  app.use((req, _res, next) => {
+    const trace = (req as RoutedRequest).trace;
+    if (trace && currentTrace() !== trace) runInTrace(trace, next);
+    else next();
+  });
 
   const card = () => buildAgentCard(service, { url: publicUrl });
   app.get(['/.well-known/agent-card.json', '/.well-known/agent.json'], (_req, res) => {
@@ -209,81 +450,137 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   });
   let llms: string | undefined;
   app.get('/llms.txt', (_req, res) => {
-    res.type('text/markdown; charset=utf-8').send((llms ??= buildLlmsTxt(service, { publicUrl, paywall: options.paywall })));
+    res
+      .type('text/markdown; charset=utf-8')
+      .send((llms ??= buildLlmsTxt(service, { publicUrl, paywall: options.paywall })));
   });
-  app.use(docsRouter(service.title));
+  // The reference page and its assets, all under /docs: other paths need not walk the docs router's routes.
+  const docs = docsRouter(service.title);
+  app.use((req, res, next) => (DOCS_PATH.test(req.path) ? docs(req, res, next) : next()));
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
-  if (!declares('GET', '/health')) {
-    const started = Date.now();
-    app.get('/health', async (req, res) => {
-      try {
-        const own = options.health ? await options.health() : undefined;
-        if (!options.health) await sql`select 1`.execute(db);
-        const states = await dependencies();
-        if (Object.values(states).some((state) => state !== 'ok')) {
-          const down = Object.keys(states).filter((name) => states[name as keyof typeof states] !== 'ok');
-          res.setHeader('retry-after', '5');
-          res.status(503).json(envelope((req as RoutedRequest).requestId, 'dependency_unavailable', `Unreachable: ${down.join(', ')}`, { dependencies: states }));
-          return;
-        }
-        if (own !== undefined) {
-          res.json(own);
-          return;
-        }
-        res.json({ status: 'ok', service: service.id, version: '1.0.0', uptimeSeconds: Math.round((Date.now() - started) / 1000), database: 'ok', dependencies: states });
-      } catch (error) {
-        log.error({ err: error, requestId: (req as RoutedRequest).requestId }, 'health check: database unreachable');
-        res.setHeader('retry-after', '5');
-        res.status(503).json(envelope((req as RoutedRequest).requestId, 'database_unavailable', 'The database does not answer'));
-      }
-    });
-  }
+  // One health body for every service (health.ts): /health, /health/ready for load balancers (200 only while
+  // the database and the facilitator, or for the facilitator its chain, answer), and any health route the
+  // contract declares with that body (a data service's own), answered here before its handler.
+  const healthPaths = listRoutes(service.router)
+    .filter(
+      ({ route }) =>
+        route.method === 'GET' &&
+        ['ServiceHealth', 'DataServiceHealth'].includes(
+          namedSchemaOf((route.responses as Record<number, never>)[200] ?? ({} as never))?.name ?? '',
+        ),
+    )
+    .map(({ route }) => route.path);
+  // A contract's own GET /health with another body keeps its route (none today).
+  const own = declares('GET', '/health') && !healthPaths.includes('/health') ? [] : ['/health'];
+  app.get([...new Set([...own, '/health/ready', ...healthPaths])], async (_req, res, next) => {
+    try {
+      sendHealth(res, await health.report());
+    } catch (error) {
+      next(error);
+    }
+  });
 
   // Validation and preflight checks run before the paywall, so nobody is asked to pay for a request that would fail.
   const validate = (req: Request, res: Response, next: NextFunction) => {
     const routed = req as RoutedRequest;
     const result = validateRequest(routed.tsRestRoute!, req);
     if (!result.ok) {
-      sendError(req, res, { status: 400, code: 'invalid_request', message: summarizeIssues(result.issues), details: { fields: result.issues } });
+      sendError(req, res, {
+        status: 400,
+        code: 'invalid_request',
+        message: summarizeIssues(result.issues),
+        details: { fields: result.issues },
+      });
       return;
     }
     res.locals.parsed = result.parsed;
     next();
   };
-  const authenticate = async (req: Request, res: Response, next: NextFunction) => {
+  // Synchronous where there is nothing to wait for: every async middleware is a promise (and its hooks) per request.
+  const authenticate = (req: Request, res: Response, next: NextFunction) => {
+    if (routeMeta((req as RoutedRequest).tsRestRoute!).auth !== 'siwx') return next();
+    void proveCaller(req, res, next);
+  };
+  const proveCaller = async (req: Request, res: Response, next: NextFunction) => {
     try {
-      if (routeMeta((req as RoutedRequest).tsRestRoute!).auth !== 'siwx') return next();
-      res.locals.caller = await verifySiwx(req.header(SIGN_IN_WITH_X_HEADER), { origin: publicUrl, network: options.paywall.network, db });
+      res.locals.caller = await verifySiwx(req.header(SIGN_IN_WITH_X_HEADER), {
+        origin: publicUrl,
+        network: options.paywall.network,
+        db,
+      });
       next();
     } catch (error) {
       next(error);
     }
   };
-  const paywall = async (req: Request, res: Response, next: NextFunction) => {
+  // Free routes without a preflight check have nothing to do here.
+  const freeRoutes = new Set(
+    listRoutes(service.router)
+      .filter(
+        ({ key, route }) =>
+          routeMeta(route).payment.kind === 'free' &&
+          !(options.preflight as Record<string, unknown> | undefined)?.[key],
+      )
+      .map(({ route }) => route),
+  );
+  const paywall = (req: Request, res: Response, next: NextFunction) => {
+    if (freeRoutes.has((req as RoutedRequest).tsRestRoute!)) return next();
+    void charge(req, res, next);
+  };
+  const charge = async (req: Request, res: Response, next: NextFunction) => {
     try {
       const routed = req as RoutedRequest;
       const route = routed.tsRestRoute!;
       const key = routeKeys.get(route)!;
       const parsed = res.locals.parsed as ParsedRequest;
-      await (options.preflight as Record<string, (request: ParsedRequest, caller?: string) => unknown> | undefined)?.[key]?.(parsed, res.locals.caller as string | undefined);
+      await (options.preflight as Record<string, (request: ParsedRequest, caller?: string) => unknown> | undefined)?.[
+        key
+      ]?.(parsed, res.locals.caller as string | undefined);
       const resolver = (options.pricing as Record<string, PriceResolver> | undefined)?.[key];
       const price = await priceOf(route, parsed, resolver);
       if (usdToAtomic(price.usd) === 0n) return next();
-      metrics.payments.inc({ route: route.path });
       const requirements = buildRequirements(options.paywall, price);
       const paid = req.header(PAYMENT_SIGNATURE_HEADER);
-      const quote = buildQuote(requirements, publicUrl + req.originalUrl, route, paid ? 'Payment refused' : 'Payment required');
+      const offered = buildQuote(
+        requirements,
+        publicUrl + req.originalUrl,
+        route,
+        paid ? 'Payment refused' : 'Payment required',
+      );
+      const quote = sessions ? sessions.offer(offered, requirements, routeMeta(route).settle === 'first') : offered;
       // A HEAD delivers no content, so it is quoted, never charged.
       if (!paid || req.method === 'HEAD') await payments?.ensure();
-      if (!paid || req.method === 'HEAD') return quotePaidRequest(res, routed.requestId, quote, price.usd);
+      if (!paid || req.method === 'HEAD') {
+        // Only quotes are counted here: a paid request is a settlement or a refusal (metrics.ts).
+        metrics.payments.inc({ route: route.path });
+        return quotePaidRequest(res, routed.requestId, quote, price.usd);
+      }
       res.locals.paymentTaken = true;
+      res.locals.paymentQuoted = { amount: requirements.amount, payTo: requirements.payTo, asset: requirements.asset };
       const settleFirst = routeMeta(route).settle === 'first';
       // A refund comes from the service's own wallet, so a settle-first route is paid to it, not to a third party.
-      if (settleFirst && requirements.payTo !== options.paywall.payTo) throw new Error(`route ${key} settles first but is priced to pay ${requirements.payTo}, not the service`);
+      if (settleFirst && requirements.payTo !== options.paywall.payTo)
+        throw new Error(`route ${key} settles first but is priced to pay ${requirements.payTo}, not the service`);
+      const voucher = sessions && quote !== offered ? sessionPayment(paid) : undefined;
+      if (sessions && voucher) {
+        return await sessions.collect(res, () => next(), {
+          requirements,
+          quote,
+          payment: voucher,
+          requestId: routed.requestId,
+        });
+      }
       await collectPayment(res, () => next(), {
-        db, facilitator, logger: log, requestId: routed.requestId, requirements, quote, header: paid, settleFirst,
+        db,
+        facilitator,
+        logger: log,
+        requestId: routed.requestId,
+        requirements,
+        quote,
+        header: paid,
+        settleFirst,
         ...(options.vault ? { vault: options.vault } : {}),
         ...(options.now ? { now: options.now } : {}),
         ...(options.paywall.fault ? { fault: options.paywall.fault } : {}),
@@ -311,12 +608,21 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = (req as RoutedRequest).requestId;
     if (error instanceof HttpError) {
-      sendError(req, res, { status: error.status, code: error.code, message: error.message, details: error.details }, error.headers);
+      sendError(
+        req,
+        res,
+        { status: error.status, code: error.code, message: error.message, details: error.details },
+        error.headers,
+      );
       return;
     }
     const type = (error as { type?: string }).type;
     if (type === 'entity.too.large') {
-      sendError(req, res, { status: 413, code: 'payload_too_large', message: `The request body is larger than ${options.bodyLimit ?? '256kb'}` });
+      sendError(req, res, {
+        status: 413,
+        code: 'payload_too_large',
+        message: `The request body is larger than ${options.bodyLimit ?? '256kb'}`,
+      });
       return;
     }
     if (type === 'entity.parse.failed') {
@@ -324,15 +630,27 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
       return;
     }
     if (error instanceof URIError) {
-      sendError(req, res, { status: 400, code: 'invalid_path', message: 'The request holds a malformed percent-encoding' });
+      sendError(req, res, {
+        status: 400,
+        code: 'invalid_path',
+        message: 'The request holds a malformed percent-encoding',
+      });
       return;
     }
     if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
-      sendError(req, res, { status: 415, code: 'unsupported_media_type', message: 'The request body encoding is not supported' });
+      sendError(req, res, {
+        status: 415,
+        code: 'unsupported_media_type',
+        message: 'The request body encoding is not supported',
+      });
       return;
     }
     log.error({ err: error, requestId, method: req.method, path: req.path }, 'unhandled error');
-    sendError(req, res, { status: 500, code: 'internal_error', message: 'An unexpected error occurred; it has been logged with this request id' });
+    sendError(req, res, {
+      status: 500,
+      code: 'internal_error',
+      message: 'An unexpected error occurred; it has been logged with this request id',
+    });
   });
 
   return app;

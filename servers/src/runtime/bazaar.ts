@@ -27,13 +27,20 @@ const jsonSchema = (schema: unknown): JsonSchema | undefined => {
 function strip(schema: unknown, depth = Infinity): unknown {
   if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return schema;
   const node = schema as Record<string, unknown>;
-  if (depth <= 0) return Object.fromEntries(Object.entries(node).filter(([key]) => key === 'type' || key === 'nullable' || key === 'enum'));
+  if (depth <= 0)
+    return Object.fromEntries(
+      Object.entries(node).filter(([key]) => key === 'type' || key === 'nullable' || key === 'enum'),
+    );
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(node)) {
     if (key === 'description' || key === 'title' || key === 'example') continue;
     if (key === 'properties' && value && typeof value === 'object') {
       out[key] = Object.fromEntries(Object.entries(value).map(([name, field]) => [name, strip(field, depth - 1)]));
-    } else if ((key === 'items' || key === 'additionalProperties' || key === 'not') && value && typeof value === 'object') {
+    } else if (
+      (key === 'items' || key === 'additionalProperties' || key === 'not') &&
+      value &&
+      typeof value === 'object'
+    ) {
       out[key] = strip(value, depth - 1);
     } else if ((key === 'anyOf' || key === 'oneOf' || key === 'allOf') && Array.isArray(value)) {
       out[key] = value.map((v) => strip(v, depth));
@@ -44,7 +51,10 @@ function strip(schema: unknown, depth = Infinity): unknown {
   return out;
 }
 
-/** An object schema for `info.input.<part>`: the contract's properties, and its required list only when an example shows them. */
+/**
+ * An object schema for `info.input.<part>`: the contract's properties, and its required list only when an example shows
+ * them.
+ */
 function partSchema(schema: JsonSchema | undefined, example: Record<string, unknown> | undefined): JsonSchema {
   const properties = (schema?.properties as JsonSchema | undefined) ?? {};
   const required = ((schema?.required as string[] | undefined) ?? []).filter((field) => example && field in example);
@@ -58,7 +68,9 @@ export function bazaarDeclaration(route: AppRoute): Record<string, unknown> {
   const method = route.method;
   const hasPathParams = route.path.includes(':');
   const pathParams = hasPathParams ? (example.params ?? {}) : undefined;
-  const pathSchema = hasPathParams ? partSchema(jsonSchema((route as { pathParams?: unknown }).pathParams), example.params) : undefined;
+  const pathSchema = hasPathParams
+    ? partSchema(jsonSchema((route as { pathParams?: unknown }).pathParams), example.params)
+    : undefined;
 
   let input: Record<string, unknown>;
   let inputSchema: Record<string, unknown>;
@@ -103,9 +115,16 @@ export function bazaarDeclaration(route: AppRoute): Record<string, unknown> {
     ...(hasPathParams ? { routeTemplate: route.path } : {}),
   };
   // A large contract keeps its top-level fields and their types; the example stays whole, so it must still satisfy it.
-  const fitted = JSON.stringify(declaration).length > MAX_DECLARATION_BYTES
-    ? { ...declaration, schema: { ...declaration.schema, properties: { ...declaration.schema.properties, input: strip(declaration.schema.properties.input, 3) } } }
-    : declaration;
+  const fitted =
+    JSON.stringify(declaration).length > MAX_DECLARATION_BYTES
+      ? {
+          ...declaration,
+          schema: {
+            ...declaration.schema,
+            properties: { ...declaration.schema.properties, input: strip(declaration.schema.properties.input, 3) },
+          },
+        }
+      : declaration;
   cache.set(route, fitted);
   return fitted;
 }

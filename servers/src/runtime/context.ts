@@ -1,13 +1,14 @@
 import type { PaymentMeta } from '@agent-economy/contracts';
-import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Reasoner } from '../ai';
 import type { PaywallConfig } from './paywall';
-import type { Wallet } from './wallet';
+import type { Wallet } from '../solana/keys';
+import type { SharedDb } from '../db';
 
 /** What every service is built from: shared infrastructure, handed in by main.ts or a test. */
 export interface ServiceContext {
-  db: Kysely<any>;
+  /** The process's shared handle: each store declares its own tables on it (camelCaseDb<Tables>(db)). */
+  db: SharedDb;
   logger: Logger;
   reasoner: Reasoner;
   publicUrl: string;

@@ -14,8 +14,10 @@ export class HttpError extends Error {
   }
 }
 
-export const notFound = (code: string, message: string, details?: unknown) => new HttpError(404, code, message, details);
-export const conflict = (code: string, message: string, details?: unknown) => new HttpError(409, code, message, details);
+export const notFound = (code: string, message: string, details?: unknown) =>
+  new HttpError(404, code, message, details);
+export const conflict = (code: string, message: string, details?: unknown) =>
+  new HttpError(409, code, message, details);
 export const unprocessable = (code: string, message: string, details?: unknown) =>
   new HttpError(422, code, message, details);
 export const unavailable = (code: string, message: string, retryAfterSeconds: number) =>

@@ -1,6 +1,12 @@
 import { RESOURCE_SERVER_HEADER, signResourceRequest } from './resource-auth';
-import type { Wallet } from './wallet';
-import type { X402FacilitatorRequest, X402SettleResponse, X402SupportedResponse, X402VerifyResponse } from '@agent-economy/contracts';
+import { tracedFetch } from '../http/tracing';
+import type { Wallet } from '../solana/keys';
+import type {
+  X402FacilitatorRequest,
+  X402SettleResponse,
+  X402SupportedResponse,
+  X402VerifyResponse,
+} from '@agent-economy/contracts';
 
 /** The facilitator did not give a usable answer (down, timed out, 5xx, or not x402): nothing was charged. */
 export class FacilitatorUnavailable extends Error {
@@ -31,11 +37,17 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     ...(sign ? { [RESOURCE_SERVER_HEADER]: signResourceRequest(sign, 'POST', path, text) } : {}),
   });
 
-  async function call<T>(path: string, timeoutMs: number, body?: unknown, accept?: (value: unknown) => value is T): Promise<T> {
+  // Each call is a client span of the request that makes it, and carries its traceparent (http/tracing.ts).
+  async function call<T>(
+    path: string,
+    timeoutMs: number,
+    body?: unknown,
+    accept?: (value: unknown) => value is T,
+  ): Promise<T> {
     let response: Response;
     let text: string;
     try {
-      response = await fetch(`${root}${path}`, {
+      response = await tracedFetch(`x402 facilitator ${path}`, `${root}${path}`, {
         method: body === undefined ? 'GET' : 'POST',
         headers: body === undefined ? {} : postHeaders(path, JSON.stringify(body)),
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -70,6 +82,12 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     supported: () => call('/supported', VERIFY_TIMEOUT_MS, undefined, isSupported),
     verify: (request: X402FacilitatorRequest) => call('/verify', VERIFY_TIMEOUT_MS, request, isVerify),
     settle: (request: X402FacilitatorRequest) => call('/settle', SETTLE_TIMEOUT_MS, request, isSettle),
+    /**
+     * Reports the refund of a settlement this server was paid (POST /discovery/refunds; signed, as the facilitator
+     * requires).
+     */
+    reportRefund: (settlement: string, refund: string) =>
+      call<unknown>('/discovery/refunds', VERIFY_TIMEOUT_MS, { settlement, refund }),
   };
 }
 

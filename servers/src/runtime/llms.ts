@@ -20,7 +20,10 @@ function price(payment: PaymentMeta): string {
 
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
-export function buildLlmsTxt(service: ServiceDefinition, options: { publicUrl: string; paywall: PaywallConfig }): string {
+export function buildLlmsTxt(
+  service: ServiceDefinition,
+  options: { publicUrl: string; paywall: PaywallConfig },
+): string {
   const url = options.publicUrl.replace(/\/+$/, '');
   const routes = listRoutes(service.router).map(({ route }) => ({ route, meta: routeMeta(route) }));
   const line = ({ route, meta }: (typeof routes)[number]) =>
@@ -43,7 +46,7 @@ export function buildLlmsTxt(service: ServiceDefinition, options: { publicUrl: s
       : [
           'Paid routes use x402 v2 (https://x402.org): call the route; it answers `402 Payment Required` with a base64 JSON quote in the',
           '`PAYMENT-REQUIRED` header (`accepts`: scheme `exact`, network, asset, amount in atomic units, payTo, and `extra.feePayer`).',
-          'Build a Solana transaction transferring exactly that amount of the asset to payTo\'s token account, with the fee payer',
+          "Build a Solana transaction transferring exactly that amount of the asset to payTo's token account, with the fee payer",
           'as fee payer, sign it, and retry the same request with the base64 JSON payment in the `PAYMENT-SIGNATURE` header. The',
           'response carries the settlement receipt in `PAYMENT-RESPONSE`. Invalid requests are refused before any quote: you',
           'never pay for a request that fails validation. The @agent-economy/sdk client does all of this within the budgets you set.',
@@ -72,11 +75,13 @@ export function buildLlmsTxt(service: ServiceDefinition, options: { publicUrl: s
  * in its quote (a marketplace seller).
  */
 export function withPayee<D>(document: D, paywall: PaywallConfig): D {
-  const paths = (document as { paths?: Record<string, Record<string, { 'x-payment'?: Record<string, unknown> }>> }).paths ?? {};
+  const paths =
+    (document as { paths?: Record<string, Record<string, { 'x-payment'?: Record<string, unknown> }>> }).paths ?? {};
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
       const payment = operation?.['x-payment'];
-      if (payment && payment.kind !== 'free' && payment.protocol === 'x402') Object.assign(payment, { payTo: paywall.payTo, network: paywall.network, asset: paywall.asset });
+      if (payment && payment.kind !== 'free' && payment.protocol === 'x402')
+        Object.assign(payment, { payTo: paywall.payTo, network: paywall.network, asset: paywall.asset });
     }
   }
   return document;

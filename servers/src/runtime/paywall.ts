@@ -19,7 +19,18 @@ import type { Request, Response } from 'express';
 import type { Kysely, Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { bazaarDeclaration } from './bazaar';
-import { decodeBase64, parseTransaction } from '../ledger/wire';
+import {
+  PAYMENT_IDENTIFIER,
+  bindPaymentId,
+  identityOf,
+  paymentIdMigrations,
+  paymentIdentifierDeclaration,
+  replayAnswer,
+  storeAnswer,
+  storedAnswer,
+  type PaymentIdentity,
+} from './payment-id';
+import { decodeBase64, parseTransaction } from '../solana/wire';
 import { HttpError, envelope } from './errors';
 import { FacilitatorUnavailable, SETTLE_TIMEOUT_MS, type FacilitatorClient } from './facilitator-client';
 import type { Vault } from './vault';
@@ -37,6 +48,8 @@ export interface PaywallConfig {
   facilitatorUrl?: string;
   /** Test-only fault injection on the paid path (PAYWALL_FAULT): see PAYWALL_FAULTS. */
   fault?: PaywallFault;
+  /** Accept payment sessions (vouchers) beside `exact`: paywall-session.ts. */
+  sessions?: import('./paywall-session').SessionPaywallOptions;
 }
 
 /**
@@ -44,7 +57,7 @@ export interface PaywallConfig {
  * where the money goes to someone other than the service (a seller on a marketplace), their wallet.
  */
 export type PriceDecision = ({ usd: string } | { tier: string }) & { payTo?: string };
-export type PriceResolver = (request: ParsedRequest) => PriceDecision | Promise<PriceDecision>;
+export type PriceResolver<Request = ParsedRequest> = (request: Request) => PriceDecision | Promise<PriceDecision>;
 
 export interface Price {
   usd: string;
@@ -84,14 +97,20 @@ export function buildRequirements(config: PaywallConfig, price: Price): PaymentR
   };
 }
 
-export function buildQuote(requirements: PaymentRequirements, resourceUrl: string, route: AppRoute, error: string): PaymentRequired {
+export function buildQuote(
+  requirements: PaymentRequirements,
+  resourceUrl: string,
+  route: AppRoute,
+  error: string,
+): PaymentRequired {
   return {
     x402Version: 2,
     error,
     resource: { url: resourceUrl, description: route.summary ?? route.path, mimeType: 'application/json' },
     accepts: [requirements],
     // x402 discovery: how to call this route, from the contract (bazaar.ts); the facilitator catalogs it once paid.
-    extensions: { bazaar: bazaarDeclaration(route) },
+    // x402 payment-identifier: a payment repeated with the same id is answered once (payment-id.ts).
+    extensions: { bazaar: bazaarDeclaration(route), [PAYMENT_IDENTIFIER]: paymentIdentifierDeclaration() },
   };
 }
 
@@ -122,9 +141,14 @@ export const paymentMigrations: Record<string, Migration> = {
       await db.schema.alterTable('runtime_payments').addColumn('lease_until', 'timestamptz').execute();
       await db.schema.alterTable('runtime_payments').addColumn('served_at', 'timestamptz').execute();
       await db.schema.alterTable('runtime_payments').addColumn('refund_transaction', 'text').execute();
-      await db.updateTable('runtime_payments').set((eb) => ({ served_at: eb.ref('settled_at') })).where('status', '=', 'settled').execute();
+      await db
+        .updateTable('runtime_payments')
+        .set((eb) => ({ served_at: eb.ref('settled_at') }))
+        .where('status', '=', 'settled')
+        .execute();
     },
   },
+  ...paymentIdMigrations,
 };
 
 /** What a paid request's handler may know about its payment (`res.locals.payment`). */
@@ -136,7 +160,7 @@ export interface VerifiedPayment {
   network: string;
 }
 
-interface Refusal {
+export interface Refusal {
   status: 402 | 503;
   code: string;
   message: string;
@@ -146,8 +170,16 @@ interface Refusal {
 }
 
 /** Sends a 402 (with a fresh quote) or a 503 (with Retry-After) in the error envelope. */
-function refuse(res: Response, requestId: string, quote: PaymentRequired, refusal: Refusal, send: (body: string) => void = (b) => void res.end(b)): void {
+export function refuse(
+  res: Response,
+  requestId: string,
+  quote: PaymentRequired,
+  refusal: Refusal,
+  send: (body: string) => void = (b) => void res.end(b),
+): void {
   const fresh = { ...quote, error: refusal.message };
+  // For metrics and the warn log line of a refused payment (app.ts): its code and x402 reason.
+  res.locals.paymentRefusal = { code: refusal.code, ...(refusal.reason ? { reason: refusal.reason } : {}) };
   res.statusCode = refusal.status;
   res.setHeader('cache-control', 'no-store');
   res.setHeader('content-type', 'application/json; charset=utf-8');
@@ -155,7 +187,12 @@ function refuse(res: Response, requestId: string, quote: PaymentRequired, refusa
   if (refusal.retryAfterSeconds) res.setHeader('retry-after', String(refusal.retryAfterSeconds));
   for (const [name, value] of Object.entries(refusal.extraHeaders ?? {})) res.setHeader(name, value);
   const refund = res.locals.refund as { transaction: string; amountAtomic: string } | undefined;
-  const details = refusal.status === 402 ? { ...fresh, ...(refusal.reason ? { reason: refusal.reason } : {}), ...(refund ? { refund } : {}) } : refusal.reason ? { reason: refusal.reason } : undefined;
+  const details =
+    refusal.status === 402
+      ? { ...fresh, ...(refusal.reason ? { reason: refusal.reason } : {}), ...(refund ? { refund } : {}) }
+      : refusal.reason
+        ? { reason: refusal.reason }
+        : undefined;
   const body = JSON.stringify(envelope(requestId, refusal.code, refusal.message, details));
   res.setHeader('content-length', Buffer.byteLength(body));
   send(body);
@@ -213,11 +250,20 @@ export function unsettledHeader(status: number, network: string, payer?: string)
  * process kills itself (as kill -9 would), or, for `fail-record`, the database write of a settlement fails.
  * The chaos tests (tests/paid-path-chaos.test.ts) use them to stop a real service at each step.
  */
-export const PAYWALL_FAULTS = ['after-claim', 'after-verify', 'after-handler', 'after-settle', 'after-record', 'before-refund', 'after-refund', 'fail-record'] as const;
+export const PAYWALL_FAULTS = [
+  'after-claim',
+  'after-verify',
+  'after-handler',
+  'after-settle',
+  'after-record',
+  'before-refund',
+  'after-refund',
+  'fail-record',
+] as const;
 export type PaywallFault = (typeof PAYWALL_FAULTS)[number];
 
 export interface CollectOptions {
-  db: Kysely<any>;
+  db: Kysely<PaywallTables>;
   facilitator: FacilitatorClient | undefined;
   logger: Logger;
   requestId: string;
@@ -252,17 +298,40 @@ export function settlementOf(res: Response): Settlement {
   return settlement;
 }
 
-/** A payment's claim as `runtime_payments` holds it. */
-interface Claim {
+/**
+ * For a settle-first handler whose outcome is not known yet (it paid a third party whose answer was lost): its failure
+ * (status >= 400) is not refunded. The claim stays settled and unserved with its lease ended, and the error goes out
+ * with the receipt, so presenting the same payment again runs the handler again to finish (serve, or fail and be
+ * refunded). Without it, a third party that keeps the payment and never answers would be paid while the buyer is
+ * refunded from the service's own float, round after round.
+ */
+export function keepPayment(res: Response): void {
+  if (!res.locals.settlement) throw new Error('keepPayment() used on a route that does not settle first');
+  res.locals.keepPayment = true;
+}
+
+/** A payment's claim: one row of `runtime_payments` per payment presented (its key). */
+interface PaymentRow {
   key: string;
   status: string;
+  resource: string;
   payer: string | null;
+  pay_to: string;
+  amount: bigint;
   transaction: string | null;
-  lease_until: Date | null;
   created_at: Date;
+  settled_at: Date | null;
+  lease_until: Date | null;
   served_at: Date | null;
   refund_transaction: string | null;
 }
+
+/** The paywall's tables, as its queries see them. */
+export interface PaywallTables {
+  runtime_payments: PaymentRow;
+}
+
+type Claim = Omit<PaymentRow, 'resource' | 'pay_to' | 'amount' | 'settled_at'>;
 
 /**
  * Claim states a live request holds (taken over only once its lease has expired: its process died or
@@ -285,7 +354,12 @@ interface Paid {
   payer?: string;
 }
 
-const refusalOf = (status: 402 | 503, code: string, message: string, extra: Omit<Refusal, 'status' | 'code' | 'message'> = {}): Refusal => ({ status, code, message, ...extra });
+export const refusalOf = (
+  status: 402 | 503,
+  code: string,
+  message: string,
+  extra: Omit<Refusal, 'status' | 'code' | 'message'> = {},
+): Refusal => ({ status, code, message, ...extra });
 
 /**
  * How long a claim stays its request's without a write: the payment's own validity (maxTimeoutSeconds)
@@ -297,14 +371,19 @@ function leaseMs(requirements: PaymentRequirements): number {
 
 function injectFault(options: CollectOptions, step: PaywallFault): void {
   if (options.fault !== step) return;
-  if (step === 'fail-record') throw new Error('injected fault (PAYWALL_FAULT=fail-record): the settlement could not be recorded');
+  if (step === 'fail-record')
+    throw new Error('injected fault (PAYWALL_FAULT=fail-record): the settlement could not be recorded');
   process.kill(process.pid, 'SIGKILL');
 }
 
 /** Updates this request's claim, renewing its lease. */
-async function update(p: Paid, values: Record<string, unknown>): Promise<void> {
+async function update(p: Paid, values: Partial<PaymentRow>): Promise<void> {
   const leaseUntil = new Date(p.now().getTime() + leaseMs(p.options.requirements));
-  await p.options.db.updateTable('runtime_payments').set({ ...values, lease_until: leaseUntil }).where('key', '=', p.key).execute();
+  await p.options.db
+    .updateTable('runtime_payments')
+    .set({ ...values, lease_until: leaseUntil })
+    .where('key', '=', p.key)
+    .execute();
   p.leaseUntil = leaseUntil;
 }
 
@@ -322,21 +401,87 @@ export async function collectPayment(res: Response, runHandler: () => void, opti
   const { requestId, quote } = options;
   const facilitator = options.facilitator;
   if (!facilitator) {
-    return refuse(res, requestId, quote, refusalOf(402, 'payment_unverifiable', 'This deployment has no facilitator to verify payments; nothing was charged'));
+    return refuse(
+      res,
+      requestId,
+      quote,
+      refusalOf(
+        402,
+        'payment_unverifiable',
+        'This deployment has no facilitator to verify payments; nothing was charged',
+      ),
+    );
   }
   const parsed = parsePayment(options);
   if ('refusal' in parsed) return refuse(res, requestId, quote, parsed.refusal);
   const now = options.now ?? (() => new Date());
-  const p: Paid = { res, runHandler, options, facilitator, key: parsed.key, request: parsed.request, now, leaseUntil: now() };
+  const p: Paid = {
+    res,
+    runHandler,
+    options,
+    facilitator,
+    key: parsed.key,
+    request: parsed.request,
+    now,
+    leaseUntil: now(),
+  };
 
-  const claim = await claimPayment(p);
+  // A payment identified (x402 payment-identifier) as one already answered gets that answer, uncharged. A payment
+  // presented for the first time (its claim is new) is not one: binding its id below finds any earlier answer. Only a
+  // payment presented again looks the answer up before its claim is examined (a served claim would refuse it).
+  const identity = identityOf(res, options.header, quote, parsed.request);
+  let claim: Awaited<ReturnType<typeof claimPayment>> | undefined;
+  if (identity) {
+    if (await insertClaim(p)) claim = {};
+    else {
+      const stored = await storedAnswer(options.db, identity);
+      if (stored) {
+        const refusal = await ownPayment(p, stored.key);
+        return refusal ? refuse(res, requestId, quote, refusal) : replayAnswer(res, requestId, stored);
+      }
+    }
+    res.locals.paymentIdentity = identity;
+  }
+  claim ??= await claimPayment(p);
+  if (identity && !('refusal' in claim) && !('refunded' in claim) && !claim.takenOver) {
+    const binding = await bindPaymentId(options.db, identity, p.key, p.request, now()).catch(async (error: unknown) => {
+      await release(p);
+      throw error;
+    });
+    if (!('bound' in binding)) await release(p);
+    const bound = 'replay' in binding ? binding.replay.key : 'first' in binding ? binding.first.key : p.key;
+    const refusal = await ownPayment(p, bound);
+    if (refusal) return refuse(res, requestId, quote, refusal);
+    if ('replay' in binding) return replayAnswer(res, requestId, binding.replay);
+    // The id is an earlier payment's: this one is set aside, and that one goes on as if presented again.
+    if ('first' in binding) {
+      options.logger.info(
+        { requestId, key: p.key, first: binding.first.key },
+        'payment identifier of an earlier payment: finishing that one instead',
+      );
+      p.key = binding.first.key;
+      p.request = binding.first.request;
+      claim = await claimPayment(p);
+    }
+  }
   if ('refusal' in claim) return refuse(res, requestId, quote, claim.refusal);
   if ('refunded' in claim) return answerRefunded(p, claim.refunded);
   injectFault(options, 'after-claim');
   const from = claim.takenOver?.status;
-  if (from) options.logger.warn({ requestId, key: p.key, from }, 'taking over the unfinished claim of an earlier request with this payment');
+  if (from)
+    options.logger.warn(
+      { requestId, key: p.key, from },
+      'taking over the unfinished claim of an earlier request with this payment',
+    );
   if (from === 'pending' || from === 'unknown') return settleFirst(p);
-  if (from === 'settled') return serveSettled(p, { success: true, transaction: claim.takenOver!.transaction ?? '', network: options.requirements.network, payer: claim.takenOver!.payer ?? '', amount: options.requirements.amount });
+  if (from === 'settled')
+    return serveSettled(p, {
+      success: true,
+      transaction: claim.takenOver!.transaction ?? '',
+      network: options.requirements.network,
+      payer: claim.takenOver!.payer ?? '',
+      amount: options.requirements.amount,
+    });
   if (from === 'refunding' || from === 'refund_pending') return refundAgain(p, claim.takenOver!);
 
   const verified = await verifyPayment(p);
@@ -351,29 +496,71 @@ export async function collectPayment(res: Response, runHandler: () => void, opti
  * Reads PAYMENT-SIGNATURE: a well-formed x402 v2 payment for exactly this request's requirements, and its
  * key. Nothing is recorded for a refusal here.
  */
-function parsePayment(options: CollectOptions): { key: string; request: X402FacilitatorRequest } | { refusal: Refusal } {
+function parsePayment(
+  options: CollectOptions,
+): { key: string; request: X402FacilitatorRequest } | { refusal: Refusal } {
   const { requirements, quote } = options;
   const parsed = X402PaymentPayloadSchema.safeParse(decodeX402Header(options.header));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return {
-      refusal: refusalOf(402, 'payment_invalid', `PAYMENT-SIGNATURE is not a base64 JSON x402 v2 payment (${issue?.path.join('.') || 'header'}: ${issue?.message})`, { reason: 'invalid_payload' }),
+      refusal: refusalOf(
+        402,
+        'payment_invalid',
+        `PAYMENT-SIGNATURE is not a base64 JSON x402 v2 payment (${issue?.path.join('.') || 'header'}: ${issue?.message})`,
+        { reason: 'invalid_payload' },
+      ),
     };
   }
   const payload = parsed.data;
   const differs = SAME.find((field) => payload.accepted[field] !== requirements[field]);
   if (differs) {
     return {
-      refusal: refusalOf(402, 'payment_invalid', `The payment was made for ${differs} ${payload.accepted[differs]}; this request requires ${requirements[differs]}`, { reason: 'invalid_payment_requirements' }),
+      refusal: refusalOf(
+        402,
+        'payment_invalid',
+        `The payment was made for ${differs} ${payload.accepted[differs]}; this request requires ${requirements[differs]}`,
+        { reason: 'invalid_payment_requirements' },
+      ),
     };
   }
   const key = paymentKey(payload);
   if (!key) {
-    return { refusal: refusalOf(402, 'payment_invalid', 'payload.transaction is not a base64 Solana transaction', { reason: 'invalid_exact_svm_payload_transaction_could_not_be_decoded' }) };
+    return {
+      refusal: refusalOf(402, 'payment_invalid', 'payload.transaction is not a base64 Solana transaction', {
+        reason: 'invalid_exact_svm_payload_transaction_could_not_be_decoded',
+      }),
+    };
   }
   // The resource and its declaration are the server's to state, not the client's echo (the facilitator catalogs them).
   const stated = { ...payload, resource: quote.resource, extensions: { ...payload.extensions, ...quote.extensions } };
   return { key, request: { x402Version: 2, paymentPayload: stated, paymentRequirements: requirements } };
+}
+
+/** A new claim of the payment (true), unless it has one already. */
+async function insertClaim(p: Paid): Promise<boolean> {
+  const { db, requirements, quote } = p.options;
+  const now = p.now();
+  const leaseUntil = new Date(now.getTime() + leaseMs(requirements));
+  const claimed = await db
+    .insertInto('runtime_payments')
+    .values({
+      key: p.key,
+      status: 'verifying',
+      resource: quote.resource.url,
+      payer: null,
+      pay_to: requirements.payTo,
+      amount: BigInt(requirements.amount),
+      transaction: null,
+      created_at: now,
+      settled_at: null,
+      lease_until: leaseUntil,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .executeTakeFirst();
+  if (!claimed.numInsertedOrUpdatedRows) return false;
+  p.leaseUntil = leaseUntil;
+  return true;
 }
 
 /**
@@ -383,40 +570,52 @@ function parsePayment(options: CollectOptions): { key: string; request: X402Faci
  * has served its request, is refused.
  */
 async function claimPayment(p: Paid): Promise<{ takenOver?: Claim } | { refusal: Refusal } | { refunded: Claim }> {
-  const { db, requirements, quote } = p.options;
+  const { db, requirements } = p.options;
   for (let attempt = 0; attempt < 3; attempt++) {
+    if (await insertClaim(p)) return {};
     const now = p.now();
     const leaseUntil = new Date(now.getTime() + leaseMs(requirements));
-    const claimed = await db
-      .insertInto('runtime_payments')
-      .values({ key: p.key, status: 'verifying', resource: quote.resource.url, payer: null, pay_to: requirements.payTo, amount: BigInt(requirements.amount), transaction: null, created_at: now, settled_at: null, lease_until: leaseUntil })
-      .onConflict((oc) => oc.doNothing())
-      .executeTakeFirst();
-    if (claimed.numInsertedOrUpdatedRows) {
-      p.leaseUntil = leaseUntil;
-      return {};
-    }
-    const row = (await db.selectFrom('runtime_payments').selectAll().where('key', '=', p.key).executeTakeFirst()) as Claim | undefined;
+    const row = (await db.selectFrom('runtime_payments').selectAll().where('key', '=', p.key).executeTakeFirst()) as
+      Claim | undefined;
     if (!row) continue; // released meanwhile: claim it afresh
     if (row.status === 'refunded') return { refunded: row };
     const leaseEnd = row.lease_until ?? new Date(new Date(row.created_at).getTime() + leaseMs(requirements));
     const served = row.status === 'settled' && row.served_at !== null;
-    const stale = GIVEN_UP.includes(row.status) || (IN_FLIGHT.includes(row.status) && !served && leaseEnd.getTime() <= now.getTime());
+    const stale =
+      GIVEN_UP.includes(row.status) ||
+      (IN_FLIGHT.includes(row.status) && !served && leaseEnd.getTime() <= now.getTime());
     if (!stale) {
       const waitSeconds = Math.ceil((leaseEnd.getTime() - now.getTime()) / 1000);
       return {
-        refusal: served || !IN_FLIGHT.includes(row.status)
-          ? refusalOf(402, 'payment_already_used', 'This payment has already been presented for another request; pay again for this one', { reason: 'duplicate_settlement' })
-          : refusalOf(402, 'payment_already_used', `This payment is being used by another request right now; if that request does not finish, present it again after ${waitSeconds} s to finish it`, {
-              reason: 'duplicate_settlement',
-              retryAfterSeconds: Math.max(1, waitSeconds),
-            }),
+        refusal:
+          served || !IN_FLIGHT.includes(row.status)
+            ? refusalOf(
+                402,
+                'payment_already_used',
+                'This payment has already been presented for another request; pay again for this one',
+                { reason: 'duplicate_settlement' },
+              )
+            : refusalOf(
+                402,
+                'payment_already_used',
+                `This payment is being used by another request right now; if that request does not finish, present it again after ${waitSeconds} s to finish it`,
+                {
+                  reason: 'duplicate_settlement',
+                  retryAfterSeconds: Math.max(1, waitSeconds),
+                },
+              ),
       };
     }
     // Compare-and-set on the state read (still that status, still unserved, lease still over): of several
     // presentations racing for a dead claim, one wins; the others find it leased again.
-    let takeover = db.updateTable('runtime_payments').set({ status: 'resuming', lease_until: leaseUntil }).where('key', '=', p.key).where('status', '=', row.status).where('served_at', 'is', null);
-    if (!GIVEN_UP.includes(row.status)) takeover = takeover.where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]));
+    let takeover = db
+      .updateTable('runtime_payments')
+      .set({ status: 'resuming', lease_until: leaseUntil })
+      .where('key', '=', p.key)
+      .where('status', '=', row.status)
+      .where('served_at', 'is', null);
+    if (!GIVEN_UP.includes(row.status))
+      takeover = takeover.where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]));
     const took = await takeover.executeTakeFirst();
     if (took.numUpdatedRows) {
       p.leaseUntil = leaseUntil;
@@ -424,7 +623,12 @@ async function claimPayment(p: Paid): Promise<{ takenOver?: Claim } | { refusal:
       return { takenOver: row };
     }
   }
-  return { refusal: refusalOf(402, 'payment_already_used', 'This payment is being used by another request right now', { reason: 'duplicate_settlement', retryAfterSeconds: 5 }) };
+  return {
+    refusal: refusalOf(402, 'payment_already_used', 'This payment is being used by another request right now', {
+      reason: 'duplicate_settlement',
+      retryAfterSeconds: 5,
+    }),
+  };
 }
 
 /**
@@ -432,6 +636,28 @@ async function claimPayment(p: Paid): Promise<{ takenOver?: Claim } | { refusal:
  * this claim by a request that died before recording it (a settled payment of ours always leaves its claim):
  * it is finished, not refused. Any other refusal frees the claim: nothing was charged.
  */
+/**
+ * A payment naming an id bound to another payment gets that payment's answer only if it is good itself (the
+ * facilitator verifies it; it is never settled): the first payment's transaction is public once settled, and a copy
+ * of it, or a guessed id, must not buy a stranger the answer. The same payment presented again needs no proof.
+ */
+async function ownPayment(p: Paid, boundKey: string): Promise<Refusal | undefined> {
+  if (boundKey === p.key) return undefined;
+  const verified = await verifyPayment(p);
+  if ('refusal' in verified) return verified.refusal;
+  if (verified.settledBefore) {
+    return refusalOf(
+      402,
+      'payment_already_used',
+      'This payment was settled for another request; a payment identifier is answered again only for the payment it was first used with, or a new payment of its payer',
+      {
+        reason: 'payment_already_used',
+      },
+    );
+  }
+  return undefined;
+}
+
 async function verifyPayment(p: Paid): Promise<{ settledBefore: boolean } | { refusal: Refusal }> {
   const { logger, requestId } = p.options;
   try {
@@ -443,24 +669,39 @@ async function verifyPayment(p: Paid): Promise<{ settledBefore: boolean } | { re
     if (verdict.invalidReason === 'duplicate_settlement') return { settledBefore: true };
     await release(p);
     return {
-      refusal: refusalOf(402, 'payment_invalid', `The payment was refused: ${verdict.invalidMessage ?? verdict.invalidReason ?? 'no reason given'}; nothing was charged`, {
-        reason: verdict.invalidReason ?? 'invalid_payload',
-      }),
+      refusal: refusalOf(
+        402,
+        'payment_invalid',
+        `The payment was refused: ${verdict.invalidMessage ?? verdict.invalidReason ?? 'no reason given'}; nothing was charged`,
+        {
+          reason: verdict.invalidReason ?? 'invalid_payload',
+        },
+      ),
     };
   } catch (error) {
     await release(p);
     if (!(error instanceof FacilitatorUnavailable)) throw error;
     logger.warn({ requestId, err: error.message }, 'facilitator unavailable at verify');
-    return { refusal: refusalOf(503, 'facilitator_unavailable', 'The payment facilitator is unavailable; nothing was charged, try again shortly', { retryAfterSeconds: error.retryAfterSeconds }) };
+    return {
+      refusal: refusalOf(
+        503,
+        'facilitator_unavailable',
+        'The payment facilitator is unavailable; nothing was charged, try again shortly',
+        { retryAfterSeconds: error.retryAfterSeconds },
+      ),
+    };
   }
 }
 
 /** The handler's answer as it ended, held back from the socket until the payment's fate is known. */
-interface HeldAnswer {
+export interface HeldAnswer {
   status: number;
   headers: Record<string, number | string | string[] | undefined>;
   body: Buffer;
-  /** Sends the held answer (extra: headers to add; body: in place of the held one), or with `answer` a refusal refuse() has set up. */
+  /**
+   * Sends the held answer (extra: headers to add; body: in place of the held one), or with `answer` a refusal refuse()
+   * has set up.
+   */
   flush(body: Buffer | string, answer?: number, extra?: Record<string, string>): void;
 }
 
@@ -468,20 +709,30 @@ interface HeldAnswer {
  * Holds the handler's response back: status, headers and body stay in the response object (nothing is
  * written to the socket) until flush() puts the originals back. `onEnd` runs once, at the handler's end.
  */
-function holdResponse(res: Response, onEnd: (held: HeldAnswer) => Promise<void>, logger: Logger, requestId: string): void {
+export function holdResponse(
+  res: Response,
+  onEnd: (held: HeldAnswer) => Promise<void>,
+  logger: Logger,
+  requestId: string,
+): void {
   const chunks: Buffer[] = [];
   const original = { write: res.write, end: res.end, writeHead: res.writeHead };
   let ended = false;
   const hold = (chunk: unknown, encoding: unknown, callback: unknown) => {
     if (!ended && chunk !== undefined && chunk !== null && typeof chunk !== 'function') {
-      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'));
+      chunks.push(
+        Buffer.isBuffer(chunk)
+          ? chunk
+          : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'),
+      );
     }
     const done = [chunk, encoding, callback].find((a) => typeof a === 'function') as (() => void) | undefined;
     if (done) process.nextTick(done);
   };
   res.writeHead = ((status: number, ...rest: unknown[]) => {
     res.statusCode = status;
-    const headers = rest.find((a) => a && typeof a === 'object' && !Array.isArray(a)) as Record<string, string> | undefined;
+    const headers = rest.find((a) => a && typeof a === 'object' && !Array.isArray(a)) as
+      Record<string, string> | undefined;
     for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
     return res;
   }) as Response['writeHead'];
@@ -501,7 +752,8 @@ function holdResponse(res: Response, onEnd: (held: HeldAnswer) => Promise<void>,
       Object.assign(res, original);
       if (answer === undefined) {
         for (const name of res.getHeaderNames()) res.removeHeader(name);
-        for (const [name, value] of Object.entries({ ...headers, ...extra })) if (value !== undefined) res.setHeader(name, value);
+        for (const [name, value] of Object.entries({ ...headers, ...extra }))
+          if (value !== undefined) res.setHeader(name, value);
         res.setHeader('content-length', Buffer.byteLength(body));
         res.statusCode = status;
       }
@@ -509,7 +761,18 @@ function holdResponse(res: Response, onEnd: (held: HeldAnswer) => Promise<void>,
     };
     onEnd({ status, headers, body: Buffer.concat(chunks), flush }).catch((error: unknown) => {
       logger.error({ requestId, err: error }, 'paid response could not be sent');
-      if (!res.headersSent) flush(JSON.stringify(envelope(requestId, 'internal_error', 'An unexpected error occurred; it has been logged with this request id')), undefined, {});
+      if (!res.headersSent)
+        flush(
+          JSON.stringify(
+            envelope(
+              requestId,
+              'internal_error',
+              'An unexpected error occurred; it has been logged with this request id',
+            ),
+          ),
+          undefined,
+          {},
+        );
     });
     return res;
   }) as Response['end'];
@@ -518,15 +781,27 @@ function holdResponse(res: Response, onEnd: (held: HeldAnswer) => Promise<void>,
 /** Records a served answer once it has left: a settled payment whose answer never left serves it again. */
 function markServed(p: Paid): void {
   p.res.once('finish', () => {
-    p.options.db.updateTable('runtime_payments').set({ served_at: p.now() }).where('key', '=', p.key).execute()
-      .catch((error: unknown) => p.options.logger.error({ requestId: p.options.requestId, err: error }, 'served payment not recorded'));
+    p.options.db
+      .updateTable('runtime_payments')
+      .set({ served_at: p.now() })
+      .where('key', '=', p.key)
+      .execute()
+      .catch((error: unknown) =>
+        p.options.logger.error({ requestId: p.options.requestId, err: error }, 'served payment not recorded'),
+      );
   });
 }
 
 /** The default order: run the handler with its answer held, then settle-then-send. */
 function runHeld(p: Paid): void {
   const { requirements, logger, requestId } = p.options;
-  p.res.locals.payment = { payer: p.payer ?? '', payTo: requirements.payTo, amount: requirements.amount, asset: requirements.asset, network: requirements.network } satisfies VerifiedPayment;
+  p.res.locals.payment = {
+    payer: p.payer ?? '',
+    payTo: requirements.payTo,
+    amount: requirements.amount,
+    asset: requirements.asset,
+    network: requirements.network,
+  } satisfies VerifiedPayment;
   holdResponse(p.res, (held) => settleThenSend(p, held), logger, requestId);
   p.runHandler();
 }
@@ -549,7 +824,14 @@ async function settleThenSend(p: Paid, held: HeldAnswer): Promise<void> {
   } catch (error) {
     // The claim could not be written before settling: nothing was sent to the facilitator.
     logger.error({ requestId, err: error }, 'payment claim not updated; not settling');
-    outcome = { refusal: refusalOf(503, 'payment_state_unavailable', 'The service could not record this payment; nothing was charged and the response was withheld, try again shortly', { retryAfterSeconds: 5 }) };
+    outcome = {
+      refusal: refusalOf(
+        503,
+        'payment_state_unavailable',
+        'The service could not record this payment; nothing was charged and the response was withheld, try again shortly',
+        { retryAfterSeconds: 5 },
+      ),
+    };
   }
   outcome ??= await settleNow(p);
   if ('refusal' in outcome) {
@@ -557,7 +839,25 @@ async function settleThenSend(p: Paid, held: HeldAnswer): Promise<void> {
     return refuse(p.res, requestId, quote, outcome.refusal, (b) => held.flush(b, p.res.statusCode));
   }
   markServed(p);
-  return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(outcome.settlement) });
+  const receipt = encodeX402Header(outcome.settlement);
+  await keepAnswer(p, held, receipt);
+  return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: receipt });
+}
+
+/** An identified payment's answer, kept before it leaves so that a retry with the same id gets it (payment-id.ts). */
+async function keepAnswer(p: Paid, held: HeldAnswer, receipt: string): Promise<void> {
+  const identity = p.res.locals.paymentIdentity as PaymentIdentity | undefined;
+  if (!identity) return;
+  const type = held.headers['content-type'];
+  await storeAnswer(
+    p.options.db,
+    identity,
+    p.key,
+    { status: held.status, type: typeof type === 'string' ? type : undefined, body: held.body, settlement: receipt },
+    p.now(),
+  ).catch((error: unknown) =>
+    p.options.logger.error({ requestId: p.options.requestId, err: error }, 'answer of an identified payment not kept'),
+  );
 }
 
 /**
@@ -573,35 +873,59 @@ async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | 
   try {
     settlement = await p.facilitator.settle(p.request);
     // A confirmation not seen in time: ask once more, which makes the facilitator look for it again.
-    if (!settlement.success && settlement.errorReason === 'settlement_pending') settlement = await p.facilitator.settle(p.request);
+    if (!settlement.success && settlement.errorReason === 'settlement_pending')
+      settlement = await p.facilitator.settle(p.request);
   } catch (error) {
     // The settle request may have reached the facilitator: keep the claim so this payment serves nothing else.
     await update(p, { status: 'unknown' }).catch(() => undefined);
     logger.error({ requestId, err: error }, 'settlement outcome unknown');
     return {
-      refusal: refusalOf(503, 'settlement_unknown', 'The payment facilitator did not answer the settlement; the request was not served. Present the same payment again shortly to finish it: it is never charged twice', {
-        retryAfterSeconds: error instanceof FacilitatorUnavailable ? error.retryAfterSeconds : 5,
-      }),
+      refusal: refusalOf(
+        503,
+        'settlement_unknown',
+        'The payment facilitator did not answer the settlement; the request was not served. Present the same payment again shortly to finish it: it is never charged twice',
+        {
+          retryAfterSeconds: error instanceof FacilitatorUnavailable ? error.retryAfterSeconds : 5,
+        },
+      ),
     };
   }
   const settled = settlement.success || (settlement.errorReason === 'duplicate_settlement' && !!settlement.transaction);
   if (settled) {
     const payer = settlement.payer ?? p.payer ?? '';
     p.payer = payer;
-    // The facilitator's extensions (an ad network's "sponsored-access" recommendation) reach the buyer with the receipt.
-    const receipt: X402SettleResponse = { success: true, transaction: settlement.transaction, network: requirements.network, ...(payer ? { payer } : {}), amount: requirements.amount, ...(settlement.success && settlement.extensions ? { extensions: settlement.extensions } : {}) };
+    // The facilitator's extensions (an ad network's "sponsored-access" recommendation) reach the buyer with the
+    // receipt.
+    const receipt: X402SettleResponse = {
+      success: true,
+      transaction: settlement.transaction,
+      network: requirements.network,
+      ...(payer ? { payer } : {}),
+      amount: requirements.amount,
+      ...(settlement.success && settlement.extensions ? { extensions: settlement.extensions } : {}),
+    };
     injectFault(p.options, 'after-settle');
     try {
       injectFault(p.options, 'fail-record');
-      await update(p, { status: 'settled', payer: payer || null, transaction: settlement.transaction, settled_at: p.now() });
+      await update(p, {
+        status: 'settled',
+        payer: payer || null,
+        transaction: settlement.transaction,
+        settled_at: p.now(),
+      });
     } catch (error) {
       logger.error({ requestId, err: error, transaction: settlement.transaction }, 'settled payment not recorded');
       const waitSeconds = Math.max(1, Math.ceil((p.leaseUntil.getTime() - p.now().getTime()) / 1000));
       return {
-        refusal: refusalOf(503, 'payment_state_unavailable', `The payment settled (transaction ${settlement.transaction}) but this service could not record it, so the request was not served. Present the same payment again after ${waitSeconds} s to receive it: it will not be charged again`, {
-          retryAfterSeconds: waitSeconds,
-          extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
-        }),
+        refusal: refusalOf(
+          503,
+          'payment_state_unavailable',
+          `The payment settled (transaction ${settlement.transaction}) but this service could not record it, so the request was not served. Present the same payment again after ${waitSeconds} s to receive it: it will not be charged again`,
+          {
+            retryAfterSeconds: waitSeconds,
+            extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
+          },
+        ),
       };
     }
     injectFault(p.options, 'after-record');
@@ -612,21 +936,35 @@ async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | 
   // claim, so this payment serves nothing else, and say so.
   if (settlement.transaction && settlement.errorReason !== 'invalid_exact_svm_transaction_failed') {
     // Unrecorded, the claim stays unfinished and leased: the next presentation after it reconciles it all the same.
-    await update(p, { status: 'pending', transaction: settlement.transaction }).catch((error: unknown) => logger.error({ requestId, err: error }, 'pending settlement not recorded'));
+    await update(p, { status: 'pending', transaction: settlement.transaction }).catch((error: unknown) =>
+      logger.error({ requestId, err: error }, 'pending settlement not recorded'),
+    );
     return {
-      refusal: refusalOf(503, 'settlement_pending', `The payment was sent (transaction ${settlement.transaction}) but its settlement is not confirmed; the request was not served. Present the same payment again shortly to finish it`, {
-        reason: settlement.errorReason ?? 'settlement_pending',
-        retryAfterSeconds: 5,
-        extraHeaders,
-      }),
+      refusal: refusalOf(
+        503,
+        'settlement_pending',
+        `The payment was sent (transaction ${settlement.transaction}) but its settlement is not confirmed; the request was not served. Present the same payment again shortly to finish it`,
+        {
+          reason: settlement.errorReason ?? 'settlement_pending',
+          retryAfterSeconds: 5,
+          extraHeaders,
+        },
+      ),
     };
   }
-  await release(p).catch((error: unknown) => logger.error({ requestId, err: error }, 'failed payment claim not released'));
+  await release(p).catch((error: unknown) =>
+    logger.error({ requestId, err: error }, 'failed payment claim not released'),
+  );
   return {
-    refusal: refusalOf(402, 'payment_failed', `Settlement failed: ${settlement.errorMessage ?? settlement.errorReason}; nothing was charged and the request was not served`, {
-      reason: settlement.errorReason ?? 'unexpected_settle_error',
-      extraHeaders,
-    }),
+    refusal: refusalOf(
+      402,
+      'payment_failed',
+      `Settlement failed: ${settlement.errorMessage ?? settlement.errorReason}; nothing was charged and the request was not served`,
+      {
+        reason: settlement.errorReason ?? 'unexpected_settle_error',
+        extraHeaders,
+      },
+    ),
   };
 }
 
@@ -643,19 +981,49 @@ async function settleFirst(p: Paid): Promise<void> {
 /**
  * Runs the handler for a settled payment (`settlementOf(res)`), its answer held. A success goes out with
  * the receipt. On a settle-first route a failure (status >= 400) is refunded in full through the vault
- * (key `refund:<payment key>`: never twice) and the error says so; elsewhere it goes out with the receipt.
+ * (key `refund:<payment key>`: never twice) and the error says so, unless its handler called keepPayment (outcome
+ * pending: the claim waits for the next presentation); elsewhere it goes out with the receipt.
  */
 function serveSettled(p: Paid, receipt: X402SettleResponse): void {
   const { requirements, logger, requestId } = p.options;
   const payer = receipt.payer ?? p.payer ?? '';
-  p.res.locals.payment = { payer, payTo: requirements.payTo, amount: requirements.amount, asset: requirements.asset, network: requirements.network } satisfies VerifiedPayment;
-  p.res.locals.settlement = { transaction: receipt.transaction, payer, payTo: requirements.payTo, amount: requirements.amount, asset: requirements.asset, network: requirements.network, key: p.key } satisfies Settlement;
+  p.res.locals.payment = {
+    payer,
+    payTo: requirements.payTo,
+    amount: requirements.amount,
+    asset: requirements.asset,
+    network: requirements.network,
+  } satisfies VerifiedPayment;
+  p.res.locals.settlement = {
+    transaction: receipt.transaction,
+    payer,
+    payTo: requirements.payTo,
+    amount: requirements.amount,
+    asset: requirements.asset,
+    network: requirements.network,
+    key: p.key,
+  } satisfies Settlement;
   const header = { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) };
   holdResponse(
     p.res,
     async (held) => {
       if (held.status < 400 || !p.options.settleFirst) {
         markServed(p);
+        await keepAnswer(p, held, header[PAYMENT_RESPONSE_HEADER]);
+        return held.flush(held.body, undefined, header);
+      }
+      if (p.res.locals.keepPayment) {
+        // Outcome not known yet (keepPayment): settled, unserved, and free for the next presentation at once.
+        await p.options.db
+          .updateTable('runtime_payments')
+          .set({ status: 'settled', served_at: null, lease_until: p.now() })
+          .where('key', '=', p.key)
+          .execute();
+        logger.warn(
+          { requestId, key: p.key, status: held.status },
+          'settle-first failure kept unrefunded: outcome pending',
+        );
+        held.headers.etag = undefined;
         return held.flush(held.body, undefined, header);
       }
       const refund = await sendRefund(p, receipt);
@@ -665,12 +1033,17 @@ function serveSettled(p: Paid, receipt: X402SettleResponse): void {
       }
       const refunded = { ...receipt, refund: { transaction: refund.transaction, amountAtomic: requirements.amount } };
       held.headers.etag = undefined;
-      return held.flush(withRefund(held.body, refunded.refund), undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(refunded as X402SettleResponse) });
+      return held.flush(withRefund(held.body, refunded.refund), undefined, {
+        [PAYMENT_RESPONSE_HEADER]: encodeX402Header(refunded as X402SettleResponse),
+      });
     },
     logger,
     requestId,
   );
-  logger.info({ requestId, transaction: receipt.transaction, settleFirst: !!p.options.settleFirst }, 'serving a settled payment');
+  logger.info(
+    { requestId, transaction: receipt.transaction, settleFirst: !!p.options.settleFirst },
+    'serving a settled payment',
+  );
   p.runHandler();
 }
 
@@ -679,30 +1052,67 @@ function serveSettled(p: Paid, receipt: X402SettleResponse): void {
  * recorded as refunding first so that a crash leaves a claim the next presentation finishes (the vault's
  * key makes the transfer happen once whoever finishes it).
  */
-async function sendRefund(p: Paid, receipt: X402SettleResponse): Promise<{ transaction: string } | { refusal: Refusal }> {
+async function sendRefund(
+  p: Paid,
+  receipt: X402SettleResponse,
+): Promise<{ transaction: string } | { refusal: Refusal }> {
   const { requirements, logger, requestId } = p.options;
   const payer = receipt.payer ?? p.payer;
   try {
-    if (!p.options.vault || !payer) throw new Error(payer ? 'this service has no vault to refund from' : 'the payer is unknown');
+    if (!p.options.vault || !payer)
+      throw new Error(payer ? 'this service has no vault to refund from' : 'the payer is unknown');
     await update(p, { status: 'refunding' });
     injectFault(p.options, 'before-refund');
     const vault = await p.options.vault();
-    const { transaction } = await vault.transfer({ to: payer, amount: BigInt(requirements.amount), key: `refund:${p.key}`, memo: 'x402 refund' });
+    const { transaction } = await vault.transfer({
+      to: payer,
+      amount: BigInt(requirements.amount),
+      key: `refund:${p.key}`,
+      // Names the settlement it refunds: the facilitator's feed takes a refund only for the sale its memo names.
+      memo: `x402 refund ${receipt.transaction}`,
+    });
     injectFault(p.options, 'after-refund');
-    await update(p, { status: 'refunded', refund_transaction: transaction }).catch((error: unknown) => logger.error({ requestId, err: error, transaction }, 'refund not recorded'));
-    logger.info({ requestId, transaction, payer, amount: requirements.amount }, 'refunded a failed settle-first request');
+    await update(p, { status: 'refunded', refund_transaction: transaction }).catch((error: unknown) =>
+      logger.error({ requestId, err: error, transaction }, 'refund not recorded'),
+    );
+    logger.info(
+      { requestId, transaction, payer, amount: requirements.amount },
+      'refunded a failed settle-first request',
+    );
+    reportRefund(p, receipt.transaction, transaction);
     return { transaction };
   } catch (error) {
     logger.error({ requestId, err: error, key: p.key }, 'refund not sent');
     await update(p, { status: 'refund_pending' }).catch(() => undefined);
     const why = error instanceof HttpError ? error.code : 'refund_failed';
     return {
-      refusal: refusalOf(503, 'refund_pending', `The request failed after its payment settled (transaction ${receipt.transaction}); its refund could not be sent yet (${why}). Present the same payment again shortly to finish the refund`, {
-        retryAfterSeconds: 5,
-        extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
-      }),
+      refusal: refusalOf(
+        503,
+        'refund_pending',
+        `The request failed after its payment settled (transaction ${receipt.transaction}); its refund could not be sent yet (${why}). Present the same payment again shortly to finish the refund`,
+        {
+          retryAfterSeconds: 5,
+          extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
+        },
+      ),
     };
   }
+}
+
+/**
+ * Tells the facilitator a settlement was refunded, so its feed (and the marketplace's figures built on it) stops
+ * counting the sale. In the background: the buyer's answer does not wait for it, and a failure only leaves the sale
+ * counted until the payment is presented again.
+ */
+function reportRefund(p: Paid, settlement: string, refund: string): void {
+  p.facilitator
+    .reportRefund(settlement, refund)
+    .catch((error: unknown) =>
+      p.options.logger.warn(
+        { requestId: p.options.requestId, err: error, settlement, refund },
+        'refund not reported to the facilitator; its feed still counts the sale',
+      ),
+    );
 }
 
 /** The error envelope with `details.refund` added (details that are not an object are kept under `details.details`). */
@@ -711,7 +1121,10 @@ function withRefund(body: Buffer, refund: { transaction: string; amountAtomic: s
     const parsed = JSON.parse(body.toString('utf8')) as { error?: { details?: unknown } };
     if (!parsed?.error || typeof parsed.error !== 'object') return body;
     const details = parsed.error.details;
-    parsed.error.details = details && typeof details === 'object' && !Array.isArray(details) ? { ...details, refund } : { ...(details === undefined ? {} : { details }), refund };
+    parsed.error.details =
+      details && typeof details === 'object' && !Array.isArray(details)
+        ? { ...details, refund }
+        : { ...(details === undefined ? {} : { details }), refund };
     return Buffer.from(JSON.stringify(parsed));
   } catch {
     return body;
@@ -720,7 +1133,13 @@ function withRefund(body: Buffer, refund: { transaction: string; amountAtomic: s
 
 /** Finishes the refund an earlier request of this payment could not (it died, or the vault could not pay then). */
 async function refundAgain(p: Paid, claim: Claim): Promise<void> {
-  const receipt: X402SettleResponse = { success: true, transaction: claim.transaction ?? '', network: p.options.requirements.network, ...(claim.payer ? { payer: claim.payer } : {}), amount: p.options.requirements.amount };
+  const receipt: X402SettleResponse = {
+    success: true,
+    transaction: claim.transaction ?? '',
+    network: p.options.requirements.network,
+    ...(claim.payer ? { payer: claim.payer } : {}),
+    amount: p.options.requirements.amount,
+  };
   const refund = await sendRefund(p, receipt);
   if ('refusal' in refund) return refuse(p.res, p.options.requestId, p.options.quote, refund.refusal);
   return answerRefunded(p, { ...claim, refund_transaction: refund.transaction });
@@ -730,10 +1149,29 @@ async function refundAgain(p: Paid, claim: Claim): Promise<void> {
 function answerRefunded(p: Paid, claim: Claim): void {
   const { requirements, requestId, quote } = p.options;
   const refund = { transaction: claim.refund_transaction ?? '', amountAtomic: requirements.amount };
-  const receipt = { success: true, transaction: claim.transaction ?? '', network: requirements.network, ...(claim.payer ? { payer: claim.payer } : {}), amount: requirements.amount, refund };
+  // Told again in case the first report was lost (the facilitator answers a known refund without reading the chain).
+  if (claim.transaction && claim.refund_transaction) reportRefund(p, claim.transaction, claim.refund_transaction);
+  const receipt = {
+    success: true,
+    transaction: claim.transaction ?? '',
+    network: requirements.network,
+    ...(claim.payer ? { payer: claim.payer } : {}),
+    amount: requirements.amount,
+    refund,
+  };
   p.res.locals.refund = refund;
-  return refuse(p.res, requestId, quote, refusalOf(402, 'payment_refunded', `This payment's request failed and the payment was refunded (transaction ${refund.transaction}); pay again for a new request`, {
-    reason: 'payment_refunded',
-    extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
-  }));
+  return refuse(
+    p.res,
+    requestId,
+    quote,
+    refusalOf(
+      402,
+      'payment_refunded',
+      `This payment's request failed and the payment was refunded (transaction ${refund.transaction}); pay again for a new request`,
+      {
+        reason: 'payment_refunded',
+        extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
+      },
+    ),
+  );
 }

@@ -11,6 +11,8 @@ export interface Probe {
   state(): Promise<DependencyState>;
   /** Throws 503 payments_unavailable (Retry-After) when the dependency does not answer. */
   ensure(): Promise<void>;
+  /** Duration of the last check in milliseconds (undefined before the first), for /health. */
+  latencyMs(): number | undefined;
 }
 
 export interface ProbeOptions {
@@ -27,18 +29,19 @@ export function probe(check: () => Promise<void>, options: ProbeOptions): Probe 
   const now = options.now ?? Date.now;
   const okMs = options.okMs ?? 5_000;
   const failMs = options.failMs ?? 2_000;
-  let current: { state: DependencyState; at: number } | undefined;
+  let current: { state: DependencyState; at: number; latencyMs: number } | undefined;
   let inflight: Promise<DependencyState> | undefined;
 
   async function refresh(): Promise<DependencyState> {
     let state: DependencyState;
+    const started = performance.now();
     try {
       await check();
       state = 'ok';
     } catch {
       state = 'unreachable';
     }
-    current = { state, at: now() };
+    current = { state, at: now(), latencyMs: Math.round((performance.now() - started) * 10) / 10 };
     return state;
   }
 
@@ -52,9 +55,14 @@ export function probe(check: () => Promise<void>, options: ProbeOptions): Probe 
 
   return {
     state,
+    latencyMs: () => current?.latencyMs,
     async ensure() {
       if ((await state()) === 'ok') return;
-      throw unavailable('payments_unavailable', `${options.what} does not answer, so no payment could be settled now; nothing was quoted or charged`, Math.ceil(failMs / 1000) + 1);
+      throw unavailable(
+        'payments_unavailable',
+        `${options.what} does not answer, so no payment could be settled now; nothing was quoted or charged`,
+        Math.ceil(failMs / 1000) + 1,
+      );
     },
   };
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { base58Decode, base58Encode } from '@agent-economy/contracts';
-import { signEd25519, verifyEd25519, type Wallet } from './wallet';
+import { signEd25519, verifyEd25519, type Wallet } from '../solana/keys';
 
 // A resource server proves to the facilitator who it is: its /verify and /settle requests carry an Ed25519
 // signature, by its wallet, over the method, the route's path (`/settle`, whatever prefix a proxy adds), the
@@ -18,7 +18,13 @@ const message = (method: string, path: string, body: string | Uint8Array, timest
   );
 
 /** The header value for a request: `address=<wallet>;ts=<unix seconds>;sig=<base58 Ed25519 signature>`. */
-export function signResourceRequest(wallet: Wallet, method: string, path: string, body: string | Uint8Array, now = Date.now()): string {
+export function signResourceRequest(
+  wallet: Wallet,
+  method: string,
+  path: string,
+  body: string | Uint8Array,
+  now = Date.now(),
+): string {
   const timestamp = Math.floor(now / 1000);
   const signature = signEd25519(wallet, message(method, path, body, timestamp));
   return `address=${wallet.address};ts=${timestamp};sig=${base58Encode(signature)}`;
@@ -42,12 +48,19 @@ export function verifyResourceRequest(
   const key = address ? base58Decode(address) : undefined;
   const signature = sig ? base58Decode(sig) : undefined;
   if (!key || key.length !== 32 || !signature || signature.length !== 64 || !ts || !/^\d{1,12}$/.test(ts)) {
-    return { error: `the ${RESOURCE_SERVER_HEADER} header must read address=<wallet>;ts=<unix seconds>;sig=<base58 signature>` };
+    return {
+      error: `the ${RESOURCE_SERVER_HEADER} header must read address=<wallet>;ts=<unix seconds>;sig=<base58 signature>`,
+    };
   }
   const skew = Math.abs(now / 1000 - Number(ts));
-  if (skew > RESOURCE_AUTH_SKEW_SECONDS) return { error: `the ${RESOURCE_SERVER_HEADER} signature is ${Math.round(skew)} s from this facilitator's clock (at most ${RESOURCE_AUTH_SKEW_SECONDS})` };
+  if (skew > RESOURCE_AUTH_SKEW_SECONDS)
+    return {
+      error: `the ${RESOURCE_SERVER_HEADER} signature is ${Math.round(skew)} s from this facilitator's clock (at most ${RESOURCE_AUTH_SKEW_SECONDS})`,
+    };
   if (!verifyEd25519(key, message(method, path, body, Number(ts)), signature)) {
-    return { error: `the ${RESOURCE_SERVER_HEADER} signature does not match this request (method, path, body, timestamp)` };
+    return {
+      error: `the ${RESOURCE_SERVER_HEADER} signature does not match this request (method, path, body, timestamp)`,
+    };
   }
   return { address: address! };
 }

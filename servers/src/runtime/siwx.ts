@@ -1,7 +1,9 @@
 import { SiwxProofSchema, base58Decode, decodeX402Header, siwsMessage } from '@agent-economy/contracts';
-import { sql, type Kysely, type Migration } from 'kysely';
+import type { Migration } from 'kysely';
 import { HttpError } from './errors';
-import { verifyEd25519 } from './wallet';
+import { verifyEd25519 } from '../solana/keys';
+import type { SharedDb } from '../db';
+import { camelCaseDb } from '../db/camel-case';
 
 // Verifies SIGN-IN-WITH-X proofs (research/x402.md §4): bound to this deployment's origin and network,
 // fresh, signed by the address it names, and used once.
@@ -22,16 +24,28 @@ export const runtimeMigrations: Record<string, Migration> = {
   },
 };
 
+/** A nonce used by an accepted proof, kept until the proof could no longer be accepted anyway. */
+interface NonceRow {
+  nonce: string;
+  address: string;
+  expiresAt: Date;
+}
+
+interface Tables {
+  runtime_siwx_nonces: NonceRow;
+}
+
 export interface SiwxPolicy {
   /** The deployment's public origin, e.g. https://edu.example.com (from its public URL, never the Host header). */
   origin: string;
   /** The CAIP-2 network proofs must name (the deployment's). */
   network: string;
-  db: Kysely<any>;
+  db: SharedDb;
   now?: () => Date;
 }
 
-const refuse = (reason: string, message: string) => new HttpError(401, 'siwx_invalid', `SIGN-IN-WITH-X refused: ${message}`, { reason });
+const refuse = (reason: string, message: string) =>
+  new HttpError(401, 'siwx_invalid', `SIGN-IN-WITH-X refused: ${message}`, { reason });
 
 function verifySignature(address: string, message: string, signature: string): boolean {
   const publicKey = base58Decode(address);
@@ -45,7 +59,10 @@ export async function verifySiwx(header: string | undefined, policy: SiwxPolicy)
   const parsed = SiwxProofSchema.safeParse(decodeX402Header(header));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw refuse('malformed', `the header is not a base64 JSON proof (${issue?.path.join('.') || 'body'}: ${issue?.message})`);
+    throw refuse(
+      'malformed',
+      `the header is not a base64 JSON proof (${issue?.path.join('.') || 'body'}: ${issue?.message})`,
+    );
   }
   const proof = parsed.data;
   const origin = new URL(policy.origin);
@@ -64,7 +81,8 @@ export async function verifySiwx(header: string | undefined, policy: SiwxPolicy)
   if (issuedAt > now + CLOCK_SKEW_MS) throw refuse('issued_at_in_future', 'issuedAt is in the future');
   if (now - issuedAt > MAX_PROOF_AGE_MS) throw refuse('issued_at_too_old', 'issuedAt is more than 5 minutes old');
   if (proof.expirationTime && Date.parse(proof.expirationTime) <= now) throw refuse('expired', 'the proof has expired');
-  if (proof.notBefore && Date.parse(proof.notBefore) > now + CLOCK_SKEW_MS) throw refuse('not_yet_valid', 'notBefore is in the future');
+  if (proof.notBefore && Date.parse(proof.notBefore) > now + CLOCK_SKEW_MS)
+    throw refuse('not_yet_valid', 'notBefore is in the future');
 
   const { signature, ...fields } = proof;
   if (!verifySignature(proof.address, siwsMessage(fields), signature)) {
@@ -72,13 +90,38 @@ export async function verifySiwx(header: string | undefined, policy: SiwxPolicy)
   }
 
   // A nonce is kept until its proof could no longer be accepted anyway; then it may be forgotten.
-  const expiresAt = new Date(Math.min(issuedAt + MAX_PROOF_AGE_MS, proof.expirationTime ? Date.parse(proof.expirationTime) : Infinity) + CLOCK_SKEW_MS);
-  const inserted = await policy.db
+  const expiresAt = new Date(
+    Math.min(issuedAt + MAX_PROOF_AGE_MS, proof.expirationTime ? Date.parse(proof.expirationTime) : Infinity) +
+      CLOCK_SKEW_MS,
+  );
+  const db = camelCaseDb<Tables>(policy.db);
+  const inserted = await db
     .insertInto('runtime_siwx_nonces')
-    .values({ nonce: proof.nonce, address: proof.address, expires_at: expiresAt })
+    .values({ nonce: proof.nonce, address: proof.address, expiresAt })
     .onConflict((oc) => oc.doNothing())
     .executeTakeFirst();
-  if (!inserted.numInsertedOrUpdatedRows) throw refuse('nonce_reused', 'this nonce was already used; sign a fresh proof');
-  await sql`delete from runtime_siwx_nonces where expires_at < ${new Date(now - CLOCK_SKEW_MS)}`.execute(policy.db);
+  if (!inserted.numInsertedOrUpdatedRows)
+    throw refuse('nonce_reused', 'this nonce was already used; sign a fresh proof');
+  await sweepNonces(policy.db, now);
   return proof.address;
+}
+
+/** How often expired nonces are deleted, per database and process. */
+export const NONCE_SWEEP_INTERVAL_MS = 60_000;
+const lastSweep = new WeakMap<object, number>();
+
+/**
+ * Forgets nonces whose proofs could no longer be accepted anyway, at most once a minute (per database, per process)
+ * rather than on every request. A row kept longer can only refuse a reused nonce for longer, never accept one, so
+ * replay protection does not depend on when this runs.
+ */
+async function sweepNonces(database: SharedDb, now: number): Promise<void> {
+  const last = lastSweep.get(database);
+  // A clock moved back (tests) sweeps too.
+  if (last !== undefined && now - last < NONCE_SWEEP_INTERVAL_MS && now >= last) return;
+  lastSweep.set(database, now);
+  await camelCaseDb<Tables>(database)
+    .deleteFrom('runtime_siwx_nonces')
+    .where('expiresAt', '<', new Date(now - CLOCK_SKEW_MS))
+    .execute();
 }

@@ -1,4 +1,4 @@
-import type { AppRoute } from '@ts-rest/core';
+import type { AppRoute, ServerInferRequest } from '@ts-rest/core';
 import { isZodType } from '@ts-rest/core';
 import type { FieldIssue } from '@agent-economy/contracts';
 import type { ZodError, ZodIssue } from 'zod';
@@ -10,12 +10,23 @@ export interface RawRequest {
   headers: unknown;
 }
 
+/**
+ * A request whose parts passed their schemas: unknown until a route says what they are (RouteRequest). A route's
+ * request has only the parts its contract declares, so each is optional here.
+ */
 export interface ParsedRequest {
-  params: any;
-  query: any;
-  body: any;
-  headers: any;
+  params?: unknown;
+  query?: unknown;
+  body?: unknown;
+  headers?: unknown;
 }
+
+/**
+ * The parsed parts of a request to route R, typed from its contract: what preflight checks and price resolvers read.
+ */
+export type RouteRequest<R> = R extends AppRoute
+  ? Pick<ServerInferRequest<R>, Extract<keyof ServerInferRequest<R>, keyof ParsedRequest>>
+  : ParsedRequest;
 
 type Part = keyof RawRequest;
 
@@ -44,23 +55,35 @@ export function validateRequest(
   route: AppRoute,
   raw: RawRequest,
 ): { ok: true; parsed: ParsedRequest } | { ok: false; issues: FieldIssue[] } {
-  const schemas: Record<Part, unknown> = {
-    params: route.pathParams,
-    query: route.query,
-    body: route.method === 'GET' ? undefined : (route as { body?: unknown }).body,
-    headers: route.headers,
-  };
   // Named, not spread: an Express request's headers live on a prototype getter, which a spread would drop.
   const parsed: ParsedRequest = { params: raw.params, query: raw.query, body: raw.body, headers: raw.headers };
-  const issues: FieldIssue[] = [];
-  for (const part of Object.keys(schemas) as Part[]) {
-    const schema = schemas[part];
-    if (!isZodType(schema)) continue;
+  let issues: FieldIssue[] | undefined;
+  for (const [part, schema] of schemasOf(route)) {
     const result = schema.safeParse(raw[part]);
     if (result.success) parsed[part] = result.data;
-    else issues.push(...issuesOf(part, result.error));
+    else (issues ??= []).push(...issuesOf(part, result.error));
   }
-  return issues.length ? { ok: false, issues } : { ok: true, parsed };
+  return issues ? { ok: false, issues } : { ok: true, parsed };
+}
+
+type Schema = { safeParse(value: unknown): { success: true; data: unknown } | { success: false; error: ZodError } };
+const schemas = new WeakMap<AppRoute, [Part, Schema][]>();
+/** The parts a route declares a schema for, found once per route (most free GETs declare none). */
+function schemasOf(route: AppRoute): [Part, Schema][] {
+  let found = schemas.get(route);
+  if (!found) {
+    const declared: Record<Part, unknown> = {
+      params: route.pathParams,
+      query: route.query,
+      body: route.method === 'GET' ? undefined : (route as { body?: unknown }).body,
+      headers: route.headers,
+    };
+    found = (Object.keys(declared) as Part[]).flatMap((part): [Part, Schema][] =>
+      isZodType(declared[part]) ? [[part, declared[part] as unknown as Schema]] : [],
+    );
+    schemas.set(route, found);
+  }
+  return found;
 }
 
 export function summarizeIssues(issues: FieldIssue[]): string {

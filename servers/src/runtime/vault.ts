@@ -4,7 +4,6 @@ import {
   appendTransactionMessageInstructions,
   compileTransaction,
   createNoopSigner,
-  createSolanaRpc,
   createTransactionMessage,
   getBase64EncodedWireTransaction,
   isSolanaError,
@@ -17,12 +16,22 @@ import {
   type Signature,
 } from '@solana/kit';
 import { getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstruction } from '@solana-program/token';
-import type { Kysely, Migration } from 'kysely';
+import type { Migration } from 'kysely';
 import { migrate } from '../db';
-import { ASSOCIATED_TOKEN_PROGRAM, MEMO_PROGRAM, SYSTEM_PROGRAM, associatedTokenAddress, decodeMint, decodeTokenAccount, isTokenProgram } from '../ledger/programs';
+import { camelCaseDb } from '../db/camel-case';
+import {
+  ASSOCIATED_TOKEN_PROGRAM,
+  MEMO_PROGRAM,
+  SYSTEM_PROGRAM,
+  associatedTokenAddress,
+  decodeMint,
+  decodeTokenAccount,
+  isTokenProgram,
+} from '../solana/programs';
 import type { ServiceContext } from './context';
 import { HttpError, conflict, unavailable } from './errors';
-import { signEd25519 } from './wallet';
+import { signEd25519 } from '../solana/keys';
+import { tracedSolanaRpc } from './traced-rpc';
 
 // The service's own wallet as a vault that pays out: refunds of settle-first routes, escrow releases,
 // wager payouts. Every transfer is keyed; its signed transaction is recorded before it is broadcast, so
@@ -81,14 +90,20 @@ export const vaultMigrations: Record<string, Migration> = {
 interface TransferRow {
   key: string;
   vault: string;
-  to_address: string;
+  toAddress: string;
   amount: bigint;
   memo: string | null;
   status: 'signed' | 'confirmed';
   transaction: string;
   wire: string;
-  last_valid_block_height: bigint;
+  lastValidBlockHeight: bigint;
   attempts: number;
+  createdAt: Date;
+  confirmedAt: Date | null;
+}
+
+interface Tables {
+  runtime_vault_transfers: TransferRow;
 }
 
 const KEY = /^[\x21-\x7e]{1,200}$/;
@@ -102,13 +117,19 @@ export interface VaultOptions {
 
 /** The chain's JSON-RPC endpoint did not answer (refused, reset, timed out, 5xx). */
 function chainDown(error: unknown): boolean {
-  if (error instanceof TypeError || (error as Error)?.name === 'TimeoutError' || (error as Error)?.name === 'AbortError') return true;
+  if (
+    error instanceof TypeError ||
+    (error as Error)?.name === 'TimeoutError' ||
+    (error as Error)?.name === 'AbortError'
+  )
+    return true;
   if (!isSolanaError(error)) return false;
   const status = (error.context as { statusCode?: number }).statusCode;
   return status !== undefined && status >= 500;
 }
 
-const down = (action: string) => unavailable('chain_unavailable', `The Solana RPC endpoint does not answer (${action}); nothing was sent`, 5);
+const down = (action: string) =>
+  unavailable('chain_unavailable', `The Solana RPC endpoint does not answer (${action}); nothing was sent`, 5);
 
 /** A chain read; a silent chain becomes 503 chain_unavailable (nothing was sent yet). */
 async function read<T>(action: string, call: () => Promise<T>): Promise<T> {
@@ -122,8 +143,9 @@ async function read<T>(action: string, call: () => Promise<T>): Promise<T> {
 
 export async function createVault(context: ServiceContext, options: VaultOptions = {}): Promise<Vault> {
   await migrate(context.db, 'runtime_vault', vaultMigrations);
-  const db = context.db as Kysely<any>;
-  const rpc = createSolanaRpc(context.rpcUrl);
+  const db = camelCaseDb<Tables>(context.db);
+  // Calls made for a request (a refund) carry its trace to the chain.
+  const rpc = tracedSolanaRpc(context.rpcUrl);
   const wallet = context.wallet;
   const mint = context.paywall.asset;
   const confirmTimeoutMs = options.confirmTimeoutMs ?? 30_000;
@@ -131,9 +153,13 @@ export async function createVault(context: ServiceContext, options: VaultOptions
 
   async function mintOf(): Promise<{ decimals: number; tokenProgram: string }> {
     if (mintInfo) return mintInfo;
-    const { value } = await read('getAccountInfo', () => rpc.getAccountInfo(address(mint), { encoding: 'base64', commitment: 'confirmed' }).send());
-    const state = value && isTokenProgram(value.owner) ? decodeMint(value.owner, Buffer.from(value.data[0], 'base64')) : null;
-    if (!value || !state) throw unavailable('chain_unavailable', `the stablecoin mint ${mint} is not on the chain this service reads`, 30);
+    const { value } = await read('getAccountInfo', () =>
+      rpc.getAccountInfo(address(mint), { encoding: 'base64', commitment: 'confirmed' }).send(),
+    );
+    const state =
+      value && isTokenProgram(value.owner) ? decodeMint(value.owner, Buffer.from(value.data[0], 'base64')) : null;
+    if (!value || !state)
+      throw unavailable('chain_unavailable', `the stablecoin mint ${mint} is not on the chain this service reads`, 30);
     mintInfo = { decimals: state.decimals, tokenProgram: value.owner };
     return mintInfo;
   }
@@ -141,31 +167,48 @@ export async function createVault(context: ServiceContext, options: VaultOptions
   async function balance(): Promise<bigint> {
     const { tokenProgram } = await mintOf();
     const source = associatedTokenAddress(wallet.address, mint, tokenProgram);
-    const { value } = await read('getAccountInfo', () => rpc.getAccountInfo(address(source), { encoding: 'base64', commitment: 'confirmed' }).send());
+    const { value } = await read('getAccountInfo', () =>
+      rpc.getAccountInfo(address(source), { encoding: 'base64', commitment: 'confirmed' }).send(),
+    );
     if (!value) return 0n;
     return decodeTokenAccount(value.owner, Buffer.from(value.data[0], 'base64'))?.amount ?? 0n;
   }
 
   /** Builds and signs the transfer against the current blockhash (nothing is sent). */
-  async function sign(input: VaultTransfer): Promise<{ transaction: string; wire: string; lastValidBlockHeight: bigint }> {
+  async function sign(
+    input: VaultTransfer,
+  ): Promise<{ transaction: string; wire: string; lastValidBlockHeight: bigint }> {
     const { decimals, tokenProgram } = await mintOf();
-    const { value: lifetime } = await read('getLatestBlockhash', () => rpc.getLatestBlockhash({ commitment: 'confirmed' }).send());
+    const { value: lifetime } = await read('getLatestBlockhash', () =>
+      rpc.getLatestBlockhash({ commitment: 'confirmed' }).send(),
+    );
     const self = createNoopSigner(address(wallet.address));
     const program = address(tokenProgram);
     const destination = address(associatedTokenAddress(input.to, mint, tokenProgram));
-    // The memo carries the key: two transfers of one amount to one wallet in one slot must differ, or the chain drops one.
+    // The memo carries the key: two transfers of one amount to one wallet in one slot must differ, or the chain drops
+    // one.
     const memo = input.memo ? `${input.memo} (${input.key})` : input.key;
     const instructions: Instruction[] = [
-      getCreateAssociatedTokenIdempotentInstruction({
-        payer: self,
-        ata: destination,
-        owner: address(input.to),
-        mint: address(mint),
-        systemProgram: address(SYSTEM_PROGRAM),
-        tokenProgram: program,
-      }, { programAddress: address(ASSOCIATED_TOKEN_PROGRAM) }),
+      getCreateAssociatedTokenIdempotentInstruction(
+        {
+          payer: self,
+          ata: destination,
+          owner: address(input.to),
+          mint: address(mint),
+          systemProgram: address(SYSTEM_PROGRAM),
+          tokenProgram: program,
+        },
+        { programAddress: address(ASSOCIATED_TOKEN_PROGRAM) },
+      ),
       getTransferCheckedInstruction(
-        { source: address(associatedTokenAddress(wallet.address, mint, tokenProgram)), mint: address(mint), destination, authority: self, amount: input.amount, decimals },
+        {
+          source: address(associatedTokenAddress(wallet.address, mint, tokenProgram)),
+          mint: address(mint),
+          destination,
+          authority: self,
+          amount: input.amount,
+          decimals,
+        },
         { programAddress: program },
       ),
       { programAddress: address(MEMO_PROGRAM), data: new TextEncoder().encode(memo) },
@@ -173,16 +216,28 @@ export async function createVault(context: ServiceContext, options: VaultOptions
     const message = pipe(
       createTransactionMessage({ version: 0 }),
       (m) => setTransactionMessageFeePayer(address(wallet.address), m),
-      (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingBlockhash(
+          { blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight },
+          m,
+        ),
       (m) => appendTransactionMessageInstructions(instructions, m),
     );
     const compiled = compileTransaction(message);
     const signature = signEd25519(wallet, new Uint8Array(compiled.messageBytes));
-    const signed = { ...compiled, signatures: { ...compiled.signatures, [wallet.address]: signature } } as typeof compiled;
-    return { transaction: base58Encode(signature), wire: getBase64EncodedWireTransaction(signed), lastValidBlockHeight: lifetime.lastValidBlockHeight };
+    const signed = {
+      ...compiled,
+      signatures: { ...compiled.signatures, [wallet.address]: signature },
+    } as typeof compiled;
+    return {
+      transaction: base58Encode(signature),
+      wire: getBase64EncodedWireTransaction(signed),
+      lastValidBlockHeight: lifetime.lastValidBlockHeight,
+    };
   }
 
-  const get = (key: string) => db.selectFrom('runtime_vault_transfers').selectAll().where('key', '=', key).executeTakeFirst() as Promise<TransferRow | undefined>;
+  const get = (key: string) =>
+    db.selectFrom('runtime_vault_transfers').selectAll().where('key', '=', key).executeTakeFirst();
 
   /**
    * Records a freshly signed transaction for the key: a new row, or in place of `replacing` (an attempt
@@ -190,13 +245,22 @@ export async function createVault(context: ServiceContext, options: VaultOptions
    */
   async function record(input: VaultTransfer, replacing?: TransferRow): Promise<boolean> {
     if ((await balance()) < input.amount) {
-      throw conflict('vault_insufficient_funds', `The service's wallet holds less than ${input.amount} atomic units of the stablecoin; nothing was sent`, { vault: wallet.address, amountAtomic: input.amount.toString() });
+      throw conflict(
+        'vault_insufficient_funds',
+        `The service's wallet holds less than ${input.amount} atomic units of the stablecoin; nothing was sent`,
+        { vault: wallet.address, amountAtomic: input.amount.toString() },
+      );
     }
     const signed = await sign(input);
     if (replacing) {
       const updated = await db
         .updateTable('runtime_vault_transfers')
-        .set({ transaction: signed.transaction, wire: signed.wire, last_valid_block_height: signed.lastValidBlockHeight, attempts: replacing.attempts + 1 })
+        .set({
+          transaction: signed.transaction,
+          wire: signed.wire,
+          lastValidBlockHeight: signed.lastValidBlockHeight,
+          attempts: replacing.attempts + 1,
+        })
         .where('key', '=', input.key)
         .where('transaction', '=', replacing.transaction)
         .where('status', '=', 'signed')
@@ -206,8 +270,18 @@ export async function createVault(context: ServiceContext, options: VaultOptions
     const inserted = await db
       .insertInto('runtime_vault_transfers')
       .values({
-        key: input.key, vault: wallet.address, to_address: input.to, amount: input.amount, memo: input.memo ?? null, status: 'signed',
-        transaction: signed.transaction, wire: signed.wire, last_valid_block_height: signed.lastValidBlockHeight, attempts: 1, created_at: new Date(), confirmed_at: null,
+        key: input.key,
+        vault: wallet.address,
+        toAddress: input.to,
+        amount: input.amount,
+        memo: input.memo ?? null,
+        status: 'signed',
+        transaction: signed.transaction,
+        wire: signed.wire,
+        lastValidBlockHeight: signed.lastValidBlockHeight,
+        attempts: 1,
+        createdAt: new Date(),
+        confirmedAt: null,
       })
       .onConflict((oc) => oc.column('key').doNothing())
       .executeTakeFirst();
@@ -216,34 +290,74 @@ export async function createVault(context: ServiceContext, options: VaultOptions
 
   /** The signature's fate as the chain knows it now. */
   async function lookUp(transaction: string): Promise<'confirmed' | 'failed' | 'processed' | 'unseen'> {
-    const { value } = await read('getSignatureStatuses', () => rpc.getSignatureStatuses([transaction as Signature], { searchTransactionHistory: true }).send());
+    const { value } = await read('getSignatureStatuses', () =>
+      rpc.getSignatureStatuses([transaction as Signature], { searchTransactionHistory: true }).send(),
+    );
     const status = value[0];
     if (!status) return 'unseen';
     if (status.err) return 'failed';
-    return status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized' ? 'confirmed' : 'processed';
+    return status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized'
+      ? 'confirmed'
+      : 'processed';
   }
 
   async function markConfirmed(row: TransferRow): Promise<{ transaction: string }> {
-    await db.updateTable('runtime_vault_transfers').set({ status: 'confirmed', confirmed_at: new Date() }).where('key', '=', row.key).where('transaction', '=', row.transaction).execute();
-    context.logger.info({ key: row.key, transaction: row.transaction, to: row.to_address, amount: row.amount.toString() }, 'vault transfer confirmed');
+    await db
+      .updateTable('runtime_vault_transfers')
+      .set({ status: 'confirmed', confirmedAt: new Date() })
+      .where('key', '=', row.key)
+      .where('transaction', '=', row.transaction)
+      .execute();
+    context.logger.info(
+      { key: row.key, transaction: row.transaction, to: row.toAddress, amount: row.amount.toString() },
+      'vault transfer confirmed',
+    );
     return { transaction: row.transaction };
   }
 
   /** Broadcasts the recorded wire (again: the same signature can land only once). */
   async function broadcast(row: TransferRow): Promise<void> {
     try {
-      await rpc.sendTransaction(row.wire as Base64EncodedWireTransaction, { encoding: 'base64', preflightCommitment: 'confirmed' }).send();
+      await rpc
+        .sendTransaction(row.wire as Base64EncodedWireTransaction, {
+          encoding: 'base64',
+          preflightCommitment: 'confirmed',
+        })
+        .send();
     } catch (error) {
-      if (error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause))) throw down('sendTransaction');
+      if (error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause)))
+        throw down('sendTransaction');
       if (chainDown(error)) {
-        throw new HttpError(503, 'transfer_pending', `The transfer ${row.transaction} may have been sent but the chain did not answer; call again with the same key to finish it`, { transaction: row.transaction }, { 'retry-after': '5' });
+        throw new HttpError(
+          503,
+          'transfer_pending',
+          `The transfer ${row.transaction} may have been sent but the chain did not answer; call again with the same key to finish it`,
+          { transaction: row.transaction },
+          { 'retry-after': '5' },
+        );
       }
+      // A concurrent caller's broadcast of this same transaction landed first: the node refuses the duplicate in
+      // preflight, and what counts is the landed one (await_ then reads its fate).
+      if ((await lookUp(row.transaction).catch(() => 'unseen')) !== 'unseen') return;
       // The node refused it in preflight (e.g. funds spent meanwhile): it was not broadcast and cannot land.
       const message = (error as Error).message;
-      if (/insufficient funds|custom program error: 0x1\b/i.test(message + JSON.stringify((error as { context?: unknown }).context ?? {}, (_k, v) => (typeof v === 'bigint' ? String(v) : v)))) {
-        throw conflict('vault_insufficient_funds', `The service's wallet holds less than ${row.amount} atomic units of the stablecoin; nothing was sent`, { vault: wallet.address, amountAtomic: row.amount.toString() });
+      if (
+        /insufficient funds|custom program error: 0x1\b/i.test(
+          message +
+            JSON.stringify((error as { context?: unknown }).context ?? {}, (_k, v) =>
+              typeof v === 'bigint' ? String(v) : v,
+            ),
+        )
+      ) {
+        throw conflict(
+          'vault_insufficient_funds',
+          `The service's wallet holds less than ${row.amount} atomic units of the stablecoin; nothing was sent`,
+          { vault: wallet.address, amountAtomic: row.amount.toString() },
+        );
       }
-      throw new HttpError(502, 'transfer_refused', `The chain refused the transfer: ${message}; nothing was sent`, { transaction: row.transaction });
+      throw new HttpError(502, 'transfer_refused', `The chain refused the transfer: ${message}; nothing was sent`, {
+        transaction: row.transaction,
+      });
     }
   }
 
@@ -266,19 +380,25 @@ export async function createVault(context: ServiceContext, options: VaultOptions
     const height = await read('getBlockHeight', () => rpc.getBlockHeight({ commitment: 'confirmed' }).send());
     const seen = await lookUp(row.transaction);
     if (seen === 'confirmed' || seen === 'failed') return seen;
-    if (seen === 'unseen' && height > row.last_valid_block_height) return 'expired';
+    if (seen === 'unseen' && height > row.lastValidBlockHeight) return 'expired';
     return 'in-flight';
   }
 
   async function transfer(input: VaultTransfer): Promise<{ transaction: string }> {
-    if (!KEY.test(input.key)) throw new Error(`vault transfer key must be 1-200 printable ASCII characters, not ${JSON.stringify(input.key)}`);
-    if (typeof input.amount !== 'bigint' || input.amount <= 0n) throw new Error(`vault transfer amount must be a positive bigint, not ${String(input.amount)}`);
-    if (input.memo !== undefined && input.memo.length > MEMO_MAX) throw new Error(`vault transfer memo is longer than ${MEMO_MAX} characters`);
+    if (!KEY.test(input.key))
+      throw new Error(`vault transfer key must be 1-200 printable ASCII characters, not ${JSON.stringify(input.key)}`);
+    if (typeof input.amount !== 'bigint' || input.amount <= 0n)
+      throw new Error(`vault transfer amount must be a positive bigint, not ${String(input.amount)}`);
+    if (input.memo !== undefined && input.memo.length > MEMO_MAX)
+      throw new Error(`vault transfer memo is longer than ${MEMO_MAX} characters`);
     address(input.to); // throws on a malformed address
     for (let round = 0; round < 10; round++) {
       let row = await get(input.key);
-      if (row && (row.to_address !== input.to || BigInt(row.amount) !== input.amount)) {
-        throw conflict('vault_key_reused', `Vault transfer key ${input.key} was already used for ${row.amount} atomic units to ${row.to_address}`);
+      if (row && (row.toAddress !== input.to || BigInt(row.amount) !== input.amount)) {
+        throw conflict(
+          'vault_key_reused',
+          `Vault transfer key ${input.key} was already used for ${row.amount} atomic units to ${row.toAddress}`,
+        );
       }
       if (row?.status === 'confirmed') return { transaction: row.transaction };
       if (!row) {
@@ -290,7 +410,10 @@ export async function createVault(context: ServiceContext, options: VaultOptions
         if (fate === 'confirmed') return markConfirmed(row);
         if (fate === 'failed' || fate === 'expired') {
           // It never moved anything (landed with an error, or can no longer land): sign it anew.
-          context.logger.warn({ key: row.key, transaction: row.transaction, fate }, 'vault transfer did not land; signing it again');
+          context.logger.warn(
+            { key: row.key, transaction: row.transaction, fate },
+            'vault transfer did not land; signing it again',
+          );
           await record(input, row);
           continue;
         }
@@ -299,11 +422,23 @@ export async function createVault(context: ServiceContext, options: VaultOptions
       const outcome = await await_(row);
       if (outcome === 'confirmed') return markConfirmed(row);
       if (outcome === 'timeout') {
-        throw new HttpError(503, 'transfer_pending', `The transfer ${row.transaction} was sent but not confirmed in time; call again with the same key to finish it`, { transaction: row.transaction }, { 'retry-after': '5' });
+        throw new HttpError(
+          503,
+          'transfer_pending',
+          `The transfer ${row.transaction} was sent but not confirmed in time; call again with the same key to finish it`,
+          { transaction: row.transaction },
+          { 'retry-after': '5' },
+        );
       }
       // failed or expired: the next round signs it again
     }
-    throw new HttpError(503, 'transfer_pending', `The transfer for ${input.key} did not settle after several attempts; call again with the same key`, undefined, { 'retry-after': '5' });
+    throw new HttpError(
+      503,
+      'transfer_pending',
+      `The transfer for ${input.key} did not settle after several attempts; call again with the same key`,
+      undefined,
+      { 'retry-after': '5' },
+    );
   }
 
   return { address: wallet.address, balance, transfer };

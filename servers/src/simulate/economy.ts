@@ -6,7 +6,11 @@ import {
   createNoopSigner,
   createSolanaRpc,
   createTransactionMessage,
+  getBase64Decoder,
   getBase64EncodedWireTransaction,
+  getBase64Encoder,
+  getTransactionDecoder,
+  getTransactionEncoder,
   pipe,
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
@@ -14,11 +18,11 @@ import {
 } from '@solana/kit';
 import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
 import { getTransferCheckedInstruction } from '@solana-program/token';
-import { atomicToUsd } from '@agent-economy/contracts';
+import { atomicToUsd, base58Encode, voucherRequestMessage } from '@agent-economy/contracts';
 import { ApiError, createClient, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
 import { hashString, uniform } from '../upstream/market/random';
-import { associatedTokenAddress } from '../ledger/programs';
-import { signEd25519, walletFromSeed, type Wallet } from '../runtime/wallet';
+import { associatedTokenAddress } from '../solana/programs';
+import { signEd25519, walletFromSeed, type Wallet } from '../solana/keys';
 import { createMint, mintTokens, setMintAuthority, transferTokens } from './mints';
 
 // A seeded population of agents trading through the real services: each step one agent buys a lesson, asks the tutor,
@@ -28,7 +32,9 @@ import { createMint, mintTokens, setMintAuthority, transferTokens } from './mint
 
 export interface Deployment {
   rpcUrl: string;
-  /** The local ledger's faucet (POST {address, usd, sol}); absent on a real cluster, where agents must be funded first. */
+  /**
+   * The local ledger's faucet (POST {address, usd, sol}); absent on a real cluster, where agents must be funded first.
+   */
   faucetUrl?: string;
   network: string;
   /** Service id → base address. */
@@ -46,17 +52,31 @@ export interface SimulationOptions {
   steps?: number;
   /** Per-agent spending cap, USD (the SDK's budget: an agent never spends more). */
   budgetUsd?: string;
+  /**
+   * Keepers: this many of the agents are bots on a schedule, paying for a cheap call every `keeperIntervalMs` instead
+   * of taking random steps, as monitoring and rebalancing bots do; the chain analyses (intel) can tell them apart by
+   * their timing. Default 2 when there are at least 4 agents, else 0.
+   */
+  keepers?: number;
+  /**
+   * Milliseconds between a keeper's calls (default 10000: 25 slots, so that a call delayed by a second or two still
+   * keeps the rhythm).
+   */
+  keeperIntervalMs?: number;
   onProgress?: (progress: SimulationProgress) => void;
   signal?: AbortSignal;
 }
 
-export type ActionKind = 'lesson' | 'tutor' | 'entropy' | 'gas' | 'charge' | 'publish' | 'purchase' | 'launch' | 'transfer';
+export type ActionKind =
+  'lesson' | 'tutor' | 'entropy' | 'gas' | 'charge' | 'tab' | 'publish' | 'purchase' | 'launch' | 'transfer' | 'keeper';
 
 export interface SimulationProgress {
   elapsedSeconds: number;
   steps: number;
   calls: number;
   paidCalls: number;
+  /** Of the paid calls, those paid by a voucher in a payment session rather than a transaction each. */
+  sessionCalls: number;
   /** Atomic units of the stablecoin that settled in x402 payments. */
   volumeAtomic: bigint;
   mints: number;
@@ -70,13 +90,24 @@ export interface SimulationSummary extends SimulationProgress {
   byAction: Record<ActionKind, { ok: number; failed: number; skipped: number }>;
   /** Error messages by how often they happened, most frequent first. */
   errorsByMessage: { message: string; count: number }[];
-  launchedMints: { mint: string; creator: string; holders: number; renounced: boolean }[];
+  launchedMints: { mint: string; creator: string; holders: number; renounced: boolean; transfers: number }[];
+  /** The keepers' wallets (a subset of agents) and the calls each paid on its schedule. */
+  keepers: { wallet: string; calls: number }[];
   volumeUsd: string;
 }
 
 interface Agent {
   wallet: Wallet;
   client: AgentEconomyClient;
+  /** Holds a delegation role at the facilitator (payment sessions). */
+  onboarded?: boolean;
+}
+
+/** A transaction the facilitator issued, signed in `wallet`'s slot (the fee payer's is left for the facilitator). */
+function signIssued(transaction: string, wallet: Wallet): string {
+  const tx = getTransactionDecoder().decode(getBase64Encoder().encode(transaction));
+  const signatures = { ...tx.signatures, [wallet.address]: signEd25519(wallet, new Uint8Array(tx.messageBytes)) };
+  return getBase64Decoder().decode(getTransactionEncoder().encode({ ...tx, signatures } as never));
 }
 
 interface Launched {
@@ -85,7 +116,11 @@ interface Launched {
   creator: Agent;
   holders: Agent[];
   renounced: boolean;
+  transfers: number;
 }
+
+/** A run bounded by steps waits until every keeper has paid this often: three intervals show a schedule. */
+const MIN_KEEPER_CALLS = 4;
 
 const TOPICS = [
   ['priority fees', 'How to pick a compute-unit price from recent prioritization fees, per writable account.'],
@@ -125,7 +160,11 @@ async function fund(deployment: Deployment, address: string): Promise<void> {
 class Skip extends Error {}
 
 const messageOf = (error: unknown) =>
-  error instanceof ApiError ? `${error.status} ${error.code}` : error instanceof Error ? error.message.split('\n')[0]!.slice(0, 160) : String(error);
+  error instanceof ApiError
+    ? `${error.status} ${error.code}`
+    : error instanceof Error
+      ? error.message.split('\n')[0]!.slice(0, 160)
+      : String(error);
 
 export async function simulate(options: SimulationOptions): Promise<SimulationSummary> {
   const { deployment } = options;
@@ -138,7 +177,10 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
   const rpc = createSolanaRpc(deployment.rpcUrl);
 
   const agents: Agent[] = [];
-  for (let i = 0; i < (options.agents ?? 6); i++) {
+  const population = options.agents ?? 6;
+  // Keepers are the first agents: bots paying on a schedule beside the traders' random steps.
+  const keeperCount = Math.max(0, Math.min(options.keepers ?? (population >= 4 ? 2 : 0), population - 2));
+  for (let i = 0; i < population; i++) {
     const wallet = agentWallet(seed, i);
     await fund(deployment, wallet.address);
     const client = createClient({
@@ -146,30 +188,69 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
       wallet: await walletFromSecretKey(wallet.secretKey),
       network: deployment.network,
       maxRetries: 0,
-      payments: { rpcUrl: deployment.rpcUrl, maxPerCallUsd: '1', maxTotalUsd: options.budgetUsd ?? '5' },
+      // Every other trader pays a seller it calls often by vouchers in a payment session (where the seller offers
+      // them), the rest with a transaction per call: the economy sees both. Keepers pay by transaction: their rhythm
+      // on chain is what the timing analyses read.
+      payments: {
+        rpcUrl: deployment.rpcUrl,
+        maxPerCallUsd: '1',
+        maxTotalUsd: options.budgetUsd ?? '5',
+        sessions: i >= keeperCount && i % 2 === 1 ? { after: 2, depositUsd: '0.25' } : false,
+      },
     });
     agents.push({ wallet, client });
   }
 
-  const progress: SimulationProgress = { elapsedSeconds: 0, steps: 0, calls: 0, paidCalls: 0, volumeAtomic: 0n, mints: 0, tokenTransfers: 0, errors: 0 };
-  const byAction = Object.fromEntries((['lesson', 'tutor', 'entropy', 'gas', 'charge', 'publish', 'purchase', 'launch', 'transfer'] as const).map((a) => [a, { ok: 0, failed: 0, skipped: 0 }])) as SimulationSummary['byAction'];
+  const progress: SimulationProgress = {
+    elapsedSeconds: 0,
+    steps: 0,
+    calls: 0,
+    paidCalls: 0,
+    sessionCalls: 0,
+    volumeAtomic: 0n,
+    mints: 0,
+    tokenTransfers: 0,
+    errors: 0,
+  };
+  const byAction = Object.fromEntries(
+    (
+      [
+        'lesson',
+        'tutor',
+        'entropy',
+        'gas',
+        'charge',
+        'tab',
+        'publish',
+        'purchase',
+        'launch',
+        'transfer',
+        'keeper',
+      ] as const
+    ).map((a) => [a, { ok: 0, failed: 0, skipped: 0 }]),
+  ) as SimulationSummary['byAction'];
   const errors = new Map<string, number>();
   const launched: Launched[] = [];
   let lessons: { courseId: string; lessonId: string }[] | undefined;
 
   /** Runs one paid or free call and counts what it paid from its receipt. */
-  async function call<T extends { payment?: { amount: string } | undefined }>(run: () => Promise<T>): Promise<T> {
+  async function call<T extends { payment?: { amount: string; session?: unknown } | undefined }>(
+    run: () => Promise<T>,
+  ): Promise<T> {
     progress.calls++;
     const result = await run();
     if (result.payment) {
       progress.paidCalls++;
+      if (result.payment.session) progress.sessionCalls++;
       progress.volumeAtomic += BigInt(result.payment.amount);
     }
     return result;
   }
 
   const has = (id: string) => !!deployment.services[id];
-  const sellers = Object.entries(deployment.wallets ?? {}).filter(([id]) => id !== 'facilitator').map(([, wallet]) => wallet);
+  const sellers = Object.entries(deployment.wallets ?? {})
+    .filter(([id]) => id !== 'facilitator')
+    .map(([, wallet]) => wallet);
   const actions: { kind: ActionKind; weight: number; run(agent: Agent): Promise<void> }[] = [
     {
       kind: 'lesson',
@@ -177,7 +258,9 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
       async run(agent) {
         if (!lessons) {
           progress.calls++;
-          lessons = (await agent.client.education.catalog()).courses.flatMap((c) => c.lessons.map((l) => ({ courseId: c.id, lessonId: l.id })));
+          lessons = (await agent.client.education.catalog()).courses.flatMap((c) =>
+            c.lessons.map((l) => ({ courseId: c.id, lessonId: l.id })),
+          );
         }
         await call(() => agent.client.education.lesson.withResponse({ body: pick(lessons!) }));
       },
@@ -185,17 +268,24 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
     {
       kind: 'tutor',
       weight: has('education') ? 2 : 0,
-      run: async (agent) => void (await call(() => agent.client.education.tutor.withResponse({ body: { question: pick(QUESTIONS) } }))),
+      run: async (agent) =>
+        void (await call(() => agent.client.education.tutor.withResponse({ body: { question: pick(QUESTIONS) } }))),
     },
     {
       kind: 'entropy',
       weight: has('entropy') ? 2 : 0,
-      run: async (agent) => void (await call(() => agent.client.entropy.dice.withResponse({ body: { sides: 6, count: 2 } }))),
+      run: async (agent) =>
+        void (await call(() => agent.client.entropy.dice.withResponse({ body: { sides: 6, count: 2 } }))),
     },
     {
       kind: 'gas',
       weight: has('gas') ? 1 : 0,
-      run: async (agent) => void (await call(() => agent.client.gas.recommend.withResponse({ body: { urgency: pick(['low', 'normal', 'high', 'urgent'] as const) } }))),
+      run: async (agent) =>
+        void (await call(() =>
+          agent.client.gas.recommend.withResponse({
+            body: { urgency: pick(['low', 'normal', 'high', 'urgent'] as const) },
+          }),
+        )),
     },
     {
       kind: 'charge',
@@ -210,7 +300,14 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
         const message = pipe(
           createTransactionMessage({ version: 0 }),
           (m) => setTransactionMessageFeePayer(address(prepared.feePayer), m),
-          (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: prepared.blockhash as Blockhash, lastValidBlockHeight: BigInt(prepared.lastValidBlockHeight) }, m),
+          (m) =>
+            setTransactionMessageLifetimeUsingBlockhash(
+              {
+                blockhash: prepared.blockhash as Blockhash,
+                lastValidBlockHeight: BigInt(prepared.lastValidBlockHeight),
+              },
+              m,
+            ),
           (m) =>
             appendTransactionMessageInstructions(
               [
@@ -218,7 +315,9 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
                 getSetComputeUnitPriceInstruction({ microLamports: 1n }),
                 getTransferCheckedInstruction(
                   {
-                    source: address(associatedTokenAddress(agent.wallet.address, prepared.splToken, prepared.tokenProgram)),
+                    source: address(
+                      associatedTokenAddress(agent.wallet.address, prepared.splToken, prepared.tokenProgram),
+                    ),
                     mint: address(prepared.splToken),
                     destination: address(associatedTokenAddress(recipient, prepared.splToken, prepared.tokenProgram)),
                     authority: self,
@@ -233,12 +332,70 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
         );
         const compiled = compileTransaction(message);
         // The buyer signs its slot only; the facilitator co-signs as fee payer when it settles.
-        const signatures = { ...compiled.signatures, [agent.wallet.address]: signEd25519(agent.wallet, new Uint8Array(compiled.messageBytes)) };
+        const signatures = {
+          ...compiled.signatures,
+          [agent.wallet.address]: signEd25519(agent.wallet, new Uint8Array(compiled.messageBytes)),
+        };
         const transaction = getBase64EncodedWireTransaction({ ...compiled, signatures } as typeof compiled);
         progress.calls++;
-        const settled = await agent.client.facilitator.settleCharge({ body: { transaction, recipient, amount: amount.toString() } });
+        const settled = await agent.client.facilitator.settleCharge({
+          body: { transaction, recipient, amount: amount.toString() },
+        });
         progress.paidCalls++;
         progress.volumeAtomic += BigInt(settled.amount);
+      },
+    },
+    {
+      kind: 'tab',
+      // A payment session at the facilitator (the settlement API's sessions): onboarding once, a deposit, a few
+      // vouchers for rising amounts signed by a fresh session key, and the close that settles them to a service.
+      weight: has('facilitator') && sellers.length ? 1 : 0,
+      async run(agent) {
+        const facilitator = agent.client.facilitator;
+        if (!agent.onboarded) {
+          progress.calls++;
+          const started = await facilitator.onboard({
+            body: { buyerWallet: agent.wallet.address, spendLimitAtomic: '5000000', ttlSeconds: 86_400 },
+          });
+          if (started.status === 'transactions_required') {
+            progress.calls++;
+            await facilitator.confirmOnboarding({
+              body: {
+                buyerWallet: agent.wallet.address,
+                signedTransactions: started.transactions.map((t) => signIssued(t.transaction, agent.wallet)),
+              },
+            });
+          }
+          agent.onboarded = true;
+        }
+        const key = walletFromSeed(
+          createHmac('sha256', `agent-economy-simulate:${seed}:tab`).update(`${agent.wallet.address}:${draw}`).digest(),
+        );
+        progress.calls++;
+        const { channelId } = await facilitator.openSession({
+          body: {
+            buyerWallet: agent.wallet.address,
+            sellerWallet: pick(sellers),
+            depositAtomic: '200000',
+            sessionKey: key.address,
+            idleTimeoutSeconds: 600,
+          },
+        });
+        let cumulative = 0n;
+        for (let i = 0, n = 2 + Math.floor(random() * 3); i < n; i++) {
+          cumulative += BigInt(5_000 + Math.floor(random() * 20_000));
+          const request = voucherRequestMessage({ channelId, cumulativeAmount: cumulative.toString(), units: 1 });
+          const signature = base58Encode(signEd25519(key, request));
+          progress.calls++;
+          await facilitator.signVoucher({
+            body: { channelId, cumulativeAmount: cumulative.toString(), units: 1, signer: key.address, signature },
+          });
+          progress.sessionCalls++;
+        }
+        progress.calls++;
+        await facilitator.closeSession({ body: { channelId } });
+        progress.paidCalls++;
+        progress.volumeAtomic += cumulative;
       },
     },
     {
@@ -272,7 +429,9 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
         const others = items.filter((m) => m.seller.wallet !== agent.wallet.address);
         if (!others.length) throw new Skip('nothing to buy yet');
         const module = pick(others);
-        await call(() => agent.client.knowledgeMarket.purchase.withResponse({ params: { moduleId: module.id }, body: {} }));
+        await call(() =>
+          agent.client.knowledgeMarket.purchase.withResponse({ params: { moduleId: module.id }, body: {} }),
+        );
       },
     },
     {
@@ -283,16 +442,25 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
         const freeze = random() < 0.3 ? agent.wallet.address : null;
         const mint = await createMint(rpc, agent.wallet, { decimals, freezeAuthority: freeze });
         // Heavy-tailed holdings: holder k gets a share ∝ 1 / k^1.2 (a Zipf law), the creator keeping the largest.
-        const holders = [agent, ...agents.filter((a) => a !== agent).sort(() => random() - 0.5).slice(0, 2 + Math.floor(random() * (agents.length - 1)))];
+        const holders = [
+          agent,
+          ...agents
+            .filter((a) => a !== agent)
+            .sort(() => random() - 0.5)
+            .slice(0, 2 + Math.floor(random() * (agents.length - 1))),
+        ];
         const supply = BigInt(1_000_000 + Math.floor(random() * 9_000_000)) * 10n ** BigInt(decimals);
         const weights = holders.map((_, k) => 1 / (k + 1) ** 1.2);
         const total = weights.reduce((a, b) => a + b, 0);
-        const grants = holders.map((h, k) => ({ owner: h.wallet.address, amount: (supply * BigInt(Math.round((weights[k]! / total) * 1e6))) / 1_000_000n }));
+        const grants = holders.map((h, k) => ({
+          owner: h.wallet.address,
+          amount: (supply * BigInt(Math.round((weights[k]! / total) * 1e6))) / 1_000_000n,
+        }));
         await mintTokens(rpc, agent.wallet, mint, agent.wallet, decimals, grants);
         const renounced = random() < 0.5;
         if (renounced) await setMintAuthority(rpc, agent.wallet, mint, agent.wallet, 'mint', null);
         progress.mints++;
-        launched.push({ mint, decimals, creator: agent, holders, renounced });
+        launched.push({ mint, decimals, creator: agent, holders, renounced, transfers: 0 });
       },
     },
     {
@@ -303,12 +471,22 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
         if (!held.length) throw new Skip('holds no launched token yet');
         const token = pick(held);
         const to = pick(agents.filter((a) => a !== agent));
-        const { value } = await rpc.getTokenAccountsByOwner(agent.wallet.address as never, { mint: token.mint as never }, { encoding: 'jsonParsed' }).send();
-        const balance = BigInt((value[0]?.account.data as { parsed?: { info?: { tokenAmount?: { amount?: string } } } } | undefined)?.parsed?.info?.tokenAmount?.amount ?? '0');
+        const { value } = await rpc
+          .getTokenAccountsByOwner(
+            agent.wallet.address as never,
+            { mint: token.mint as never },
+            { encoding: 'jsonParsed' },
+          )
+          .send();
+        const balance = BigInt(
+          (value[0]?.account.data as { parsed?: { info?: { tokenAmount?: { amount?: string } } } } | undefined)?.parsed
+            ?.info?.tokenAmount?.amount ?? '0',
+        );
         if (balance === 0n) throw new Skip('its balance of that token is zero');
         const amount = (balance * BigInt(1 + Math.floor(random() * 20))) / 100n || 1n;
         await transferTokens(rpc, agent.wallet, token.mint, token.decimals, agent.wallet, to.wallet.address, amount);
         if (!token.holders.includes(to)) token.holders.push(to);
+        token.transfers++;
         progress.tokenTransfers++;
       },
     },
@@ -327,9 +505,45 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
   const deadline = options.seconds === undefined ? Infinity : started + options.seconds * 1000;
   const maxSteps = options.steps ?? Infinity;
   let lastReport = 0;
+
+  // Keepers pay on their schedule beside the random steps, until the run ends.
+  const keepers = agents.slice(0, keeperCount).map((agent) => ({ agent, calls: 0 }));
+  const traders = agents.slice(keepers.length);
+  const interval = options.keeperIntervalMs ?? 10_000;
+  let stepsDone = false;
+  const keeperCall = has('entropy')
+    ? (a: Agent) => call(() => a.client.entropy.coin.withResponse({ body: { count: 1 } }))
+    : has('education')
+      ? (a: Agent) =>
+          call(() =>
+            a.client.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } }),
+          )
+      : undefined;
+  const keeperLoops = keeperCall
+    ? keepers.map(async (keeper, k) => {
+        // Staggered so that two keepers never pay in the same slot.
+        for (let tick = 0; ; tick++) {
+          const at = started + (k * interval) / keepers.length + tick * interval;
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
+          const enough = keepers.every((kp) => kp.calls >= MIN_KEEPER_CALLS) || options.steps === undefined;
+          if (options.signal?.aborted || Date.now() >= deadline || (stepsDone && enough)) return;
+          try {
+            await keeperCall(keeper.agent);
+            keeper.calls++;
+            byAction.keeper.ok++;
+          } catch (error) {
+            byAction.keeper.failed++;
+            progress.errors++;
+            const message = `keeper: ${messageOf(error)}`;
+            errors.set(message, (errors.get(message) ?? 0) + 1);
+          }
+        }
+      })
+    : [];
+
   while (progress.steps < maxSteps && Date.now() < deadline && !options.signal?.aborted) {
     const action = chooseAction();
-    const agent = agents[Math.floor(random() * agents.length)]!;
+    const agent = traders[Math.floor(random() * traders.length)]!;
     progress.steps++;
     try {
       await action.run(agent);
@@ -349,6 +563,18 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
       options.onProgress({ ...progress });
     }
   }
+  stepsDone = true;
+  await Promise.all(keeperLoops);
+  // Open payment sessions are closed: their sellers settle what was vouched on chain.
+  await Promise.all(
+    agents.map((a) =>
+      a.client
+        .close()
+        .catch((error: unknown) =>
+          errors.set(`close: ${messageOf(error)}`, (errors.get(`close: ${messageOf(error)}`) ?? 0) + 1),
+        ),
+    ),
+  );
   progress.elapsedSeconds = Math.round((Date.now() - started) / 100) / 10;
   options.onProgress?.({ ...progress });
   return {
@@ -356,7 +582,14 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
     agents: agents.map((a) => a.wallet.address),
     byAction,
     errorsByMessage: [...errors].map(([message, count]) => ({ message, count })).sort((a, b) => b.count - a.count),
-    launchedMints: launched.map((l) => ({ mint: l.mint, creator: l.creator.wallet.address, holders: l.holders.length, renounced: l.renounced })),
+    launchedMints: launched.map((l) => ({
+      mint: l.mint,
+      creator: l.creator.wallet.address,
+      holders: l.holders.length,
+      renounced: l.renounced,
+      transfers: l.transfers,
+    })),
+    keepers: keepers.map((k) => ({ wallet: k.agent.wallet.address, calls: k.calls })),
     volumeUsd: atomicToUsd(progress.volumeAtomic),
   };
 }

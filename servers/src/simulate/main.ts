@@ -29,7 +29,8 @@ function fail(message: string): never {
 function positive(name: string, text: string | undefined, fallback: number, max: number): number {
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 0 || value > max) fail(`--${name} must be a whole number from 0 to ${max}, not "${text}"\n\n${USAGE}`);
+  if (!Number.isInteger(value) || value < 0 || value > max)
+    fail(`--${name} must be a whole number from 0 to ${max}, not "${text}"\n\n${USAGE}`);
   return value;
 }
 
@@ -37,7 +38,14 @@ async function main() {
   let args;
   try {
     args = parseArgs({
-      options: { seconds: { type: 'string' }, steps: { type: 'string' }, agents: { type: 'string' }, seed: { type: 'string' }, 'budget-usd': { type: 'string' }, help: { type: 'boolean' } },
+      options: {
+        seconds: { type: 'string' },
+        steps: { type: 'string' },
+        agents: { type: 'string' },
+        seed: { type: 'string' },
+        'budget-usd': { type: 'string' },
+        help: { type: 'boolean' },
+      },
     }).values;
   } catch (error) {
     fail(`${(error as Error).message}\n\n${USAGE}`);
@@ -60,7 +68,8 @@ async function main() {
   } catch {
     fail(`No ${join(dataDir, 'services.json')}: start the economy first with npm start (or set DATA_DIR).`);
   }
-  if (!file.chain.faucet) console.warn('The chain has no faucet (a real cluster): agents trade only with what their wallets already hold.');
+  if (!file.chain.faucet)
+    console.warn('The chain has no faucet (a real cluster): agents trade only with what their wallets already hold.');
   const deployment: Deployment = {
     rpcUrl: file.chain.rpcUrl,
     network: file.chain.network,
@@ -73,10 +82,12 @@ async function main() {
   process.on('SIGINT', () => controller.abort());
   const tty = process.stdout.isTTY;
   const line = (p: SimulationProgress) =>
-    `[${p.elapsedSeconds.toFixed(1)}s] ${p.steps} actions · ${p.calls} calls (${p.paidCalls} paid, ${atomicToUsd(p.volumeAtomic)} USD) · ` +
+    `[${p.elapsedSeconds.toFixed(1)}s] ${p.steps} actions · ${p.calls} calls (${p.paidCalls} paid, ${p.sessionCalls} of them by session voucher, ${atomicToUsd(p.volumeAtomic)} USD) · ` +
     `${p.mints} mints, ${p.tokenTransfers} token transfers · ${p.errors} errors`;
   let lastPrinted = 0;
-  console.log(`Simulating ${agents} agents (seed "${args.seed ?? 'agent-economy'}") against ${Object.keys(deployment.services).length} services on ${deployment.rpcUrl}…`);
+  console.log(
+    `Simulating ${agents} agents (seed "${args.seed ?? 'agent-economy'}") against ${Object.keys(deployment.services).length} services on ${deployment.rpcUrl}…`,
+  );
   const summary = await simulate({
     deployment,
     agents,
@@ -101,11 +112,13 @@ async function main() {
   }
   if (summary.launchedMints.length) {
     console.log('\nTokens launched (inspect them with the tokens service, e.g. GET /api/holders/<mint>):');
-    for (const m of summary.launchedMints) console.log(`  ${m.mint}  ${m.holders} holders${m.renounced ? ', mint authority renounced' : ''}`);
+    for (const m of summary.launchedMints)
+      console.log(`  ${m.mint}  ${m.holders} holders${m.renounced ? ', mint authority renounced' : ''}`);
   }
   if (summary.errorsByMessage.length) {
     console.log('\nErrors:');
-    for (const e of summary.errorsByMessage.slice(0, 10)) console.log(`  ${String(e.count).padStart(4)} × ${e.message}`);
+    for (const e of summary.errorsByMessage.slice(0, 10))
+      console.log(`  ${String(e.count).padStart(4)} × ${e.message}`);
   }
   console.log(`\nAgent wallets: ${summary.agents.join(', ')}`);
 }

@@ -13,7 +13,7 @@ import {
   type Instruction,
   type Signature,
 } from '@solana/kit';
-import { signEd25519, type Wallet } from '../runtime/wallet';
+import { signEd25519, type Wallet } from './keys';
 
 export type SolanaRpc = ReturnType<typeof createSolanaRpc>;
 
@@ -45,24 +45,38 @@ export async function sendInstructions(
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(address(feePayer.address), m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight },
+        m,
+      ),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
   const compiled = compileTransaction(message);
   const signatures = { ...compiled.signatures };
   for (const wallet of signers) {
     if (!(wallet.address in signatures)) throw new Error(`${wallet.address} is not a signer of this transaction`);
-    signatures[wallet.address as keyof typeof signatures] = signEd25519(wallet, new Uint8Array(compiled.messageBytes)) as never;
+    signatures[wallet.address as keyof typeof signatures] = signEd25519(
+      wallet,
+      new Uint8Array(compiled.messageBytes),
+    ) as never;
   }
   const signed = { ...compiled, signatures } as typeof compiled;
   const signature = base58Encode(signatures[feePayer.address as keyof typeof signatures] as unknown as Uint8Array);
-  await rpc.sendTransaction(getBase64EncodedWireTransaction(signed), { encoding: 'base64', preflightCommitment: 'confirmed' }).send();
+  await rpc
+    .sendTransaction(getBase64EncodedWireTransaction(signed), { encoding: 'base64', preflightCommitment: 'confirmed' })
+    .send();
   const deadline = Date.now() + (options.timeoutMs ?? 30_000);
   while (Date.now() < deadline) {
     const { value } = await rpc.getSignatureStatuses([signature as Signature]).send();
     const status = value[0];
-    if (status?.err) throw new TransactionFailed(signature, JSON.stringify(status.err, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v)));
-    if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized')) return signature;
+    if (status?.err)
+      throw new TransactionFailed(
+        signature,
+        JSON.stringify(status.err, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v)),
+      );
+    if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized'))
+      return signature;
     await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 200));
   }
   throw new Error(`transaction ${signature} was not confirmed in time`);

@@ -7,7 +7,8 @@ const ONE = 10n ** BigInt(SCALE);
 /** A non-negative decimal (string or number) as an integer scaled by 10^18; null for anything else. */
 export function toScaled(value: string | number | null | undefined): bigint | null {
   if (value === null || value === undefined) return null;
-  let text = typeof value === 'number' ? (Number.isFinite(value) && value >= 0 ? value.toFixed(SCALE) : '') : value.trim();
+  let text =
+    typeof value === 'number' ? (Number.isFinite(value) && value >= 0 ? value.toFixed(SCALE) : '') : value.trim();
   if (/e/i.test(text)) text = Number(text).toFixed(SCALE);
   const match = /^(\d+)(?:\.(\d*))?$/.exec(text);
   if (!match) return null;
@@ -22,8 +23,10 @@ export function fromScaled(value: bigint): string {
   return fraction ? `${whole}.${fraction}` : whole.toString();
 }
 
-export const sumDecimals = (values: readonly (string | null)[]): string => fromScaled(values.reduce((sum, v) => sum + (toScaled(v) ?? 0n), 0n));
-export const multiplyDecimals = (a: string, b: string): string => fromScaled(((toScaled(a) ?? 0n) * (toScaled(b) ?? 0n)) / ONE);
+export const sumDecimals = (values: readonly (string | null)[]): string =>
+  fromScaled(values.reduce((sum, v) => sum + (toScaled(v) ?? 0n), 0n));
+export const multiplyDecimals = (a: string, b: string): string =>
+  fromScaled(((toScaled(a) ?? 0n) * (toScaled(b) ?? 0n)) / ONE);
 
 /** Base units as whole tokens: 1234500 with 6 decimals is "1.2345". */
 export function uiAmount(amount: bigint, decimals: number): string {

@@ -1,5 +1,6 @@
 import { toScaled } from './decimal';
 import type { UpstreamTracker } from './tracker';
+import { tracedFetch } from '../http/tracing';
 
 // Trading pairs from DexScreener's keyless API (research/domain.md §5): GET /token-pairs/v1/solana/{mint} answers an
 // array of pairs. Read only with MARKET_DATA=live; offline the service says it has no market data (nulls, and the
@@ -43,7 +44,10 @@ export interface MarketSource {
 
 const liquidityOf = (pair: DexPair) => toScaled(pair.liquidity?.usd ?? 0) ?? 0n;
 
-export function dexScreenerSource(tracker: UpstreamTracker, options: { baseUrl?: string; timeoutMs?: number; cacheMs?: number; now?: () => number } = {}): MarketSource {
+export function dexScreenerSource(
+  tracker: UpstreamTracker,
+  options: { baseUrl?: string; timeoutMs?: number; cacheMs?: number; now?: () => number } = {},
+): MarketSource {
   const base = (options.baseUrl ?? DEXSCREENER_URL).replace(/\/+$/, '');
   const now = options.now ?? Date.now;
   const cache = new Map<string, { at: number; pairs: DexPair[] }>();
@@ -53,7 +57,12 @@ export function dexScreenerSource(tracker: UpstreamTracker, options: { baseUrl?:
       const hit = cache.get(mint);
       if (hit && now() - hit.at < (options.cacheMs ?? 30_000)) return hit.pairs;
       const pairs = await tracker.call(DEXSCREENER, async () => {
-        const response = await fetch(`${base}/token-pairs/v1/solana/${mint}`, { signal: AbortSignal.timeout(options.timeoutMs ?? 8_000), headers: { accept: 'application/json' } });
+        const response = await tracedFetch(
+          'GET dexscreener token-pairs',
+          `${base}/token-pairs/v1/solana/${mint}`,
+          { signal: AbortSignal.timeout(options.timeoutMs ?? 8_000), headers: { accept: 'application/json' } },
+          { propagate: false },
+        );
         if (!response.ok) throw new Error(`HTTP ${response.status}`);
         const body = (await response.json()) as unknown;
         if (!Array.isArray(body)) throw new Error('the answer is not an array of pairs');
@@ -61,7 +70,13 @@ export function dexScreenerSource(tracker: UpstreamTracker, options: { baseUrl?:
       });
       // The endpoint lists pairs where the token is base or quote; only base pairs price it directly.
       const own = pairs
-        .filter((p) => p && typeof p.pairAddress === 'string' && p.baseToken?.address === mint && (p.chainId ?? 'solana') === 'solana')
+        .filter(
+          (p) =>
+            p &&
+            typeof p.pairAddress === 'string' &&
+            p.baseToken?.address === mint &&
+            (p.chainId ?? 'solana') === 'solana',
+        )
         .sort((a, b) => (liquidityOf(b) > liquidityOf(a) ? 1 : liquidityOf(b) < liquidityOf(a) ? -1 : 0));
       cache.set(mint, { at: now(), pairs: own });
       if (cache.size > 1_000) cache.delete(cache.keys().next().value!);

@@ -29,7 +29,10 @@ export interface BookLevel {
 }
 
 /** Best bid and ask, their mid and the spread in basis points: (ask − bid) / mid × 10⁴. Null when a side is empty. */
-export function midAndSpread(bids: readonly BookLevel[], asks: readonly BookLevel[]): { bestBid: number; bestAsk: number; mid: number; spreadBps: number } | null {
+export function midAndSpread(
+  bids: readonly BookLevel[],
+  asks: readonly BookLevel[],
+): { bestBid: number; bestAsk: number; mid: number; spreadBps: number } | null {
   if (bids.length === 0 || asks.length === 0) return null;
   const bestBid = Math.max(...bids.map((l) => l.price));
   const bestAsk = Math.min(...asks.map((l) => l.price));
@@ -47,7 +50,10 @@ export function depthWithin(side: 'bid' | 'ask', levels: readonly BookLevel[], m
   return levelsWithin(side, levels, mid, band).reduce((sum, l) => sum + l.price * l.quantity, 0);
 }
 
-/** (bid − ask) / (bid + ask) ∈ [−1, 1]; 0 when both are 0. Book imbalance from depths, flow imbalance from taker volumes. */
+/**
+ * (bid − ask) / (bid + ask) ∈ [−1, 1]; 0 when both are 0. Book imbalance from depths, flow imbalance from taker
+ * volumes.
+ */
 export function imbalance(bid: number, ask: number): number {
   const total = bid + ask;
   return total > 0 ? round((bid - ask) / total) : 0;
@@ -60,7 +66,9 @@ export function logReturns(prices: readonly number[]): number[] {
   return out;
 }
 
-/** Pearson ρ = Σ(a−ā)(b−b̄) / √(Σ(a−ā)²·Σ(b−b̄)²) over paired values; null for fewer than 2 pairs or a constant series. */
+/**
+ * Pearson ρ = Σ(a−ā)(b−b̄) / √(Σ(a−ā)²·Σ(b−b̄)²) over paired values; null for fewer than 2 pairs or a constant series.
+ */
 export function pearson(a: readonly number[], b: readonly number[]): number | null {
   const n = Math.min(a.length, b.length);
   if (n < 2) return null;
@@ -98,7 +106,12 @@ export function standardDeviation(values: readonly number[]): number {
  * the bids). Returns the average fill price, the impact |average − mid| / mid in percent, and the share of the
  * notional the book could fill (below 1 when the book runs out).
  */
-export function priceImpact(side: 'buy' | 'sell', levels: readonly BookLevel[], mid: number, notional: number): { averagePrice: number | null; impactPercent: number; filledFraction: number } {
+export function priceImpact(
+  side: 'buy' | 'sell',
+  levels: readonly BookLevel[],
+  mid: number,
+  notional: number,
+): { averagePrice: number | null; impactPercent: number; filledFraction: number } {
   const sorted = [...levels].sort((a, b) => (side === 'buy' ? a.price - b.price : b.price - a.price));
   let remaining = notional;
   let quote = 0;
@@ -112,7 +125,11 @@ export function priceImpact(side: 'buy' | 'sell', levels: readonly BookLevel[], 
   }
   if (base === 0) return { averagePrice: null, impactPercent: 0, filledFraction: 0 };
   const averagePrice = quote / base;
-  return { averagePrice, impactPercent: round((Math.abs(averagePrice - mid) / mid) * 100, 4), filledFraction: round(quote / notional) };
+  return {
+    averagePrice,
+    impactPercent: round((Math.abs(averagePrice - mid) / mid) * 100, 4),
+    filledFraction: round(quote / notional),
+  };
 }
 
 // Timing and flow-toxicity measures (research/domain.md §4), used by the intel stack.
@@ -158,7 +175,8 @@ export function jensenShannon(p: readonly number[], q: readonly number[]): numbe
   };
   const a = norm(p);
   const b = norm(q);
-  const kl = (x: number[], m: number[]) => x.reduce((sum, xi, i) => (xi > 0 ? sum + xi * Math.log2(xi / m[i]!) : sum), 0);
+  const kl = (x: number[], m: number[]) =>
+    x.reduce((sum, xi, i) => (xi > 0 ? sum + xi * Math.log2(xi / m[i]!) : sum), 0);
   const m = a.map((ai, i) => (ai + (b[i] ?? 0)) / 2);
   return round(Math.max(0, Math.min(1, (kl(a, m) + kl(b, m)) / 2)));
 }

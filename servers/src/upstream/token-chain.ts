@@ -1,7 +1,7 @@
 import { address, getProgramDerivedAddress, isOffCurveAddress, type Base64EncodedBytes } from '@solana/kit';
 import { notFound } from '../runtime/errors';
-import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, decodeMint, decodeTokenAccount } from '../ledger/programs';
-import { addressBytes, encodeAddress } from '../ledger/wire';
+import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, decodeMint, decodeTokenAccount } from '../solana/programs';
+import { addressBytes, encodeAddress } from '../solana/wire';
 import type { SolanaSource } from './solana';
 
 // What the chain itself says about a token: the mint (authorities, supply, Token-2022 extensions), its metadata
@@ -79,7 +79,10 @@ function borshString(data: Uint8Array, at: number): { value: string; next: numbe
   if (at + 4 > data.length) return null;
   const length = new DataView(data.buffer, data.byteOffset + at, 4).getUint32(0, true);
   if (at + 4 + length > data.length) return null;
-  return { value: new TextDecoder().decode(data.subarray(at + 4, at + 4 + length)).replace(/\0+$/, ''), next: at + 4 + length };
+  return {
+    value: new TextDecoder().decode(data.subarray(at + 4, at + 4 + length)).replace(/\0+$/, ''),
+    next: at + 4 + length,
+  };
 }
 
 /** The Token-2022 TokenMetadata extension: update authority, mint, name, symbol, uri (additional fields ignored). */
@@ -111,7 +114,13 @@ export function decodeMetaplexMetadata(data: Uint8Array): TokenMetadata | null {
   at += 1; // primary_sale_happened
   if (at >= data.length) return null;
   const mutable = data[at] === 1;
-  return { name: name.value, symbol: symbol.value, uri: uri.value, updateAuthority: mutable ? updateAuthority : null, mutable };
+  return {
+    name: name.value,
+    symbol: symbol.value,
+    uri: uri.value,
+    updateAuthority: mutable ? updateAuthority : null,
+    mutable,
+  };
 }
 
 /** The mint's base fields and, on Token-2022, its extensions (TLV entries after the account-type byte at 165). */
@@ -133,7 +142,7 @@ export function decodeMintFacts(mint: string, owner: string, data: Uint8Array): 
   };
   if (owner !== TOKEN_2022_PROGRAM || data.length <= 166) return facts;
   const view = new DataView(data.buffer, data.byteOffset, data.length);
-  for (let at = 166; at + 4 <= data.length; ) {
+  for (let at = 166; at + 4 <= data.length;) {
     const type = view.getUint16(at, true);
     const length = view.getUint16(at + 2, true);
     const value = data.subarray(at + 4, at + 4 + length);
@@ -172,22 +181,33 @@ export async function readMint(chain: SolanaSource, mint: string): Promise<MintF
       seeds: ['metadata', addressBytes(METAPLEX_METADATA_PROGRAM), addressBytes(mint)],
     });
     const { value: metadata } = await chain.read((rpc) => rpc.getAccountInfo(pda, { encoding: 'base64' }).send());
-    if (metadata && metadata.owner === METAPLEX_METADATA_PROGRAM) facts.metadata = decodeMetaplexMetadata(bytesOf(metadata));
+    if (metadata && metadata.owner === METAPLEX_METADATA_PROGRAM)
+      facts.metadata = decodeMetaplexMetadata(bytesOf(metadata));
   }
   return facts;
 }
-
 
 /**
  * The mint's largest token accounts (up to 20, from getTokenLargestAccounts) with their owners, each marked when it
  * is left out of concentration figures: burn addresses, AMM pool vaults (owned by a known pool authority or by one
  * of `poolAddresses`), and other program-owned accounts (an owner off the Ed25519 curve is a program address).
  */
-export async function readLargestHolders(chain: SolanaSource, facts: MintFacts, poolAddresses: ReadonlySet<string>): Promise<HolderAccount[]> {
-  const { value: largest } = await chain.read((rpc) => rpc.getTokenLargestAccounts(address(facts.mint), { commitment: 'confirmed' }).send());
+export async function readLargestHolders(
+  chain: SolanaSource,
+  facts: MintFacts,
+  poolAddresses: ReadonlySet<string>,
+): Promise<HolderAccount[]> {
+  const { value: largest } = await chain.read((rpc) =>
+    rpc.getTokenLargestAccounts(address(facts.mint), { commitment: 'confirmed' }).send(),
+  );
   if (!largest.length) return [];
   const { value: accounts } = await chain.read((rpc) =>
-    rpc.getMultipleAccounts(largest.map((l) => l.address), { encoding: 'base64' }).send(),
+    rpc
+      .getMultipleAccounts(
+        largest.map((l) => l.address),
+        { encoding: 'base64' },
+      )
+      .send(),
   );
   return largest.map((entry, i) => {
     const account = accounts[i];

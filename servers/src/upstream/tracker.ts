@@ -1,13 +1,18 @@
-import { sql, type Kysely } from 'kysely';
-import type { DataServiceHealth, DataSource, UpstreamStatus } from '@agent-economy/contracts';
-import { HttpError, unavailable } from '../runtime/errors';
+import type { DataSource, UpstreamStatus } from '@agent-economy/contracts';
+import { HttpError } from '../runtime/errors';
 
 /** A provider failed; handlers let it propagate so the caller gets 502 upstream_unavailable and is not charged. */
 export function upstreamUnavailable(provider: string, cause: unknown, retryAfterSeconds = 5): HttpError {
   const reason = cause instanceof Error ? cause.message : String(cause);
-  return new HttpError(502, 'upstream_unavailable', `The upstream provider ${provider} did not answer: ${reason}`, { provider }, {
-    'retry-after': String(retryAfterSeconds),
-  });
+  return new HttpError(
+    502,
+    'upstream_unavailable',
+    `The upstream provider ${provider} did not answer: ${reason}`,
+    { provider },
+    {
+      'retry-after': String(retryAfterSeconds),
+    },
+  );
 }
 
 /**
@@ -17,7 +22,8 @@ export function upstreamUnavailable(provider: string, cause: unknown, retryAfter
  */
 export class UpstreamTracker {
   private readonly statuses = new Map<string, UpstreamStatus>();
-  private readonly started = Date.now();
+  /** Duration of the last call to each provider, for the health route's latencyMs. */
+  private readonly latencies = new Map<string, number>();
 
   constructor(
     readonly mode: DataSource['mode'],
@@ -29,6 +35,7 @@ export class UpstreamTracker {
   async call<T>(provider: string, read: () => Promise<T>): Promise<T> {
     const status = this.statuses.get(provider) ?? { name: provider, status: 'unknown' as const, lastSuccessAt: null };
     this.statuses.set(provider, status);
+    const started = performance.now();
     try {
       const value = await read();
       status.status = 'ok';
@@ -42,6 +49,8 @@ export class UpstreamTracker {
       }
       status.status = 'failing';
       throw upstreamUnavailable(provider, error);
+    } finally {
+      this.latencies.set(provider, Math.round((performance.now() - started) * 10) / 10);
     }
   }
 
@@ -50,21 +59,10 @@ export class UpstreamTracker {
     return { mode: this.mode, providers: [...providers], asOf: asOf.toISOString() };
   }
 
-  /** The body of a data service's own health route; 503 database_unavailable when the database does not answer. */
-  async health(service: string, db: Kysely<any>): Promise<DataServiceHealth> {
-    try {
-      await sql`select 1`.execute(db);
-    } catch {
-      throw unavailable('database_unavailable', 'The database does not answer', 5);
-    }
-    const providers = [...this.statuses.values()].map((s) => ({ ...s }));
-    return {
-      status: providers.some((p) => p.status === 'failing') ? 'degraded' : 'ok',
-      service,
-      version: '1.0.0',
-      uptimeSeconds: Math.round((Date.now() - this.started) / 1000),
-      database: 'ok',
-      upstream: { mode: this.mode, providers },
-    };
+  /**
+   * Each provider's last outcome and the duration of its last call, for the runtime's health route (runtime/health.ts).
+   */
+  providers(): (UpstreamStatus & { latencyMs: number | null })[] {
+    return [...this.statuses.values()].map((s) => ({ ...s, latencyMs: this.latencies.get(s.name) ?? null }));
   }
 }

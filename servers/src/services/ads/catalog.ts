@@ -1,6 +1,7 @@
 import type { ResourceTransport } from '@agent-economy/contracts';
 import type { Logger } from 'pino';
 import type { ResourceFacts } from './domain';
+import { tracedFetch } from '../../http/tracing';
 
 // The resource catalog the matcher reads categories and transports from: the paid routes the deployment's services
 // list in their descriptors (GET /.well-known/agent-card.json, the x402 discovery data every service publishes).
@@ -47,7 +48,13 @@ export function entriesOf(card: AgentCard, fallbackUrl: string): CatalogEntry[] 
     const category = tags.find((t) => t !== 'x402' && t !== 'paid' && t !== 'free' && t !== 'mcp');
     if (!category) continue;
     const url = base + match[2]!;
-    entries.push({ method: match[1]!, url, category, transport: tags.includes('mcp') ? 'mcp' : 'http', matcher: toMatcher(url) });
+    entries.push({
+      method: match[1]!,
+      url,
+      category,
+      transport: tags.includes('mcp') ? 'mcp' : 'http',
+      matcher: toMatcher(url),
+    });
   }
   return entries;
 }
@@ -62,7 +69,9 @@ export function resourceCatalog(sources: () => string[], logger: Logger) {
     const cards = await Promise.all(
       urls.map(async (url) => {
         try {
-          const response = await fetch(`${url}/.well-known/agent-card.json`, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+          const response = await tracedFetch('GET /.well-known/agent-card.json', `${url}/.well-known/agent-card.json`, {
+            signal: AbortSignal.timeout(TIMEOUT_MS),
+          });
           if (!response.ok) return undefined;
           return entriesOf((await response.json()) as AgentCard, url);
         } catch (error) {

@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { BidStrategy, Campaign, CampaignStatus, ManifestCampaign, ResourceTransport } from '@agent-economy/contracts';
+import type {
+  BidStrategy,
+  Campaign,
+  CampaignStatus,
+  ManifestCampaign,
+  ResourceTransport,
+} from '@agent-economy/contracts';
 
 // The ad network's rules as plain functions over plain data: eligibility, ranking, charges, statuses.
 
@@ -50,10 +56,12 @@ export interface ResourceFacts {
 export const utcDay = (at: Date) => at.toISOString().slice(0, 10);
 
 /** Spent today as of `now`: what was spent on another day does not count. */
-export const spentOn = (c: Pick<StoredCampaign, 'spentToday' | 'spentDay'>, now: Date) => (c.spentDay === utcDay(now) ? c.spentToday : 0n);
+export const spentOn = (c: Pick<StoredCampaign, 'spentToday' | 'spentDay'>, now: Date) =>
+  c.spentDay === utcDay(now) ? c.spentToday : 0n;
 
 /** What the network holds for the campaign: paid in, less paid back, less charged. */
-export const heldOf = (c: Pick<StoredCampaign, 'funded' | 'refunded' | 'spentTotal'>) => c.funded - c.refunded - c.spentTotal;
+export const heldOf = (c: Pick<StoredCampaign, 'funded' | 'refunded' | 'spentTotal'>) =>
+  c.funded - c.refunded - c.spentTotal;
 
 /** What an activation must pay in so the campaign holds its whole remaining budget. */
 export function unfunded(c: Pick<StoredCampaign, 'budgetTotal' | 'spentTotal' | 'funded' | 'refunded'>): bigint {
@@ -72,14 +80,17 @@ export function chargeable(c: StoredCampaign, bid: bigint, now: Date): bigint {
 }
 
 /** The charge of one sponsored settlement (cpm: a thousandth of the bid, rounded down) or one conversion (cpa). */
-export const settlementBid = (c: Pick<StoredCampaign, 'bidStrategy' | 'maxBid'>) => (c.bidStrategy === 'cpm' ? c.maxBid / 1000n : 0n);
-export const conversionBid = (c: Pick<StoredCampaign, 'bidStrategy' | 'maxBid'>) => (c.bidStrategy === 'cpa' ? c.maxBid : 0n);
+export const settlementBid = (c: Pick<StoredCampaign, 'bidStrategy' | 'maxBid'>) =>
+  c.bidStrategy === 'cpm' ? c.maxBid / 1000n : 0n;
+export const conversionBid = (c: Pick<StoredCampaign, 'bidStrategy' | 'maxBid'>) =>
+  c.bidStrategy === 'cpa' ? c.maxBid : 0n;
 
 /**
  * The bid per delivery, scaled by 1000 to stay in integers: cpm pays max_bid/1000 per settlement; cpa pays max_bid
  * per conversion, worth max_bid/100 per delivery at the assumed 1 % conversion rate.
  */
-export const deliveryValue = (c: Pick<StoredCampaign, 'bidStrategy' | 'maxBid'>) => (c.bidStrategy === 'cpm' ? c.maxBid : c.maxBid * 10n);
+export const deliveryValue = (c: Pick<StoredCampaign, 'bidStrategy' | 'maxBid'>) =>
+  c.bidStrategy === 'cpm' ? c.maxBid : c.maxBid * 10n;
 
 /** A glob over addresses: `*` matches any run of characters, everything else itself. */
 export function globMatches(pattern: string, value: string): boolean {
@@ -92,7 +103,8 @@ export function globMatches(pattern: string, value: string): boolean {
 
 /** The status as of `now`: an active or paused campaign whose schedule has ended is completed. */
 export function statusAt(c: Pick<StoredCampaign, 'status' | 'scheduleEnd'>, now: Date): CampaignStatus {
-  if ((c.status === 'active' || c.status === 'paused') && c.scheduleEnd && c.scheduleEnd.getTime() <= now.getTime()) return 'completed';
+  if ((c.status === 'active' || c.status === 'paused') && c.scheduleEnd && c.scheduleEnd.getTime() <= now.getTime())
+    return 'completed';
   return c.status;
 }
 
@@ -123,7 +135,12 @@ export function targets(c: StoredCampaign, settled: SettledResource, facts: Reso
 }
 
 /** The winner: the highest bid per delivery, ties to the campaign served least recently, then the oldest. */
-export function pickCampaign(campaigns: StoredCampaign[], settled: SettledResource, facts: ResourceFacts, now: Date): StoredCampaign | undefined {
+export function pickCampaign(
+  campaigns: StoredCampaign[],
+  settled: SettledResource,
+  facts: ResourceFacts,
+  now: Date,
+): StoredCampaign | undefined {
   const eligible = campaigns.filter((c) => canServe(c, now) && targets(c, settled, facts));
   eligible.sort((a, b) => {
     const byBid = deliveryValue(b) - deliveryValue(a);
@@ -135,12 +152,24 @@ export function pickCampaign(campaigns: StoredCampaign[], settled: SettledResour
 }
 
 /** 422 reasons a campaign's budgets, bid and schedule can break, checked on create and update. */
-export function budgetProblem(c: Pick<StoredCampaign, 'budgetTotal' | 'budgetDaily' | 'maxBid' | 'spentTotal' | 'scheduleStart' | 'scheduleEnd'>, now: Date, scheduleChanged: boolean): { code: string; message: string } | null {
-  if (c.budgetTotal < c.spentTotal) return { code: 'budget_below_spent', message: `budget_total is below what the campaign has already spent (${c.spentTotal})` };
-  if (c.budgetDaily > c.budgetTotal) return { code: 'budget_daily_exceeds_total', message: 'budget_daily is larger than budget_total' };
-  if (c.maxBid > c.budgetDaily) return { code: 'bid_exceeds_daily_budget', message: 'max_bid_amount is larger than budget_daily' };
-  if (c.scheduleEnd && c.scheduleEnd.getTime() <= c.scheduleStart.getTime()) return { code: 'schedule_invalid', message: 'schedule_end is not after schedule_start' };
-  if (scheduleChanged && c.scheduleEnd && c.scheduleEnd.getTime() <= now.getTime()) return { code: 'schedule_invalid', message: 'schedule_end is already past' };
+export function budgetProblem(
+  c: Pick<StoredCampaign, 'budgetTotal' | 'budgetDaily' | 'maxBid' | 'spentTotal' | 'scheduleStart' | 'scheduleEnd'>,
+  now: Date,
+  scheduleChanged: boolean,
+): { code: string; message: string } | null {
+  if (c.budgetTotal < c.spentTotal)
+    return {
+      code: 'budget_below_spent',
+      message: `budget_total is below what the campaign has already spent (${c.spentTotal})`,
+    };
+  if (c.budgetDaily > c.budgetTotal)
+    return { code: 'budget_daily_exceeds_total', message: 'budget_daily is larger than budget_total' };
+  if (c.maxBid > c.budgetDaily)
+    return { code: 'bid_exceeds_daily_budget', message: 'max_bid_amount is larger than budget_daily' };
+  if (c.scheduleEnd && c.scheduleEnd.getTime() <= c.scheduleStart.getTime())
+    return { code: 'schedule_invalid', message: 'schedule_end is not after schedule_start' };
+  if (scheduleChanged && c.scheduleEnd && c.scheduleEnd.getTime() <= now.getTime())
+    return { code: 'schedule_invalid', message: 'schedule_end is already past' };
   return null;
 }
 
@@ -152,7 +181,12 @@ export function toCampaign(c: StoredCampaign, now: Date): Campaign {
   return {
     id: c.id,
     advertiser_id: c.advertiserId,
-    advertiser: { id: c.advertiser.id, name: c.advertiser.name, wallet_address: c.advertiser.wallet, network: c.advertiser.network },
+    advertiser: {
+      id: c.advertiser.id,
+      name: c.advertiser.name,
+      wallet_address: c.advertiser.wallet,
+      network: c.advertiser.network,
+    },
     name: c.name,
     status: statusAt(c, now),
     budget_total: c.budgetTotal.toString(),
@@ -187,7 +221,12 @@ export function toManifestCampaign(c: StoredCampaign, publicUrl: string): Manife
     campaignId: c.id,
     recommendation: { resourceUrl: c.recResourceUrl, description: c.recDescription, sponsor: c.recSponsorName },
     catalogId: c.recCatalogId,
-    targeting: { categories: c.targetCategories, networks: c.targetNetworks, transports: c.targetTransports, urlPatterns: c.targetUrlPatterns },
+    targeting: {
+      categories: c.targetCategories,
+      networks: c.targetNetworks,
+      transports: c.targetTransports,
+      urlPatterns: c.targetUrlPatterns,
+    },
     impressionBeacon: beaconUrl(publicUrl, c.id),
     conversionResource: c.recResourceUrl,
     scheduleEnd: c.scheduleEnd?.toISOString() ?? null,
@@ -195,7 +234,8 @@ export function toManifestCampaign(c: StoredCampaign, publicUrl: string): Manife
 }
 
 /** A manifest version that changes whenever its content does. */
-export const manifestVersion = (campaigns: ManifestCampaign[]) => createHash('sha256').update(JSON.stringify(campaigns)).digest('hex').slice(0, 16);
+export const manifestVersion = (campaigns: ManifestCampaign[]) =>
+  createHash('sha256').update(JSON.stringify(campaigns)).digest('hex').slice(0, 16);
 
 /** Opaque cursors over a list ordered by a descending sequence number. */
 export const encodeCursor = (seq: number) => Buffer.from(`s:${seq}`).toString('base64url');

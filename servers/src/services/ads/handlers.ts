@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { base58Encode, type ads, type Conversion, type RecordedConversion, type RecordedEvent, type SettlementEvent } from '@agent-economy/contracts';
+import {
+  base58Encode,
+  type ads,
+  type Conversion,
+  type RecordedConversion,
+  type RecordedEvent,
+  type SettlementEvent,
+} from '@agent-economy/contracts';
 import type { Logger } from 'pino';
 import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
@@ -54,7 +61,10 @@ const CLOCK_SKEW_MS = 5 * 60_000;
 
 const newId = (prefix: string) => `${prefix}_${base58Encode(randomBytes(12))}`;
 const forbidden = (code: string, message: string) => new HttpError(403, code, message);
-const badCursor = () => new HttpError(400, 'invalid_request', 'Invalid request: query.cursor is not a cursor this list gave', { fields: [{ field: 'query.cursor', message: 'is not a nextCursor of this list' }] });
+const badCursor = () =>
+  new HttpError(400, 'invalid_request', 'Invalid request: query.cursor is not a cursor this list gave', {
+    fields: [{ field: 'query.cursor', message: 'is not a nextCursor of this list' }],
+  });
 const campaignNotFound = (id: string) => notFound('campaign_not_found', `No campaign ${id}`, { campaignId: id });
 
 function cursorOf(cursor: string | undefined): number | undefined {
@@ -97,32 +107,46 @@ const toConversion = (c: ConversionRow, duplicate: boolean): RecordedConversion 
 });
 
 /** Everything that can refuse an activation before it is quoted, under no lock (the handler checks again under one). */
-export async function planActivation(deps: AdsDeps, id: string, caller: string | undefined): Promise<{ campaign: StoredCampaign; price: bigint }> {
+export async function planActivation(
+  deps: AdsDeps,
+  id: string,
+  caller: string | undefined,
+): Promise<{ campaign: StoredCampaign; price: bigint }> {
   const campaign = await deps.store.campaign(id);
   if (!campaign) throw campaignNotFound(id);
-  if (caller && caller !== campaign.advertiser.wallet) throw forbidden('not_advertiser_owner', 'Only the advertiser’s wallet may change its campaigns');
+  if (caller && caller !== campaign.advertiser.wallet)
+    throw forbidden('not_advertiser_owner', 'Only the advertiser’s wallet may change its campaigns');
   assertActivatable(campaign, deps.now());
   const price = unfunded(campaign);
-  if (price > MAX_ACTIVATION) throw unprocessable('budget_too_large', 'One activation can fund at most 1,000,000 USD: lower budget_total, or activate, pause and raise it in steps', { unfunded: price.toString() });
+  if (price > MAX_ACTIVATION)
+    throw unprocessable(
+      'budget_too_large',
+      'One activation can fund at most 1,000,000 USD: lower budget_total, or activate, pause and raise it in steps',
+      { unfunded: price.toString() },
+    );
   return { campaign, price };
 }
 
 function assertActivatable(c: StoredCampaign, now: Date) {
   const status = statusAt(c, now);
   if (status === 'exhausted' || status === 'completed') {
-    throw conflict('campaign_ended', `Campaign ${c.id} is ${status}: raise budget_total or move schedule_end first`, { status });
+    throw conflict('campaign_ended', `Campaign ${c.id} is ${status}: raise budget_total or move schedule_end first`, {
+      status,
+    });
   }
 }
 
 async function ownedCampaign(deps: AdsDeps, id: string, caller: string): Promise<StoredCampaign> {
   const campaign = await deps.store.campaign(id);
   if (!campaign) throw campaignNotFound(id);
-  if (caller !== campaign.advertiser.wallet) throw forbidden('not_advertiser_owner', 'Only the advertiser’s wallet may change its campaigns');
+  if (caller !== campaign.advertiser.wallet)
+    throw forbidden('not_advertiser_owner', 'Only the advertiser’s wallet may change its campaigns');
   return campaign;
 }
 
 function assertFacilitator(deps: AdsDeps, caller: string) {
-  if (!deps.facilitators.has(caller)) throw forbidden('not_facilitator', 'Only the facilitator this ad network trusts may call this route');
+  if (!deps.facilitators.has(caller))
+    throw forbidden('not_facilitator', 'Only the facilitator this ad network trusts may call this route');
 }
 
 export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.router> {
@@ -133,7 +157,12 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
     if (!unsent.length) return;
     const vault = await deps.vault();
     for (const refund of unsent) {
-      const { transaction } = await vault.transfer({ to: refund.to_wallet, amount: refund.amount, key: refund.key, memo: `ads refund ${refund.campaign_id}` });
+      const { transaction } = await vault.transfer({
+        to: refund.to_wallet,
+        amount: refund.amount,
+        key: refund.key,
+        memo: `ads refund ${refund.campaign_id}`,
+      });
       await store.refundSent(refund.key, refund.campaign_id, transaction, now());
     }
   }
@@ -142,17 +171,8 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
     match: async ({ body, res }) => {
       assertFacilitator(deps, callerOf(res));
       const at = now();
-      if (body.txHash) {
-        // A settlement reported again answers its first match (it was recorded, and maybe delivered, once).
-        const known = await store.settlement(body.txHash);
-        if (known) {
-          const campaign = known.campaign_id ? await store.campaign(known.campaign_id) : undefined;
-          return { status: 200, body: campaign ? matchFound(deps, campaign, body.txHash) : { matched: false as const } };
-        }
-      }
-      await store.completeEnded(at);
-      const facts = await deps.catalog.facts(body.resourceUrl);
-      const winner = pickCampaign(await store.campaigns({ status: ['active'] }), { resourceUrl: body.resourceUrl, network: body.network }, facts, at);
+      const [facts, campaigns] = await Promise.all([deps.catalog.facts(body.resourceUrl), store.activeCampaigns(at)]);
+      const winner = pickCampaign(campaigns, { resourceUrl: body.resourceUrl, network: body.network }, facts, at);
       if (body.txHash) {
         const recorded = await store.recordMatch(
           {
@@ -166,8 +186,14 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
           },
           at,
         );
-        // Two reports of one settlement raced: the first one's choice stands.
-        const chosen = recorded.campaign_id === winner?.id ? winner : recorded.campaign_id ? await store.campaign(recorded.campaign_id) : undefined;
+        // A settlement reported again (or two reports of it racing) answers its first match: it was recorded, and
+        // maybe delivered, once; the first choice stands.
+        const chosen =
+          recorded.campaign_id === winner?.id
+            ? winner
+            : recorded.campaign_id
+              ? await store.campaign(recorded.campaign_id)
+              : undefined;
         return { status: 200, body: chosen ? matchFound(deps, chosen, body.txHash) : { matched: false as const } };
       }
       if (winner) await store.countMatch(winner.id, at);
@@ -196,8 +222,12 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
       create: async ({ body, res }) => {
         const caller = callerOf(res);
         const advertiser = await store.advertiser(body.advertiser_id, now());
-        if (!advertiser) throw notFound('advertiser_not_found', `No advertiser ${body.advertiser_id}`, { advertiserId: body.advertiser_id });
-        if (caller !== advertiser.wallet) throw forbidden('not_advertiser_owner', 'Only the advertiser’s wallet may create its campaigns');
+        if (!advertiser)
+          throw notFound('advertiser_not_found', `No advertiser ${body.advertiser_id}`, {
+            advertiserId: body.advertiser_id,
+          });
+        if (caller !== advertiser.wallet)
+          throw forbidden('not_advertiser_owner', 'Only the advertiser’s wallet may create its campaigns');
         const at = now();
         const fields = {
           budgetTotal: BigInt(body.budget_total),
@@ -243,9 +273,18 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
               maxBid: body.max_bid_amount !== undefined ? BigInt(body.max_bid_amount) : c.maxBid,
               spentTotal: c.spentTotal,
               scheduleStart: body.schedule_start !== undefined ? new Date(body.schedule_start) : c.scheduleStart,
-              scheduleEnd: body.schedule_end !== undefined ? (body.schedule_end ? new Date(body.schedule_end) : null) : c.scheduleEnd,
+              scheduleEnd:
+                body.schedule_end !== undefined
+                  ? body.schedule_end
+                    ? new Date(body.schedule_end)
+                    : null
+                  : c.scheduleEnd,
             };
-            const problem = budgetProblem(next, at, body.schedule_end !== undefined || body.schedule_start !== undefined);
+            const problem = budgetProblem(
+              next,
+              at,
+              body.schedule_end !== undefined || body.schedule_start !== undefined,
+            );
             if (problem) throw unprocessable(problem.code, problem.message);
             const changes: CampaignChanges = {};
             if (body.name !== undefined) changes.name = body.name;
@@ -266,7 +305,8 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
             // An ended campaign given room again (more budget, a later end) is paused: activating it funds the rest.
             const status = statusAt(c, at);
             if (status === 'exhausted' && next.budgetTotal > c.spentTotal) changes.status = 'paused';
-            if (status === 'completed' && (!next.scheduleEnd || next.scheduleEnd.getTime() > at.getTime())) changes.status = 'paused';
+            if (status === 'completed' && (!next.scheduleEnd || next.scheduleEnd.getTime() > at.getTime()))
+              changes.status = 'paused';
             return changes;
           },
           at,
@@ -282,16 +322,27 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
         const at = now();
         const activated = await store.activate(
           params.id,
-          payment ? { paymentKey: payment.key, transaction: payment.transaction, payer: payment.payer, amount: payment.amount } : null,
+          payment
+            ? {
+                paymentKey: payment.key,
+                transaction: payment.transaction,
+                payer: payment.payer,
+                amount: payment.amount,
+              }
+            : null,
           (c, replay) => {
             if (replay) return;
             assertActivatable(c, at);
             // The budget may have changed between the quote and the payment: never activate what is not covered.
             if (heldOf(c) < c.budgetTotal - c.spentTotal) {
-              throw conflict('funding_changed', 'The campaign’s budget changed after the quote: what was paid does not cover it (the payment is refunded); activate again', {
-                required: (c.budgetTotal - c.spentTotal).toString(),
-                held: heldOf(c).toString(),
-              });
+              throw conflict(
+                'funding_changed',
+                'The campaign’s budget changed after the quote: what was paid does not cover it (the payment is refunded); activate again',
+                {
+                  required: (c.budgetTotal - c.spentTotal).toString(),
+                  held: heldOf(c).toString(),
+                },
+              );
             }
           },
           at,
@@ -307,7 +358,10 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
         const paused = await store.pause(
           params.id,
           (c) => {
-            if (c.status === 'draft') throw conflict('campaign_not_active', `Campaign ${c.id} is a draft: it was never activated`, { status: c.status });
+            if (c.status === 'draft')
+              throw conflict('campaign_not_active', `Campaign ${c.id} is a draft: it was never activated`, {
+                status: c.status,
+              });
           },
           at,
         );
@@ -319,7 +373,10 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
 
     advertisers: {
       list: async ({ query }) => {
-        const rows = await store.advertisers({ ...(query.cursor ? { before: cursorOf(query.cursor) } : {}), limit: query.limit + 1 }, now());
+        const rows = await store.advertisers(
+          { ...(query.cursor ? { before: cursorOf(query.cursor) } : {}), limit: query.limit + 1 },
+          now(),
+        );
         return {
           status: 200,
           body: pageOf(rows, query.limit, (a) => ({
@@ -337,18 +394,43 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
 
       create: async ({ body, res }) => {
         const caller = callerOf(res);
-        if (caller !== body.wallet_address) throw forbidden('wallet_mismatch', 'The SIGN-IN-WITH-X proof must be signed by wallet_address');
+        if (caller !== body.wallet_address)
+          throw forbidden('wallet_mismatch', 'The SIGN-IN-WITH-X proof must be signed by wallet_address');
         if (body.network !== deps.network) {
-          throw unprocessable('unsupported_network', `This ad network runs on ${deps.network}: campaigns are funded and refunded there`, { network: deps.network });
+          throw unprocessable(
+            'unsupported_network',
+            `This ad network runs on ${deps.network}: campaigns are funded and refunded there`,
+            { network: deps.network },
+          );
         }
         const at = now();
         const id = newId('adv');
-        if (!(await store.insertAdvertiser({ id, name: body.name, wallet: body.wallet_address, network: body.network, created_at: at }))) {
-          throw conflict('advertiser_exists', `The wallet ${body.wallet_address} is already an advertiser on ${body.network}`);
+        if (
+          !(await store.insertAdvertiser({
+            id,
+            name: body.name,
+            wallet: body.wallet_address,
+            network: body.network,
+            created_at: at,
+          }))
+        ) {
+          throw conflict(
+            'advertiser_exists',
+            `The wallet ${body.wallet_address} is already an advertiser on ${body.network}`,
+          );
         }
         return {
           status: 201,
-          body: { id, name: body.name, wallet_address: body.wallet_address, network: body.network, campaign_count: 0, active_campaigns: 0, spent_total: '0', created_at: at.toISOString() },
+          body: {
+            id,
+            name: body.name,
+            wallet_address: body.wallet_address,
+            network: body.network,
+            campaign_count: 0,
+            active_campaigns: 0,
+            spent_total: '0',
+            created_at: at.toISOString(),
+          },
         };
       },
     },
@@ -373,7 +455,15 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
         );
         if (!received) throw campaignNotFound(body.campaignId);
         const { event, duplicate } = received;
-        return { status: 200, body: { accepted: true as const, eventId: event.event_id, duplicate, chargedAmount: BigInt(event.charged).toString() } };
+        return {
+          status: 200,
+          body: {
+            accepted: true as const,
+            eventId: event.event_id,
+            duplicate,
+            chargedAmount: BigInt(event.charged).toString(),
+          },
+        };
       },
 
       list: async ({ query }) => {
@@ -409,19 +499,30 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
 
       list: async ({ params, query }) => {
         if (!(await store.campaign(params.id))) throw campaignNotFound(params.id);
-        const rows = await store.conversions({ campaignId: params.id, ...(query.cursor ? { before: cursorOf(query.cursor) } : {}), limit: query.limit + 1 });
+        const rows = await store.conversions({
+          campaignId: params.id,
+          ...(query.cursor ? { before: cursorOf(query.cursor) } : {}),
+          limit: query.limit + 1,
+        });
         return { status: 200, body: pageOf(rows, query.limit, (c) => toConversion(c, false)) };
       },
     },
 
     manifest: async () => {
       const at = now();
-      await store.completeEnded(at);
-      const campaigns = (await store.campaigns({ status: ['active'] }))
+      const campaigns = (await store.activeCampaigns(at))
         .filter((c) => canServe(c, at))
         .sort((a, b) => a.seq - b.seq)
         .map((c) => toManifestCampaign(c, deps.publicUrl));
-      return { status: 200, body: { version: manifestVersion(campaigns), generatedAt: at.toISOString(), ttlSeconds: MANIFEST_TTL_SECONDS, campaigns } };
+      return {
+        status: 200,
+        body: {
+          version: manifestVersion(campaigns),
+          generatedAt: at.toISOString(),
+          ttlSeconds: MANIFEST_TTL_SECONDS,
+          campaigns,
+        },
+      };
     },
 
     impression: async ({ params, query }) => {
@@ -440,7 +541,12 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
       const catalog = await deps.catalog.current();
       return {
         status: 200,
-        body: { status: catalog.asked > 0 && catalog.read === 0 ? ('degraded' as const) : ('ok' as const), service: 'ads', version: '1.0.0', bazaarResources: catalog.entries.length },
+        body: {
+          status: catalog.asked > 0 && catalog.read === 0 ? ('degraded' as const) : ('ok' as const),
+          service: 'ads',
+          version: '1.0.0',
+          bazaarResources: catalog.entries.length,
+        },
       };
     },
   };
@@ -470,10 +576,18 @@ async function deliveredSettlement(deps: AdsDeps, event: SettlementEvent) {
     settlement.network === event.network;
   if (!delivered) {
     if (!(await deps.store.campaign(event.campaignId))) throw campaignNotFound(event.campaignId);
-    throw notFound('settlement_not_found', `Transaction ${event.txHash} is not a settlement the facilitator reported with a match of campaign ${event.campaignId} for this payer, resource and network`, { txHash: event.txHash });
+    throw notFound(
+      'settlement_not_found',
+      `Transaction ${event.txHash} is not a settlement the facilitator reported with a match of campaign ${event.campaignId} for this payer, resource and network`,
+      { txHash: event.txHash },
+    );
   }
   if (settlement.settled_amount !== BigInt(event.settledAmount)) {
-    throw unprocessable('event_invalid', `settledAmount differs from the settlement the facilitator reported (${settlement.settled_amount})`, { settledAmount: settlement.settled_amount.toString() });
+    throw unprocessable(
+      'event_invalid',
+      `settledAmount differs from the settlement the facilitator reported (${settlement.settled_amount})`,
+      { settledAmount: settlement.settled_amount.toString() },
+    );
   }
   return settlement;
 }
@@ -484,24 +598,41 @@ async function checkConversion(deps: AdsDeps, body: Conversion, caller: string) 
   if (!campaign) throw campaignNotFound(body.campaignId);
   const original = await deps.store.settlement(body.originalTxHash);
   if (!original || original.campaign_id !== campaign.id) {
-    throw notFound('event_not_found', `Transaction ${body.originalTxHash} is not a sponsored settlement of campaign ${campaign.id}`, { originalTxHash: body.originalTxHash });
+    throw notFound(
+      'event_not_found',
+      `Transaction ${body.originalTxHash} is not a sponsored settlement of campaign ${campaign.id}`,
+      { originalTxHash: body.originalTxHash },
+    );
   }
   const invalid = (message: string) => unprocessable('conversion_invalid', message);
-  if (body.conversionTxHash === body.originalTxHash) throw invalid('conversionTxHash is the sponsored settlement itself');
+  if (body.conversionTxHash === body.originalTxHash)
+    throw invalid('conversionTxHash is the sponsored settlement itself');
   if (body.payerWallet !== original.payer) throw invalid('payerWallet is not the payer of the sponsored settlement');
-  if (body.convertedResourceUrl !== campaign.recResourceUrl) throw invalid(`convertedResourceUrl is not the recommended resource ${campaign.recResourceUrl}`);
+  if (body.convertedResourceUrl !== campaign.recResourceUrl)
+    throw invalid(`convertedResourceUrl is not the recommended resource ${campaign.recResourceUrl}`);
   // Compared with the facilitator's own time of the settlement when its event is recorded (one clock), else with when
   // it was reported here, allowing for the two machines' clocks to differ a little.
   const event = (await deps.store.events({ txHash: body.originalTxHash, limit: 1 }))[0];
   const settledAt = event ? new Date(event.settled_at).getTime() : original.reported_at.getTime() - CLOCK_SKEW_MS;
   if (Date.parse(body.timestamp) < settledAt) throw invalid('timestamp precedes the sponsored settlement');
   if (deps.facilitators.has(caller)) return;
-  // Anyone else: the payer itself, citing a settlement the facilitator reported, paid by it for the recommended resource.
-  if (caller !== body.payerWallet) throw forbidden('not_payer', 'Only the facilitator or the payer itself may report a conversion');
+  // Anyone else: the payer itself, citing a settlement the facilitator reported, paid by it for the recommended
+  // resource.
+  if (caller !== body.payerWallet)
+    throw forbidden('not_payer', 'Only the facilitator or the payer itself may report a conversion');
   const conversion = await deps.store.settlement(body.conversionTxHash);
-  if (!conversion || conversion.payer !== body.payerWallet || conversion.resource_url !== body.convertedResourceUrl || conversion.network !== body.network) {
-    throw unprocessable('conversion_unverified', `Transaction ${body.conversionTxHash} is not a settlement the facilitator reported of ${body.payerWallet} paying for ${body.convertedResourceUrl}`, {
-      conversionTxHash: body.conversionTxHash,
-    });
+  if (
+    !conversion ||
+    conversion.payer !== body.payerWallet ||
+    conversion.resource_url !== body.convertedResourceUrl ||
+    conversion.network !== body.network
+  ) {
+    throw unprocessable(
+      'conversion_unverified',
+      `Transaction ${body.conversionTxHash} is not a settlement the facilitator reported of ${body.payerWallet} paying for ${body.convertedResourceUrl}`,
+      {
+        conversionTxHash: body.conversionTxHash,
+      },
+    );
   }
 }

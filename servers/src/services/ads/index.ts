@@ -34,7 +34,8 @@ function activationPayment(res: unknown): ActivationPayment | undefined {
 export async function createAdsApp(context: ServiceContext, options: AdsOptions = {}) {
   await migrate(context.db, 'ads', migrations);
   const logger = context.logger.child({ service: 'ads' });
-  const configured = options.catalog ?? (() => registry.filter((s) => s.id !== 'ads').map((s) => context.serviceUrl(s.id)));
+  const configured =
+    options.catalog ?? (() => registry.filter((s) => s.id !== 'ads').map((s) => context.serviceUrl(s.id)));
   const sources = typeof configured === 'function' ? configured : () => configured;
   const deps: AdsDeps = {
     store: adsStore(context.db),
@@ -53,11 +54,14 @@ export async function createAdsApp(context: ServiceContext, options: AdsOptions 
     ...fromContext(context),
     // An activation pays what the campaign lacks to cover its remaining budget (nothing when it holds enough).
     pricing: {
-      'campaigns.activate': async (request: ParsedRequest) => ({ usd: atomicToUsd((await planActivation(deps, (request.params as { id: string }).id, undefined)).price) }),
+      'campaigns.activate': async (request: ParsedRequest) => ({
+        usd: atomicToUsd((await planActivation(deps, (request.params as { id: string }).id, undefined)).price),
+      }),
     } as never,
     // Unknown campaigns, other advertisers' campaigns and ended campaigns are refused before anyone is quoted.
     preflight: {
-      'campaigns.activate': async (request: ParsedRequest, caller?: string) => void (await planActivation(deps, (request.params as { id: string }).id, caller)),
+      'campaigns.activate': async (request: ParsedRequest, caller?: string) =>
+        void (await planActivation(deps, (request.params as { id: string }).id, caller)),
     } as never,
   });
 }

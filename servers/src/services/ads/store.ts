@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Migration, type Transaction } from 'kysely';
 import type { BidStrategy, CampaignStatus, ResourceTransport } from '@agent-economy/contracts';
 import { chargeable, conversionBid, heldOf, settlementBid, utcDay, type StoredCampaign } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_ads': {
@@ -15,7 +16,12 @@ export const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'timestamptz', (c) => c.notNull())
         .execute();
       // One advertiser per wallet and network, across replicas.
-      await db.schema.createIndex('ads_advertisers_wallet_uq').on('ads_advertisers').columns(['wallet', 'network']).unique().execute();
+      await db.schema
+        .createIndex('ads_advertisers_wallet_uq')
+        .on('ads_advertisers')
+        .columns(['wallet', 'network'])
+        .unique()
+        .execute();
       await db.schema
         .createTable('ads_campaigns')
         .addColumn('id', 'text', (c) => c.primaryKey())
@@ -51,7 +57,10 @@ export const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'timestamptz', (c) => c.notNull())
         .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
         .addColumn('activated_at', 'timestamptz')
-        .addCheckConstraint('ads_campaigns_spend_bounded', sql`spent_total <= budget_total and spent_total + refunded <= funded`)
+        .addCheckConstraint(
+          'ads_campaigns_spend_bounded',
+          sql`spent_total <= budget_total and spent_total + refunded <= funded`,
+        )
         .execute();
       await db.schema.createIndex('ads_campaigns_status').on('ads_campaigns').column('status').execute();
       // An activation's settled payment, once (keyed by the payment): what the campaign was funded with.
@@ -86,7 +95,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('impression_counted', 'boolean', (c) => c.notNull().defaultTo(false))
         .addColumn('reported_at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('ads_settlements_payer').on('ads_settlements').columns(['payer', 'resource_url']).execute();
+      await db.schema
+        .createIndex('ads_settlements_payer')
+        .on('ads_settlements')
+        .columns(['payer', 'resource_url'])
+        .execute();
       await db.schema
         .createTable('ads_events')
         .addColumn('tx_hash', 'text', (c) => c.primaryKey())
@@ -117,7 +130,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('charged', 'int8', (c) => c.notNull())
         .addColumn('recorded_at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('ads_conversions_campaign').on('ads_conversions').columns(['campaign_id', 'seq']).execute();
+      await db.schema
+        .createIndex('ads_conversions_campaign')
+        .on('ads_conversions')
+        .columns(['campaign_id', 'seq'])
+        .execute();
     },
   },
 };
@@ -300,7 +317,23 @@ export type NewCampaign = Pick<
 >;
 
 /** Fields PATCH may change, in column names. */
-export type CampaignChanges = Partial<Pick<CampaignRow, 'name' | 'budget_total' | 'budget_daily' | 'max_bid' | 'bid_strategy' | 'schedule_start' | 'schedule_end' | 'rec_resource_url' | 'rec_description' | 'rec_sponsor_name' | 'rec_catalog_id' | 'status'>> & {
+export type CampaignChanges = Partial<
+  Pick<
+    CampaignRow,
+    | 'name'
+    | 'budget_total'
+    | 'budget_daily'
+    | 'max_bid'
+    | 'bid_strategy'
+    | 'schedule_start'
+    | 'schedule_end'
+    | 'rec_resource_url'
+    | 'rec_description'
+    | 'rec_sponsor_name'
+    | 'rec_catalog_id'
+    | 'status'
+  >
+> & {
   target_categories?: string[];
   target_networks?: string[];
   target_transports?: ResourceTransport[];
@@ -312,7 +345,7 @@ export interface Charged {
   charged: bigint;
 }
 
-export function adsStore(database: Kysely<any>) {
+export function adsStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
 
   const campaignQuery = (q: Db) =>
@@ -331,7 +364,13 @@ export function adsStore(database: Kysely<any>) {
    * Charges `bid` (capped by what is left today, in total and held) in the caller's transaction: a conditional
    * UPDATE that cannot take the campaign past its budgets or what it holds, whatever runs beside it.
    */
-  async function charge(trx: Transaction<Tables>, c: StoredCampaign, bid: bigint, counter: 'settlements' | 'conversions', now: Date): Promise<bigint> {
+  async function charge(
+    trx: Transaction<Tables>,
+    c: StoredCampaign,
+    bid: bigint,
+    counter: 'settlements' | 'conversions',
+    now: Date,
+  ): Promise<bigint> {
     const amount = chargeable(c, bid, now);
     const day = utcDay(now);
     const today = sql<bigint>`(case when spent_day = ${day} then spent_today else 0 end)`;
@@ -355,11 +394,42 @@ export function adsStore(database: Kysely<any>) {
     return amount;
   }
 
+  async function campaigns(
+    filter: { status?: CampaignStatus[]; advertiserId?: string; before?: number; limit?: number } = {},
+  ): Promise<StoredCampaign[]> {
+    let q = campaignQuery(db);
+    if (filter.status) q = q.where('c.status', 'in', filter.status);
+    if (filter.advertiserId) q = q.where('c.advertiser_id', '=', filter.advertiserId);
+    if (filter.before !== undefined) q = q.where('c.seq', '<', filter.before);
+    q = q.orderBy('c.seq', 'desc');
+    if (filter.limit) q = q.limit(filter.limit);
+    return (await q.execute()).map(toStored);
+  }
+
+  async function completeEnded(now: Date): Promise<void> {
+    await db
+      .updateTable('ads_campaigns')
+      .set({ status: 'completed', updated_at: now })
+      .where('status', 'in', ['active', 'paused'])
+      .where('schedule_end', '<=', now)
+      .execute();
+  }
+
+  const toSettlement = (row: SettlementRow): SettlementRow => ({
+    ...row,
+    settled_amount: BigInt(row.settled_amount),
+    reported_at: new Date(row.reported_at),
+  });
+
   return {
     // Advertisers ----------------------------------------------------------------------------------------
 
     async insertAdvertiser(row: Omit<AdvertiserRow, 'seq'>): Promise<boolean> {
-      const result = await db.insertInto('ads_advertisers').values(row as never).onConflict((oc) => oc.columns(['wallet', 'network']).doNothing()).executeTakeFirst();
+      const result = await db
+        .insertInto('ads_advertisers')
+        .values(row as never)
+        .onConflict((oc) => oc.columns(['wallet', 'network']).doNothing())
+        .executeTakeFirst();
       return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
     },
 
@@ -367,19 +437,33 @@ export function adsStore(database: Kysely<any>) {
       return (await this.advertisers({ id, limit: 1 }, now))[0];
     },
 
-    async advertisers(filter: { id?: string; before?: number; limit: number }, now: Date): Promise<AdvertiserSummary[]> {
+    async advertisers(
+      filter: { id?: string; before?: number; limit: number },
+      now: Date,
+    ): Promise<AdvertiserSummary[]> {
       let q = db
         .selectFrom('ads_advertisers as a')
         .selectAll('a')
         .select([
           sql<number>`(select count(*) from ads_campaigns c where c.advertiser_id = a.id)::int`.as('campaign_count'),
-          sql<number>`(select count(*) from ads_campaigns c where c.advertiser_id = a.id and c.status = 'active' and (c.schedule_end is null or c.schedule_end > ${now}))::int`.as('active_campaigns'),
-          sql<string>`(select coalesce(sum(c.spent_total), 0)::text from ads_campaigns c where c.advertiser_id = a.id)`.as('spent_total'),
+          sql<number>`(select count(*) from ads_campaigns c where c.advertiser_id = a.id and c.status = 'active' and (c.schedule_end is null or c.schedule_end > ${now}))::int`.as(
+            'active_campaigns',
+          ),
+          sql<string>`(select coalesce(sum(c.spent_total), 0)::text from ads_campaigns c where c.advertiser_id = a.id)`.as(
+            'spent_total',
+          ),
         ]);
       if (filter.id) q = q.where('a.id', '=', filter.id);
       if (filter.before !== undefined) q = q.where('a.seq', '<', filter.before);
       const rows = await q.orderBy('a.seq', 'desc').limit(filter.limit).execute();
-      return rows.map((r) => ({ ...r, seq: Number(r.seq), created_at: new Date(r.created_at), campaign_count: Number(r.campaign_count), active_campaigns: Number(r.active_campaigns), spent_total: BigInt(r.spent_total) }));
+      return rows.map((r) => ({
+        ...r,
+        seq: Number(r.seq),
+        created_at: new Date(r.created_at),
+        campaign_count: Number(r.campaign_count),
+        active_campaigns: Number(r.active_campaigns),
+        spent_total: BigInt(r.spent_total),
+      }));
     },
 
     // Campaigns ------------------------------------------------------------------------------------------
@@ -418,38 +502,47 @@ export function adsStore(database: Kysely<any>) {
       return row ? toStored(row) : undefined;
     },
 
-    async campaigns(filter: { status?: CampaignStatus[]; advertiserId?: string; before?: number; limit?: number } = {}): Promise<StoredCampaign[]> {
-      let q = campaignQuery(db);
-      if (filter.status) q = q.where('c.status', 'in', filter.status);
-      if (filter.advertiserId) q = q.where('c.advertiser_id', '=', filter.advertiserId);
-      if (filter.before !== undefined) q = q.where('c.seq', '<', filter.before);
-      q = q.orderBy('c.seq', 'desc');
-      if (filter.limit) q = q.limit(filter.limit);
-      return (await q.execute()).map(toStored);
-    },
+    campaigns,
 
     /** Campaigns whose schedule has ended are completed (kept in the row, so filters and counts agree). */
-    async completeEnded(now: Date): Promise<void> {
-      await db
-        .updateTable('ads_campaigns')
-        .set({ status: 'completed', updated_at: now })
-        .where('status', 'in', ['active', 'paused'])
-        .where('schedule_end', '<=', now)
-        .execute();
+    completeEnded,
+
+    /**
+     * The active campaigns, as matching and the manifest read them. Those whose schedule has ended are marked
+     * completed only when one is due (not with an UPDATE on every match); until then statusAt reports them
+     * completed and canServe leaves them out, so nothing served or shown depends on when the row catches up.
+     */
+    async activeCampaigns(now: Date): Promise<StoredCampaign[]> {
+      const rows = await campaigns({ status: ['active'] });
+      if (rows.some((c) => c.scheduleEnd && c.scheduleEnd.getTime() <= now.getTime())) await completeEnded(now);
+      return rows;
     },
 
     /** Applies a PATCH under the row lock; `decide` sees the campaign as it is and returns the changes (or throws). */
-    async updateCampaign(id: string, decide: (c: StoredCampaign) => CampaignChanges, now: Date): Promise<StoredCampaign | undefined> {
+    async updateCampaign(
+      id: string,
+      decide: (c: StoredCampaign) => CampaignChanges,
+      now: Date,
+    ): Promise<StoredCampaign | undefined> {
       return await db.transaction().execute(async (trx) => {
         const c = await lockCampaign(trx, id);
         if (!c) return undefined;
         const changes = decide(c);
         const values: Record<string, unknown> = { ...changes, updated_at: now };
-        for (const key of ['target_categories', 'target_networks', 'target_transports', 'target_url_patterns'] as const) {
+        for (const key of [
+          'target_categories',
+          'target_networks',
+          'target_transports',
+          'target_url_patterns',
+        ] as const) {
           if (changes[key]) values[key] = json(changes[key]);
         }
-        await trx.updateTable('ads_campaigns').set(values as never).where('id', '=', id).execute();
-        return toStored((await campaignQuery(trx).where('c.id', '=', id).executeTakeFirstOrThrow()));
+        await trx
+          .updateTable('ads_campaigns')
+          .set(values as never)
+          .where('id', '=', id)
+          .execute();
+        return toStored(await campaignQuery(trx).where('c.id', '=', id).executeTakeFirstOrThrow());
       });
     },
 
@@ -470,7 +563,14 @@ export function adsStore(database: Kysely<any>) {
         if (funding) {
           const inserted = await trx
             .insertInto('ads_fundings')
-            .values({ payment_key: funding.paymentKey, campaign_id: id, transaction: funding.transaction, payer: funding.payer, amount: funding.amount, at: now })
+            .values({
+              payment_key: funding.paymentKey,
+              campaign_id: id,
+              transaction: funding.transaction,
+              payer: funding.payer,
+              amount: funding.amount,
+              at: now,
+            })
             .onConflict((oc) => oc.column('payment_key').doNothing())
             .executeTakeFirst();
           applied = !inserted.numInsertedOrUpdatedRows;
@@ -495,33 +595,65 @@ export function adsStore(database: Kysely<any>) {
      * Pauses (an active campaign) and takes what it holds off it as a refund to send, in one transaction; `check`
      * refuses under the lock. Answers the campaign and the refunds not yet sent (this one and any earlier).
      */
-    async pause(id: string, check: (c: StoredCampaign) => void, now: Date): Promise<{ campaign: StoredCampaign; unsent: RefundRow[] } | undefined> {
+    async pause(
+      id: string,
+      check: (c: StoredCampaign) => void,
+      now: Date,
+    ): Promise<{ campaign: StoredCampaign; unsent: RefundRow[] } | undefined> {
       return await db.transaction().execute(async (trx) => {
         const c = await lockCampaign(trx, id);
         if (!c) return undefined;
         check(c);
         const held = heldOf(c);
         if (held > 0n) {
-          const count = await trx.selectFrom('ads_refunds').select(sql<number>`count(*)::int`.as('n')).where('campaign_id', '=', id).executeTakeFirstOrThrow();
+          const count = await trx
+            .selectFrom('ads_refunds')
+            .select(sql<number>`count(*)::int`.as('n'))
+            .where('campaign_id', '=', id)
+            .executeTakeFirstOrThrow();
           await trx
             .insertInto('ads_refunds')
-            .values({ key: `ads:${id}:refund:${Number(count.n) + 1}`, campaign_id: id, to_wallet: c.advertiser.wallet, amount: held, transaction: null, created_at: now })
+            .values({
+              key: `ads:${id}:refund:${Number(count.n) + 1}`,
+              campaign_id: id,
+              to_wallet: c.advertiser.wallet,
+              amount: held,
+              transaction: null,
+              created_at: now,
+            })
             .execute();
         }
         await trx
           .updateTable('ads_campaigns')
-          .set({ refunded: sql`refunded + ${held}`, ...(c.status === 'active' ? { status: 'paused' as const } : {}), updated_at: now })
+          .set({
+            refunded: sql`refunded + ${held}`,
+            ...(c.status === 'active' ? { status: 'paused' as const } : {}),
+            updated_at: now,
+          })
           .where('id', '=', id)
           .execute();
-        const unsent = await trx.selectFrom('ads_refunds').selectAll().where('campaign_id', '=', id).where('transaction', 'is', null).orderBy('created_at').execute();
-        return { campaign: toStored(await campaignQuery(trx).where('c.id', '=', id).executeTakeFirstOrThrow()), unsent: unsent.map((r) => ({ ...r, amount: BigInt(r.amount) })) };
+        const unsent = await trx
+          .selectFrom('ads_refunds')
+          .selectAll()
+          .where('campaign_id', '=', id)
+          .where('transaction', 'is', null)
+          .orderBy('created_at')
+          .execute();
+        return {
+          campaign: toStored(await campaignQuery(trx).where('c.id', '=', id).executeTakeFirstOrThrow()),
+          unsent: unsent.map((r) => ({ ...r, amount: BigInt(r.amount) })),
+        };
       });
     },
 
     async refundSent(key: string, campaignId: string, transaction: string, now: Date): Promise<void> {
       await db.transaction().execute(async (trx) => {
         await trx.updateTable('ads_refunds').set({ transaction }).where('key', '=', key).execute();
-        await trx.updateTable('ads_campaigns').set({ last_refund_tx: transaction, updated_at: now }).where('id', '=', campaignId).execute();
+        await trx
+          .updateTable('ads_campaigns')
+          .set({ last_refund_tx: transaction, updated_at: now })
+          .where('id', '=', campaignId)
+          .execute();
       });
     },
 
@@ -529,27 +661,50 @@ export function adsStore(database: Kysely<any>) {
 
     async settlement(txHash: string): Promise<SettlementRow | undefined> {
       const row = await db.selectFrom('ads_settlements').selectAll().where('tx_hash', '=', txHash).executeTakeFirst();
-      return row ? { ...row, settled_amount: BigInt(row.settled_amount), reported_at: new Date(row.reported_at) } : undefined;
+      return row ? toSettlement(row) : undefined;
     },
 
     /**
-     * Records a reported settlement and the campaign chosen for it (once per txHash), counting the match; a repeat
-     * answers the first record.
+     * Records a reported settlement and the campaign chosen for it (once per txHash), counting the match, in one
+     * statement; a repeat answers the first record (read only then).
      */
     async recordMatch(row: Omit<SettlementRow, 'impression_counted'>, now: Date): Promise<SettlementRow> {
-      return await db.transaction().execute(async (trx) => {
-        const inserted = await trx.insertInto('ads_settlements').values({ ...row, impression_counted: false }).onConflict((oc) => oc.column('tx_hash').doNothing()).executeTakeFirst();
-        if (inserted.numInsertedOrUpdatedRows && row.campaign_id) {
-          await trx.updateTable('ads_campaigns').set({ matches: sql`matches + 1`, last_matched_at: now }).where('id', '=', row.campaign_id).execute();
-        }
-        const stored = await trx.selectFrom('ads_settlements').selectAll().where('tx_hash', '=', row.tx_hash).executeTakeFirstOrThrow();
-        return { ...stored, settled_amount: BigInt(stored.settled_amount) };
-      });
+      const insert = db
+        .insertInto('ads_settlements')
+        .values({ ...row, impression_counted: false })
+        .onConflict((oc) => oc.column('tx_hash').doNothing())
+        .returningAll();
+      const inserted = row.campaign_id
+        ? await db
+            .with('recorded', () => insert)
+            // Counted only when the settlement is new: the same statement sees what the insert returned.
+            .with('counted', (q) =>
+              q
+                .updateTable('ads_campaigns')
+                .set({ matches: sql`matches + 1`, last_matched_at: now })
+                .where('id', '=', row.campaign_id)
+                .where(sql<boolean>`exists (select 1 from recorded)`),
+            )
+            .selectFrom('recorded')
+            .selectAll()
+            .executeTakeFirst()
+        : await insert.executeTakeFirst();
+      if (inserted) return toSettlement(inserted);
+      const first = await db
+        .selectFrom('ads_settlements')
+        .selectAll()
+        .where('tx_hash', '=', row.tx_hash)
+        .executeTakeFirstOrThrow();
+      return toSettlement(first);
     },
 
     /** A match without a settlement to record: counts only. */
     async countMatch(campaignId: string, now: Date): Promise<void> {
-      await db.updateTable('ads_campaigns').set({ matches: sql`matches + 1`, last_matched_at: now }).where('id', '=', campaignId).execute();
+      await db
+        .updateTable('ads_campaigns')
+        .set({ matches: sql`matches + 1`, last_matched_at: now })
+        .where('id', '=', campaignId)
+        .execute();
     },
 
     /** Counts the impression of a delivered settlement the first time its beacon fires; false otherwise. */
@@ -563,7 +718,11 @@ export function adsStore(database: Kysely<any>) {
           .where('impression_counted', '=', false)
           .executeTakeFirst();
         if (!flipped.numUpdatedRows) return false;
-        await trx.updateTable('ads_campaigns').set({ impressions: sql`impressions + 1` }).where('id', '=', campaignId).execute();
+        await trx
+          .updateTable('ads_campaigns')
+          .set({ impressions: sql`impressions + 1` })
+          .where('id', '=', campaignId)
+          .execute();
         return true;
       });
     },
@@ -571,22 +730,42 @@ export function adsStore(database: Kysely<any>) {
     // Events and conversions ------------------------------------------------------------------------------
 
     /** Records a sponsored settlement and charges its campaign, once per txHash. */
-    async recordEvent(row: Omit<EventRow, 'seq' | 'charged'>, now: Date): Promise<{ event: EventRow; duplicate: boolean } | undefined> {
+    async recordEvent(
+      row: Omit<EventRow, 'seq' | 'charged'>,
+      now: Date,
+    ): Promise<{ event: EventRow; duplicate: boolean } | undefined> {
       return await db.transaction().execute(async (trx) => {
-        const existing = await trx.selectFrom('ads_events').selectAll().where('tx_hash', '=', row.tx_hash).executeTakeFirst();
+        const existing = await trx
+          .selectFrom('ads_events')
+          .selectAll()
+          .where('tx_hash', '=', row.tx_hash)
+          .executeTakeFirst();
         if (existing) return { event: existing, duplicate: true };
         const c = await lockCampaign(trx, row.campaign_id);
         if (!c) return undefined;
         // Re-read under the campaign's lock: a concurrent report of the same settlement may have just committed.
-        const raced = await trx.selectFrom('ads_events').selectAll().where('tx_hash', '=', row.tx_hash).executeTakeFirst();
+        const raced = await trx
+          .selectFrom('ads_events')
+          .selectAll()
+          .where('tx_hash', '=', row.tx_hash)
+          .executeTakeFirst();
         if (raced) return { event: raced, duplicate: true };
         const charged = await charge(trx, c, settlementBid(c), 'settlements', now);
-        const event = await trx.insertInto('ads_events').values({ ...row, charged } as never).returningAll().executeTakeFirstOrThrow();
+        const event = await trx
+          .insertInto('ads_events')
+          .values({ ...row, charged } as never)
+          .returningAll()
+          .executeTakeFirstOrThrow();
         return { event, duplicate: false };
       });
     },
 
-    async events(filter: { campaignId?: string; txHash?: string; before?: number; limit: number }): Promise<EventRow[]> {
+    async events(filter: {
+      campaignId?: string;
+      txHash?: string;
+      before?: number;
+      limit: number;
+    }): Promise<EventRow[]> {
       let q = db.selectFrom('ads_events').selectAll();
       if (filter.txHash) q = q.where('tx_hash', '=', filter.txHash);
       if (filter.campaignId) q = q.where('campaign_id', '=', filter.campaignId);
@@ -595,16 +774,31 @@ export function adsStore(database: Kysely<any>) {
     },
 
     /** Records a conversion and charges its campaign, once per conversion transaction. */
-    async recordConversion(row: Omit<ConversionRow, 'seq' | 'charged'>, now: Date): Promise<{ conversion: ConversionRow; duplicate: boolean } | undefined> {
+    async recordConversion(
+      row: Omit<ConversionRow, 'seq' | 'charged'>,
+      now: Date,
+    ): Promise<{ conversion: ConversionRow; duplicate: boolean } | undefined> {
       return await db.transaction().execute(async (trx) => {
-        const existing = await trx.selectFrom('ads_conversions').selectAll().where('conversion_tx', '=', row.conversion_tx).executeTakeFirst();
+        const existing = await trx
+          .selectFrom('ads_conversions')
+          .selectAll()
+          .where('conversion_tx', '=', row.conversion_tx)
+          .executeTakeFirst();
         if (existing) return { conversion: existing, duplicate: true };
         const c = await lockCampaign(trx, row.campaign_id);
         if (!c) return undefined;
-        const raced = await trx.selectFrom('ads_conversions').selectAll().where('conversion_tx', '=', row.conversion_tx).executeTakeFirst();
+        const raced = await trx
+          .selectFrom('ads_conversions')
+          .selectAll()
+          .where('conversion_tx', '=', row.conversion_tx)
+          .executeTakeFirst();
         if (raced) return { conversion: raced, duplicate: true };
         const charged = await charge(trx, c, conversionBid(c), 'conversions', now);
-        const conversion = await trx.insertInto('ads_conversions').values({ ...row, charged } as never).returningAll().executeTakeFirstOrThrow();
+        const conversion = await trx
+          .insertInto('ads_conversions')
+          .values({ ...row, charged } as never)
+          .returningAll()
+          .executeTakeFirstOrThrow();
         return { conversion, duplicate: false };
       });
     },

@@ -1,5 +1,11 @@
 import type {
-  BtcCyclePhase, BtcDailyMetrics, BtcMetricSignal, BtcMetricStats, BtcRangeSummary, BtcUsdStats, BtcZone,
+  BtcCyclePhase,
+  BtcDailyMetrics,
+  BtcMetricSignal,
+  BtcMetricStats,
+  BtcRangeSummary,
+  BtcUsdStats,
+  BtcZone,
 } from '@agent-economy/contracts';
 
 // Bitcoin on-chain valuation metrics as plain functions (research/domain.md §1). Ratios are float64; USD
@@ -78,8 +84,10 @@ export function ratioOf(spentValueUsd: number, createdValueUsd: number): number 
 // ---- dates -------------------------------------------------------------------------------------------------
 
 export const dayOf = (date: Date): string => date.toISOString().slice(0, 10);
-export const addDays = (day: string, days: number): string => dayOf(new Date(Date.parse(`${day}T00:00:00.000Z`) + days * DAY_MS));
-export const daysBetween = (from: string, to: string): number => Math.round((Date.parse(to) - Date.parse(from)) / DAY_MS);
+export const addDays = (day: string, days: number): string =>
+  dayOf(new Date(Date.parse(`${day}T00:00:00.000Z`) + days * DAY_MS));
+export const daysBetween = (from: string, to: string): number =>
+  Math.round((Date.parse(to) - Date.parse(from)) / DAY_MS);
 
 // ---- the daily series ---------------------------------------------------------------------------------------
 
@@ -178,7 +186,17 @@ export function usdStatsOf(points: readonly { date: string; value: number }[]): 
   const s = statsOf(points);
   if (!s) return null;
   const signed = (v: number) => (v < 0 ? `-${usd(-v)}` : usd(v)).replace(/^-0\.00$/, '0.00');
-  return { ...s, min: usd(s.min), max: usd(s.max), mean: usd(s.mean), median: usd(s.median), stdDev: usd(s.stdDev), first: usd(s.first), last: usd(s.last), change: signed(s.change) };
+  return {
+    ...s,
+    min: usd(s.min),
+    max: usd(s.max),
+    mean: usd(s.mean),
+    median: usd(s.median),
+    stdDev: usd(s.stdDev),
+    first: usd(s.first),
+    last: usd(s.last),
+    change: signed(s.change),
+  };
 }
 
 /** Summary statistics of a non-empty range's days (the values as the days carry them). */
@@ -209,7 +227,15 @@ export function zScoreZone(value: number): BtcZone {
   return value < 0 ? 'undervalued' : value < 7 ? 'neutral' : 'overvalued';
 }
 export function nuplZone(value: number): BtcZone {
-  return value < 0 ? 'capitulation' : value < 0.25 ? 'hope_fear' : value < 0.5 ? 'optimism_anxiety' : value < 0.75 ? 'belief_denial' : 'euphoria_greed';
+  return value < 0
+    ? 'capitulation'
+    : value < 0.25
+      ? 'hope_fear'
+      : value < 0.5
+        ? 'optimism_anxiety'
+        : value < 0.75
+          ? 'belief_denial'
+          : 'euphoria_greed';
 }
 export function soprZone(value: number): BtcZone {
   return value < 0.99 ? 'loss_realization' : value <= 1.01 ? 'break_even' : 'profit_taking';

@@ -23,9 +23,16 @@ export interface BtcMetricsOptions {
  * Bitcoin on-chain metrics (MVRV, MVRV Z-Score, SOPR, aSOPR, NUPL, price) for a date, a range or the latest day,
  * cached in memory for 1 hour. One contract, two deployments (DESIGN.md); each has its own cache and limiter.
  */
-export async function createBtcMetricsApp(context: ServiceContext, options: BtcMetricsOptions = { deployment: 'first' }) {
+export async function createBtcMetricsApp(
+  context: ServiceContext,
+  options: BtcMetricsOptions = { deployment: 'first' },
+) {
   const second = options.deployment === 'second';
-  const deployment: Deployment = { summaryStatistics: second, sequentialUpstreamFetch: second, availableDateRanges: !second };
+  const deployment: Deployment = {
+    summaryStatistics: second,
+    sequentialUpstreamFetch: second,
+    availableDateRanges: !second,
+  };
   const source: MetricsSource =
     options.market === 'live'
       ? liveSource({
@@ -41,7 +48,12 @@ export async function createBtcMetricsApp(context: ServiceContext, options: BtcM
     handlers: btcMetricsHandlers(service, deployment, answers),
     ...fromContext(context),
     // The answer is read before the 402: a day outside the data (404) or a failing upstream (502) costs nothing.
-    preflight: { metrics: answers.preflight('metrics'), range: answers.preflight('range'), latest: answers.preflight('latest') },
-    health: () => source.tracker.health(options.deployment === 'second' ? 'btc-metrics-2' : 'btc-metrics', context.db),
+    preflight: {
+      metrics: answers.preflight('metrics'),
+      range: answers.preflight('range'),
+      latest: answers.preflight('latest'),
+    },
+    upstream: source.tracker,
+    deploymentId: options.deployment === 'second' ? 'btc-metrics-2' : 'btc-metrics',
   });
 }

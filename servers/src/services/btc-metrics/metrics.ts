@@ -1,5 +1,10 @@
 import {
-  BTC_CACHE_TTL_SECONDS, type BtcCacheInfo, type BtcCycleInterpretation, type BtcDailyMetrics, type BtcDateRange, type DataSource,
+  BTC_CACHE_TTL_SECONDS,
+  type BtcCacheInfo,
+  type BtcCycleInterpretation,
+  type BtcDailyMetrics,
+  type BtcDateRange,
+  type DataSource,
 } from '@agent-economy/contracts';
 import { z } from 'zod';
 import type { AiTask, Reasoner } from '../../ai';
@@ -20,7 +25,10 @@ interface Entry<T> {
  */
 export class ResultCache {
   private readonly entries = new Map<string, Entry<unknown>>();
-  private readonly pending = new Map<string, Promise<Entry<unknown> | { value: unknown; uncached: true; at: number }>>();
+  private readonly pending = new Map<
+    string,
+    Promise<Entry<unknown> | { value: unknown; uncached: true; at: number }>
+  >();
 
   constructor(
     private readonly ttlMs: number,
@@ -28,7 +36,10 @@ export class ResultCache {
     private readonly maxEntries = 1000,
   ) {}
 
-  async get<T>(key: string, load: () => Promise<{ value: T; keep: boolean }>): Promise<{ value: T; cache: BtcCacheInfo }> {
+  async get<T>(
+    key: string,
+    load: () => Promise<{ value: T; keep: boolean }>,
+  ): Promise<{ value: T; cache: BtcCacheInfo }> {
     const now = this.now();
     const kept = this.entries.get(key);
     if (kept && kept.expiresAt > now) return { value: kept.value as T, cache: this.info(kept, true) };
@@ -45,7 +56,11 @@ export class ResultCache {
       this.pending.set(key, flight);
     }
     const result = await flight;
-    if ('uncached' in result) return { value: result.value as T, cache: this.info({ cachedAt: result.at, expiresAt: result.at + this.ttlMs }, false) };
+    if ('uncached' in result)
+      return {
+        value: result.value as T,
+        cache: this.info({ cachedAt: result.at, expiresAt: result.at + this.ttlMs }, false),
+      };
     return { value: result.value as T, cache: this.info(result, false) };
   }
 
@@ -58,7 +73,11 @@ export class ResultCache {
   }
 
   private info(entry: { cachedAt: number; expiresAt: number }, hit: boolean): BtcCacheInfo {
-    return { hit, cachedAt: new Date(entry.cachedAt).toISOString(), expiresAt: new Date(entry.expiresAt).toISOString() };
+    return {
+      hit,
+      cachedAt: new Date(entry.cachedAt).toISOString(),
+      expiresAt: new Date(entry.expiresAt).toISOString(),
+    };
   }
 }
 
@@ -75,7 +94,9 @@ export interface LatestAnswer extends Answer {
 const SummarySchema = z.object({ summary: z.string().min(1).max(2000) });
 
 /** The written reading of the latest day: the built-in template, or an LLM given the same signals. */
-function interpretationTask(day: BtcDailyMetrics): AiTask<{ date: string; phase: string; signals: ReturnType<typeof signalsOf> }, { summary: string }> {
+function interpretationTask(
+  day: BtcDailyMetrics,
+): AiTask<{ date: string; phase: string; signals: ReturnType<typeof signalsOf> }, { summary: string }> {
   const signals = signalsOf(day);
   const phase = cyclePhase(day);
   return {
@@ -103,17 +124,27 @@ export function metricsService({ source, reasoner, now = Date.now }: MetricsServ
 
   const read = async (end: string | null, spent: { from: string | null } | null) => {
     const read: SeriesRead = await source.read(end, spent);
-    return { days: dailyMetrics(read.market, read.spent), read, source: source.tracker.source(read.providers, new Date(now())) };
+    return {
+      days: dailyMetrics(read.market, read.spent),
+      read,
+      source: source.tracker.source(read.providers, new Date(now())),
+    };
   };
   /** 404 naming the data's first and latest day (read in full when the request's read ended before the data began). */
   const outside = async (days: readonly BtcDailyMetrics[], asked: string) => {
     const all = days.length > 0 ? days : (await read(null, null)).days;
     const earliest = all[0]?.date ?? null;
     const latest = all[all.length - 1]?.date ?? null;
-    return notFound('metrics_not_available', earliest ? `No metrics for ${asked}: the data runs from ${earliest} to ${latest}` : `No metrics for ${asked}: the source has no data`, {
-      earliest,
-      latest,
-    });
+    return notFound(
+      'metrics_not_available',
+      earliest
+        ? `No metrics for ${asked}: the data runs from ${earliest} to ${latest}`
+        : `No metrics for ${asked}: the source has no data`,
+      {
+        earliest,
+        latest,
+      },
+    );
   };
 
   const latestDay = () =>
@@ -150,10 +181,16 @@ export function metricsService({ source, reasoner, now = Date.now }: MetricsServ
     latest: async () => {
       const { value, cache: info } = await latestDay();
       const day = value.days[0]!;
-      const interpretation = await cache.get<BtcCycleInterpretation>(`interpretation:${day.date}:${info.cachedAt}`, async () => {
-        const { output, generator } = await reasoner.run(interpretationTask(day));
-        return { value: { phase: cyclePhase(day), signals: signalsOf(day), summary: output.summary, generator }, keep: true };
-      });
+      const interpretation = await cache.get<BtcCycleInterpretation>(
+        `interpretation:${day.date}:${info.cachedAt}`,
+        async () => {
+          const { output, generator } = await reasoner.run(interpretationTask(day));
+          return {
+            value: { phase: cyclePhase(day), signals: signalsOf(day), summary: output.summary, generator },
+            keep: true,
+          };
+        },
+      );
       return { value: { ...value, interpretation: interpretation.value } as LatestAnswer, cache: info };
     },
 
@@ -163,7 +200,9 @@ export function metricsService({ source, reasoner, now = Date.now }: MetricsServ
         const { days, read: r } = await read(null, { from: null });
         const span = (metric: BtcDateRange['metric'], has: (d: BtcDailyMetrics) => boolean): BtcDateRange[] => {
           const withData = days.filter(has);
-          return withData.length === 0 ? [] : [{ metric, from: withData[0]!.date, to: withData[withData.length - 1]!.date }];
+          return withData.length === 0
+            ? []
+            : [{ metric, from: withData[0]!.date, to: withData[withData.length - 1]!.date }];
         };
         const all = () => true;
         const value = [

@@ -58,7 +58,13 @@ export function buildModel(seed = MODEL_SEED): ModelSeries {
   const market: MarketDay[] = [];
   const spent = new Map<string, SpentDay>();
   const first = ANCHORS[0]!;
-  market.push({ date: first.date, priceUsd: first.priceUsd, supplyBtc: first.marketCapUsd / first.priceUsd, marketCapUsd: first.marketCapUsd, realizedCapUsd: first.realizedCapUsd });
+  market.push({
+    date: first.date,
+    priceUsd: first.priceUsd,
+    supplyBtc: first.marketCapUsd / first.priceUsd,
+    marketCapUsd: first.marketCapUsd,
+    realizedCapUsd: first.realizedCapUsd,
+  });
   let ema = first.priceUsd;
 
   for (let s = 1; s < ANCHORS.length; s++) {
@@ -70,13 +76,27 @@ export function buildModel(seed = MODEL_SEED): ModelSeries {
     for (let k = 1; k <= n; k++) walk.push(walk[k - 1]! + DAILY_VOLATILITY * normal());
     const logFrom = Math.log(from.priceUsd);
     const logTo = Math.log(to.priceUsd);
-    const prices = walk.map((w, k) => (k === 0 ? from.priceUsd : k === n ? to.priceUsd : Math.exp(logFrom + ((logTo - logFrom) * k) / n + w - (k / n) * walk[n]!)));
+    const prices = walk.map((w, k) =>
+      k === 0
+        ? from.priceUsd
+        : k === n
+          ? to.priceUsd
+          : Math.exp(logFrom + ((logTo - logFrom) * k) / n + w - (k / n) * walk[n]!),
+    );
     const supplyFrom = from.marketCapUsd / from.priceUsd;
     const supplyTo = to.marketCapUsd / to.priceUsd;
     const issued = (supplyTo - supplyFrom) / n;
 
     // First pass: realized cap from the model's realized profit and loss, before the correction.
-    const days: { price: number; supply: number; volume: number; basis: number; shortSpent: number; shortCreated: number; rawRc: number }[] = [];
+    const days: {
+      price: number;
+      supply: number;
+      volume: number;
+      basis: number;
+      shortSpent: number;
+      shortCreated: number;
+      rawRc: number;
+    }[] = [];
     let rc = from.realizedCapUsd;
     for (let k = 1; k <= n; k++) {
       const price = prices[k]!;

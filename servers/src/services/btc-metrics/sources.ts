@@ -2,6 +2,7 @@ import type { DataSource } from '@agent-economy/contracts';
 import { UpstreamTracker } from '../../upstream/tracker';
 import type { MarketDay, SpentDay } from './domain';
 import { EMBEDDED_PROVIDER, embeddedModel } from './model';
+import { tracedFetch } from '../../http/tracing';
 
 /** What a read returns: the market series from the first day of data, and SOPR/aSOPR where a source has them. */
 export interface SeriesRead {
@@ -75,7 +76,12 @@ export interface LiveOptions {
 }
 
 async function getJson(url: string): Promise<unknown> {
-  const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(TIMEOUT_MS) });
+  const response = await tracedFetch(
+    `GET ${new URL(url).host}`,
+    url,
+    { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(TIMEOUT_MS) },
+    { propagate: false },
+  );
   if (!response.ok) throw new Error(`HTTP ${response.status} from ${new URL(url).origin}`);
   return await response.json();
 }
@@ -104,21 +110,33 @@ export function coinMetricsDays(rows: readonly unknown[]): MarketDay[] {
     const supply = decimal(r.SplyCur);
     if (price === undefined || marketCap === undefined || ratio === undefined || supply === undefined) continue;
     if (!(price > 0 && marketCap > 0 && ratio > 0 && supply > 0)) continue;
-    days.push({ date, priceText: String(r.PriceUSD), priceUsd: price, supplyBtc: supply, marketCapUsd: marketCap, realizedCapUsd: marketCap / ratio });
+    days.push({
+      date,
+      priceText: String(r.PriceUSD),
+      priceUsd: price,
+      supplyBtc: supply,
+      marketCapUsd: marketCap,
+      realizedCapUsd: marketCap / ratio,
+    });
   }
   return days.sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
 }
 
 /** BGeometrics SOPR rows (`{ d, unixTs, sopr }`, values as strings), as a JSON array or a Spring page's `content`. */
 export function bgeometricsSopr(body: unknown): Map<string, SpentDay> {
-  const rows = Array.isArray(body) ? body : body && typeof body === 'object' && Array.isArray((body as { content?: unknown }).content) ? (body as { content: unknown[] }).content : null;
+  const rows = Array.isArray(body)
+    ? body
+    : body && typeof body === 'object' && Array.isArray((body as { content?: unknown }).content)
+      ? (body as { content: unknown[] }).content
+      : null;
   if (!rows) throw new Error('BGeometrics sent neither a list of rows nor a page of them');
   const spent = new Map<string, SpentDay>();
   for (const row of rows) {
     const r = (row ?? {}) as Record<string, unknown>;
     const date = typeof r.d === 'string' ? r.d.slice(0, 10) : '';
     const value = decimal(r.sopr);
-    if (/^\d{4}-\d{2}-\d{2}$/.test(date) && value !== undefined && value > 0) spent.set(date, { sopr: value, asopr: null });
+    if (/^\d{4}-\d{2}-\d{2}$/.test(date) && value !== undefined && value > 0)
+      spent.set(date, { sopr: value, asopr: null });
   }
   return spent;
 }
@@ -129,7 +147,8 @@ export function bgeometricsSopr(body: unknown): Map<string, SpentDay> {
  */
 export function liveSource(options: LiveOptions): MetricsSource {
   const coinMetricsUrl = (options.coinMetricsUrl ?? COIN_METRICS_URL).replace(/\/+$/, '');
-  const bgeometricsUrl = options.bgeometricsUrl === undefined ? BGEOMETRICS_URL : options.bgeometricsUrl?.replace(/\/+$/, '') ?? null;
+  const bgeometricsUrl =
+    options.bgeometricsUrl === undefined ? BGEOMETRICS_URL : (options.bgeometricsUrl?.replace(/\/+$/, '') ?? null);
   const tracker = new UpstreamTracker('live', bgeometricsUrl ? [COIN_METRICS, BGEOMETRICS] : [COIN_METRICS]);
   const limit = requestLimiter(options.sequential ? 1 : Number.POSITIVE_INFINITY);
 
@@ -167,7 +186,9 @@ export function liveSource(options: LiveOptions): MetricsSource {
     if (end) query.set('endday', end);
     const suffix = query.toString() ? `?${query}` : '';
     try {
-      return await tracker.call(BGEOMETRICS, async () => bgeometricsSopr(await limit(() => getJson(`${bgeometricsUrl}/v1/sopr${suffix}`))));
+      return await tracker.call(BGEOMETRICS, async () =>
+        bgeometricsSopr(await limit(() => getJson(`${bgeometricsUrl}/v1/sopr${suffix}`))),
+      );
     } catch {
       // Recorded as failing by the tracker (health shows it); the days go out without SOPR.
       return null;
@@ -180,7 +201,10 @@ export function liveSource(options: LiveOptions): MetricsSource {
     async read(end, wanted) {
       // The second deployment's limiter lets one request out at a time; the first sends both at once.
       const sopr = bgeometricsUrl && wanted;
-      const [market, spent] = await Promise.all([readCoinMetrics(end), sopr ? readSopr(wanted.from, end) : Promise.resolve(new Map<string, SpentDay>())]);
+      const [market, spent] = await Promise.all([
+        readCoinMetrics(end),
+        sopr ? readSopr(wanted.from, end) : Promise.resolve(new Map<string, SpentDay>()),
+      ]);
       const providers = [COIN_METRICS, ...(sopr && spent ? [BGEOMETRICS] : [])];
       return { market, spent: spent ?? new Map(), providers, complete: spent !== null };
     },

@@ -103,7 +103,8 @@ export function scheduleOrder(request: ComputeAllocationRequest): Task[] {
   const deadline = (t: Task) => t.deadlineMinutes ?? Infinity;
   // Resource-minutes as a share of the pools: the smallest jobs first maximise tasks finished per unit.
   const footprint = (t: Task) =>
-    (needs(t).gpus / Math.max(1, compute.gpus.total) + needs(t).cpus / Math.max(1, compute.cpus.total)) * t.estimatedMinutes;
+    (needs(t).gpus / Math.max(1, compute.gpus.total) + needs(t).cpus / Math.max(1, compute.cpus.total)) *
+    t.estimatedMinutes;
   const indexed = tasks.map((task, index) => ({ task, index }));
   const byPriority = (a: Task, b: Task) => b.priority - a.priority;
   const byDeadline = (a: Task, b: Task) => deadline(a) - deadline(b) || 0;
@@ -178,7 +179,12 @@ export function computeAllocation(request: ComputeAllocationRequest): Core<Compu
     const begin = start.get(task)!;
     const finish = round(begin + task.estimatedMinutes, 2);
     const meets = deadline === undefined ? null : finish <= deadline;
-    const deadlineNote = deadline === undefined ? '' : meets ? `; finishes within its ${deadline}-minute deadline` : `; misses its ${deadline}-minute deadline`;
+    const deadlineNote =
+      deadline === undefined
+        ? ''
+        : meets
+          ? `; finishes within its ${deadline}-minute deadline`
+          : `; misses its ${deadline}-minute deadline`;
     const immediate = startedNow.has(task);
     const needsHeld = n.gpus > gpus.available || n.cpus > cpus.available;
     return {
@@ -197,9 +203,13 @@ export function computeAllocation(request: ComputeAllocationRequest): Core<Compu
     };
   });
 
-  const usedNow = [...startedNow].reduce((s, t) => ({ gpus: s.gpus + needs(t).gpus, cpus: s.cpus + needs(t).cpus }), { gpus: 0, cpus: 0 });
+  const usedNow = [...startedNow].reduce((s, t) => ({ gpus: s.gpus + needs(t).gpus, cpus: s.cpus + needs(t).cpus }), {
+    gpus: 0,
+    cpus: 0,
+  });
   const idle = { gpus: gpus.available - usedNow.gpus, cpus: cpus.available - usedNow.cpus };
-  const percent = (pool: { total: number; available: number }, used: number) => (pool.total > 0 ? round(((pool.total - pool.available + used) / pool.total) * 100, 2) : 0);
+  const percent = (pool: { total: number; available: number }, used: number) =>
+    pool.total > 0 ? round(((pool.total - pool.available + used) / pool.total) * 100, 2) : 0;
   const count = (d: TaskAllocation['decision']) => allocations.filter((a) => a.decision === d).length;
   const totalPriority = request.tasks.reduce((s, t) => s + t.priority, 0);
   const priorityNow = [...startedNow].reduce((s, t) => s + t.priority, 0);
@@ -212,7 +222,12 @@ export function computeAllocation(request: ComputeAllocationRequest): Core<Compu
   return {
     analysis: 'compute-allocation',
     // A task that can never run on this compute is a plan that cannot complete: never "ok", whatever the rest does.
-    ...scored(Math.min(100 * (1 - 0.4 * (deadlineMisses / n) - 0.3 * (count('infeasible') / n) - 0.3 * waste), count('infeasible') ? 50 : 100)),
+    ...scored(
+      Math.min(
+        100 * (1 - 0.4 * (deadlineMisses / n) - 0.3 * (count('infeasible') / n) - 0.3 * waste),
+        count('infeasible') ? 50 : 100,
+      ),
+    ),
     strategy: request.strategy,
     allocations,
     utilization: { gpuPercent: percent(gpus, usedNow.gpus), cpuPercent: percent(cpus, usedNow.cpus) },
@@ -237,7 +252,9 @@ export const signedUsd = (atomic: bigint) => (atomic < 0n ? `-${atomicToUsd(-ato
 
 /** inputTokens × input price + outputTokens × output price (prices per million tokens), rounded up to 1e-6 USD. */
 export function callCostAtomic(model: ModelProfile, inputTokens: number, outputTokens: number): bigint {
-  const perMillion = BigInt(inputTokens) * usdToAtomic(model.inputUsdPerMTok) + BigInt(outputTokens) * usdToAtomic(model.outputUsdPerMTok);
+  const perMillion =
+    BigInt(inputTokens) * usdToAtomic(model.inputUsdPerMTok) +
+    BigInt(outputTokens) * usdToAtomic(model.outputUsdPerMTok);
   return ceilDiv(perMillion, MICRO);
 }
 
@@ -264,7 +281,8 @@ export function inferenceCost({ task, models }: InferenceCostRequest): Core<Infe
   const heavy = evaluate('heavy');
   const qualified = [light, heavy].filter((e) => e.meetsAccuracy && e.meetsLatency);
   let chosen: typeof light;
-  if (qualified.length === 2) chosen = heavy.ev > light.ev ? heavy : light; // a tie goes to the light model
+  if (qualified.length === 2)
+    chosen = heavy.ev > light.ev ? heavy : light; // a tie goes to the light model
   else if (qualified.length === 1) chosen = qualified[0]!;
   else chosen = heavy.m.expectedAccuracy > light.m.expectedAccuracy ? heavy : light;
   const other = chosen === light ? heavy : light;
@@ -305,20 +323,32 @@ export function inferenceCost({ task, models }: InferenceCostRequest): Core<Infe
 /** Episodic and semantic items at or above this retention score are summarized rather than forgotten. */
 export const SUMMARIZE_FLOOR = 0.3;
 
-export function checkMemory(request: Pick<MemoryCompressionRequest, 'capacityTokens' | 'items' | 'targetUtilization'>): void {
+export function checkMemory(
+  request: Pick<MemoryCompressionRequest, 'capacityTokens' | 'items' | 'targetUtilization'>,
+): void {
   request.items.forEach((item, i) => parseTime(item.lastAccessedAt, `body.items.${i}.lastAccessedAt`));
   const target = Math.floor(request.targetUtilization * request.capacityTokens);
   const pinned = request.items.filter((i) => i.pinned).reduce((s, i) => s + i.tokens, 0);
   if (pinned > target) {
-    throw unprocessable('pinned_exceeds_target', `Pinned items hold ${pinned} tokens, more than the target of ${target} tokens: unpin some or raise targetUtilization`, {
-      pinnedTokens: pinned,
-      targetTokens: target,
-    });
+    throw unprocessable(
+      'pinned_exceeds_target',
+      `Pinned items hold ${pinned} tokens, more than the target of ${target} tokens: unpin some or raise targetUtilization`,
+      {
+        pinnedTokens: pinned,
+        targetTokens: target,
+      },
+    );
   }
 }
 
 /** 0.5 × importance + 0.3 × 2^(−hours / half-life) + 0.2 × ln(1 + accesses) / ln(1 + most accesses). */
-export function retentionScore(importance: number, hoursSinceAccess: number, halfLifeHours: number, accessCount: number, maxAccessCount: number): number {
+export function retentionScore(
+  importance: number,
+  hoursSinceAccess: number,
+  halfLifeHours: number,
+  accessCount: number,
+  maxAccessCount: number,
+): number {
   const recency = Math.pow(2, -hoursSinceAccess / halfLifeHours);
   const frequency = maxAccessCount > 0 ? Math.log1p(accessCount) / Math.log1p(maxAccessCount) : 0;
   return 0.5 * importance + 0.3 * recency + 0.2 * frequency;
@@ -328,7 +358,15 @@ export function memoryCompression(request: MemoryCompressionRequest, now: number
   checkMemory(request);
   const { items, capacityTokens, targetUtilization, halfLifeHours, summaryRatio } = request;
   const maxAccess = Math.max(...items.map((i) => i.accessCount));
-  const scores = items.map((i) => retentionScore(i.importance, hoursBetween(Date.parse(i.lastAccessedAt), now), halfLifeHours, i.accessCount, maxAccess));
+  const scores = items.map((i) =>
+    retentionScore(
+      i.importance,
+      hoursBetween(Date.parse(i.lastAccessedAt), now),
+      halfLifeHours,
+      i.accessCount,
+      maxAccess,
+    ),
+  );
   const target = Math.floor(targetUtilization * capacityTokens);
   const before = items.reduce((s, i) => s + i.tokens, 0);
   const action = items.map(() => 'keep' as MemoryDecision['action']);
@@ -373,7 +411,14 @@ export function memoryCompression(request: MemoryCompressionRequest, now: number
         : action[i] === 'summarize'
           ? `middling retention ${s}: condensed to ${Math.round(summaryRatio * 100)} % of its size`
           : `low retention ${s}${(item.kind === 'episodic' || item.kind === 'semantic') && scores[i]! >= SUMMARIZE_FLOOR ? ' and summaries alone did not free enough' : ''}: forgotten`;
-    return { id: item.id, action: action[i]!, retentionScore: s, tokensBefore: item.tokens, tokensAfter: after[i]!, reason };
+    return {
+      id: item.id,
+      action: action[i]!,
+      retentionScore: s,
+      tokensBefore: item.tokens,
+      tokensAfter: after[i]!,
+      reason,
+    };
   });
   const counts = { keep: 0, summarize: 0, forget: 0 };
   for (const a of action) counts[a]++;
@@ -399,10 +444,17 @@ export function checkContext(items: readonly { addedAt?: string }[], field = 'bo
   items.forEach((item, i) => item.addedAt !== undefined && parseTime(item.addedAt, `${field}.${i}.addedAt`));
 }
 
-/** A goal must hold a word BM25 can score; one of stopwords and punctuation only would rank every item 0 (422 goal_unscorable). */
+/**
+ * A goal must hold a word BM25 can score; one of stopwords and punctuation only would rank every item 0 (422
+ * goal_unscorable).
+ */
 export function checkGoal(goal: string, field = 'goal'): void {
   if (!tokenize(goal).length) {
-    throw unprocessable('goal_unscorable', 'The goal has no word the analysis can score: only stopwords or punctuation', { field, goal });
+    throw unprocessable(
+      'goal_unscorable',
+      'The goal has no word the analysis can score: only stopwords or punctuation',
+      { field, goal },
+    );
   }
 }
 
@@ -490,7 +542,11 @@ export function decisionComplexity(d: DecisionProfile): Core<DecisionComplexityR
     const raw = (subtracts.has(factor) ? -1 : 1) * weight * values[factor] * 100;
     return { factor, value: round(values[factor], 4), weight, contribution: round(raw, 2), raw };
   });
-  const complexity = clamp(factors.reduce((s, f) => s + f.raw, 0), 0, 100);
+  const complexity = clamp(
+    factors.reduce((s, f) => s + f.raw, 0),
+    0,
+    100,
+  );
   const system2 = complexity >= 50;
   const c = complexity / 100;
   const model = system2 ? 'heavy' : 'light';
@@ -501,7 +557,8 @@ export function decisionComplexity(d: DecisionProfile): Core<DecisionComplexityR
   const neededSeconds = (maxReasoningTokens / TOKENS_PER_SECOND[model]) * (verify ? 1.5 : 1);
   const timeSufficient = neededSeconds <= deadlineSeconds;
   let score = timeSufficient ? 100 : (100 * deadlineSeconds) / neededSeconds;
-  if (d.pastAccuracy !== undefined) score = Math.min(score, (100 * d.pastAccuracy) / 0.8); // a poor record on this kind of decision
+  // a poor record on this kind of decision
+  if (d.pastAccuracy !== undefined) score = Math.min(score, (100 * d.pastAccuracy) / 0.8);
   return {
     analysis: 'decision-complexity',
     ...scored(score),
@@ -553,14 +610,18 @@ export function exploreExploit(request: ExploreExploitRequest): Core<ExploreExpl
   let best: Arm | undefined;
   for (const arm of arms) {
     if (arm.trials === 0) continue;
-    if (!best || arm.meanReward > best.meanReward || (arm.meanReward === best.meanReward && arm.trials > best.trials)) best = arm;
+    if (!best || arm.meanReward > best.meanReward || (arm.meanReward === best.meanReward && arm.trials > best.trials))
+      best = arm;
   }
   const random = mulberry32(request.seed);
   const indexes = arms.map((arm) => {
     if (strategy === 'ucb1') {
       // UCB1 (Auer et al. 2002): mean + sqrt(2 ln N / n). An untried arm's bound is infinite; it is shown as
       // 1 + sqrt(4 ln max(N, 2)), which exceeds every tried arm's bound (mean ≤ 1, bonus ≤ sqrt(2 ln N)).
-      const bonus = arm.trials > 0 ? Math.sqrt((2 * Math.log(totalTrials)) / arm.trials) : Math.sqrt(4 * Math.log(Math.max(totalTrials, 2)));
+      const bonus =
+        arm.trials > 0
+          ? Math.sqrt((2 * Math.log(totalTrials)) / arm.trials)
+          : Math.sqrt(4 * Math.log(Math.max(totalTrials, 2)));
       return { index: (arm.trials > 0 ? arm.meanReward : 1) + bonus, bonus };
     }
     if (strategy === 'thompson') return { index: betaSample(...posterior(arm), random), bonus: 0 };
@@ -568,7 +629,8 @@ export function exploreExploit(request: ExploreExploitRequest): Core<ExploreExpl
   });
   const untried = arms.find((a) => a.trials === 0);
   let chosen: Arm;
-  if (untried) chosen = untried; // every arm is tried once before any comparison means anything
+  if (untried)
+    chosen = untried; // every arm is tried once before any comparison means anything
   else if (strategy === 'epsilon-greedy') chosen = random() < request.epsilon ? arms[Math.floor(random() * k)]! : best!;
   else chosen = arms[indexes.reduce((bi, x, i) => (x.index > indexes[bi]!.index ? i : bi), 0)]!;
   const pBest = probabilityBest(arms, request.seed);
@@ -647,7 +709,10 @@ export function fitTemperature(confidences: readonly number[], outcomes: readonl
   return 1 / ((lo + hi) / 2);
 }
 
-export function confidenceCalibration({ predictions, bins }: ConfidenceCalibrationRequest): Core<ConfidenceCalibrationResult> {
+export function confidenceCalibration({
+  predictions,
+  bins,
+}: ConfidenceCalibrationRequest): Core<ConfidenceCalibrationResult> {
   const n = predictions.length;
   const outcome = (correct: boolean) => (correct ? 1 : 0);
   const accuracy = mean(predictions.map((p) => outcome(p.correct)));
@@ -681,7 +746,13 @@ export function confidenceCalibration({ predictions, bins }: ConfidenceCalibrati
     ece: round(ece, 4),
     mce: round(mce, 4),
     logLoss: round(logLoss, 4),
-    temperature: round(fitTemperature(predictions.map((p) => p.confidence), predictions.map((p) => p.correct)), 3),
+    temperature: round(
+      fitTemperature(
+        predictions.map((p) => p.confidence),
+        predictions.map((p) => p.correct),
+      ),
+      3,
+    ),
     bins: binRows,
   };
 }
@@ -690,13 +761,23 @@ export function confidenceCalibration({ predictions, bins }: ConfidenceCalibrati
 
 export function overthinking(request: OverthinkingRequest): Core<OverthinkingResult> {
   const { minGainPer1kTokens, patience } = request;
-  const steps = request.steps.map((s, i) => ({ s, i })).sort((a, b) => a.s.step - b.s.step || a.i - b.i).map((x) => x.s);
+  const steps = request.steps
+    .map((s, i) => ({ s, i }))
+    .sort((a, b) => a.s.step - b.s.step || a.i - b.i)
+    .map((x) => x.s);
   let cumulative = 0;
   const rows: StepGain[] = steps.map((s, i) => {
     cumulative += s.tokens;
     const gain = s.quality - (i === 0 ? 0 : steps[i - 1]!.quality); // the first step gains from nothing
     // Marginal gain per 1,000 tokens; a step of 0 tokens counts as 1 token.
-    return { step: s.step, tokens: s.tokens, cumulativeTokens: cumulative, quality: s.quality, gain: round(gain, 6), gainPer1kTokens: round((gain / Math.max(1, s.tokens)) * 1000, 6) };
+    return {
+      step: s.step,
+      tokens: s.tokens,
+      cumulativeTokens: cumulative,
+      quality: s.quality,
+      gain: round(gain, 6),
+      gainPer1kTokens: round((gain / Math.max(1, s.tokens)) * 1000, 6),
+    };
   });
   const low = rows.map((r, i) => i > 0 && (r.gain / Math.max(1, r.tokens)) * 1000 < minGainPer1kTokens);
   // The knee: the step before the first run of `patience` consecutive low-gain steps.
@@ -723,7 +804,8 @@ export function overthinking(request: OverthinkingRequest): Core<OverthinkingRes
     qualityAtKnee: (knee ?? final).quality,
     finalQuality: final.quality,
     qualityGainAfterKnee: round(final.quality - (knee ?? final).quality, 6),
-    recommendedTokenBudget: Math.ceil(((knee ?? final).cumulativeTokens * 11) / 10), // integer arithmetic: 2800 × 1.1 is 3080.0000000000005
+    // integer arithmetic: 2800 × 1.1 is 3080.0000000000005
+    recommendedTokenBudget: Math.ceil(((knee ?? final).cumulativeTokens * 11) / 10),
     steps: rows,
   };
 }
@@ -734,9 +816,13 @@ export function checkAssignments(agents: readonly TeamMember[], tasks: readonly 
   const ids = new Set(agents.map((a) => a.id));
   const unknown = tasks.filter((t) => t.assignedTo !== undefined && !ids.has(t.assignedTo));
   if (unknown.length) {
-    throw unprocessable('unknown_agent', `Task ${unknown[0]!.id} is assigned to "${unknown[0]!.assignedTo}", which is not one of the agents`, {
-      tasks: unknown.map((t) => ({ taskId: t.id, assignedTo: t.assignedTo })),
-    });
+    throw unprocessable(
+      'unknown_agent',
+      `Task ${unknown[0]!.id} is assigned to "${unknown[0]!.assignedTo}", which is not one of the agents`,
+      {
+        tasks: unknown.map((t) => ({ taskId: t.id, assignedTo: t.assignedTo })),
+      },
+    );
   }
 }
 
@@ -746,7 +832,8 @@ export function cognitiveLoad(request: CognitiveLoadRequest): Core<CognitiveLoad
   const owner = new Map<Task, string | null>(tasks.map((t) => [t, t.assignedTo ?? null]));
   // Assigned minutes per agent, kept up to date on every move (so utilization is O(1)).
   const minutes = new Map<string, number>(agents.map((a) => [a.id, 0]));
-  for (const t of tasks) if (t.assignedTo !== undefined) minutes.set(t.assignedTo, minutes.get(t.assignedTo)! + t.estimatedMinutes);
+  for (const t of tasks)
+    if (t.assignedTo !== undefined) minutes.set(t.assignedTo, minutes.get(t.assignedTo)! + t.estimatedMinutes);
   const assign = (t: Task, to: string) => {
     const from = owner.get(t);
     if (from) minutes.set(from, minutes.get(from)! - t.estimatedMinutes);
@@ -772,12 +859,19 @@ export function cognitiveLoad(request: CognitiveLoadRequest): Core<CognitiveLoad
   const imbalanceBefore = coefficientOfVariation(agents.map(utilization));
   const skilled = (a: TeamMember, t: Task) => (t.requiredSkills ?? []).every((s) => a.skills.includes(s));
   const position = new Map(tasks.map((t, i) => [t, i]));
-  const byMinutes = (a: Task, b: Task) => b.estimatedMinutes - a.estimatedMinutes || position.get(a)! - position.get(b)!;
+  const byMinutes = (a: Task, b: Task) =>
+    b.estimatedMinutes - a.estimatedMinutes || position.get(a)! - position.get(b)!;
   const spare = (a: TeamMember) => a.capacityMinutes - minutes.get(a.id)!;
-  /** The least-loaded agent with the skills that stays at or under the target after taking the task (ties: more room, then team order). */
+  /**
+   * The least-loaded agent with the skills that stays at or under the target after taking the task (ties: more room,
+   * then team order).
+   */
   const receiver = (t: Task, exclude: string | null) =>
     agents
-      .filter((a) => a.id !== exclude && skilled(a, t) && (minutes.get(a.id)! + t.estimatedMinutes) / a.capacityMinutes <= target)
+      .filter(
+        (a) =>
+          a.id !== exclude && skilled(a, t) && (minutes.get(a.id)! + t.estimatedMinutes) / a.capacityMinutes <= target,
+      )
       .sort((a, b) => utilization(a) - utilization(b) || spare(b) - spare(a))[0];
   const moves: TaskMove[] = [];
   const unplaced: string[] = [];
@@ -789,7 +883,13 @@ export function cognitiveLoad(request: CognitiveLoadRequest): Core<CognitiveLoad
       continue;
     }
     assign(task, to.id);
-    moves.push({ taskId: task.id, from: null, to: to.id, minutes: task.estimatedMinutes, reason: `unassigned; ${to.id} is the least-loaded agent with the skills and room for it` });
+    moves.push({
+      taskId: task.id,
+      from: null,
+      to: to.id,
+      minutes: task.estimatedMinutes,
+      reason: `unassigned; ${to.id} is the least-loaded agent with the skills and room for it`,
+    });
   }
   // Relieve the most overloaded agent first, moving its largest movable task; every move lowers the total
   // overload (it goes from an agent above the target to one that stays at or below it), so this ends.
@@ -802,7 +902,13 @@ export function cognitiveLoad(request: CognitiveLoadRequest): Core<CognitiveLoad
         if (!to) continue;
         const fromU = round(utilization(from) * 100, 1);
         assign(task, to.id);
-        moves.push({ taskId: task.id, from: from.id, to: to.id, minutes: task.estimatedMinutes, reason: `${from.id} was at ${fromU} % of capacity; ${to.id} is the least-loaded agent with the skills and room for it` });
+        moves.push({
+          taskId: task.id,
+          from: from.id,
+          to: to.id,
+          minutes: task.estimatedMinutes,
+          reason: `${from.id} was at ${fromU} % of capacity; ${to.id} is the least-loaded agent with the skills and room for it`,
+        });
         moved = true;
         break;
       }
@@ -817,7 +923,13 @@ export function cognitiveLoad(request: CognitiveLoadRequest): Core<CognitiveLoad
     // Health of the current assignment: overloaded agents, unassigned work and uneven load all need fixing.
     // Work no agent can take is never "ok": at most 50 (warning) while anything is unplaced.
     ...scored(
-      Math.min(100 - 50 * (overloadedBefore / agents.length) - 30 * (unassignedBefore / tasks.length) - 20 * Math.min(1, imbalanceBefore), unplaced.length ? 50 : 100),
+      Math.min(
+        100 -
+          50 * (overloadedBefore / agents.length) -
+          30 * (unassignedBefore / tasks.length) -
+          20 * Math.min(1, imbalanceBefore),
+        unplaced.length ? 50 : 100,
+      ),
     ),
     targetUtilization: target,
     before,
@@ -831,12 +943,19 @@ export function cognitiveLoad(request: CognitiveLoadRequest): Core<CognitiveLoad
 
 // ---------------------------------------------------------------- 10. performance drift
 
-export function driftWindows(request: Pick<PerformanceDriftRequest, 'scores' | 'baselineSize' | 'recentSize'>): { baselineSize: number; recentSize: number } {
+export function driftWindows(request: Pick<PerformanceDriftRequest, 'scores' | 'baselineSize' | 'recentSize'>): {
+  baselineSize: number;
+  recentSize: number;
+} {
   const n = request.scores.length;
   const baselineSize = request.baselineSize ?? Math.floor(n / 2);
   const recentSize = request.recentSize ?? Math.max(5, Math.floor(n / 4));
   if (baselineSize + recentSize > n) {
-    throw unprocessable('window_too_large', `baselineSize + recentSize (${baselineSize} + ${recentSize}) exceeds the ${n} scores`, { baselineSize, recentSize, scores: n });
+    throw unprocessable(
+      'window_too_large',
+      `baselineSize + recentSize (${baselineSize} + ${recentSize}) exceeds the ${n} scores`,
+      { baselineSize, recentSize, scores: n },
+    );
   }
   return { baselineSize, recentSize };
 }
@@ -894,7 +1013,10 @@ export function performanceDrift(request: PerformanceDriftRequest): Core<Perform
   const delta = mean(recent.map((s) => s.score)) - baseMean;
   // From a baseline mean of 0 any change counts as ±100 %.
   const relativeChange = baseMean > 0 ? delta / baseMean : delta === 0 ? 0 : Math.sign(delta);
-  const { t, p } = welch(base.map((s) => s.score), recent.map((s) => s.score));
+  const { t, p } = welch(
+    base.map((s) => s.score),
+    recent.map((s) => s.score),
+  );
   const drifting = Math.abs(relativeChange) >= request.threshold && p < 0.05;
   const direction = !drifting ? 'stable' : delta < 0 ? 'degrading' : 'improving';
   const size = Math.abs(relativeChange);
@@ -945,34 +1067,69 @@ export type Outcome = { analysis: AnalysisId; core: AnyCore } | { analysis: Anal
 /** What each analysis needs from the state, or the missing fields; the default options of each route. */
 function planFor(analysis: AnalysisId, s: CognitiveState, now: number): (() => AnyCore) | string {
   const missing = (fields: [string, unknown][]) => {
-    const absent = fields.filter(([, v]) => v === undefined || (Array.isArray(v) && v.length === 0)).map(([name]) => name);
+    const absent = fields
+      .filter(([, v]) => v === undefined || (Array.isArray(v) && v.length === 0))
+      .map(([name]) => name);
     return absent.length ? `missing ${absent.join(', ')}` : null;
   };
   const r = s.reasoning;
   const check = (fields: [string, unknown][], run: () => AnyCore) => missing(fields) ?? run;
   switch (analysis) {
     case 'compute-allocation':
-      return check([['compute', s.compute], ['tasks.queue', s.tasks?.queue]], () => computeAllocation({ compute: s.compute!, tasks: s.tasks!.queue, strategy: 'priority' }));
+      return check(
+        [
+          ['compute', s.compute],
+          ['tasks.queue', s.tasks?.queue],
+        ],
+        () => computeAllocation({ compute: s.compute!, tasks: s.tasks!.queue, strategy: 'priority' }),
+      );
     case 'inference-cost':
-      return check([['reasoning.nextInference', r?.nextInference], ['compute.models', s.compute?.models]], () => inferenceCost({ task: r!.nextInference!, models: s.compute!.models! }));
+      return check(
+        [
+          ['reasoning.nextInference', r?.nextInference],
+          ['compute.models', s.compute?.models],
+        ],
+        () => inferenceCost({ task: r!.nextInference!, models: s.compute!.models! }),
+      );
     case 'memory-compression':
-      return check([['memory', s.memory]], () => memoryCompression({ ...s.memory!, targetUtilization: 0.7, halfLifeHours: 72, summaryRatio: 0.25 }, now));
+      return check([['memory', s.memory]], () =>
+        memoryCompression({ ...s.memory!, targetUtilization: 0.7, halfLifeHours: 72, summaryRatio: 0.25 }, now),
+      );
     case 'context-relevance':
-      return check([['reasoning.goal', r?.goal], ['reasoning.context', r?.context], ['reasoning.tokenBudget', r?.tokenBudget]], () =>
-        contextRelevance({ goal: r!.goal!, items: r!.context!, tokenBudget: r!.tokenBudget! }, now),
+      return check(
+        [
+          ['reasoning.goal', r?.goal],
+          ['reasoning.context', r?.context],
+          ['reasoning.tokenBudget', r?.tokenBudget],
+        ],
+        () => contextRelevance({ goal: r!.goal!, items: r!.context!, tokenBudget: r!.tokenBudget! }, now),
       );
     case 'decision-complexity':
       return check([['reasoning.pendingDecision', r?.pendingDecision]], () => decisionComplexity(r!.pendingDecision!));
     case 'explore-exploit':
-      return check([['reasoning.approaches', r?.approaches]], () => exploreExploit({ arms: r!.approaches!, strategy: 'ucb1', epsilon: 0.1, seed: 0 }));
+      return check([['reasoning.approaches', r?.approaches]], () =>
+        exploreExploit({ arms: r!.approaches!, strategy: 'ucb1', epsilon: 0.1, seed: 0 }),
+      );
     case 'confidence-calibration':
-      return check([['performance.predictions', s.performance?.predictions]], () => confidenceCalibration({ predictions: s.performance!.predictions!, bins: 10 }));
+      return check([['performance.predictions', s.performance?.predictions]], () =>
+        confidenceCalibration({ predictions: s.performance!.predictions!, bins: 10 }),
+      );
     case 'overthinking-detector':
-      return check([['reasoning.trace', r?.trace]], () => overthinking({ steps: r!.trace!, minGainPer1kTokens: 0.01, patience: 2 }));
+      return check([['reasoning.trace', r?.trace]], () =>
+        overthinking({ steps: r!.trace!, minGainPer1kTokens: 0.01, patience: 2 }),
+      );
     case 'cognitive-load':
-      return check([['tasks.team', s.tasks?.team], ['tasks.queue', s.tasks?.queue]], () => cognitiveLoad({ agents: s.tasks!.team!, tasks: s.tasks!.queue, targetUtilization: 0.85 }));
+      return check(
+        [
+          ['tasks.team', s.tasks?.team],
+          ['tasks.queue', s.tasks?.queue],
+        ],
+        () => cognitiveLoad({ agents: s.tasks!.team!, tasks: s.tasks!.queue, targetUtilization: 0.85 }),
+      );
     case 'performance-drift':
-      return check([['performance.qualityHistory', s.performance?.qualityHistory]], () => performanceDrift({ scores: s.performance!.qualityHistory!, threshold: 0.05 }));
+      return check([['performance.qualityHistory', s.performance?.qualityHistory]], () =>
+        performanceDrift({ scores: s.performance!.qualityHistory!, threshold: 0.05 }),
+      );
   }
 }
 
@@ -1021,11 +1178,17 @@ export function overallHealth(scores: readonly { score: number; status: HealthSt
 export function checkStateTimes(state: CognitiveState, prefix: string): void {
   state.memory?.items.forEach((item, i) => parseTime(item.lastAccessedAt, `${prefix}memory.items.${i}.lastAccessedAt`));
   if (state.reasoning?.context) checkContext(state.reasoning.context, `${prefix}reasoning.context`);
-  state.performance?.predictions?.forEach((p, i) => p.at !== undefined && parseTime(p.at, `${prefix}performance.predictions.${i}.at`));
-  if (state.performance?.qualityHistory) checkScores(state.performance.qualityHistory, `${prefix}performance.qualityHistory`);
+  state.performance?.predictions?.forEach(
+    (p, i) => p.at !== undefined && parseTime(p.at, `${prefix}performance.predictions.${i}.at`),
+  );
+  if (state.performance?.qualityHistory)
+    checkScores(state.performance.qualityHistory, `${prefix}performance.qualityHistory`);
 }
 
 /** Groups sent with the request replace the stored ones whole, for this run only. */
 export function mergeState(stored: CognitiveState | undefined, override: CognitiveState | undefined): CognitiveState {
-  return { ...(stored ?? {}), ...Object.fromEntries(Object.entries(override ?? {}).filter(([, v]) => v !== undefined)) };
+  return {
+    ...(stored ?? {}),
+    ...Object.fromEntries(Object.entries(override ?? {}).filter(([, v]) => v !== undefined)),
+  };
 }

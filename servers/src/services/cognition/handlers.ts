@@ -41,6 +41,8 @@ export interface CognitionDeps {
   reasoner: Reasoner;
   /** The service as deployed (its prices, after any overrides), for the info route. */
   service: typeof cognition;
+  /** The clock, Unix ms: recency weights and the computedAt stamps read it. */
+  now: () => number;
 }
 
 /** Route key, analysis id and the state groups each analysis reads, in route order. */
@@ -72,7 +74,14 @@ const RESULT_KEYS: Record<AnalysisId, keyof DiagnosticResults> = {
 export function buildInfo(service: typeof cognition): CognitionInfo {
   const api = (key: keyof typeof cognition.router, id: CognitiveApi['id'], stateGroups: StateGroup[]): CognitiveApi => {
     const route = service.router[key];
-    return { id, method: 'POST', path: route.path, summary: route.summary ?? '', priceUsd: priceRange(routeMeta(route).payment).minUsd, stateGroups };
+    return {
+      id,
+      method: 'POST',
+      path: route.path,
+      summary: route.summary ?? '',
+      priceUsd: priceRange(routeMeta(route).payment).minUsd,
+      stateGroups,
+    };
   };
   return {
     service: 'cognition',
@@ -92,7 +101,13 @@ export const stateNotFound = (agentId: string) =>
   notFound('state_not_found', `You have no cognitive state for agent "${agentId}"; write one with POST /api/state`);
 
 /** The stored state (if any) with the request's groups laid over it; 404 / 422 when there is nothing to analyse. */
-export async function diagnosticInputs(store: CognitionStore, owner: string, agentId: string, override: CognitiveStateRecord['state'] | undefined, now: number) {
+export async function diagnosticInputs(
+  store: CognitionStore,
+  owner: string,
+  agentId: string,
+  override: CognitiveStateRecord['state'] | undefined,
+  now: number,
+) {
   const stored = await store.get(owner, agentId);
   if (!stored && !override) throw stateNotFound(agentId);
   const outcomes = runAnalyses(mergeState(stored?.state, override), now);
@@ -105,12 +120,23 @@ export async function diagnosticInputs(store: CognitionStore, owner: string, age
 }
 
 // Handlers only translate between the contract and the domain.
-export function cognitionHandlers({ store, reasoner, service }: CognitionDeps): RouterImplementation<typeof cognition.router> {
+export function cognitionHandlers({
+  store,
+  reasoner,
+  service,
+  now,
+}: CognitionDeps): RouterImplementation<typeof cognition.router> {
   const info = buildInfo(service);
   /** Adds the recommendation and actions (built-in rules or the configured LLM) to an analysis's numbers. */
   const advise = async <C extends AnyCore>(core: C) => {
     const { output, generator } = await reasoner.run(adviceTask(core));
-    return { ...core, recommendation: output.recommendation, actions: output.actions, generator, computedAt: new Date().toISOString() };
+    return {
+      ...core,
+      recommendation: output.recommendation,
+      actions: output.actions,
+      generator,
+      computedAt: new Date(now()).toISOString(),
+    };
   };
 
   return {
@@ -118,7 +144,7 @@ export function cognitionHandlers({ store, reasoner, service }: CognitionDeps): 
 
     updateState: async ({ body, res }) => {
       const { agentId, expectedVersion, ...groups } = body;
-      return { status: 200, body: await store.write(callerOf(res), agentId, groups, expectedVersion, new Date()) };
+      return { status: 200, body: await store.write(callerOf(res), agentId, groups, expectedVersion, new Date(now())) };
     },
 
     getState: async ({ params, body, res }) => {
@@ -126,14 +152,18 @@ export function cognitionHandlers({ store, reasoner, service }: CognitionDeps): 
       if (!record) throw stateNotFound(params.agentId);
       if (!body.groups) return { status: 200, body: record };
       const keep = new Set(body.groups);
-      const pick = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([g]) => keep.has(g as StateGroup)));
-      return { status: 200, body: { ...record, state: pick(record.state), groupUpdatedAt: pick(record.groupUpdatedAt) } };
+      const pick = <T extends object>(o: T) =>
+        Object.fromEntries(Object.entries(o).filter(([g]) => keep.has(g as StateGroup)));
+      return {
+        status: 200,
+        body: { ...record, state: pick(record.state), groupUpdatedAt: pick(record.groupUpdatedAt) },
+      };
     },
 
     computeAllocation: async ({ body }) => ({ status: 200, body: await advise(computeAllocation(body)) }),
     inferenceCost: async ({ body }) => ({ status: 200, body: await advise(inferenceCost(body)) }),
-    memoryCompression: async ({ body }) => ({ status: 200, body: await advise(memoryCompression(body, Date.now())) }),
-    contextRelevance: async ({ body }) => ({ status: 200, body: await advise(contextRelevance(body, Date.now())) }),
+    memoryCompression: async ({ body }) => ({ status: 200, body: await advise(memoryCompression(body, now())) }),
+    contextRelevance: async ({ body }) => ({ status: 200, body: await advise(contextRelevance(body, now())) }),
     decisionComplexity: async ({ body }) => ({ status: 200, body: await advise(decisionComplexity(body)) }),
     exploreExploit: async ({ body }) => ({ status: 200, body: await advise(exploreExploit(body)) }),
     confidenceCalibration: async ({ body }) => ({ status: 200, body: await advise(confidenceCalibration(body)) }),
@@ -142,15 +172,29 @@ export function cognitionHandlers({ store, reasoner, service }: CognitionDeps): 
     performanceDrift: async ({ body }) => ({ status: 200, body: await advise(performanceDrift(body)) }),
 
     fullDiagnostic: async ({ body, res }) => {
-      const { stored, outcomes } = await diagnosticInputs(store, callerOf(res), body.agentId, body.state, Date.now());
+      const { stored, outcomes } = await diagnosticInputs(store, callerOf(res), body.agentId, body.state, now());
       const ran = outcomes.filter((o): o is Extract<Outcome, { core: AnyCore }> => 'core' in o);
       const advised = await Promise.all(ran.map((o) => advise(o.core)));
       const byAnalysis = new Map(advised.map((r) => [r.analysis, r]));
       const entries = outcomes.map((o) => {
         const result = byAnalysis.get(o.analysis);
         return result
-          ? { analysis: o.analysis, status: result.status, score: result.score, headline: headline(result), skippedReason: null, actions: result.actions }
-          : { analysis: o.analysis, status: 'skipped' as const, score: null, headline: `skipped: ${'skippedReason' in o ? o.skippedReason : ''}`, skippedReason: 'skippedReason' in o ? o.skippedReason : null, actions: [] };
+          ? {
+              analysis: o.analysis,
+              status: result.status,
+              score: result.score,
+              headline: headline(result),
+              skippedReason: null,
+              actions: result.actions,
+            }
+          : {
+              analysis: o.analysis,
+              status: 'skipped' as const,
+              score: null,
+              headline: `skipped: ${'skippedReason' in o ? o.skippedReason : ''}`,
+              skippedReason: 'skippedReason' in o ? o.skippedReason : null,
+              actions: [],
+            };
       });
       const overall = overallHealth(advised);
       const { output, generator } = await reasoner.run(diagnosticTask({ agentId: body.agentId, ...overall, entries }));
@@ -168,7 +212,7 @@ export function cognitionHandlers({ store, reasoner, service }: CognitionDeps): 
         summary: output.summary,
         results,
         generator,
-        computedAt: new Date().toISOString(),
+        computedAt: new Date(now()).toISOString(),
       };
       return { status: 200, body: report };
     },

@@ -18,7 +18,13 @@ import {
 import { cognitionHandlers, diagnosticInputs, stateNotFound } from './handlers';
 import { cognitionStore, migrations } from './store';
 
-export async function createCognitionApp(context: ServiceContext) {
+export interface CognitionOptions {
+  /** The clock, Unix ms (default Date.now): a test moves it rather than waiting for memory to age. */
+  now?: () => number;
+}
+
+export async function createCognitionApp(context: ServiceContext, options: CognitionOptions = {}) {
+  const now = options.now ?? Date.now;
   await migrate(context.db, 'cognition', migrations);
   const store = cognitionStore(context.db);
   const service = withPrices(cognition, context.prices ?? {});
@@ -26,7 +32,7 @@ export async function createCognitionApp(context: ServiceContext) {
   const diagnostics = new WeakMap<object, Awaited<ReturnType<typeof diagnosticInputs>>>();
   return await createServiceApp({
     service: cognition,
-    handlers: cognitionHandlers({ store, reasoner: context.reasoner, service }),
+    handlers: cognitionHandlers({ store, reasoner: context.reasoner, service, now }),
     ...fromContext(context),
     // Every domain rule that can fail a request is checked here, before the 402: nobody pays for a 404, 409 or 422.
     preflight: {
@@ -44,7 +50,9 @@ export async function createCognitionApp(context: ServiceContext) {
         checkGoal(body.goal, 'body.goal');
       },
       confidenceCalibration: ({ body }) => {
-        body.predictions.forEach((p: { at?: string }, i: number) => p.at !== undefined && parseTime(p.at, `body.predictions.${i}.at`));
+        body.predictions.forEach(
+          (p: { at?: string }, i: number) => p.at !== undefined && parseTime(p.at, `body.predictions.${i}.at`),
+        );
       },
       cognitiveLoad: ({ body }) => checkAssignments(body.agents, body.tasks),
       performanceDrift: ({ body }) => {
@@ -53,7 +61,10 @@ export async function createCognitionApp(context: ServiceContext) {
       },
       fullDiagnostic: async (request, caller) => {
         if (request.body.state) checkStateTimes(request.body.state, 'body.state.');
-        diagnostics.set(request, await diagnosticInputs(store, caller!, request.body.agentId, request.body.state, Date.now()));
+        diagnostics.set(
+          request,
+          await diagnosticInputs(store, caller!, request.body.agentId, request.body.state, now()),
+        );
       },
     },
     // The diagnostic costs what it runs: 0.008 USD per analysis whose inputs the state holds, decided in the preflight.

@@ -1,4 +1,5 @@
-// Numerical building blocks of the analyses: Beta sampling, Student's t distribution (the seeded PRNG is upstream/market/random's).
+// Numerical building blocks of the analyses: Beta sampling, Student's t distribution (the seeded PRNG is
+// upstream/market/random's).
 // Written here because no installed package provides them; each follows a standard published method.
 
 /** A standard normal draw (Box-Muller), from uniforms in [0, 1). */

@@ -1,6 +1,8 @@
 import { sql, type Kysely, type Migration } from 'kysely';
+import { json } from '../../db/camel-case';
 import type { CognitiveState, CognitiveStateRecord, StateGroup } from '@agent-economy/contracts';
 import { conflict } from '../../runtime/errors';
+import type { SharedDb } from '../../db';
 
 export const STATE_GROUPS: readonly StateGroup[] = ['compute', 'memory', 'reasoning', 'performance', 'tasks'];
 
@@ -36,7 +38,6 @@ interface Tables {
   cognition_states: StateRow;
 }
 
-const json = (value: unknown) => sql`${JSON.stringify(value)}::jsonb`;
 const toRecord = (row: StateRow): CognitiveStateRecord => ({
   agentId: row.agent_id,
   owner: row.owner,
@@ -55,10 +56,15 @@ const versionConflict = (agentId: string, expected: number | undefined, actual: 
     { expectedVersion: expected ?? null, currentVersion: actual },
   );
 
-export function cognitionStore(database: Kysely<any>) {
+export function cognitionStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
   const find = async (owner: string, agentId: string) =>
-    db.selectFrom('cognition_states').selectAll().where('owner', '=', owner).where('agent_id', '=', agentId).executeTakeFirst();
+    db
+      .selectFrom('cognition_states')
+      .selectAll()
+      .where('owner', '=', owner)
+      .where('agent_id', '=', agentId)
+      .executeTakeFirst();
 
   return {
     async get(owner: string, agentId: string): Promise<CognitiveStateRecord | undefined> {
@@ -77,16 +83,31 @@ export function cognitionStore(database: Kysely<any>) {
      * Writes the groups sent (each replaces the stored group whole). Optimistic: the update only applies
      * to the version that was read, so two concurrent writers cannot both win; the loser gets 409.
      */
-    async write(owner: string, agentId: string, groups: CognitiveState, expectedVersion: number | undefined, now: Date): Promise<CognitiveStateRecord> {
+    async write(
+      owner: string,
+      agentId: string,
+      groups: CognitiveState,
+      expectedVersion: number | undefined,
+      now: Date,
+    ): Promise<CognitiveStateRecord> {
       const sent = STATE_GROUPS.filter((g) => groups[g] !== undefined);
       const stamp = Object.fromEntries(sent.map((g) => [g, now.toISOString()]));
       const current = await find(owner, agentId);
-      if (expectedVersion !== undefined && current?.version !== expectedVersion) throw versionConflict(agentId, expectedVersion, current?.version ?? null);
+      if (expectedVersion !== undefined && current?.version !== expectedVersion)
+        throw versionConflict(agentId, expectedVersion, current?.version ?? null);
       if (!current) {
         const state = Object.fromEntries(sent.map((g) => [g, groups[g]]));
         const inserted = await db
           .insertInto('cognition_states')
-          .values({ owner, agent_id: agentId, version: 1, state: json(state), group_updated_at: json(stamp), created_at: now, updated_at: now } as any)
+          .values({
+            owner,
+            agent_id: agentId,
+            version: 1,
+            state: json(state),
+            group_updated_at: json(stamp),
+            created_at: now,
+            updated_at: now,
+          })
           .onConflict((oc) => oc.columns(['owner', 'agent_id']).doNothing())
           .returningAll()
           .executeTakeFirst();
@@ -96,7 +117,12 @@ export function cognitionStore(database: Kysely<any>) {
       const state = { ...current.state, ...Object.fromEntries(sent.map((g) => [g, groups[g]])) };
       const updated = await db
         .updateTable('cognition_states')
-        .set({ version: current.version + 1, state: json(state), group_updated_at: json({ ...current.group_updated_at, ...stamp }), updated_at: now } as any)
+        .set({
+          version: current.version + 1,
+          state: json(state),
+          group_updated_at: json({ ...current.group_updated_at, ...stamp }),
+          updated_at: now,
+        })
         .where('owner', '=', owner)
         .where('agent_id', '=', agentId)
         .where('version', '=', current.version)

@@ -9,13 +9,30 @@ import { z } from 'zod';
 import type { AiTask } from '../../ai';
 import { round } from '../../upstream/decimal';
 import type { HourBar, SpotBook } from '../../upstream/market/book';
-import { depthWithin, gini, imbalance, levelsWithin, logReturns, midAndSpread, pearson, priceImpact, standardDeviation, type BookLevel } from '../../upstream/measures';
+import {
+  depthWithin,
+  gini,
+  imbalance,
+  levelsWithin,
+  logReturns,
+  midAndSpread,
+  pearson,
+  priceImpact,
+  standardDeviation,
+  type BookLevel,
+} from '../../upstream/measures';
 import { unprocessable } from '../../runtime/errors';
 import { MAJORS, type Major, type MarketRead } from './sources';
 
 // The five dimensions, the composite and the confidence, as pure functions of a market read (books, hourly bars).
 
-export const WEIGHTS = { liquidity: 0.25, bidConcentration: 0.2, volumeAsymmetry: 0.15, correlation: 0.15, firmness: 0.25 } as const;
+export const WEIGHTS = {
+  liquidity: 0.25,
+  bidConcentration: 0.2,
+  volumeAsymmetry: 0.15,
+  correlation: 0.15,
+  firmness: 0.25,
+} as const;
 /** The quick score's weights: correlation left out, the other four divided by their sum 0.85. */
 export const QUICK_WEIGHTS = {
   liquidity: round(0.25 / 0.85),
@@ -30,7 +47,9 @@ export const FIRMNESS_NOTIONAL_USD = 50_000;
 export const CORRELATION_HOURS = 168;
 /** Hours of trading behind volume, taker imbalance and volatility. */
 export const WINDOW_HOURS = 24;
-/** Coverage at which confidence is full: book levels (both sides, every venue), trades in the window, aligned returns. */
+/**
+ * Coverage at which confidence is full: book levels (both sides, every venue), trades in the window, aligned returns.
+ */
 export const COVERAGE_TARGETS = { bookLevels: 100, trades: 1000, returns: CORRELATION_HOURS } as const;
 /** Fewer trades than this in the window, or a book without both sides, is too little to score. */
 export const MIN_TRADES = 10;
@@ -41,7 +60,9 @@ const score = (x: number) => round(100 * clamp01(x), 1);
 
 /** USD as a decimal string, to the cent. */
 export function usd(x: number): string {
-  const text = Math.max(0, x).toFixed(2).replace(/\.?0+$/, '');
+  const text = Math.max(0, x)
+    .toFixed(2)
+    .replace(/\.?0+$/, '');
   return text === '' ? '0' : text;
 }
 
@@ -49,7 +70,8 @@ export function readingOf(composite: number): { reading: ConvictionReading; read
   const distance = Math.abs(composite - READING.firmAtOrAbove);
   return {
     reading: composite >= READING.firmAtOrAbove ? 'firm' : 'thin',
-    readingStrength: distance < READING.marginalWithin ? 'marginal' : distance <= READING.strongBeyond ? 'clear' : 'strong',
+    readingStrength:
+      distance < READING.marginalWithin ? 'marginal' : distance <= READING.strongBeyond ? 'clear' : 'strong',
   };
 }
 
@@ -70,7 +92,16 @@ export interface ConsolidatedBook {
 export function consolidate(books: readonly SpotBook[]): ConsolidatedBook | null {
   const usable = books.flatMap((b) => {
     const top = midAndSpread(b.bids, b.asks);
-    return top && top.spreadBps >= 0 ? [{ book: b, ...top, bidDepth: depthWithin('bid', b.bids, top.mid, DEPTH_BAND), askDepth: depthWithin('ask', b.asks, top.mid, DEPTH_BAND) }] : [];
+    return top && top.spreadBps >= 0
+      ? [
+          {
+            book: b,
+            ...top,
+            bidDepth: depthWithin('bid', b.bids, top.mid, DEPTH_BAND),
+            askDepth: depthWithin('ask', b.asks, top.mid, DEPTH_BAND),
+          },
+        ]
+      : [];
   });
   if (usable.length === 0) return null;
   const weightOf = (u: (typeof usable)[number]) => u.bidDepth + u.askDepth || 1;
@@ -81,7 +112,9 @@ export function consolidate(books: readonly SpotBook[]): ConsolidatedBook | null
     spreadBps: Math.min(...usable.map((u) => u.spreadBps)),
     bidDepthUsd: usable.reduce((a, u) => a + u.bidDepth, 0),
     askDepthUsd: usable.reduce((a, u) => a + u.askDepth, 0),
-    bidNotionals: usable.flatMap((u) => levelsWithin('bid', u.book.bids, u.mid, DEPTH_BAND).map((l) => l.price * l.quantity)),
+    bidNotionals: usable.flatMap((u) =>
+      levelsWithin('bid', u.book.bids, u.mid, DEPTH_BAND).map((l) => l.price * l.quantity),
+    ),
     bids: usable.flatMap((u) => u.book.bids),
     asks: usable.flatMap((u) => u.book.asks),
     levels: usable.reduce((a, u) => a + u.book.bids.length + u.book.asks.length, 0),
@@ -96,7 +129,10 @@ function returnsByHour(bars: readonly HourBar[]): Map<number, number> {
 }
 
 /** Pearson ρ of two bar series' hourly log returns on the hours both have, and how many. */
-export function alignedCorrelation(a: readonly HourBar[], b: readonly HourBar[]): { rho: number | null; count: number } {
+export function alignedCorrelation(
+  a: readonly HourBar[],
+  b: readonly HourBar[],
+): { rho: number | null; count: number } {
   const ra = returnsByHour(a);
   const rb = returnsByHour(b);
   const xs: number[] = [];
@@ -121,18 +157,27 @@ export interface Analysis {
 export function analyze(token: ConvictionToken, read: MarketRead): Analysis {
   const book = consolidate(read.books);
   if (!book || book.bidDepthUsd === 0 || book.askDepthUsd === 0) {
-    throw unprocessable('insufficient_market_data', `No order book with both sides within ±2 % of mid for ${token.symbol}`, { token: token.symbol });
+    throw unprocessable(
+      'insufficient_market_data',
+      `No order book with both sides within ±2 % of mid for ${token.symbol}`,
+      { token: token.symbol },
+    );
   }
   const window = read.bars.slice(-WINDOW_HOURS);
   const trades = window.reduce((a, b) => a + b.trades, 0);
   if (trades < MIN_TRADES || window.length < 2) {
-    throw unprocessable('insufficient_market_data', `Too few trades to score ${token.symbol}: ${trades} in the last ${window.length} hours, at least ${MIN_TRADES} needed`, {
-      token: token.symbol,
-      trades,
-    });
+    throw unprocessable(
+      'insufficient_market_data',
+      `Too few trades to score ${token.symbol}: ${trades} in the last ${window.length} hours, at least ${MIN_TRADES} needed`,
+      {
+        token: token.symbol,
+        trades,
+      },
+    );
   }
 
-  // Liquidity: ±2 % depth on a log scale ($1k → 0, $100M → 1), spread (1 bp → 1, 1,000 bps → 0), depth against volume (5 % → 1).
+  // Liquidity: ±2 % depth on a log scale ($1k → 0, $100M → 1), spread (1 bp → 1, 1,000 bps → 0), depth against volume
+  // (5 % → 1).
   const depth = book.bidDepthUsd + book.askDepthUsd;
   const volume24h = window.reduce((a, b) => a + b.quoteVolumeUsd, 0);
   const ratio = volume24h > 0 ? depth / volume24h : 0;
@@ -174,14 +219,19 @@ export function analyze(token: ConvictionToken, read: MarketRead): Analysis {
     windowHours: window.length,
   };
 
-  // Firmness: price impact of a fixed notional both ways (2 % → 0, scaled by the share the book can fill), book balance, volatility (5 %/h → 0).
+  // Firmness: price impact of a fixed notional both ways (2 % → 0, scaled by the share the book can fill), book
+  // balance, volatility (5 %/h → 0).
   const buyImpact = priceImpact('buy', book.asks, book.mid, FIRMNESS_NOTIONAL_USD);
   const sellImpact = priceImpact('sell', book.bids, book.mid, FIRMNESS_NOTIONAL_USD);
   const impactScore = (i: typeof buyImpact) => i.filledFraction * clamp01(1 - i.impactPercent / 2);
   const bookImbalance = imbalance(book.bidDepthUsd, book.askDepthUsd);
   const volatility = standardDeviation(logReturns(read.bars.slice(-(WINDOW_HOURS + 1)).map((b) => b.close))) * 100;
   const firmness = {
-    score: score(0.6 * ((impactScore(buyImpact) + impactScore(sellImpact)) / 2) + 0.2 * (1 - Math.abs(bookImbalance)) + 0.2 * clamp01(1 - volatility / 5)),
+    score: score(
+      0.6 * ((impactScore(buyImpact) + impactScore(sellImpact)) / 2) +
+        0.2 * (1 - Math.abs(bookImbalance)) +
+        0.2 * clamp01(1 - volatility / 5),
+    ),
     weight: WEIGHTS.firmness,
     notionalUsd: usd(FIRMNESS_NOTIONAL_USD),
     priceImpactBuyPercent: round(buyImpact.impactPercent, 4),
@@ -217,7 +267,12 @@ export function analyze(token: ConvictionToken, read: MarketRead): Analysis {
 
   return {
     dimensions: { liquidity, bidConcentration, volumeAsymmetry, correlation, firmness },
-    quick: { liquidity: liquidity.score, bidConcentration: bidConcentration.score, volumeAsymmetry: volumeAsymmetry.score, firmness: firmness.score },
+    quick: {
+      liquidity: liquidity.score,
+      bidConcentration: bidConcentration.score,
+      volumeAsymmetry: volumeAsymmetry.score,
+      firmness: firmness.score,
+    },
     coverage: { bookLevels: book.levels, tradesSampled: trades, returnsCount, venues: book.venues },
   };
 }
@@ -272,7 +327,9 @@ const money = (text: string) => `$${Number(text).toLocaleString('en-US', { maxim
 /** The built-in summary: the reading, then each dimension's telling figure, strongest and weakest named. */
 export function builtinSummary(input: SummaryInput): { summary: string } {
   const d = input.dimensions;
-  const ranked = (Object.keys(DIMENSION_NAMES) as (keyof ConvictionDimensions)[]).sort((a, b) => d[b].score - d[a].score);
+  const ranked = (Object.keys(DIMENSION_NAMES) as (keyof ConvictionDimensions)[]).sort(
+    (a, b) => d[b].score - d[a].score,
+  );
   const corr = (
     [
       ['SOL', d.correlation.withNative],

@@ -1,7 +1,14 @@
-import { conviction, listRoutes, type ConvictionResult, type DataSource, type PaymentMeta } from '@agent-economy/contracts';
+import {
+  conviction,
+  listRoutes,
+  type ConvictionResult,
+  type DataSource,
+  type PaymentMeta,
+} from '@agent-economy/contracts';
 import type { Kysely } from 'kysely';
 import type { Reasoner } from '../../ai';
 import type { RouterImplementation } from '../../runtime/app';
+import { healthReply } from '../../runtime/health';
 import { HttpError } from '../../runtime/errors';
 import {
   analyze,
@@ -20,12 +27,15 @@ import {
 } from './domain';
 import type { ConvictionSource, MarketRead } from './sources';
 import type { ResolvedToken } from './tokens';
+import type { SharedDb } from '../../db';
 
 export interface ConvictionDeps {
   source: ConvictionSource;
   reasoner: Reasoner;
-  db: Kysely<any>;
+  db: SharedDb;
   prices?: Record<string, PaymentMeta>;
+  /** The service's clock (the one its market is read at): analyzedAt. */
+  now: () => number;
 }
 
 const COMPARE_LIMITS = { compareMinTokens: 2, compareMaxTokens: 5 } as const;
@@ -37,9 +47,14 @@ export function resolveAll(source: ConvictionSource, refs: readonly string[]): R
   refs.forEach((ref, i) => {
     const other = seen.get(tokens[i]!.symbol);
     if (other !== undefined) {
-      throw new HttpError(400, 'invalid_request', `body.tokens: ${other} and ${ref} name the same token ${tokens[i]!.symbol}`, {
-        fields: [{ field: 'body.tokens', message: `${other} and ${ref} name the same token` }],
-      });
+      throw new HttpError(
+        400,
+        'invalid_request',
+        `body.tokens: ${other} and ${ref} name the same token ${tokens[i]!.symbol}`,
+        {
+          fields: [{ field: 'body.tokens', message: `${other} and ${ref} name the same token` }],
+        },
+      );
     }
     seen.set(tokens[i]!.symbol, ref);
   });
@@ -47,8 +62,10 @@ export function resolveAll(source: ConvictionSource, refs: readonly string[]): R
 }
 
 /** A full read (with the majors) or a quick one (the last day only). */
-export const readFull = (source: ConvictionSource, token: ResolvedToken) => source.read(token, { hours: CORRELATION_HOURS + 1, majors: true });
-export const readQuick = (source: ConvictionSource, token: ResolvedToken) => source.read(token, { hours: WINDOW_HOURS + 1, majors: false });
+export const readFull = (source: ConvictionSource, token: ResolvedToken) =>
+  source.read(token, { hours: CORRELATION_HOURS + 1, majors: true });
+export const readQuick = (source: ConvictionSource, token: ResolvedToken) =>
+  source.read(token, { hours: WINDOW_HOURS + 1, majors: false });
 
 function sourceOf(source: ConvictionSource, reads: readonly MarketRead[]): DataSource {
   const providers = [...new Set(reads.flatMap((r) => r.providers))];
@@ -58,7 +75,7 @@ function sourceOf(source: ConvictionSource, reads: readonly MarketRead[]): DataS
 }
 
 /** Everything of a full result but the summary. */
-function scored(source: ConvictionSource, token: ResolvedToken, read: MarketRead) {
+function scored(source: ConvictionSource, token: ResolvedToken, read: MarketRead, analyzedAt: string) {
   const analysis = analyze(token, read);
   const compositeScore = composite(analysis.dimensions);
   return {
@@ -75,7 +92,7 @@ function scored(source: ConvictionSource, token: ResolvedToken, read: MarketRead
       tradesSampled: analysis.coverage.tradesSampled,
       returnsCount: analysis.coverage.returnsCount,
     },
-    analyzedAt: new Date().toISOString(),
+    analyzedAt,
     source: sourceOf(source, [read]),
   };
 }
@@ -95,12 +112,19 @@ function priceOf(meta: PaymentMeta): string {
 }
 
 // Handlers only translate between the contract and the domain.
-export function convictionHandlers({ source, reasoner, db, prices }: ConvictionDeps): RouterImplementation<typeof conviction.router> {
+export function convictionHandlers({
+  source,
+  reasoner,
+  db,
+  prices,
+  now,
+}: ConvictionDeps): RouterImplementation<typeof conviction.router> {
+  const analyzedAt = () => new Date(now()).toISOString();
   return {
     analyze: async ({ body }) => {
       const token = source.resolve(body.token);
       const read = await readFull(source, token);
-      const result = scored(source, token, read);
+      const result = scored(source, token, read, analyzedAt());
       const { output, generator } = await reasoner.run(
         summaryTask({
           token,
@@ -129,7 +153,7 @@ export function convictionHandlers({ source, reasoner, db, prices }: ConvictionD
           ...readingOf(compositeScore),
           confidenceScore: confidence(read, analysis.coverage, false),
           dimensionScores: analysis.quick,
-          analyzedAt: new Date().toISOString(),
+          analyzedAt: analyzedAt(),
           source: sourceOf(source, [read]),
         },
       };
@@ -138,9 +162,12 @@ export function convictionHandlers({ source, reasoner, db, prices }: ConvictionD
     compare: async ({ body }) => {
       const tokens = resolveAll(source, body.tokens);
       const reads = await Promise.all(tokens.map((t) => readFull(source, t)));
-      const results = tokens.map((t, i) => ({ order: i, ...scored(source, t, reads[i]!) }));
+      const at = analyzedAt();
+      const results = tokens.map((t, i) => ({ order: i, ...scored(source, t, reads[i]!, at) }));
       // Highest composite first; ties by confidence, then request order.
-      results.sort((a, b) => b.compositeScore - a.compositeScore || b.confidenceScore - a.confidenceScore || a.order - b.order);
+      results.sort(
+        (a, b) => b.compositeScore - a.compositeScore || b.confidenceScore - a.confidenceScore || a.order - b.order,
+      );
       const ranking = results.map((r, i) => ({
         rank: i + 1,
         token: r.token,
@@ -163,7 +190,7 @@ export function convictionHandlers({ source, reasoner, db, prices }: ConvictionD
           firmest: ranking[0]!.token,
           thinnest: ranking[ranking.length - 1]!.token,
           scoreSpread: Math.round((ranking[0]!.compositeScore - ranking[ranking.length - 1]!.compositeScore) * 10) / 10,
-          analyzedAt: new Date().toISOString(),
+          analyzedAt: at,
           source: sourceOf(source, reads),
         },
       };
@@ -179,15 +206,18 @@ export function convictionHandlers({ source, reasoner, db, prices }: ConvictionD
           composite: `Σ weight × dimension score over the five dimensions (weights ${Object.values(WEIGHTS).join(', ')}), one decimal.`,
           reading: `thin below ${READING.firmAtOrAbove}, firm at ${READING.firmAtOrAbove} and above; strength from |composite − 50|: marginal below ${READING.marginalWithin}, clear ${READING.marginalWithin} to ${READING.strongBeyond}, strong above ${READING.strongBeyond}.`,
           confidence: `mean of: sources answered / sources queried, book levels / ${COVERAGE_TARGETS.bookLevels}, trades in the last ${WINDOW_HOURS} hours / ${COVERAGE_TARGETS.trades}, aligned hourly returns / ${COVERAGE_TARGETS.returns} (full analysis only), each capped at 1.`,
-          quickScore: 'the four dimensions other than correlation, weights divided by 0.85; no return series beyond the last day, no summary.',
+          quickScore:
+            'the four dimensions other than correlation, weights divided by 0.85; no return series beyond the last day, no summary.',
           comparison: `${COMPARE_LIMITS.compareMinTokens} to ${COMPARE_LIMITS.compareMaxTokens} distinct tokens scored on all five dimensions, ranked by composite, ties by confidence then request order; one unknown token fails the call.`,
         },
         dimensions: [
           {
             id: 'liquidity',
             name: 'Deep liquidity',
-            description: 'How much can trade near the price: order-book depth within ±2 % of mid, the spread, and depth against 24-hour volume, summed over the venues read.',
-            formula: '100 × (0.5 × clamp((log10(bid + ask depth USD) − 3) / 5) + 0.3 × clamp(1 − log10(max(spread bps, 1)) / 3) + 0.2 × clamp((depth / 24 h volume) / 0.05))',
+            description:
+              'How much can trade near the price: order-book depth within ±2 % of mid, the spread, and depth against 24-hour volume, summed over the venues read.',
+            formula:
+              '100 × (0.5 × clamp((log10(bid + ask depth USD) − 3) / 5) + 0.3 × clamp(1 − log10(max(spread bps, 1)) / 3) + 0.2 × clamp((depth / 24 h volume) / 0.05))',
             weight: WEIGHTS.liquidity,
             quickScoreWeight: QUICK_WEIGHTS.liquidity,
             higherMeans: 'deeper books and tighter spreads: harder to push around',
@@ -196,7 +226,8 @@ export function convictionHandlers({ source, reasoner, db, prices }: ConvictionD
             id: 'bidConcentration',
             name: 'Bid concentration',
             description: 'Whether bid liquidity is spread over many levels or sits in a few walls that can be pulled.',
-            formula: '100 × (1 − G), G the Gini coefficient of bid level notionals within 2 % of mid: 2·Σ i·x₍ᵢ₎ / (n·Σx) − (n+1)/n',
+            formula:
+              '100 × (1 − G), G the Gini coefficient of bid level notionals within 2 % of mid: 2·Σ i·x₍ᵢ₎ / (n·Σx) − (n+1)/n',
             weight: WEIGHTS.bidConcentration,
             quickScoreWeight: QUICK_WEIGHTS.bidConcentration,
             higherMeans: 'bids spread evenly over many levels',
@@ -214,16 +245,19 @@ export function convictionHandlers({ source, reasoner, db, prices }: ConvictionD
             id: 'correlation',
             name: 'Cross-market correlation',
             description: `Pearson ρ of hourly log returns over ${CORRELATION_HOURS} hours with SOL (the chain's native asset), BTC and ETH, on timestamp-aligned hours; a major's correlation with itself is null.`,
-            formula: '100 × mean over the majors measured of max(0, ρ), ρ = Σ(a−ā)(b−b̄) / √(Σ(a−ā)²·Σ(b−b̄)²), r_t = ln(P_t / P_{t−1})',
+            formula:
+              '100 × mean over the majors measured of max(0, ρ), ρ = Σ(a−ā)(b−b̄) / √(Σ(a−ā)²·Σ(b−b̄)²), r_t = ln(P_t / P_{t−1})',
             weight: WEIGHTS.correlation,
             quickScoreWeight: null,
-            higherMeans: 'the price moves with the broad market rather than on its own (less idiosyncratic, harder to steer)',
+            higherMeans:
+              'the price moves with the broad market rather than on its own (less idiosyncratic, harder to steer)',
           },
           {
             id: 'firmness',
             name: 'Market firmness',
             description: `Price impact of a ${FIRMNESS_NOTIONAL_USD} USD market order walked through the book each way, the book's bid/ask balance, and hourly volatility over ${WINDOW_HOURS} hours.`,
-            formula: '100 × (0.6 × mean over buy and sell of filled share × clamp(1 − impact % / 2) + 0.2 × (1 − |book imbalance|) + 0.2 × clamp(1 − volatility % / 5))',
+            formula:
+              '100 × (0.6 × mean over buy and sell of filled share × clamp(1 − impact % / 2) + 0.2 × (1 − |book imbalance|) + 0.2 × clamp(1 − volatility % / 5))',
             weight: WEIGHTS.firmness,
             quickScoreWeight: QUICK_WEIGHTS.firmness,
             higherMeans: 'orders move the price little and the book is balanced and calm',
@@ -253,6 +287,7 @@ export function convictionHandlers({ source, reasoner, db, prices }: ConvictionD
       },
     }),
 
-    health: async () => ({ status: 200, body: await source.tracker.health('conviction', db) }),
+    // Answered by the runtime's one health body (runtime/health.ts).
+    health: async ({ res }) => healthReply(res),
   };
 }

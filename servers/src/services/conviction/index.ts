@@ -12,7 +12,9 @@ export interface ConvictionOptions {
   seed?: string;
   /** Live only: provider base URLs and the read cache. */
   live?: LiveConvictionOptions;
-  /** The clock the simulated market is read at (default Date.now). */
+  /**
+   * The clock (default Date.now): the instant the simulated market is read at, or that decides the live hours complete.
+   */
   now?: () => number;
 }
 
@@ -21,11 +23,19 @@ export interface ConvictionOptions {
  * books and hourly trade bars, read from the seeded market model or from exchanges' public APIs. It keeps no state.
  */
 export async function createConvictionApp(context: ServiceContext, options: ConvictionOptions = {}) {
-  const source = options.market === 'live' ? liveSource(options.live) : simulatedSource(options.seed, options.now ?? Date.now);
+  const now = options.now ?? Date.now;
+  const source = options.market === 'live' ? liveSource(options.live, now) : simulatedSource(options.seed, now);
   return await createServiceApp({
     service: conviction,
-    handlers: convictionHandlers({ source, reasoner: context.reasoner, db: context.db, ...(context.prices ? { prices: context.prices } : {}) }),
+    handlers: convictionHandlers({
+      source,
+      reasoner: context.reasoner,
+      db: context.db,
+      now,
+      ...(context.prices ? { prices: context.prices } : {}),
+    }),
     ...fromContext(context),
+    upstream: source.tracker,
     // An unknown token, a market too thin to score or a provider down fail before the 402: nobody pays for them.
     // The live source caches each read briefly, so the handler reuses the preflight's.
     preflight: {

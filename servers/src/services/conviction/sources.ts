@@ -6,6 +6,7 @@ import { UpstreamTracker } from '../../upstream/tracker';
 
 const HOUR = 3_600_000;
 import { resolveToken, type ResolvedToken } from './tokens';
+import { tracedFetch } from '../../http/tracing';
 
 // Where the conviction index reads its market: the seeded spot market (simulated) or exchanges' public spot APIs
 // (live: Binance depth and 1-hour klines, OKX depth; research/domain.md §4). Both yield the same plain data, so the
@@ -50,15 +51,30 @@ export function simulatedSource(seed: string | undefined, now: () => number): Co
         const at = Math.floor(now() / 60_000) * 60_000;
         const books = market.books(token.symbol, at);
         const bars = market.bars(token.symbol, at, hours);
-        const majorBars = majors ? (Object.fromEntries(MAJORS.map((m) => [m, market.bars(m, at, hours)])) as Record<Major, HourBar[]>) : null;
+        const majorBars = majors
+          ? (Object.fromEntries(MAJORS.map((m) => [m, market.bars(m, at, hours)])) as Record<Major, HourBar[]>)
+          : null;
         const queried = books.length + 1 + (majors ? MAJORS.length : 0);
-        return { books, bars, majors: majorBars, sourcesQueried: queried, sourcesAnswered: queried, providers: [MARKET_MODEL_PROVIDER], asOf: new Date(at), notes: [] };
+        return {
+          books,
+          bars,
+          majors: majorBars,
+          sourcesQueried: queried,
+          sourcesAnswered: queried,
+          providers: [MARKET_MODEL_PROVIDER],
+          asOf: new Date(at),
+          notes: [],
+        };
       }),
   };
 }
 
 export const LIVE_PROVIDERS = { binance: 'binance', okx: 'okx', coingecko: 'coingecko' } as const;
-export const DEFAULT_PROVIDER_URLS = { binance: 'https://api.binance.com', okx: 'https://www.okx.com', coingecko: 'https://api.coingecko.com' };
+export const DEFAULT_PROVIDER_URLS = {
+  binance: 'https://api.binance.com',
+  okx: 'https://www.okx.com',
+  coingecko: 'https://api.coingecko.com',
+};
 const COINGECKO_IDS: Record<Major, string> = { SOL: 'solana', BTC: 'bitcoin', ETH: 'ethereum' };
 
 export interface LiveConvictionOptions {
@@ -96,7 +112,12 @@ class ProviderAnswer extends Error {
 }
 
 async function getJson(url: string, timeoutMs: number): Promise<unknown> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+  const response = await tracedFetch(
+    `GET ${new URL(url).host}`,
+    url,
+    { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } },
+    { propagate: false },
+  );
   let body: unknown;
   try {
     body = await response.json();
@@ -109,13 +130,24 @@ async function getJson(url: string, timeoutMs: number): Promise<unknown> {
   return body;
 }
 
-/** Binance 1-hour klines as bars: [openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBase, takerBuyQuote, ignore]. */
+/**
+ * Binance 1-hour klines as bars: [openTime, open, high, low, close, volume, closeTime, quoteVolume, trades,
+ * takerBuyBase, takerBuyQuote, ignore].
+ */
 function klineBars(body: unknown, now: number): HourBar[] {
   if (!Array.isArray(body)) throw new Error('unexpected response shape: klines is not a list');
   return body.flatMap((k) => {
     if (!Array.isArray(k)) return [];
-    const [openTime, close, closeTime, quote, trades, takerQuote] = [num(k[0]), num(k[4]), num(k[6]), num(k[7]), num(k[8]), num(k[10])];
-    if (openTime === null || close === null || close <= 0 || quote === null || takerQuote === null || trades === null) return [];
+    const [openTime, close, closeTime, quote, trades, takerQuote] = [
+      num(k[0]),
+      num(k[4]),
+      num(k[6]),
+      num(k[7]),
+      num(k[8]),
+      num(k[10]),
+    ];
+    if (openTime === null || close === null || close <= 0 || quote === null || takerQuote === null || trades === null)
+      return [];
     // The last kline is the hour still trading: only complete hours are used.
     if (closeTime !== null && closeTime >= now) return [];
     return [{ openTime, close, quoteVolumeUsd: quote, takerBuyQuoteVolumeUsd: Math.min(takerQuote, quote), trades }];
@@ -137,7 +169,13 @@ function chartBars(body: unknown, now: number): HourBar[] {
   }
   return [...byHour.entries()]
     .sort((a, b) => a[0] - b[0])
-    .map(([closeAt, close]) => ({ openTime: closeAt - HOUR, close, quoteVolumeUsd: 0, takerBuyQuoteVolumeUsd: 0, trades: 0 }));
+    .map(([closeAt, close]) => ({
+      openTime: closeAt - HOUR,
+      close,
+      quoteVolumeUsd: 0,
+      takerBuyQuoteVolumeUsd: 0,
+      trades: 0,
+    }));
 }
 
 /**
@@ -147,7 +185,7 @@ function chartBars(body: unknown, now: number): HourBar[] {
  * OKX and the majors are not: a major Binance does not answer for is read from CoinGecko's hourly market chart, and
  * when that fails too its correlation is null and the answer says why.
  */
-export function liveSource(options: LiveConvictionOptions = {}): ConvictionSource {
+export function liveSource(options: LiveConvictionOptions = {}, clock: () => number = Date.now): ConvictionSource {
   const tracker = new UpstreamTracker('live', [LIVE_PROVIDERS.binance, LIVE_PROVIDERS.okx, LIVE_PROVIDERS.coingecko]);
   const coingecko = (options.coingeckoUrl ?? DEFAULT_PROVIDER_URLS.coingecko).replace(/\/+$/, '');
   const binance = (options.binanceUrl ?? DEFAULT_PROVIDER_URLS.binance).replace(/\/+$/, '');
@@ -159,41 +197,62 @@ export function liveSource(options: LiveConvictionOptions = {}): ConvictionSourc
   const cache = new Map<string, { at: number; value: Promise<unknown> }>();
   function cached<T>(key: string, call: () => Promise<T>): Promise<T> {
     const hit = cache.get(key);
-    if (hit && Date.now() - hit.at < cacheMs) return hit.value as Promise<T>;
+    if (hit && clock() - hit.at < cacheMs) return hit.value as Promise<T>;
     const value = call();
-    cache.set(key, { at: Date.now(), value });
+    cache.set(key, { at: clock(), value });
     value.catch(() => cache.delete(key));
     if (cache.size > 1000) cache.delete(cache.keys().next().value!);
     return value;
   }
 
   const klines = (symbol: string, hours: number, now: number) =>
-    cached(`klines:${symbol}:${hours}`, () => tracker.call(LIVE_PROVIDERS.binance, async () => {
-      try {
-        return klineBars(await getJson(`${binance}/api/v3/klines?symbol=${symbol}USDT&interval=1h&limit=${hours + 1}`, timeoutMs), now).slice(-hours);
-      } catch (error) {
-        if (error instanceof ProviderAnswer) throw notFound('token_not_found', `No market found for the token ${symbol}: Binance lists no ${symbol}USDT pair`, { token: symbol });
-        throw error;
-      }
-    }));
+    cached(`klines:${symbol}:${hours}`, () =>
+      tracker.call(LIVE_PROVIDERS.binance, async () => {
+        try {
+          return klineBars(
+            await getJson(`${binance}/api/v3/klines?symbol=${symbol}USDT&interval=1h&limit=${hours + 1}`, timeoutMs),
+            now,
+          ).slice(-hours);
+        } catch (error) {
+          if (error instanceof ProviderAnswer)
+            throw notFound(
+              'token_not_found',
+              `No market found for the token ${symbol}: Binance lists no ${symbol}USDT pair`,
+              { token: symbol },
+            );
+          throw error;
+        }
+      }),
+    );
 
   const read = async (token: ResolvedToken, hours: number, withMajors: boolean): Promise<MarketRead> => {
-    const now = Date.now();
+    const now = clock();
     const notes: string[] = [];
     const providers = new Set<string>([LIVE_PROVIDERS.binance]);
-    const binanceBook = cached(`depth:${token.symbol}`, () => tracker.call(LIVE_PROVIDERS.binance, async () => {
-      try {
-        const body = await getJson(`${binance}/api/v3/depth?symbol=${token.symbol}USDT&limit=1000`, timeoutMs);
-        const b = body as { bids?: unknown; asks?: unknown };
-        return { venue: LIVE_PROVIDERS.binance, bids: levels(b.bids, 'bids'), asks: levels(b.asks, 'asks') } as SpotBook;
-      } catch (error) {
-        if (error instanceof ProviderAnswer) throw notFound('token_not_found', `No market found for the token ${token.symbol}: Binance lists no ${token.symbol}USDT pair`, { token: token.symbol });
-        throw error;
-      }
-    }));
+    const binanceBook = cached(`depth:${token.symbol}`, () =>
+      tracker.call(LIVE_PROVIDERS.binance, async () => {
+        try {
+          const body = await getJson(`${binance}/api/v3/depth?symbol=${token.symbol}USDT&limit=1000`, timeoutMs);
+          const b = body as { bids?: unknown; asks?: unknown };
+          return {
+            venue: LIVE_PROVIDERS.binance,
+            bids: levels(b.bids, 'bids'),
+            asks: levels(b.asks, 'asks'),
+          } as SpotBook;
+        } catch (error) {
+          if (error instanceof ProviderAnswer)
+            throw notFound(
+              'token_not_found',
+              `No market found for the token ${token.symbol}: Binance lists no ${token.symbol}USDT pair`,
+              { token: token.symbol },
+            );
+          throw error;
+        }
+      }),
+    );
     // OKX is a second book: a pair it does not list (code 51001) is an answer without a book; a failure leaves it out.
-    const okxBook = cached(`okx:${token.symbol}`, () => tracker
-      .call(LIVE_PROVIDERS.okx, async () => {
+    const okxBook = cached(`okx:${token.symbol}`, () =>
+      tracker.call(LIVE_PROVIDERS.okx, async () => {
         let body: unknown;
         try {
           body = await getJson(`${okx}/api/v5/market/books?instId=${token.symbol}-USDT&sz=400`, timeoutMs);
@@ -205,12 +264,16 @@ export function liveSource(options: LiveConvictionOptions = {}): ConvictionSourc
         if (b.code !== '0') return null;
         const first = Array.isArray(b.data) ? b.data[0] : undefined;
         if (!first) return null;
-        return { venue: LIVE_PROVIDERS.okx, bids: levels(first.bids, 'data[0].bids'), asks: levels(first.asks, 'data[0].asks') } as SpotBook;
-      }))
-      .then(
-        (book) => ({ ok: true as const, book }),
-        (error: unknown) => ({ ok: false as const, error }),
-      );
+        return {
+          venue: LIVE_PROVIDERS.okx,
+          bids: levels(first.bids, 'data[0].bids'),
+          asks: levels(first.asks, 'data[0].asks'),
+        } as SpotBook;
+      }),
+    ).then(
+      (book) => ({ ok: true as const, book }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
     let fallbacks = 0;
     const majorReads = withMajors
       ? MAJORS.map((m) =>
@@ -219,7 +282,13 @@ export function liveSource(options: LiveConvictionOptions = {}): ConvictionSourc
             const days = Math.max(2, Math.ceil((hours + 1) / 24));
             return cached(`chart:${m}:${days}`, () =>
               tracker.call(LIVE_PROVIDERS.coingecko, async () =>
-                chartBars(await getJson(`${coingecko}/api/v3/coins/${COINGECKO_IDS[m]}/market_chart?vs_currency=usd&days=${days}`, timeoutMs), now).slice(-hours),
+                chartBars(
+                  await getJson(
+                    `${coingecko}/api/v3/coins/${COINGECKO_IDS[m]}/market_chart?vs_currency=usd&days=${days}`,
+                    timeoutMs,
+                  ),
+                  now,
+                ).slice(-hours),
               ),
             ).then(
               (bars) => {
@@ -232,7 +301,12 @@ export function liveSource(options: LiveConvictionOptions = {}): ConvictionSourc
           }),
         )
       : [];
-    const [book, bars, second, ...majorBars] = await Promise.all([binanceBook, klines(token.symbol, hours, now), okxBook, ...majorReads]);
+    const [book, bars, second, ...majorBars] = await Promise.all([
+      binanceBook,
+      klines(token.symbol, hours, now),
+      okxBook,
+      ...majorReads,
+    ]);
     const books = [book];
     let answered = 2;
     if (second.ok) {
@@ -256,7 +330,10 @@ export function liveSource(options: LiveConvictionOptions = {}): ConvictionSourc
       majors = Object.fromEntries(MAJORS.map((m, i) => [m, majorBars[i] ?? null])) as Record<Major, HourBar[] | null>;
       const missing = MAJORS.filter((m) => !majors![m]);
       answered += MAJORS.length - missing.length;
-      if (missing.length) notes.push(`Neither Binance nor CoinGecko answered for ${missing.join(', ')}: the correlation with ${missing.join(', ')} is null`);
+      if (missing.length)
+        notes.push(
+          `Neither Binance nor CoinGecko answered for ${missing.join(', ')}: the correlation with ${missing.join(', ')} is null`,
+        );
     }
     return {
       books,
@@ -274,7 +351,8 @@ export function liveSource(options: LiveConvictionOptions = {}): ConvictionSourc
   return {
     mode: 'live',
     tracker,
-    // Every ticker is tried on the exchanges; a mint must be one the index knows (the exchanges list tickers, not mints).
+    // Every ticker is tried on the exchanges; a mint must be one the index knows (the exchanges list tickers, not
+    // mints).
     resolve: (ref) => resolveToken(ref, () => true),
     read: (token, { hours, majors }) => read(token, hours, majors),
   };

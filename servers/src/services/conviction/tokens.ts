@@ -29,7 +29,8 @@ const BY_SYMBOL = new Map(KNOWN.map((t) => [t.symbol, t]));
 const isTicker = (ref: string) => /^[A-Za-z0-9]{1,12}$/.test(ref);
 
 /**
- * A caller's token reference as a symbol with its identity: a known mint maps to its ticker; a ticker is upper-cased and
+ * A caller's token reference as a symbol with its identity: a known mint maps to its ticker; a ticker is upper-cased
+ * and
  * `listed` decides whether the deployment's market has it. 404 token_not_found otherwise, naming the reference.
  */
 export function resolveToken(ref: string, listed: (symbol: string) => boolean): ResolvedToken {

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import type { Catalog, CourseDetail, Generator, GradedAnswer, Lesson, LessonPreview, LessonSection } from '@agent-economy/contracts';
+import type {
+  Catalog,
+  CourseDetail,
+  Generator,
+  GradedAnswer,
+  Lesson,
+  LessonPreview,
+  LessonSection,
+} from '@agent-economy/contracts';
 import { z } from 'zod';
 import { Bm25Index, sentences, tokenize, type AiTask } from '../../ai';
 import { notFound, unprocessable } from '../../runtime/errors';
@@ -34,7 +42,10 @@ const courseFields = (course: CourseMaterial) => ({
 
 export function buildCatalog(courses: readonly CourseMaterial[]): Catalog {
   return {
-    courses: courses.map((course) => ({ ...courseFields(course), lessons: course.lessons.map((l, i) => preview(l, i + 1)) })),
+    courses: courses.map((course) => ({
+      ...courseFields(course),
+      lessons: course.lessons.map((l, i) => preview(l, i + 1)),
+    })),
     totalCourses: courses.length,
     totalLessons: courses.reduce((sum, c) => sum + c.lessons.length, 0),
   };
@@ -73,10 +84,16 @@ export interface LessonBody {
   keyTakeaways: string[];
 }
 
-const CodeSchema = z.object({ language: z.enum(['typescript', 'bash', 'json']), caption: z.string(), source: z.string() });
+const CodeSchema = z.object({
+  language: z.enum(['typescript', 'bash', 'json']),
+  caption: z.string(),
+  source: z.string(),
+});
 const LessonBodySchema: z.ZodType<LessonBody> = z.object({
   introduction: z.string().min(1),
-  sections: z.array(z.object({ heading: z.string().min(1), explanation: z.string().min(1), code: CodeSchema.optional() })).min(1),
+  sections: z
+    .array(z.object({ heading: z.string().min(1), explanation: z.string().min(1), code: CodeSchema.optional() }))
+    .min(1),
   keyTakeaways: z.array(z.string().min(1)).min(1),
 });
 
@@ -92,7 +109,10 @@ function lowerFirst(text: string): string {
 }
 
 /** Orders sections by relevance to the focus (BM25), keeping the original order among equals. */
-function orderByFocus<T extends { heading: string; body: string }>(sections: readonly T[], focus: string | undefined): T[] {
+function orderByFocus<T extends { heading: string; body: string }>(
+  sections: readonly T[],
+  focus: string | undefined,
+): T[] {
   if (!focus) return [...sections];
   const index = new Bm25Index(sections.map((s, i) => ({ doc: i, text: `${s.heading} ${s.heading} ${s.body}` })));
   const scores = new Map(index.search(focus, sections.length).map((h) => [h.doc, h.score]));
@@ -108,11 +128,16 @@ function composeLesson(input: LessonTaskInput): LessonBody {
   const intro = [
     `“${lesson.title}” is lesson ${position} of ${course.lessonCount} in ${course.title} (${course.difficulty}).`,
     lesson.preview,
-    `By the end of it you will be able to ${objectives.slice(0, -1).join('; ')}${objectives.length > 1 ? '; and ' : ''}${objectives.at(-1) ?? ''}`.replace(/\.?$/, '.'),
+    `By the end of it you will be able to ${objectives.slice(0, -1).join('; ')}${objectives.length > 1 ? '; and ' : ''}${objectives.at(-1) ?? ''}`.replace(
+      /\.?$/,
+      '.',
+    ),
   ];
   const ordered = orderByFocus(lesson.sections, focus);
   if (focus) {
-    intro.push(`You asked to focus on “${focus}”: the section most relevant to it, “${ordered[0]?.heading}”, comes first.`);
+    intro.push(
+      `You asked to focus on “${focus}”: the section most relevant to it, “${ordered[0]?.heading}”, comes first.`,
+    );
   }
   return {
     introduction: intro.join(' '),
@@ -133,7 +158,13 @@ export function lessonTask(location: LessonLocation, focus?: string): AiTask<Les
     input: {
       course: { title: course.title, difficulty: course.difficulty, lessonCount: course.lessons.length },
       position,
-      lesson: { title: lesson.title, preview: lesson.preview, objectives: lesson.objectives, sections: lesson.sections, keyTakeaways: lesson.keyTakeaways },
+      lesson: {
+        title: lesson.title,
+        preview: lesson.preview,
+        objectives: lesson.objectives,
+        sections: lesson.sections,
+        keyTakeaways: lesson.keyTakeaways,
+      },
       ...(focus ? { focus } : {}),
     },
     output: LessonBodySchema,
@@ -236,7 +267,11 @@ function composeQuiz(input: QuizTaskInput): GeneratedQuiz {
   };
 }
 
-export function quizTask(location: LessonLocation, questionCount: number, seed: string): AiTask<QuizTaskInput, GeneratedQuiz> {
+export function quizTask(
+  location: LessonLocation,
+  questionCount: number,
+  seed: string,
+): AiTask<QuizTaskInput, GeneratedQuiz> {
   const { course, lesson } = location;
   return {
     name: 'quiz',
@@ -247,7 +282,12 @@ export function quizTask(location: LessonLocation, questionCount: number, seed: 
     input: {
       seed,
       questionCount,
-      lesson: { title: lesson.title, sections: lesson.sections, keyTakeaways: lesson.keyTakeaways, questions: lesson.questions },
+      lesson: {
+        title: lesson.title,
+        sections: lesson.sections,
+        keyTakeaways: lesson.keyTakeaways,
+        questions: lesson.questions,
+      },
       otherTakeaways: course.lessons.filter((l) => l.id !== lesson.id).flatMap((l) => l.keyTakeaways),
     },
     output: GeneratedQuizSchema,
@@ -259,7 +299,13 @@ export function quizTask(location: LessonLocation, questionCount: number, seed: 
 export function toStoredQuestions(quiz: GeneratedQuiz): StoredQuestion[] {
   return quiz.questions
     .filter((q) => q.answer < q.choices.length)
-    .map((q, i) => ({ id: `q${i + 1}`, prompt: q.prompt, choices: q.choices, answer: q.answer, explanation: q.explanation }));
+    .map((q, i) => ({
+      id: `q${i + 1}`,
+      prompt: q.prompt,
+      choices: q.choices,
+      answer: q.answer,
+      explanation: q.explanation,
+    }));
 }
 
 export interface Grade {
@@ -277,16 +323,29 @@ export function gradeAnswers(questions: StoredQuestion[], answers: { questionId:
   const chosen = new Map<string, number>();
   for (const { questionId, choice } of answers) {
     const question = byId.get(questionId);
-    if (!question) throw unprocessable('unknown_question', `The quiz has no question "${questionId}"`, { questionIds: [...byId.keys()] });
-    if (chosen.has(questionId)) throw unprocessable('duplicate_answer', `Question "${questionId}" is answered more than once`);
+    if (!question)
+      throw unprocessable('unknown_question', `The quiz has no question "${questionId}"`, {
+        questionIds: [...byId.keys()],
+      });
+    if (chosen.has(questionId))
+      throw unprocessable('duplicate_answer', `Question "${questionId}" is answered more than once`);
     if (choice >= question.choices.length) {
-      throw unprocessable('choice_out_of_range', `Question "${questionId}" has choices 0 to ${question.choices.length - 1}`);
+      throw unprocessable(
+        'choice_out_of_range',
+        `Question "${questionId}" has choices 0 to ${question.choices.length - 1}`,
+      );
     }
     chosen.set(questionId, choice);
   }
   const results = questions.map((q) => {
     const pick = chosen.get(q.id) ?? null;
-    return { questionId: q.id, chosen: pick, correctChoice: q.answer, correct: pick === q.answer, explanation: q.explanation };
+    return {
+      questionId: q.id,
+      chosen: pick,
+      correctChoice: q.answer,
+      correct: pick === q.answer,
+      explanation: q.explanation,
+    };
   });
   const score = results.filter((r) => r.correct).length;
   const percent = Math.round((score * 100) / questions.length);
@@ -411,7 +470,10 @@ export class TutorIndex {
     );
     // Headings and lesson titles say what a section is about: they count twice.
     this.index = new Bm25Index(
-      entries.map(({ extra, ...doc }) => ({ doc, text: `${doc.lessonTitle} ${doc.heading} ${doc.heading} ${doc.text} ${extra}` })),
+      entries.map(({ extra, ...doc }) => ({
+        doc,
+        text: `${doc.lessonTitle} ${doc.heading} ${doc.heading} ${doc.text} ${extra}`,
+      })),
       undefined,
       undefined,
       tutorTerms,
@@ -446,7 +508,11 @@ function composeTutorAnswer({ question, passages }: TutorTaskInput): TutorOutput
   const terms = new Set(tutorTerms(question));
   const scored = passages.map((passage, index) => {
     const ranked = sentences(passage.text)
-      .map((sentence, order) => ({ sentence, order, hits: new Set(tutorTerms(sentence).filter((t) => terms.has(t))).size }))
+      .map((sentence, order) => ({
+        sentence,
+        order,
+        hits: new Set(tutorTerms(sentence).filter((t) => terms.has(t))).size,
+      }))
       .filter((s) => s.hits > 0)
       .sort((a, b) => b.hits - a.hits || a.order - b.order)
       .slice(0, 2)
@@ -454,8 +520,13 @@ function composeTutorAnswer({ question, passages }: TutorTaskInput): TutorOutput
     return { passage, index, picked: ranked.map((r) => r.sentence) };
   });
   const used = scored.filter((s) => s.picked.length > 0);
-  const chosen = used.length ? used : scored.slice(0, 1).map((s) => ({ ...s, picked: sentences(s.passage.text).slice(0, 2) }));
-  const paragraphs = chosen.map(({ passage, picked }) => `From “${passage.lessonTitle}” (${passage.courseTitle}), ${passage.heading}: ${picked.join(' ')}`);
+  const chosen = used.length
+    ? used
+    : scored.slice(0, 1).map((s) => ({ ...s, picked: sentences(s.passage.text).slice(0, 2) }));
+  const paragraphs = chosen.map(
+    ({ passage, picked }) =>
+      `From “${passage.lessonTitle}” (${passage.courseTitle}), ${passage.heading}: ${picked.join(' ')}`,
+  );
   const lessons = [...new Set(chosen.map((c) => `“${c.passage.lessonTitle}”`))];
   return {
     answer: `${paragraphs.join('\n\n')}\n\nTo go deeper, study ${lessons.join(' and ')}.`,

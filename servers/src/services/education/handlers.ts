@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { education } from '@agent-economy/contracts';
 import type { Reasoner } from '../../ai';
-import type { RouterImplementation } from '../../runtime/app';
+import { staticBody, type RouterImplementation } from '../../runtime/app';
 import { notFound } from '../../runtime/errors';
 import type { CourseMaterial } from './curriculum';
 import {
@@ -29,8 +29,14 @@ export interface EducationDeps {
 }
 
 // Handlers only translate between the contract and the domain.
-export function educationHandlers({ courses, tutorIndex, store, reasoner }: EducationDeps): RouterImplementation<typeof education.router> {
-  const catalog = buildCatalog(courses);
+export function educationHandlers({
+  courses,
+  tutorIndex,
+  store,
+  reasoner,
+}: EducationDeps): RouterImplementation<typeof education.router> {
+  // Built once and served as is: serialized once too (staticBody).
+  const catalog = staticBody(buildCatalog(courses));
 
   return {
     catalog: async () => ({ status: 200, body: catalog }),
@@ -50,10 +56,18 @@ export function educationHandlers({ courses, tutorIndex, store, reasoner }: Educ
         const { output, generator } = await reasoner.run(quizTask(location, body.questionCount, quizId));
         const questions = toStoredQuestions(output);
         const createdAt = new Date();
-        await store.saveQuiz({ id: quizId, courseId: location.course.id, lessonId: location.lesson.id, questions, generator, createdAt });
+        await store.saveQuiz({
+          id: quizId,
+          courseId: location.course.id,
+          lessonId: location.lesson.id,
+          questions,
+          generator,
+          createdAt,
+        });
         return {
           status: 200,
           body: {
+            action: 'generate' as const,
             quizId,
             courseId: location.course.id,
             lessonId: location.lesson.id,
@@ -68,10 +82,24 @@ export function educationHandlers({ courses, tutorIndex, store, reasoner }: Educ
       if (!quiz) throw notFound('quiz_not_found', `No quiz "${body.quizId}"`);
       const grade = gradeAnswers(quiz.questions, body.answers);
       const gradedAt = new Date();
-      const attempt = await store.recordAttempt({ quiz_id: quiz.id, answers: body.answers, score: grade.score, total: grade.total, graded_at: gradedAt });
+      const attempt = await store.recordAttempt({
+        quiz_id: quiz.id,
+        answers: body.answers,
+        score: grade.score,
+        total: grade.total,
+        graded_at: gradedAt,
+      });
       return {
         status: 200,
-        body: { quizId: quiz.id, courseId: quiz.courseId, lessonId: quiz.lessonId, attempt, ...grade, gradedAt: gradedAt.toISOString() },
+        body: {
+          action: 'grade' as const,
+          quizId: quiz.id,
+          courseId: quiz.courseId,
+          lessonId: quiz.lessonId,
+          attempt,
+          ...grade,
+          gradedAt: gradedAt.toISOString(),
+        },
       };
     },
 
@@ -80,7 +108,14 @@ export function educationHandlers({ courses, tutorIndex, store, reasoner }: Educ
       const { output, generator } = await reasoner.run(exerciseTask(location));
       return {
         status: 200,
-        body: { courseId: location.course.id, lessonId: location.lesson.id, lessonTitle: location.lesson.title, language: 'typescript' as const, ...output, generator },
+        body: {
+          courseId: location.course.id,
+          lessonId: location.lesson.id,
+          lessonTitle: location.lesson.title,
+          language: 'typescript' as const,
+          ...output,
+          generator,
+        },
       };
     },
 
@@ -96,9 +131,19 @@ export function educationHandlers({ courses, tutorIndex, store, reasoner }: Educ
           answer: output.answer,
           citations: cited.map((i, n) => {
             const p = passages[i]!;
-            return { courseId: p.courseId, lessonId: p.lessonId, lessonTitle: p.lessonTitle, section: p.heading, score: p.score, excerpt: output.excerpts[n] ?? '' };
+            return {
+              courseId: p.courseId,
+              lessonId: p.lessonId,
+              lessonTitle: p.lessonTitle,
+              section: p.heading,
+              score: p.score,
+              excerpt: output.excerpts[n] ?? '',
+            };
           }),
-          confidence: tutorConfidence(body.question, cited.map((i) => passages[i]!)),
+          confidence: tutorConfidence(
+            body.question,
+            cited.map((i) => passages[i]!),
+          ),
           generator,
         },
       };

@@ -10,10 +10,16 @@ import { educationStore, migrations } from './store';
 export async function createEducationApp(context: ServiceContext) {
   await migrate(context.db, 'education', migrations);
   const tutorIndex = new TutorIndex(curriculum);
-  const lessonExists = ({ body }: { body: { courseId: string; lessonId: string } }) => void locateLesson(curriculum, body.courseId, body.lessonId);
+  const lessonExists = ({ body }: { body: { courseId: string; lessonId: string } }) =>
+    void locateLesson(curriculum, body.courseId, body.lessonId);
   return await createServiceApp({
     service: education,
-    handlers: educationHandlers({ courses: curriculum, tutorIndex, store: educationStore(context.db), reasoner: context.reasoner }),
+    handlers: educationHandlers({
+      courses: curriculum,
+      tutorIndex,
+      store: educationStore(context.db),
+      reasoner: context.reasoner,
+    }),
     ...fromContext(context),
     // Generating a quiz is the paid act; grading answers to a quiz already bought is free.
     pricing: { quiz: ({ body }) => ({ tier: body.action }) },

@@ -1,7 +1,9 @@
 import { sql, type Kysely, type Migration } from 'kysely';
+import { json } from '../../db/camel-case';
 import type { Generator } from '@agent-economy/contracts';
 import { conflict } from '../../runtime/errors';
 import type { StoredQuestion } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_quizzes': {
@@ -61,9 +63,7 @@ export interface StoredQuiz {
   createdAt: Date;
 }
 
-const json = (value: unknown) => sql`${JSON.stringify(value)}::jsonb`;
-
-export function educationStore(database: Kysely<any>) {
+export function educationStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
   return {
     async saveQuiz(quiz: StoredQuiz): Promise<void> {
@@ -76,13 +76,22 @@ export function educationStore(database: Kysely<any>) {
           questions: json(quiz.questions),
           generator: json(quiz.generator),
           created_at: quiz.createdAt,
-        } as any)
+        })
         .execute();
     },
 
     async findQuiz(id: string): Promise<StoredQuiz | undefined> {
       const row = await db.selectFrom('education_quizzes').selectAll().where('id', '=', id).executeTakeFirst();
-      return row && { id: row.id, courseId: row.course_id, lessonId: row.lesson_id, questions: row.questions, generator: row.generator, createdAt: row.created_at };
+      return (
+        row && {
+          id: row.id,
+          courseId: row.course_id,
+          lessonId: row.lesson_id,
+          questions: row.questions,
+          generator: row.generator,
+          createdAt: row.created_at,
+        }
+      );
     },
 
     /** Records a graded attempt as the quiz's next attempt number; two at once for one quiz is a 409. */
@@ -96,10 +105,14 @@ export function educationStore(database: Kysely<any>) {
         const number = (last ?? 0) + 1;
         const inserted = await tx
           .insertInto('education_quiz_attempts')
-          .values({ ...attempt, attempt: number, answers: json(attempt.answers) } as any)
+          .values({ ...attempt, attempt: number, answers: json(attempt.answers) })
           .onConflict((oc) => oc.doNothing())
           .executeTakeFirst();
-        if (!inserted.numInsertedOrUpdatedRows) throw conflict('concurrent_attempt', 'Another attempt on this quiz was graded at the same moment; submit again');
+        if (!inserted.numInsertedOrUpdatedRows)
+          throw conflict(
+            'concurrent_attempt',
+            'Another attempt on this quiz was graded at the same moment; submit again',
+          );
         return number;
       });
     },

@@ -16,7 +16,13 @@ import {
 // so that everything here can be checked against known vectors and recomputed by any client.
 
 export const VERSION = 'ae-entropy-v1';
-export const SOURCE_ORDER: readonly EntropySourceName[] = ['blockhash', 'slotLeaders', 'transactionSignatures', 'blockTiming', 'blockDetails'];
+export const SOURCE_ORDER: readonly EntropySourceName[] = [
+  'blockhash',
+  'slotLeaders',
+  'transactionSignatures',
+  'blockTiming',
+  'blockDetails',
+];
 /** Sizes of the harvest, as the contract's schemas describe them. */
 export const LEADER_SLOTS = 16;
 export const MAX_SIGNATURES = 16;
@@ -42,7 +48,8 @@ export class MaterialError extends Error {
 /** The bytes of a base58 value of a known length. */
 export function base58Bytes(text: string, length: number, source: EntropySourceName, what: string): Buffer {
   const bytes = base58Decode(text);
-  if (!bytes || bytes.length !== length) throw new MaterialError(source, `${what} "${text}" is not ${length} bytes of base58`);
+  if (!bytes || bytes.length !== length)
+    throw new MaterialError(source, `${what} "${text}" is not ${length} bytes of base58`);
   return Buffer.from(bytes);
 }
 
@@ -83,7 +90,11 @@ export interface RawHarvest {
 export function toSources(raw: RawHarvest): HarvestedSources {
   const hex = (parts: Buffer[]) => Buffer.concat(parts).toString('hex');
   return {
-    blockhash: { slot: raw.slot, blockhash: raw.blockhash, materialHex: hex([base58Bytes(raw.blockhash, 32, 'blockhash', 'blockhash')]) },
+    blockhash: {
+      slot: raw.slot,
+      blockhash: raw.blockhash,
+      materialHex: hex([base58Bytes(raw.blockhash, 32, 'blockhash', 'blockhash')]),
+    },
     slotLeaders: {
       startSlot: raw.leaderStartSlot,
       leaders: raw.leaders,
@@ -92,9 +103,14 @@ export function toSources(raw: RawHarvest): HarvestedSources {
     transactionSignatures: {
       slot: raw.signatureSlot,
       signatures: raw.signatures,
-      materialHex: hex(raw.signatures.map((signature) => base58Bytes(signature, 64, 'transactionSignatures', 'signature'))),
+      materialHex: hex(
+        raw.signatures.map((signature) => base58Bytes(signature, 64, 'transactionSignatures', 'signature')),
+      ),
     },
-    blockTiming: { samples: raw.timing, materialHex: hex(raw.timing.flatMap((s) => [u64be(s.slot), i64be(s.blockTime)])) },
+    blockTiming: {
+      samples: raw.timing,
+      materialHex: hex(raw.timing.flatMap((s) => [u64be(s.slot), i64be(s.blockTime)])),
+    },
     blockDetails: {
       slot: raw.slot,
       parentSlot: raw.parentSlot,
@@ -139,7 +155,11 @@ export interface Harvest {
   sources: HarvestedSources;
 }
 
-export function buildProof(proofId: string, clientSeed: string | null, harvest: Harvest): { proof: EntropyProof; seed: Buffer } {
+export function buildProof(
+  proofId: string,
+  clientSeed: string | null,
+  harvest: Harvest,
+): { proof: EntropyProof; seed: Buffer } {
   const k0 = initialKey(proofId, clientSeed);
   const { steps, seed } = cascade(k0, harvest.sources);
   return {
@@ -200,9 +220,12 @@ export class EntropyStream {
     return word;
   }
 
-  /** Uniform in [0, n) for 1 ≤ n ≤ 2^32: words at or above floor(2^32 / n) × n are rejected, so no value is favoured. */
+  /**
+   * Uniform in [0, n) for 1 ≤ n ≤ 2^32: words at or above floor(2^32 / n) × n are rejected, so no value is favoured.
+   */
   uniform(n: number): number {
-    if (!Number.isInteger(n) || n < 1 || n > TWO_32) throw new RangeError(`uniform(n) needs an integer n in [1, 2^32], not ${n}`);
+    if (!Number.isInteger(n) || n < 1 || n > TWO_32)
+      throw new RangeError(`uniform(n) needs an integer n in [1, 2^32], not ${n}`);
     const limit = Math.floor(TWO_32 / n) * n;
     for (;;) {
       const word = this.word();
@@ -212,7 +235,13 @@ export class EntropyStream {
   }
 
   derivation(): DrawDerivation {
-    return { label: this.label as DrawLabel, blocksUsed: this.blocks, wordsDrawn: this.words.length, rejections: this.rejected, rawWords: [...this.words] };
+    return {
+      label: this.label as DrawLabel,
+      blocksUsed: this.blocks,
+      wordsDrawn: this.words.length,
+      rejections: this.rejected,
+      rawWords: [...this.words],
+    };
   }
 }
 
@@ -230,7 +259,10 @@ export function drawInt(seed: Uint8Array, min: number, max: number): { value: nu
 }
 
 /** Fisher-Yates (Durstenfeld): for i from length − 1 down to 1, j = uniform(i + 1), swap i and j. */
-export function drawShuffle<T extends ShuffleItem>(seed: Uint8Array, items: readonly T[]): { shuffled: T[]; permutation: number[]; derivation: DrawDerivation } {
+export function drawShuffle<T extends ShuffleItem>(
+  seed: Uint8Array,
+  items: readonly T[],
+): { shuffled: T[]; permutation: number[]; derivation: DrawDerivation } {
   const stream = new EntropyStream(seed, 'shuffle');
   const permutation = items.map((_, i) => i);
   for (let i = permutation.length - 1; i >= 1; i--) {
@@ -248,7 +280,11 @@ export function drawCoins(seed: Uint8Array, count: number): { outcomes: CoinSide
 }
 
 /** Each roll is uniform(sides) + 1. */
-export function drawDice(seed: Uint8Array, sides: number, count: number): { rolls: number[]; derivation: DrawDerivation } {
+export function drawDice(
+  seed: Uint8Array,
+  sides: number,
+  count: number,
+): { rolls: number[]; derivation: DrawDerivation } {
   const stream = new EntropyStream(seed, 'dice');
   const rolls = Array.from({ length: count }, () => stream.uniform(sides) + 1);
   return { rolls, derivation: stream.derivation() };
@@ -278,7 +314,13 @@ export const VERIFICATION_STEPS: readonly string[] = [
     'coins uniform(2) (0 = heads), dice uniform(sides) + 1, shuffles Fisher-Yates with j = uniform(i + 1) for i from length − 1 down to 1.',
 ];
 
-const BLOCK_CONFIG = { commitment: 'confirmed', encoding: 'json', transactionDetails: 'signatures', rewards: false, maxSupportedTransactionVersion: 0 };
+const BLOCK_CONFIG = {
+  commitment: 'confirmed',
+  encoding: 'json',
+  transactionDetails: 'signatures',
+  rewards: false,
+  maxSupportedTransactionVersion: 0,
+};
 
 /** The JSON-RPC calls that fetch every harvested value again. */
 export function rpcCallsOf(proof: EntropyProof): EntropyRpcCall[] {
@@ -287,7 +329,8 @@ export function rpcCallsOf(proof: EntropyProof): EntropyRpcCall[] {
     { method: 'getBlock', params: [proof.slot, BLOCK_CONFIG] },
     { method: 'getSlotLeaders', params: [sources.slotLeaders.startSlot, sources.slotLeaders.leaders.length] },
   ];
-  if (sources.transactionSignatures.slot !== proof.slot) calls.push({ method: 'getBlock', params: [sources.transactionSignatures.slot, BLOCK_CONFIG] });
+  if (sources.transactionSignatures.slot !== proof.slot)
+    calls.push({ method: 'getBlock', params: [sources.transactionSignatures.slot, BLOCK_CONFIG] });
   for (const sample of sources.blockTiming.samples) calls.push({ method: 'getBlockTime', params: [sample.slot] });
   return calls;
 }

@@ -2,7 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { entropy, type DataSource } from '@agent-economy/contracts';
 import type { RouterImplementation } from '../../runtime/app';
 import type { UpstreamTracker } from '../../upstream/tracker';
-import { buildProof, drawBytes, drawCoins, drawDice, drawInt, drawShuffle, proofSample, qualityOf, rpcCallsOf, VERIFICATION_STEPS } from './domain';
+import {
+  buildProof,
+  drawBytes,
+  drawCoins,
+  drawDice,
+  drawInt,
+  drawShuffle,
+  proofSample,
+  qualityOf,
+  rpcCallsOf,
+  VERIFICATION_STEPS,
+} from './domain';
 import type { ChainHarvester } from './harvest';
 
 export interface EntropyDeps {
@@ -19,7 +30,11 @@ const ALGORITHM =
 const newProofId = () => `ent_${randomBytes(12).toString('hex')}`;
 
 // Handlers only translate between the contract and the domain: every draw harvests afresh and carries its proof.
-export function entropyHandlers({ harvester, tracker, provider }: EntropyDeps): RouterImplementation<typeof entropy.router> {
+export function entropyHandlers({
+  harvester,
+  tracker,
+  provider,
+}: EntropyDeps): RouterImplementation<typeof entropy.router> {
   const seeded = async (clientSeed: string | undefined) => {
     const proofId = newProofId();
     const harvest = await harvester.harvest();
@@ -32,7 +47,17 @@ export function entropyHandlers({ harvester, tracker, provider }: EntropyDeps): 
     bytes: async ({ body }) => {
       const { proof, seed, source } = await seeded(body.clientSeed);
       const { bytes, derivation } = drawBytes(seed, body.length);
-      return { status: 200, body: { length: body.length, hex: bytes.toString('hex'), base64: bytes.toString('base64'), derivation, proof, source } };
+      return {
+        status: 200,
+        body: {
+          length: body.length,
+          hex: bytes.toString('hex'),
+          base64: bytes.toString('base64'),
+          derivation,
+          proof,
+          source,
+        },
+      };
     },
 
     int: async ({ body }) => {
@@ -51,13 +76,27 @@ export function entropyHandlers({ harvester, tracker, provider }: EntropyDeps): 
       const { proof, seed, source } = await seeded(body.clientSeed);
       const { outcomes, derivation } = drawCoins(seed, body.count);
       const heads = outcomes.filter((o) => o === 'heads').length;
-      return { status: 200, body: { outcome: outcomes[0]!, outcomes, heads, tails: outcomes.length - heads, derivation, proof, source } };
+      return {
+        status: 200,
+        body: { outcome: outcomes[0]!, outcomes, heads, tails: outcomes.length - heads, derivation, proof, source },
+      };
     },
 
     dice: async ({ body }) => {
       const { proof, seed, source } = await seeded(body.clientSeed);
       const { rolls, derivation } = drawDice(seed, body.sides, body.count);
-      return { status: 200, body: { sides: body.sides, count: body.count, rolls, total: rolls.reduce((a, b) => a + b, 0), derivation, proof, source } };
+      return {
+        status: 200,
+        body: {
+          sides: body.sides,
+          count: body.count,
+          rolls,
+          total: rolls.reduce((a, b) => a + b, 0),
+          derivation,
+          proof,
+          source,
+        },
+      };
     },
 
     proof: async ({ body }) => {

@@ -1,7 +1,15 @@
 import type { EntropySourceName } from '@agent-economy/contracts';
 import { HttpError } from '../../runtime/errors';
 import type { SolanaSource } from '../../upstream/solana';
-import { LEADER_SLOTS, MaterialError, MAX_SIGNATURES, TIMING_SAMPLES, toSources, type Harvest, type RawHarvest } from './domain';
+import {
+  LEADER_SLOTS,
+  MaterialError,
+  MAX_SIGNATURES,
+  TIMING_SAMPLES,
+  toSources,
+  type Harvest,
+  type RawHarvest,
+} from './domain';
 
 // Reads the five sources from the chain at one confirmed slot. Every read goes through the source's tracker:
 // a chain that does not answer is 502 upstream_unavailable; a chain that answers without a source's data
@@ -25,7 +33,13 @@ const BLOCK_CONFIG = {
 } as const;
 
 export function sourceUnavailable(source: EntropySourceName, message: string): HttpError {
-  return new HttpError(502, 'entropy_source_unavailable', `The ${source} source cannot be harvested: ${message}`, { source }, { 'retry-after': '5' });
+  return new HttpError(
+    502,
+    'entropy_source_unavailable',
+    `The ${source} source cannot be harvested: ${message}`,
+    { source },
+    { 'retry-after': '5' },
+  );
 }
 
 interface SignedBlock {
@@ -56,7 +70,9 @@ export function chainHarvester(chain: SolanaSource) {
   const latestWithSignatures = async (slot: bigint): Promise<SignedBlock | undefined> => {
     if (slot === 0n) return undefined;
     const from = slot > SIGNATURE_WINDOW ? slot - SIGNATURE_WINDOW : 0n;
-    const slots = (await chain.read((rpc) => rpc.getBlocks(from, slot - 1n, { commitment: 'confirmed' }).send())).reverse();
+    const slots = (
+      await chain.read((rpc) => rpc.getBlocks(from, slot - 1n, { commitment: 'confirmed' }).send())
+    ).reverse();
     for (let i = 0; i < slots.length; i += PARALLEL_READS) {
       const blocks = await Promise.all(slots.slice(i, i + PARALLEL_READS).map(block));
       const found = blocks.find((b) => b.signatures.length > 0);
@@ -90,10 +106,12 @@ export function chainHarvester(chain: SolanaSource) {
         chain.read((rpc) => rpc.getSlotLeaders(leaderStart, Number(slot - leaderStart) + 1).send()),
         Promise.all(timingSlots.map((s) => chain.read((rpc) => rpc.getBlockTime(s).send()))),
       ]);
-      if (head.blockHeight === null) throw sourceUnavailable('blockDetails', `the block at slot ${slot} has no block height`);
+      if (head.blockHeight === null)
+        throw sourceUnavailable('blockDetails', `the block at slot ${slot} has no block height`);
       const timing = timingSlots.map((s, i) => {
         const time = times[i];
-        if (time === null || time === undefined) throw sourceUnavailable('blockTiming', `the block at slot ${s} has no block time`);
+        if (time === null || time === undefined)
+          throw sourceUnavailable('blockTiming', `the block at slot ${s} has no block time`);
         return { slot: Number(s), blockTime: Number(time) };
       });
       const signed = head.signatures.length > 0 ? head : ((await latestWithSignatures(slot)) ?? head);

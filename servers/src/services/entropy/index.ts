@@ -16,6 +16,14 @@ export async function createEntropyApp(context: ServiceContext) {
     service: entropy,
     handlers: entropyHandlers({ harvester, tracker: chain.tracker, provider: chain.provider }),
     ...fromContext(context),
-    preflight: { bytes: chainAnswers, int: chainAnswers, shuffle: chainAnswers, coin: chainAnswers, dice: chainAnswers, proof: chainAnswers },
+    upstream: chain.tracker,
+    preflight: {
+      bytes: chainAnswers,
+      int: chainAnswers,
+      shuffle: chainAnswers,
+      coin: chainAnswers,
+      dice: chainAnswers,
+      proof: chainAnswers,
+    },
   });
 }

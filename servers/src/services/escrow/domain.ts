@@ -108,7 +108,8 @@ const iso = (d: Date) => d.toISOString();
 const sum = (values: Iterable<bigint>) => [...values].reduce((a, b) => a + b, 0n);
 const hours = (ms: number) => Math.round((ms / HOUR) * 100) / 100;
 const ratio = (n: number, d: number) => (d === 0 ? null : Math.round((n / d) * 10_000) / 10_000);
-const average = (values: number[]) => (values.length ? Math.round((values.reduce((a, b) => a + b, 0) / values.length) * 100) / 100 : null);
+const average = (values: number[]) =>
+  values.length ? Math.round((values.reduce((a, b) => a + b, 0) / values.length) * 100) / 100 : null;
 
 const UNSETTLED = new Set(['pending', 'delivered', 'disputed']);
 export const isUnsettled = (m: EscrowMilestone) => UNSETTLED.has(m.state);
@@ -151,11 +152,18 @@ export function nextActionOf(doc: EscrowDoc, now: Date): EscrowNextAction {
   if (dispute) {
     const answered = dispute.statements.some((s) => s.party !== dispute.openedBy);
     if (!answered && now.getTime() < Date.parse(dispute.respondBy)) {
-      return { party: dispute.openedBy === 'buyer' ? 'seller' : 'buyer', action: 'respond_to_dispute', deadline: dispute.respondBy };
+      return {
+        party: dispute.openedBy === 'buyer' ? 'seller' : 'buyer',
+        action: 'respond_to_dispute',
+        deadline: dispute.respondBy,
+      };
     }
     return { party: 'mediator', action: 'resolve', deadline: dispute.autoResolveAt };
   }
-  const reviews = doc.milestones.filter((m) => m.state === 'delivered' && m.reviewEndsAt).map((m) => m.reviewEndsAt!).sort();
+  const reviews = doc.milestones
+    .filter((m) => m.state === 'delivered' && m.reviewEndsAt)
+    .map((m) => m.reviewEndsAt!)
+    .sort();
   if (reviews.length) return { party: 'buyer', action: 'review', deadline: reviews[0]! };
   return { party: 'seller', action: 'deliver', deadline: doc.timeoutAt };
 }
@@ -165,14 +173,19 @@ export function nextTimerAt(doc: EscrowDoc): Date | null {
   if (isClosed(doc)) return null;
   const dispute = openDispute(doc);
   if (dispute) return new Date(dispute.autoResolveAt);
-  const times = doc.milestones.filter((m) => m.state === 'delivered' && m.reviewEndsAt).map((m) => Date.parse(m.reviewEndsAt!));
+  const times = doc.milestones
+    .filter((m) => m.state === 'delivered' && m.reviewEndsAt)
+    .map((m) => Date.parse(m.reviewEndsAt!));
   if (doc.milestones.some((m) => m.state === 'pending')) times.push(Date.parse(doc.timeoutAt));
   return times.length ? new Date(Math.min(...times)) : null;
 }
 
 export function toEscrow(doc: EscrowDoc, now: Date): Escrow {
   const b = balancesOf(doc);
-  const reviews = doc.milestones.filter((m) => m.state === 'delivered' && m.reviewEndsAt).map((m) => m.reviewEndsAt!).sort();
+  const reviews = doc.milestones
+    .filter((m) => m.state === 'delivered' && m.reviewEndsAt)
+    .map((m) => m.reviewEndsAt!)
+    .sort();
   return {
     id: doc.id,
     state: stateOf(doc),
@@ -189,11 +202,24 @@ export function toEscrow(doc: EscrowDoc, now: Date): Escrow {
     network: doc.network,
     asset: doc.asset,
     vault: doc.vault,
-    balances: { locked: String(b.locked), frozen: String(b.frozen), released: String(b.released), refunded: String(b.refunded) },
+    balances: {
+      locked: String(b.locked),
+      frozen: String(b.frozen),
+      released: String(b.released),
+      refunded: String(b.refunded),
+    },
     milestones: doc.milestones,
-    // Whole hours, as the contract has them: a deployment with timers shorter than an hour (ESCROW_REVIEW_SECONDS) rounds them.
-    reviewTimer: { periodHours: Math.round(doc.reviewSeconds / 3600), nextReleaseAt: openDispute(doc) ? null : (reviews[0] ?? null) },
-    timeoutRelease: { timeoutHours: Math.round(doc.timeoutSeconds / 3600), at: doc.timeoutAt, action: 'refund_undelivered_to_buyer' },
+    // Whole hours, as the contract has them: a deployment with timers shorter than an hour (ESCROW_REVIEW_SECONDS)
+    // rounds them.
+    reviewTimer: {
+      periodHours: Math.round(doc.reviewSeconds / 3600),
+      nextReleaseAt: openDispute(doc) ? null : (reviews[0] ?? null),
+    },
+    timeoutRelease: {
+      timeoutHours: Math.round(doc.timeoutSeconds / 3600),
+      at: doc.timeoutAt,
+      action: 'refund_undelivered_to_buyer',
+    },
     timersPausedAt: doc.timersPausedAt,
     nextAction: nextActionOf(doc, now),
     disputes: doc.disputes,
@@ -204,7 +230,14 @@ export function toEscrow(doc: EscrowDoc, now: Date): Escrow {
   };
 }
 
-export function entry(at: Date, event: EscrowEvent, actor: EscrowActor, milestoneIds: string[], message: string, transfer: EscrowTransfer | null = null): EscrowTimelineEntry {
+export function entry(
+  at: Date,
+  event: EscrowEvent,
+  actor: EscrowActor,
+  milestoneIds: string[],
+  message: string,
+  transfer: EscrowTransfer | null = null,
+): EscrowTimelineEntry {
   return { id: newId('evt'), at: iso(at), event, actor, milestoneIds, message, transfer };
 }
 
@@ -224,7 +257,14 @@ export interface CreateInput {
 }
 
 /** A funded escrow: the buyer's x402 payment of amount + fee (`funding`) is its first timeline entry. */
-export function createEscrow(input: CreateInput, buyer: string, fee: bigint, chain: { network: string; asset: string; vault: string }, funding: EscrowTransfer, now: Date): EscrowDoc {
+export function createEscrow(
+  input: CreateInput,
+  buyer: string,
+  fee: bigint,
+  chain: { network: string; asset: string; vault: string },
+  funding: EscrowTransfer,
+  now: Date,
+): EscrowDoc {
   const parts = input.milestones ?? [{ title: input.title, amount: input.amount }];
   const milestones: EscrowMilestone[] = parts.map((m, i) => ({
     id: `m${i + 1}`,
@@ -261,7 +301,14 @@ export function createEscrow(input: CreateInput, buyer: string, fee: bigint, cha
     milestones,
     disputes: [],
     timeline: [
-      entry(now, 'funded', 'buyer', ids, `Funded with ${usd(input.amount)} and a fee of ${usd(fee)}, paid into the vault`, funding),
+      entry(
+        now,
+        'funded',
+        'buyer',
+        ids,
+        `Funded with ${usd(input.amount)} and a fee of ${usd(fee)}, paid into the vault`,
+        funding,
+      ),
     ],
     createdAt: iso(now),
     updatedAt: iso(now),
@@ -274,14 +321,24 @@ export function createEscrow(input: CreateInput, buyer: string, fee: bigint, cha
 export const escrowNotFound = (escrowId: string) => notFound('escrow_not_found', `No escrow ${escrowId}`, { escrowId });
 const milestoneNotFound = (escrowId: string, milestoneId: string) =>
   notFound('milestone_not_found', `Escrow ${escrowId} has no milestone ${milestoneId}`, { escrowId, milestoneId });
-const closed = (doc: EscrowDoc) => conflict('escrow_closed', `Escrow ${doc.id} is ${stateOf(doc)}: nothing is left to settle`, { escrowId: doc.id, state: stateOf(doc) });
+const closed = (doc: EscrowDoc) =>
+  conflict('escrow_closed', `Escrow ${doc.id} is ${stateOf(doc)}: nothing is left to settle`, {
+    escrowId: doc.id,
+    state: stateOf(doc),
+  });
 const disputed = (doc: EscrowDoc) =>
-  conflict('escrow_disputed', `Escrow ${doc.id} has an open dispute: its funds are frozen until the mediator decides`, { escrowId: doc.id, disputeId: openDispute(doc)?.id });
+  conflict('escrow_disputed', `Escrow ${doc.id} has an open dispute: its funds are frozen until the mediator decides`, {
+    escrowId: doc.id,
+    disputeId: openDispute(doc)?.id,
+  });
 
 /** Escrows are visible to their buyer and seller only. */
 export function assertParty(doc: EscrowDoc, caller: string): EscrowParty {
   const party = partyOf(doc, caller);
-  if (!party) throw new HttpError(403, 'not_a_party', 'Only the buyer and the seller of an escrow may see or act on it', { escrowId: doc.id });
+  if (!party)
+    throw new HttpError(403, 'not_a_party', 'Only the buyer and the seller of an escrow may see or act on it', {
+      escrowId: doc.id,
+    });
   return party;
 }
 
@@ -302,26 +359,57 @@ export interface DeliverInput {
 }
 
 /** Which milestone a delivery is for, or the refusal; nothing changes. */
-export function checkDeliver(doc: EscrowDoc, caller: string, input: Pick<DeliverInput, 'milestoneId'>, now: Date): EscrowMilestone {
-  if (caller !== doc.seller) throw new HttpError(403, partyOf(doc, caller) ? 'not_seller' : 'not_a_party', 'Only the seller of an escrow delivers', { escrowId: doc.id });
+export function checkDeliver(
+  doc: EscrowDoc,
+  caller: string,
+  input: Pick<DeliverInput, 'milestoneId'>,
+  now: Date,
+): EscrowMilestone {
+  if (caller !== doc.seller)
+    throw new HttpError(
+      403,
+      partyOf(doc, caller) ? 'not_seller' : 'not_a_party',
+      'Only the seller of an escrow delivers',
+      { escrowId: doc.id },
+    );
   if (isClosed(doc)) throw closed(doc);
   if (openDispute(doc)) throw disputed(doc);
-  const target = input.milestoneId ? milestone(doc, input.milestoneId) : doc.milestones.find((m) => m.state === 'pending');
+  const target = input.milestoneId
+    ? milestone(doc, input.milestoneId)
+    : doc.milestones.find((m) => m.state === 'pending');
   if (!target || target.state !== 'pending') {
     const id = target?.id ?? input.milestoneId ?? null;
-    throw conflict('milestone_not_pending', id ? `Milestone ${id} is ${target?.state}, not awaiting delivery` : 'No milestone awaits delivery', { escrowId: doc.id, milestoneId: id });
+    throw conflict(
+      'milestone_not_pending',
+      id ? `Milestone ${id} is ${target?.state}, not awaiting delivery` : 'No milestone awaits delivery',
+      { escrowId: doc.id, milestoneId: id },
+    );
   }
   if (now.getTime() >= Date.parse(doc.timeoutAt)) {
-    throw conflict('delivery_deadline_passed', `The delivery deadline ${doc.timeoutAt} has passed; undelivered milestones are refunded`, { escrowId: doc.id, timeoutAt: doc.timeoutAt });
+    throw conflict(
+      'delivery_deadline_passed',
+      `The delivery deadline ${doc.timeoutAt} has passed; undelivered milestones are refunded`,
+      { escrowId: doc.id, timeoutAt: doc.timeoutAt },
+    );
   }
   return target;
 }
 
-export function deliver(doc: EscrowDoc, caller: string, input: DeliverInput, now: Date): { doc: EscrowDoc; milestoneId: string; delivery: EscrowDelivery; reviewEndsAt: string } {
+export function deliver(
+  doc: EscrowDoc,
+  caller: string,
+  input: DeliverInput,
+  now: Date,
+): { doc: EscrowDoc; milestoneId: string; delivery: EscrowDelivery; reviewEndsAt: string } {
   const target = checkDeliver(doc, caller, input, now);
   const delivery: EscrowDelivery = {
     id: newId('dlv'),
-    content: { title: input.content.title, format: input.content.format, language: input.content.language ?? null, body: input.content.body },
+    content: {
+      title: input.content.title,
+      format: input.content.format,
+      language: input.content.language ?? null,
+      body: input.content.body,
+    },
     contentHash: sha256(input.content.body),
     sizeBytes: Buffer.byteLength(input.content.body, 'utf8'),
     moduleId: input.moduleId ?? doc.moduleId,
@@ -332,10 +420,18 @@ export function deliver(doc: EscrowDoc, caller: string, input: DeliverInput, now
   const reviewEndsAt = iso(new Date(now.getTime() + doc.reviewSeconds * 1000));
   const next: EscrowDoc = {
     ...doc,
-    milestones: doc.milestones.map((m) => (m.id === target.id ? { ...m, state: 'delivered', delivery, reviewEndsAt } : m)),
+    milestones: doc.milestones.map((m) =>
+      m.id === target.id ? { ...m, state: 'delivered', delivery, reviewEndsAt } : m,
+    ),
     timeline: [
       ...doc.timeline,
-      entry(now, 'delivered', 'seller', [target.id], `The seller delivered "${delivery.content.title}" (${delivery.sizeBytes} bytes, sha256 ${delivery.contentHash.slice(0, 12)}…); the buyer reviews it until ${reviewEndsAt}`),
+      entry(
+        now,
+        'delivered',
+        'seller',
+        [target.id],
+        `The seller delivered "${delivery.content.title}" (${delivery.sizeBytes} bytes, sha256 ${delivery.contentHash.slice(0, 12)}…); the buyer reviews it until ${reviewEndsAt}`,
+      ),
     ],
     updatedAt: iso(now),
   };
@@ -344,22 +440,47 @@ export function deliver(doc: EscrowDoc, caller: string, input: DeliverInput, now
 
 // ---- confirm --------------------------------------------------------------------------------------------------
 
-const payoutKey = (doc: EscrowDoc, purpose: string, ...parts: string[]) => `escrow:${doc.id}:${purpose}:${parts.join(':')}`;
+const payoutKey = (doc: EscrowDoc, purpose: string, ...parts: string[]) =>
+  `escrow:${doc.id}:${purpose}:${parts.join(':')}`;
 
-export function planConfirm(doc: EscrowDoc, caller: string, input: { milestoneIds?: string[]; rating?: number; comment?: string }, now: Date): PendingOp {
-  if (caller !== doc.buyer) throw new HttpError(403, partyOf(doc, caller) ? 'not_buyer' : 'not_a_party', 'Only the buyer of an escrow confirms it', { escrowId: doc.id });
+export function planConfirm(
+  doc: EscrowDoc,
+  caller: string,
+  input: { milestoneIds?: string[]; rating?: number; comment?: string },
+  now: Date,
+): PendingOp {
+  if (caller !== doc.buyer)
+    throw new HttpError(
+      403,
+      partyOf(doc, caller) ? 'not_buyer' : 'not_a_party',
+      'Only the buyer of an escrow confirms it',
+      { escrowId: doc.id },
+    );
   if (isClosed(doc)) throw closed(doc);
   if (openDispute(doc)) throw disputed(doc);
-  const targets = input.milestoneIds ? input.milestoneIds.map((id) => milestone(doc, id)) : doc.milestones.filter(isUnsettled);
+  const targets = input.milestoneIds
+    ? input.milestoneIds.map((id) => milestone(doc, id))
+    : doc.milestones.filter(isUnsettled);
   const settled = targets.find((m) => m.state !== 'pending' && m.state !== 'delivered');
-  if (settled) throw conflict('milestone_not_releasable', `Milestone ${settled.id} is ${settled.state}`, { escrowId: doc.id, milestoneId: settled.id, state: settled.state });
+  if (settled)
+    throw conflict('milestone_not_releasable', `Milestone ${settled.id} is ${settled.state}`, {
+      escrowId: doc.id,
+      milestoneId: settled.id,
+      state: settled.state,
+    });
   return {
     id: newId('op'),
     kind: 'confirm',
     milestoneIds: targets.map((m) => m.id),
     rating: input.rating ?? null,
     comment: input.comment ?? null,
-    payouts: targets.map((m) => ({ key: payoutKey(doc, 'release', m.id), purpose: 'release', to: doc.seller, amount: m.amount, milestoneIds: [m.id] })),
+    payouts: targets.map((m) => ({
+      key: payoutKey(doc, 'release', m.id),
+      purpose: 'release',
+      to: doc.seller,
+      amount: m.amount,
+      milestoneIds: [m.id],
+    })),
     createdAt: iso(now),
   };
 }
@@ -370,22 +491,44 @@ export function planConfirm(doc: EscrowDoc, caller: string, input: { milestoneId
 export function planTimer(doc: EscrowDoc, now: Date): PendingOp | { kind: 'auto_resolve'; disputeId: string } | null {
   if (isClosed(doc)) return null;
   const dispute = openDispute(doc);
-  if (dispute) return now.getTime() >= Date.parse(dispute.autoResolveAt) ? { kind: 'auto_resolve', disputeId: dispute.id } : null;
+  if (dispute)
+    return now.getTime() >= Date.parse(dispute.autoResolveAt) ? { kind: 'auto_resolve', disputeId: dispute.id } : null;
   const base = { id: newId('op'), createdAt: iso(now) };
-  const due = doc.milestones.filter((m) => m.state === 'delivered' && m.reviewEndsAt && now.getTime() >= Date.parse(m.reviewEndsAt));
+  const due = doc.milestones.filter(
+    (m) => m.state === 'delivered' && m.reviewEndsAt && now.getTime() >= Date.parse(m.reviewEndsAt),
+  );
   if (due.length) {
     return {
       ...base,
       kind: 'review',
       milestoneIds: due.map((m) => m.id),
-      payouts: due.map((m) => ({ key: payoutKey(doc, 'release', m.id), purpose: 'release', to: doc.seller, amount: m.amount, milestoneIds: [m.id] })),
+      payouts: due.map((m) => ({
+        key: payoutKey(doc, 'release', m.id),
+        purpose: 'release',
+        to: doc.seller,
+        amount: m.amount,
+        milestoneIds: [m.id],
+      })),
     };
   }
   const undelivered = doc.milestones.filter((m) => m.state === 'pending');
   if (undelivered.length && now.getTime() >= Date.parse(doc.timeoutAt)) {
     const amount = sum(undelivered.map((m) => BigInt(m.amount)));
     const ids = undelivered.map((m) => m.id);
-    return { ...base, kind: 'timeout', milestoneIds: ids, payouts: [{ key: payoutKey(doc, 'refund', 'timeout'), purpose: 'refund', to: doc.buyer, amount: String(amount), milestoneIds: ids }] };
+    return {
+      ...base,
+      kind: 'timeout',
+      milestoneIds: ids,
+      payouts: [
+        {
+          key: payoutKey(doc, 'refund', 'timeout'),
+          purpose: 'refund',
+          to: doc.buyer,
+          amount: String(amount),
+          milestoneIds: ids,
+        },
+      ],
+    };
   }
   return null;
 }
@@ -400,27 +543,56 @@ export interface DisputeInput {
 }
 
 /** What a dispute call will do: open a dispute over these milestones, or answer the open one. Nothing changes. */
-export function checkDispute(doc: EscrowDoc, caller: string, input: { milestoneIds?: string[] }): { party: EscrowParty; answer: EscrowDispute | null; milestoneIds: string[] } {
+export function checkDispute(
+  doc: EscrowDoc,
+  caller: string,
+  input: { milestoneIds?: string[] },
+): { party: EscrowParty; answer: EscrowDispute | null; milestoneIds: string[] } {
   const party = assertParty(doc, caller);
   if (isClosed(doc)) throw closed(doc);
   const open = openDispute(doc);
   if (open) {
     if (open.statements.some((s) => s.party === party)) {
-      throw conflict('dispute_already_stated', 'You already stated your side of the open dispute; ask the mediator to resolve it', { escrowId: doc.id, disputeId: open.id });
+      throw conflict(
+        'dispute_already_stated',
+        'You already stated your side of the open dispute; ask the mediator to resolve it',
+        { escrowId: doc.id, disputeId: open.id },
+      );
     }
     return { party, answer: open, milestoneIds: open.milestoneIds };
   }
-  const targets = input.milestoneIds ? input.milestoneIds.map((id) => milestone(doc, id)) : doc.milestones.filter(isUnsettled);
+  const targets = input.milestoneIds
+    ? input.milestoneIds.map((id) => milestone(doc, id))
+    : doc.milestones.filter(isUnsettled);
   const settled = targets.find((m) => !isUnsettled(m));
-  if (settled) throw conflict('milestone_not_disputable', `Milestone ${settled.id} is already ${settled.state}`, { escrowId: doc.id, milestoneId: settled.id, state: settled.state });
+  if (settled)
+    throw conflict('milestone_not_disputable', `Milestone ${settled.id} is already ${settled.state}`, {
+      escrowId: doc.id,
+      milestoneId: settled.id,
+      state: settled.state,
+    });
   return { party, answer: null, milestoneIds: targets.map((m) => m.id) };
 }
 
-const toEvidence = (e: EscrowEvidenceInput): EscrowEvidence => ({ ...e, description: e.description ?? null }) as EscrowEvidence;
+const toEvidence = (e: EscrowEvidenceInput): EscrowEvidence =>
+  ({ ...e, description: e.description ?? null }) as EscrowEvidence;
 
-export function dispute(doc: EscrowDoc, caller: string, input: DisputeInput, investigation: EscrowInvestigation, now: Date): { doc: EscrowDoc; dispute: EscrowDispute } {
+export function dispute(
+  doc: EscrowDoc,
+  caller: string,
+  input: DisputeInput,
+  investigation: EscrowInvestigation,
+  now: Date,
+): { doc: EscrowDoc; dispute: EscrowDispute } {
   const { party, answer, milestoneIds } = checkDispute(doc, caller, input);
-  const statement = { party, address: caller, reason: input.reason, statement: input.statement, evidence: input.evidence.map(toEvidence), submittedAt: iso(now) };
+  const statement = {
+    party,
+    address: caller,
+    reason: input.reason,
+    statement: input.statement,
+    evidence: input.evidence.map(toEvidence),
+    submittedAt: iso(now),
+  };
   const timeline = [...doc.timeline];
   let disputes: EscrowDispute[];
   let current: EscrowDispute;
@@ -429,7 +601,9 @@ export function dispute(doc: EscrowDoc, caller: string, input: DisputeInput, inv
   if (answer) {
     current = { ...answer, statements: [...answer.statements, statement], investigation };
     disputes = doc.disputes.map((d) => (d.id === answer.id ? current : d));
-    timeline.push(entry(now, 'dispute_response', party, milestoneIds, `The ${party} answered the dispute (${input.reason})`));
+    timeline.push(
+      entry(now, 'dispute_response', party, milestoneIds, `The ${party} answered the dispute (${input.reason})`),
+    );
   } else {
     const frozen = sum(doc.milestones.filter((m) => milestoneIds.includes(m.id)).map((m) => BigInt(m.amount)));
     const respondBy = new Date(now.getTime() + ESCROW_DISPUTE_RESPONSE_HOURS * HOUR);
@@ -451,24 +625,62 @@ export function dispute(doc: EscrowDoc, caller: string, input: DisputeInput, inv
     milestones = doc.milestones.map((m) => (milestoneIds.includes(m.id) ? { ...m, state: 'disputed' } : m));
     timersPausedAt = iso(now);
     timeline.push(
-      entry(now, 'disputed', party, milestoneIds, `The ${party} disputed ${milestoneIds.join(', ')} (${input.reason}); ${usd(frozen)} is frozen`),
-      entry(now, 'timers_paused', 'system', milestoneIds, 'The review timer and the timeout release are paused while the dispute is open'),
+      entry(
+        now,
+        'disputed',
+        party,
+        milestoneIds,
+        `The ${party} disputed ${milestoneIds.join(', ')} (${input.reason}); ${usd(frozen)} is frozen`,
+      ),
+      entry(
+        now,
+        'timers_paused',
+        'system',
+        milestoneIds,
+        'The review timer and the timeout release are paused while the dispute is open',
+      ),
     );
   }
-  timeline.push(entry(now, 'investigation_updated', 'mediator', milestoneIds, `Investigation ${investigation.status}: leaning ${investigation.leaning}${investigation.unavailable.length ? `; unavailable: ${investigation.unavailable.join(', ')}` : ''}`));
+  timeline.push(
+    entry(
+      now,
+      'investigation_updated',
+      'mediator',
+      milestoneIds,
+      `Investigation ${investigation.status}: leaning ${investigation.leaning}${investigation.unavailable.length ? `; unavailable: ${investigation.unavailable.join(', ')}` : ''}`,
+    ),
+  );
   return { doc: { ...doc, milestones, disputes, timersPausedAt, timeline, updatedAt: iso(now) }, dispute: current };
 }
 
 /** Who may ask the mediator now; the open dispute. Nothing changes. */
-export function checkResolve(doc: EscrowDoc, caller: string, disputeId: string | undefined, now: Date): { party: EscrowParty; dispute: EscrowDispute } {
+export function checkResolve(
+  doc: EscrowDoc,
+  caller: string,
+  disputeId: string | undefined,
+  now: Date,
+): { party: EscrowParty; dispute: EscrowDispute } {
   const party = assertParty(doc, caller);
-  if (disputeId && !doc.disputes.some((d) => d.id === disputeId)) throw notFound('dispute_not_found', `Escrow ${doc.id} has no dispute ${disputeId}`, { escrowId: doc.id, disputeId });
+  if (disputeId && !doc.disputes.some((d) => d.id === disputeId))
+    throw notFound('dispute_not_found', `Escrow ${doc.id} has no dispute ${disputeId}`, {
+      escrowId: doc.id,
+      disputeId,
+    });
   const open = openDispute(doc);
-  if (!open || (disputeId && open.id !== disputeId)) throw conflict('not_disputed', disputeId ? `Dispute ${disputeId} is already resolved` : `Escrow ${doc.id} has no open dispute`, { escrowId: doc.id, disputeId: disputeId ?? null });
+  if (!open || (disputeId && open.id !== disputeId))
+    throw conflict(
+      'not_disputed',
+      disputeId ? `Dispute ${disputeId} is already resolved` : `Escrow ${doc.id} has no open dispute`,
+      { escrowId: doc.id, disputeId: disputeId ?? null },
+    );
   const answered = open.statements.some((s) => s.party !== open.openedBy);
   // The opener cannot cut the counterparty's answer short; the counterparty calling waives it.
   if (party === open.openedBy && !answered && now.getTime() < Date.parse(open.respondBy)) {
-    throw conflict('awaiting_counterparty', `The ${party === 'buyer' ? 'seller' : 'buyer'} may answer until ${open.respondBy}; ask again then`, { escrowId: doc.id, disputeId: open.id, respondBy: open.respondBy });
+    throw conflict(
+      'awaiting_counterparty',
+      `The ${party === 'buyer' ? 'seller' : 'buyer'} may answer until ${open.respondBy}; ask again then`,
+      { escrowId: doc.id, disputeId: open.id, respondBy: open.respondBy },
+    );
   }
   return { party, dispute: open };
 }
@@ -480,19 +692,55 @@ export function distribute(doc: EscrowDoc, dispute: EscrowDispute, sellerPercent
     .map((m) => {
       const amount = BigInt(m.amount);
       const toSeller = (amount * BigInt(sellerPercent)) / 100n;
-      return { milestoneId: m.id, amount: String(amount), toSeller: String(toSeller), toBuyer: String(amount - toSeller) };
+      return {
+        milestoneId: m.id,
+        amount: String(amount),
+        toSeller: String(toSeller),
+        toBuyer: String(amount - toSeller),
+      };
     });
   const total = sum(milestones.map((m) => BigInt(m.amount)));
   const toSeller = sum(milestones.map((m) => BigInt(m.toSeller)));
-  return { milestones, distribution: { total: String(total), toSeller: String(toSeller), toBuyer: String(total - toSeller) } };
+  return {
+    milestones,
+    distribution: { total: String(total), toSeller: String(toSeller), toBuyer: String(total - toSeller) },
+  };
 }
 
-export function planResolve(doc: EscrowDoc, dispute: EscrowDispute, decision: DraftDecision, investigation: EscrowInvestigation, now: Date): PendingOp {
+export function planResolve(
+  doc: EscrowDoc,
+  dispute: EscrowDispute,
+  decision: DraftDecision,
+  investigation: EscrowInvestigation,
+  now: Date,
+): PendingOp {
   const { toSeller, toBuyer } = decision.distribution;
   const payouts: Payout[] = [];
-  if (BigInt(toSeller) > 0n) payouts.push({ key: payoutKey(doc, 'resolve', dispute.id, 'seller'), purpose: 'release', to: doc.seller, amount: toSeller, milestoneIds: dispute.milestoneIds });
-  if (BigInt(toBuyer) > 0n) payouts.push({ key: payoutKey(doc, 'resolve', dispute.id, 'buyer'), purpose: 'refund', to: doc.buyer, amount: toBuyer, milestoneIds: dispute.milestoneIds });
-  return { id: newId('op'), kind: 'resolve', disputeId: dispute.id, decision, investigation, payouts, createdAt: iso(now) };
+  if (BigInt(toSeller) > 0n)
+    payouts.push({
+      key: payoutKey(doc, 'resolve', dispute.id, 'seller'),
+      purpose: 'release',
+      to: doc.seller,
+      amount: toSeller,
+      milestoneIds: dispute.milestoneIds,
+    });
+  if (BigInt(toBuyer) > 0n)
+    payouts.push({
+      key: payoutKey(doc, 'resolve', dispute.id, 'buyer'),
+      purpose: 'refund',
+      to: doc.buyer,
+      amount: toBuyer,
+      milestoneIds: dispute.milestoneIds,
+    });
+  return {
+    id: newId('op'),
+    kind: 'resolve',
+    disputeId: dispute.id,
+    decision,
+    investigation,
+    payouts,
+    createdAt: iso(now),
+  };
 }
 
 // ---- committing an operation ----------------------------------------------------------------------------------
@@ -501,9 +749,21 @@ export function planResolve(doc: EscrowDoc, dispute: EscrowDispute, decision: Dr
  * The escrow once an operation's transfers are on chain (`sent`: key -> transaction), and the reputation reports it
  * owes. Pure: the caller commits it only if the escrow still carries this operation.
  */
-export function applyOp(doc: EscrowDoc, op: PendingOp, sent: Record<string, string>, now: Date): { doc: EscrowDoc; transfers: EscrowTransfer[]; reports: ReportDraft[] } {
+export function applyOp(
+  doc: EscrowDoc,
+  op: PendingOp,
+  sent: Record<string, string>,
+  now: Date,
+): { doc: EscrowDoc; transfers: EscrowTransfer[]; reports: ReportDraft[] } {
   const at = iso(now);
-  const transferOf = (p: Payout): EscrowTransfer => ({ purpose: p.purpose, from: doc.vault, to: p.to, amount: p.amount, signature: sent[p.key]!, at });
+  const transferOf = (p: Payout): EscrowTransfer => ({
+    purpose: p.purpose,
+    from: doc.vault,
+    to: p.to,
+    amount: p.amount,
+    signature: sent[p.key]!,
+    at,
+  });
   const transfers = op.payouts.map(transferOf);
   const timeline = [...doc.timeline];
   const reports: ReportDraft[] = [];
@@ -512,19 +772,47 @@ export function applyOp(doc: EscrowDoc, op: PendingOp, sent: Record<string, stri
   let timersPausedAt = doc.timersPausedAt;
   let timeoutAt = doc.timeoutAt;
   const settle = (ids: string[], change: (m: EscrowMilestone) => Partial<EscrowMilestone>) => {
-    milestones = milestones.map((m) => (ids.includes(m.id) ? { ...m, ...change(m), settledAt: at, reviewEndsAt: null } : m));
+    milestones = milestones.map((m) =>
+      ids.includes(m.id) ? { ...m, ...change(m), settledAt: at, reviewEndsAt: null } : m,
+    );
   };
   const total = (p: Payout[]) => String(sum(p.map((x) => BigInt(x.amount))));
 
   if (op.kind === 'confirm' || op.kind === 'review') {
     const byBuyer = op.kind === 'confirm';
-    settle(op.milestoneIds, (m) => ({ state: 'released', settledBy: byBuyer ? 'buyer' : 'review_timer', toSeller: m.amount }));
+    settle(op.milestoneIds, (m) => ({
+      state: 'released',
+      settledBy: byBuyer ? 'buyer' : 'review_timer',
+      toSeller: m.amount,
+    }));
     timeline.push(
       byBuyer
-        ? entry(now, 'confirmed', 'buyer', op.milestoneIds, `The buyer confirmed ${op.milestoneIds.join(', ')}${op.rating ? ` (rating ${op.rating}/5)` : ''}`)
-        : entry(now, 'review_timer_expired', 'system', op.milestoneIds, `The review period ended without a confirmation or a dispute: ${op.milestoneIds.join(', ')} released to the seller`),
+        ? entry(
+            now,
+            'confirmed',
+            'buyer',
+            op.milestoneIds,
+            `The buyer confirmed ${op.milestoneIds.join(', ')}${op.rating ? ` (rating ${op.rating}/5)` : ''}`,
+          )
+        : entry(
+            now,
+            'review_timer_expired',
+            'system',
+            op.milestoneIds,
+            `The review period ended without a confirmation or a dispute: ${op.milestoneIds.join(', ')} released to the seller`,
+          ),
     );
-    for (const [i, p] of op.payouts.entries()) timeline.push(entry(now, 'released', byBuyer ? 'buyer' : 'system', p.milestoneIds, `Released ${usd(p.amount)} to the seller`, transfers[i]!));
+    for (const [i, p] of op.payouts.entries())
+      timeline.push(
+        entry(
+          now,
+          'released',
+          byBuyer ? 'buyer' : 'system',
+          p.milestoneIds,
+          `Released ${usd(p.amount)} to the seller`,
+          transfers[i]!,
+        ),
+      );
     reports.push({
       subject: doc.seller,
       subjectRole: 'seller',
@@ -539,37 +827,112 @@ export function applyOp(doc: EscrowDoc, op: PendingOp, sent: Record<string, stri
   } else if (op.kind === 'timeout') {
     settle(op.milestoneIds, (m) => ({ state: 'refunded', settledBy: 'timeout', toBuyer: m.amount }));
     timeline.push(
-      entry(now, 'timeout_expired', 'system', op.milestoneIds, `The seller did not deliver ${op.milestoneIds.join(', ')} by ${doc.timeoutAt}`),
-      entry(now, 'refunded', 'system', op.milestoneIds, `Refunded ${usd(op.payouts[0]!.amount)} to the buyer`, transfers[0]!),
+      entry(
+        now,
+        'timeout_expired',
+        'system',
+        op.milestoneIds,
+        `The seller did not deliver ${op.milestoneIds.join(', ')} by ${doc.timeoutAt}`,
+      ),
+      entry(
+        now,
+        'refunded',
+        'system',
+        op.milestoneIds,
+        `Refunded ${usd(op.payouts[0]!.amount)} to the buyer`,
+        transfers[0]!,
+      ),
     );
-    reports.push({ subject: doc.seller, subjectRole: 'seller', ratedBy: doc.buyer, outcome: 'expired', rating: null, comment: null, amount: total(op.payouts), signature: transfers[0]!.signature, moduleId: doc.moduleId });
+    reports.push({
+      subject: doc.seller,
+      subjectRole: 'seller',
+      ratedBy: doc.buyer,
+      outcome: 'expired',
+      rating: null,
+      comment: null,
+      amount: total(op.payouts),
+      signature: transfers[0]!.signature,
+      moduleId: doc.moduleId,
+    });
   } else {
     const decision: EscrowMediatorDecision = { ...op.decision, transfers };
     const dispute = disputes.find((d) => d.id === op.disputeId)!;
     const shares = new Map(decision.milestones.map((m) => [m.milestoneId, m]));
-    settle(dispute.milestoneIds, (m) => ({ state: 'resolved', settledBy: 'mediator', toSeller: shares.get(m.id)!.toSeller, toBuyer: shares.get(m.id)!.toBuyer }));
-    disputes = disputes.map((d) => (d.id === dispute.id ? { ...d, status: 'resolved', investigation: op.investigation, decision, resolvedAt: at } : d));
+    settle(dispute.milestoneIds, (m) => ({
+      state: 'resolved',
+      settledBy: 'mediator',
+      toSeller: shares.get(m.id)!.toSeller,
+      toBuyer: shares.get(m.id)!.toBuyer,
+    }));
+    disputes = disputes.map((d) =>
+      d.id === dispute.id ? { ...d, status: 'resolved', investigation: op.investigation, decision, resolvedAt: at } : d,
+    );
     timeline.push(
-      entry(now, 'resolved', 'mediator', dispute.milestoneIds, `The mediator decided ${decision.outcome} (${decision.sellerPercent}% to the seller): ${usd(decision.distribution.toSeller)} to the seller, ${usd(decision.distribution.toBuyer)} to the buyer`),
+      entry(
+        now,
+        'resolved',
+        'mediator',
+        dispute.milestoneIds,
+        `The mediator decided ${decision.outcome} (${decision.sellerPercent}% to the seller): ${usd(decision.distribution.toSeller)} to the seller, ${usd(decision.distribution.toBuyer)} to the buyer`,
+      ),
     );
     for (const [i, p] of op.payouts.entries()) {
-      timeline.push(entry(now, p.purpose === 'release' ? 'released' : 'refunded', 'mediator', p.milestoneIds, `${p.purpose === 'release' ? 'Released' : 'Refunded'} ${usd(p.amount)} to the ${p.purpose === 'release' ? 'seller' : 'buyer'}`, transfers[i]!));
+      timeline.push(
+        entry(
+          now,
+          p.purpose === 'release' ? 'released' : 'refunded',
+          'mediator',
+          p.milestoneIds,
+          `${p.purpose === 'release' ? 'Released' : 'Refunded'} ${usd(p.amount)} to the ${p.purpose === 'release' ? 'seller' : 'buyer'}`,
+          transfers[i]!,
+        ),
+      );
     }
     // Timers resume where they stopped: deadlines move by the time the dispute held them.
     if (timersPausedAt) {
       const paused = now.getTime() - Date.parse(timersPausedAt);
       const shift = (t: string) => iso(new Date(Date.parse(t) + paused));
       timeoutAt = shift(timeoutAt);
-      milestones = milestones.map((m) => (m.state === 'delivered' && m.reviewEndsAt ? { ...m, reviewEndsAt: shift(m.reviewEndsAt) } : m));
+      milestones = milestones.map((m) =>
+        m.state === 'delivered' && m.reviewEndsAt ? { ...m, reviewEndsAt: shift(m.reviewEndsAt) } : m,
+      );
       timersPausedAt = null;
-      if (milestones.some(isUnsettled)) timeline.push(entry(now, 'timers_resumed', 'system', [], `Timers resumed; deadlines moved by ${hours(paused)} hours`));
+      if (milestones.some(isUnsettled))
+        timeline.push(
+          entry(now, 'timers_resumed', 'system', [], `Timers resumed; deadlines moved by ${hours(paused)} hours`),
+        );
     }
-    const signature = (purpose: 'release' | 'refund') => (transfers.find((t) => t.purpose === purpose) ?? transfers[0])!.signature;
+    const signature = (purpose: 'release' | 'refund') =>
+      (transfers.find((t) => t.purpose === purpose) ?? transfers[0])!.signature;
     const outcomeFor = (party: EscrowParty): ReputationOutcome =>
-      decision.outcome === 'split' ? 'dispute_split' : (decision.outcome === 'release_to_seller') === (party === 'seller') ? 'dispute_won' : 'dispute_lost';
+      decision.outcome === 'split'
+        ? 'dispute_split'
+        : (decision.outcome === 'release_to_seller') === (party === 'seller')
+          ? 'dispute_won'
+          : 'dispute_lost';
     reports.push(
-      { subject: doc.seller, subjectRole: 'seller', ratedBy: doc.buyer, outcome: outcomeFor('seller'), rating: null, comment: null, amount: decision.distribution.total, signature: signature('release'), moduleId: doc.moduleId },
-      { subject: doc.buyer, subjectRole: 'buyer', ratedBy: doc.seller, outcome: outcomeFor('buyer'), rating: null, comment: null, amount: decision.distribution.total, signature: signature('refund'), moduleId: doc.moduleId },
+      {
+        subject: doc.seller,
+        subjectRole: 'seller',
+        ratedBy: doc.buyer,
+        outcome: outcomeFor('seller'),
+        rating: null,
+        comment: null,
+        amount: decision.distribution.total,
+        signature: signature('release'),
+        moduleId: doc.moduleId,
+      },
+      {
+        subject: doc.buyer,
+        subjectRole: 'buyer',
+        ratedBy: doc.seller,
+        outcome: outcomeFor('buyer'),
+        rating: null,
+        comment: null,
+        amount: decision.distribution.total,
+        signature: signature('refund'),
+        moduleId: doc.moduleId,
+      },
     );
   }
   const next: EscrowDoc = { ...doc, milestones, disputes, timersPausedAt, timeoutAt, timeline, updatedAt: at };
@@ -606,7 +969,11 @@ export function toSummary(doc: EscrowDoc, agent: string, now: Date): EscrowSumma
 }
 
 const completionHours = (docs: EscrowDoc[]) =>
-  average(docs.filter((d) => stateOf(d) === 'completed' && d.closedAt).map((d) => hours(Date.parse(d.closedAt!) - Date.parse(d.createdAt))));
+  average(
+    docs
+      .filter((d) => stateOf(d) === 'completed' && d.closedAt)
+      .map((d) => hours(Date.parse(d.closedAt!) - Date.parse(d.createdAt))),
+  );
 
 export function agentSummary(docs: EscrowDoc[], agent: string, now: Date): EscrowAgentSummary {
   const summaries = docs.map((d) => ({ doc: d, s: toSummary(d, agent, now) }));
@@ -626,18 +993,29 @@ export function agentSummary(docs: EscrowDoc[], agent: string, now: Date): Escro
     spent: String(sum(asBuyer.map((d) => balancesOf(d).released))),
     earned: String(sum(asSeller.map((d) => balancesOf(d).released))),
     refunded: String(sum(asBuyer.map((d) => balancesOf(d).refunded))),
-    disputesOpened: docs.reduce((n, d) => n + d.disputes.filter((x) => (x.openedBy === 'buyer' ? d.buyer : d.seller) === agent).length, 0),
+    disputesOpened: docs.reduce(
+      (n, d) => n + d.disputes.filter((x) => (x.openedBy === 'buyer' ? d.buyer : d.seller) === agent).length,
+      0,
+    ),
     completionRate: ratio(closedDocs.filter((d) => stateOf(d) === 'completed').length, closedDocs.length),
     averageCompletionHours: completionHours(docs),
   };
 }
 
 export function buildStats(docs: EscrowDoc[], chain: { network: string; asset: string }, now: Date): EscrowStats {
-  const byState: Record<EscrowState, number> = { funded: 0, delivered: 0, disputed: 0, completed: 0, resolved: 0, expired: 0 };
+  const byState: Record<EscrowState, number> = {
+    funded: 0,
+    delivered: 0,
+    disputed: 0,
+    completed: 0,
+    resolved: 0,
+    expired: 0,
+  };
   for (const d of docs) byState[stateOf(d)] += 1;
   const disputes = docs.flatMap((d) => d.disputes);
   const decided = disputes.filter((d) => d.decision);
-  const share = (outcome: string) => ratio(decided.filter((d) => d.decision!.outcome === outcome).length, decided.length);
+  const share = (outcome: string) =>
+    ratio(decided.filter((d) => d.decision!.outcome === outcome).length, decided.length);
   const closedDocs = docs.filter(isClosed);
   return {
     totalEscrows: docs.length,
@@ -649,12 +1027,24 @@ export function buildStats(docs: EscrowDoc[], chain: { network: string; asset: s
       refunded: String(sum(docs.map((d) => balancesOf(d).refunded))),
       fees: String(sum(docs.map((d) => BigInt(d.fee)))),
     },
-    disputes: { total: disputes.length, open: disputes.filter((d) => d.status === 'open').length, resolved: decided.length, disputeRate: ratio(disputes.length, docs.length) },
-    resolutionRates: { releasedToSeller: share('release_to_seller'), refundedToBuyer: share('refund_to_buyer'), split: share('split') },
+    disputes: {
+      total: disputes.length,
+      open: disputes.filter((d) => d.status === 'open').length,
+      resolved: decided.length,
+      disputeRate: ratio(disputes.length, docs.length),
+    },
+    resolutionRates: {
+      releasedToSeller: share('release_to_seller'),
+      refundedToBuyer: share('refund_to_buyer'),
+      split: share('split'),
+    },
     averageResolutionHours: average(decided.map((d) => hours(Date.parse(d.resolvedAt!) - Date.parse(d.openedAt)))),
     completionRate: ratio(closedDocs.filter((d) => stateOf(d) === 'completed').length, closedDocs.length),
     averageCompletionHours: completionHours(docs),
-    milestonesAutoReleased: docs.reduce((n, d) => n + d.milestones.filter((m) => m.settledBy === 'review_timer').length, 0),
+    milestonesAutoReleased: docs.reduce(
+      (n, d) => n + d.milestones.filter((m) => m.settledBy === 'review_timer').length,
+      0,
+    ),
     network: chain.network,
     asset: chain.asset,
     asOf: iso(now),

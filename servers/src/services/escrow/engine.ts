@@ -3,7 +3,17 @@ import type { Logger } from 'pino';
 import type { Reasoner } from '../../ai';
 import { HttpError } from '../../runtime/errors';
 import type { Vault } from '../../runtime/vault';
-import { applyOp, checkResolve, escrowNotFound, openDispute, planResolve, planTimer, type EscrowDoc, type PendingOp, type ReportDraft } from './domain';
+import {
+  applyOp,
+  checkResolve,
+  escrowNotFound,
+  openDispute,
+  planResolve,
+  planTimer,
+  type EscrowDoc,
+  type PendingOp,
+  type ReportDraft,
+} from './domain';
 import { decide, investigate, type Readers } from './mediator';
 import type { Change, EscrowStore, Locked } from './store';
 
@@ -36,26 +46,37 @@ export interface Finished {
 
 export type Decision = { op: PendingOp } | { doc: EscrowDoc } | { none: true };
 
-const busy = (id: string) => new HttpError(409, 'operation_in_progress', `Escrow ${id} is settling an earlier operation; try again in a moment`, { escrowId: id }, { 'retry-after': '2' });
+const busy = (id: string) =>
+  new HttpError(
+    409,
+    'operation_in_progress',
+    `Escrow ${id} is settling an earlier operation; try again in a moment`,
+    { escrowId: id },
+    { 'retry-after': '2' },
+  );
 
 export function escrowEngine(deps: EngineDeps) {
   const { store, vault, now, logger } = deps;
 
   /** Under the row lock: take over an abandoned operation, or decide a new one. */
   async function step(id: string, decideNew: (doc: EscrowDoc) => Decision, onBusy: () => never | 'skip') {
-    return store.mutate(id, (locked: Locked): { change: Change; result: { takeover: PendingOp } | Decision | { skip: true } } => {
-      const at = now();
-      if (locked.pending) {
-        if (locked.lease && locked.lease.getTime() > at.getTime()) {
-          if (onBusy() === 'skip') return { change: {}, result: { skip: true } };
+    return store.mutate(
+      id,
+      (locked: Locked): { change: Change; result: { takeover: PendingOp } | Decision | { skip: true } } => {
+        const at = now();
+        if (locked.pending) {
+          if (locked.lease && locked.lease.getTime() > at.getTime()) {
+            if (onBusy() === 'skip') return { change: {}, result: { skip: true } };
+          }
+          return { change: { lease: new Date(at.getTime() + LEASE_MS) }, result: { takeover: locked.pending } };
         }
-        return { change: { lease: new Date(at.getTime() + LEASE_MS) }, result: { takeover: locked.pending } };
-      }
-      const decision = decideNew(locked.doc);
-      if ('op' in decision) return { change: { pending: decision.op, lease: new Date(at.getTime() + LEASE_MS) }, result: decision };
-      if ('doc' in decision) return { change: { doc: decision.doc }, result: decision };
-      return { change: {}, result: decision };
-    });
+        const decision = decideNew(locked.doc);
+        if ('op' in decision)
+          return { change: { pending: decision.op, lease: new Date(at.getTime() + LEASE_MS) }, result: decision };
+        if ('doc' in decision) return { change: { doc: decision.doc }, result: decision };
+        return { change: {}, result: decision };
+      },
+    );
   }
 
   /** Sends an operation's transfers, then commits its state; a failure on the way frees the operation for a retry. */
@@ -63,26 +84,48 @@ export function escrowEngine(deps: EngineDeps) {
     const sent: Record<string, string> = {};
     try {
       for (const p of op.payouts) {
-        const { transaction } = await vault.transfer({ to: p.to, amount: BigInt(p.amount), key: p.key, memo: `${id} ${p.purpose} ${p.milestoneIds.join(',')}` });
+        const { transaction } = await vault.transfer({
+          to: p.to,
+          amount: BigInt(p.amount),
+          key: p.key,
+          memo: `${id} ${p.purpose} ${p.milestoneIds.join(',')}`,
+        });
         sent[p.key] = transaction;
       }
       await deps.beforeCommit?.(op);
     } catch (error) {
-      await store.mutate(id, (locked) => ({ change: locked.pending?.id === op.id ? { lease: null } : {}, result: null })).catch(() => undefined);
+      await store
+        .mutate(id, (locked) => ({ change: locked.pending?.id === op.id ? { lease: null } : {}, result: null }))
+        .catch(() => undefined);
       throw error;
     }
     const committed = await store.mutate<{ doc: EscrowDoc; transfers: EscrowTransfer[] | null }>(id, (locked) => {
       // Someone else finished it meanwhile (a lease taken over): their commit stands.
       if (locked.pending?.id !== op.id) return { change: {}, result: { doc: locked.doc, transfers: null } };
-      const applied = applyOp(locked.doc, op, sent, now());
+      const at = now();
+      const applied = applyOp(locked.doc, op, sent, at);
       return {
-        change: { doc: applied.doc, pending: null, lease: null, reports: applied.reports.map((draft) => ({ opId: op.id, draft })) },
+        change: {
+          doc: applied.doc,
+          pending: null,
+          lease: null,
+          reports: applied.reports.map((draft) => ({ opId: op.id, draft, at })),
+        },
         result: { doc: applied.doc, transfers: applied.transfers },
       };
     });
     if (!committed) throw escrowNotFound(id);
     const at = now().toISOString();
-    const transfers = committed.transfers ?? op.payouts.map((p) => ({ purpose: p.purpose, from: committed.doc.vault, to: p.to, amount: p.amount, signature: sent[p.key]!, at }));
+    const transfers =
+      committed.transfers ??
+      op.payouts.map((p) => ({
+        purpose: p.purpose,
+        from: committed.doc.vault,
+        to: p.to,
+        amount: p.amount,
+        signature: sent[p.key]!,
+        at,
+      }));
     await flushReports(op.id);
     return { doc: committed.doc, op, transfers };
   }
@@ -92,7 +135,7 @@ export function escrowEngine(deps: EngineDeps) {
    * The reputation service refusing a report for good (403, 409, 422) ends its retries; anything else retries later.
    */
   async function flushReports(opId?: string): Promise<void> {
-    for (const row of await store.pendingReports(opId)) {
+    for (const row of await store.pendingReports(now(), opId)) {
       try {
         const reportId = await deps.report(row.draft, row.escrow_id);
         await store.markReport(row.id, { status: 'sent', reportId });
@@ -119,7 +162,11 @@ export function escrowEngine(deps: EngineDeps) {
    * Runs a request's operation on escrow `id`: finishes an abandoned operation first (if it is the one this
    * request asks for, as `same` tells, its result is this request's), then decides and runs the request's own.
    */
-  async function execute(id: string, decideNew: (doc: EscrowDoc) => Decision, same?: (pending: PendingOp) => boolean): Promise<Finished | { doc: EscrowDoc }> {
+  async function execute(
+    id: string,
+    decideNew: (doc: EscrowDoc) => Decision,
+    same?: (pending: PendingOp) => boolean,
+  ): Promise<Finished | { doc: EscrowDoc }> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const result = await step(id, decideNew, () => {
         throw busy(id);
@@ -138,22 +185,47 @@ export function escrowEngine(deps: EngineDeps) {
   }
 
   /** The mediator's binding decision over the open dispute, paid out. */
-  async function resolve(id: string, caller: string | null, disputeId: string | undefined, finalStatement?: string): Promise<Finished> {
+  async function resolve(
+    id: string,
+    caller: string | null,
+    disputeId: string | undefined,
+    finalStatement?: string,
+  ): Promise<Finished> {
     const current = await store.get(id);
     if (!current) throw escrowNotFound(id);
-    const requestedBy: EscrowParty | 'system' = caller ? checkResolve(current.doc, caller, disputeId, now()).party : 'system';
+    const requestedBy: EscrowParty | 'system' = caller
+      ? checkResolve(current.doc, caller, disputeId, now()).party
+      : 'system';
     const dispute = openDispute(current.doc);
     if (!dispute) throw new HttpError(409, 'not_disputed', `Escrow ${id} has no open dispute`, { escrowId: id });
     // The investigation reads other services: done before the row lock, then the decision is taken on the latest state.
-    const investigation = await investigate(current.doc, dispute.milestoneIds, dispute.investigation, deps.readers, now(), deps.reasoner.generator);
+    const investigation = await investigate(
+      current.doc,
+      dispute.milestoneIds,
+      dispute.investigation,
+      deps.readers,
+      now(),
+      deps.reasoner.generator,
+    );
     if (finalStatement) investigation.observations.push(`Final statement of the ${requestedBy}: ${finalStatement}`);
-    const decision = await decide(deps.reasoner, current.doc, { ...dispute, investigation }, investigation, requestedBy, now());
+    const decision = await decide(
+      deps.reasoner,
+      current.doc,
+      { ...dispute, investigation },
+      investigation,
+      requestedBy,
+      now(),
+    );
     const done = await execute(
       id,
       (doc) => {
         if (caller) checkResolve(doc, caller, disputeId, now());
         const open = openDispute(doc);
-        if (!open || open.id !== dispute.id) throw new HttpError(409, 'not_disputed', `Dispute ${dispute.id} is already resolved`, { escrowId: id, disputeId: dispute.id });
+        if (!open || open.id !== dispute.id)
+          throw new HttpError(409, 'not_disputed', `Dispute ${dispute.id} is already resolved`, {
+            escrowId: id,
+            disputeId: dispute.id,
+          });
         return { op: planResolve(doc, open, decision, investigation, now()) };
       },
       (pending) => pending.kind === 'resolve' && pending.disputeId === dispute.id,

@@ -1,4 +1,10 @@
-import { escrowFee, type EscrowDispute, type EscrowSummary, type ScanResult, escrow as escrowContract } from '@agent-economy/contracts';
+import {
+  escrowFee,
+  type EscrowDispute,
+  type EscrowSummary,
+  type ScanResult,
+  escrow as escrowContract,
+} from '@agent-economy/contracts';
 import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
 import { HttpError, unprocessable } from '../../runtime/errors';
@@ -63,7 +69,9 @@ export function checkStorable(value: unknown, field = 'body'): void {
   if (typeof value === 'string') {
     if (UNSTORABLE.test(value)) {
       const message = 'must be Unicode text without NUL characters or lone surrogates';
-      throw new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
+      throw new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, {
+        fields: [{ field, message }],
+      });
     }
   } else if (Array.isArray(value)) {
     value.forEach((item, i) => checkStorable(item, `${field}.${i}`));
@@ -72,10 +80,15 @@ export function checkStorable(value: unknown, field = 'body'): void {
   }
 }
 
-/** A buyer cannot escrow with itself, nor name the vault as the seller (a release to itself): refused before anyone pays. */
+/**
+ * A buyer cannot escrow with itself, nor name the vault as the seller (a release to itself): refused before anyone
+ * pays.
+ */
 export function checkCreate(body: { seller: string }, buyer: string, vault: string): void {
-  if (body.seller === buyer) throw unprocessable('self_escrow', 'The seller is the buyer: an escrow needs two parties', { seller: body.seller });
-  if (body.seller === vault) throw unprocessable('invalid_seller', 'The seller is the escrow’s own vault', { seller: body.seller });
+  if (body.seller === buyer)
+    throw unprocessable('self_escrow', 'The seller is the buyer: an escrow needs two parties', { seller: body.seller });
+  if (body.seller === vault)
+    throw unprocessable('invalid_seller', 'The seller is the escrow’s own vault', { seller: body.seller });
 }
 
 /** A delivery's attached scan must be of this exact content. */
@@ -84,24 +97,44 @@ export async function checkDeliveryScan(deps: EscrowDeps, body: DeliverInput): P
   const scan = await deps.readScan(body.scanId);
   const hash = sha256(body.content.body);
   if (scan.contentHash !== hash) {
-    throw unprocessable('scan_content_mismatch', `Scan ${scan.id} is of other content (sha256 ${scan.contentHash}, the delivery is ${hash})`, { scanId: scan.id, scanHash: scan.contentHash, contentHash: hash });
+    throw unprocessable(
+      'scan_content_mismatch',
+      `Scan ${scan.id} is of other content (sha256 ${scan.contentHash}, the delivery is ${hash})`,
+      { scanId: scan.id, scanHash: scan.contentHash, contentHash: hash },
+    );
   }
 }
 
-export async function preflightDeliver(deps: EscrowDeps, body: DeliverInput & { escrowId: string }, caller: string): Promise<void> {
+export async function preflightDeliver(
+  deps: EscrowDeps,
+  body: DeliverInput & { escrowId: string },
+  caller: string,
+): Promise<void> {
   checkDeliver(await load(deps.store, body.escrowId), caller, body, deps.now());
   await checkDeliveryScan(deps, body);
 }
 
-export async function preflightConfirm(deps: EscrowDeps, body: { escrowId: string; milestoneIds?: string[] }, caller: string): Promise<void> {
+export async function preflightConfirm(
+  deps: EscrowDeps,
+  body: { escrowId: string; milestoneIds?: string[] },
+  caller: string,
+): Promise<void> {
   planConfirm(await load(deps.store, body.escrowId), caller, body, deps.now());
 }
 
-export async function preflightDispute(deps: EscrowDeps, body: { escrowId: string; milestoneIds?: string[] }, caller: string): Promise<void> {
+export async function preflightDispute(
+  deps: EscrowDeps,
+  body: { escrowId: string; milestoneIds?: string[] },
+  caller: string,
+): Promise<void> {
   checkDispute(await load(deps.store, body.escrowId), caller, body);
 }
 
-export async function preflightResolve(deps: EscrowDeps, body: { escrowId: string; disputeId?: string }, caller: string): Promise<void> {
+export async function preflightResolve(
+  deps: EscrowDeps,
+  body: { escrowId: string; disputeId?: string },
+  caller: string,
+): Promise<void> {
   checkResolve(await load(deps.store, body.escrowId), caller, body.disputeId, deps.now());
 }
 
@@ -116,12 +149,21 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
       const settlement = settlementOf(res);
       // The funding must come from the signed-in buyer's wallet (else the runtime refunds the payer).
       if (settlement.payer !== buyer) {
-        throw new HttpError(403, 'payer_mismatch', `The payment came from ${settlement.payer}, not from the signed-in wallet ${buyer}`, { payer: settlement.payer, caller: buyer });
+        throw new HttpError(
+          403,
+          'payer_mismatch',
+          `The payment came from ${settlement.payer}, not from the signed-in wallet ${buyer}`,
+          { payer: settlement.payer, caller: buyer },
+        );
       }
       checkCreate(body, buyer, deps.chain.vault);
       const fee = escrowFee(BigInt(body.amount));
       if (BigInt(settlement.amount) !== BigInt(body.amount) + fee || settlement.payTo !== deps.chain.vault) {
-        throw unprocessable('funding_mismatch', `The payment of ${settlement.amount} to ${settlement.payTo} does not fund ${body.amount} + fee ${fee} into the vault`, { paid: settlement.amount });
+        throw unprocessable(
+          'funding_mismatch',
+          `The payment of ${settlement.amount} to ${settlement.payTo} does not fund ${body.amount} + fee ${fee} into the vault`,
+          { paid: settlement.amount },
+        );
       }
       // Hours the caller chose, else this deployment's timers (which may be shorter than an hour).
       const raw = (req.body ?? {}) as unknown as Record<string, unknown>;
@@ -135,7 +177,14 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
         buyer,
         fee,
         deps.chain,
-        { purpose: 'funding', from: settlement.payer, to: settlement.payTo, amount: settlement.amount, signature: settlement.transaction, at: at.toISOString() },
+        {
+          purpose: 'funding',
+          from: settlement.payer,
+          to: settlement.payTo,
+          amount: settlement.amount,
+          signature: settlement.transaction,
+          at: at.toISOString(),
+        },
         at,
       );
       // The same settled payment served again (after a crash) returns the escrow it funded.
@@ -167,7 +216,8 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
         body.escrowId,
         (doc) => ({ op: planConfirm(doc, caller, body, now()) }),
         // A retry of a confirm that the chain interrupted finishes it and answers with its result.
-        (pending) => pending.kind === 'confirm' && (!body.milestoneIds || sameSet(pending.milestoneIds, body.milestoneIds)),
+        (pending) =>
+          pending.kind === 'confirm' && (!body.milestoneIds || sameSet(pending.milestoneIds, body.milestoneIds)),
       )) as Finished;
       const reports = await store.reportsOf(done.op.id);
       const seller = reports.find((r) => r.subject === done.doc.seller);
@@ -177,7 +227,10 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
           escrow: toEscrow(done.doc, now()),
           releasedMilestoneIds: done.op.kind === 'confirm' ? done.op.milestoneIds : [],
           transfers: done.transfers,
-          reputationReport: seller?.status === 'sent' ? { status: 'sent', reportId: seller.report_id } : { status: 'queued', reportId: null },
+          reputationReport:
+            seller?.status === 'sent'
+              ? { status: 'sent', reportId: seller.report_id }
+              : { status: 'queued', reportId: null },
         },
       };
     },
@@ -187,7 +240,14 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
       const current = await load(store, body.escrowId);
       const { answer, milestoneIds } = checkDispute(current, caller, body);
       // The investigation reads the verification and reputation services before the escrow is locked.
-      const investigation = await investigate(current, milestoneIds, answer?.investigation ?? null, deps.readers, now(), deps.generator);
+      const investigation = await investigate(
+        current,
+        milestoneIds,
+        answer?.investigation ?? null,
+        deps.readers,
+        now(),
+        deps.generator,
+      );
       let opened: EscrowDispute | undefined;
       const done = await engine.execute(body.escrowId, (doc) => {
         const result = dispute(doc, caller, body as DisputeInput, investigation, now());
@@ -201,17 +261,28 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
       const caller = callerOf(res);
       const done = await engine.resolve(body.escrowId, caller, body.disputeId, body.finalStatement);
       const decided = done.doc.disputes.find((d) => d.id === (done.op.kind === 'resolve' ? done.op.disputeId : ''))!;
-      return { status: 200, body: { escrow: toEscrow(done.doc, now()), dispute: decided, decision: decided.decision! } };
+      return {
+        status: 200,
+        body: { escrow: toEscrow(done.doc, now()), dispute: decided, decision: decided.decision! },
+      };
     },
 
     list: async ({ params, query, res }) => {
-      if (callerOf(res) !== params.agentId) throw new HttpError(403, 'not_your_escrows', 'Only the agent itself may list its escrows', { agentId: params.agentId });
+      if (callerOf(res) !== params.agentId)
+        throw new HttpError(403, 'not_your_escrows', 'Only the agent itself may list its escrows', {
+          agentId: params.agentId,
+        });
       const docs = await store.byAgent(params.agentId, query.role);
       const at = now();
-      const groups: Record<'active' | 'completed' | 'disputed', EscrowSummary[]> = { active: [], completed: [], disputed: [] };
+      const groups: Record<'active' | 'completed' | 'disputed', EscrowSummary[]> = {
+        active: [],
+        completed: [],
+        disputed: [],
+      };
       for (const doc of docs) {
         const state = stateOf(doc);
-        const group = state === 'disputed' ? 'disputed' : state === 'funded' || state === 'delivered' ? 'active' : 'completed';
+        const group =
+          state === 'disputed' ? 'disputed' : state === 'funded' || state === 'delivered' ? 'active' : 'completed';
         groups[group].push(toSummary(doc, params.agentId, at));
       }
       const truncated = Object.values(groups).some((g) => g.length > query.limit);

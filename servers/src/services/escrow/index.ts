@@ -15,14 +15,26 @@ import { createServiceApp, fromContext, vaultOf } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { HttpError, notFound } from '../../runtime/errors';
 import { escrowEngine, type EscrowEngine } from './engine';
-import { checkCreate, checkStorable, escrowHandlers, preflightConfirm, preflightDeliver, preflightDispute, preflightResolve, type EscrowDeps } from './handlers';
+import {
+  checkCreate,
+  checkStorable,
+  escrowHandlers,
+  preflightConfirm,
+  preflightDeliver,
+  preflightDispute,
+  preflightResolve,
+  type EscrowDeps,
+} from './handlers';
 import type { Readers } from './mediator';
 import type { PendingOp } from './domain';
 import { escrowScheduler, type EscrowScheduler } from './scheduler';
 import { escrowStore, migrations } from './store';
 
 export interface EscrowOptions {
-  /** The reputation service (reports, and reads in disputes); a function when known only later. Default: the deployment's. */
+  /**
+   * The reputation service (reports, and reads in disputes); a function when known only later. Default: the
+   * deployment's.
+   */
   reputationUrl?: string | (() => string);
   /** The verification service (scans of delivered content in disputes). Default: the deployment's. */
   verificationUrl?: string | (() => string);
@@ -50,9 +62,18 @@ const urlOf = (configured: string | (() => string) | undefined, fallback: () => 
   return typeof value === 'function' ? value : () => value;
 };
 const unreachable = (service: string, error: unknown) =>
-  new HttpError(502, `${service}_unavailable`, `The ${service} service did not answer: ${error instanceof Error ? error.message : String(error)}`, undefined, { 'retry-after': '5' });
+  new HttpError(
+    502,
+    `${service}_unavailable`,
+    `The ${service} service did not answer: ${error instanceof Error ? error.message : String(error)}`,
+    undefined,
+    { 'retry-after': '5' },
+  );
 
-export async function createEscrowService(context: ServiceContext, options: EscrowOptions = {}): Promise<EscrowService> {
+export async function createEscrowService(
+  context: ServiceContext,
+  options: EscrowOptions = {},
+): Promise<EscrowService> {
   await migrate(context.db, 'escrow', migrations);
   const now = options.now ?? (() => new Date());
   const store = escrowStore(context.db);
@@ -69,9 +90,17 @@ export async function createEscrowService(context: ServiceContext, options: Escr
     allowedAssets: [context.paywall.asset],
     rpcUrl: context.rpcUrl,
     onPayment: (receipt: { transaction: string; route: string; amount: string }) =>
-      void store.recordExpense(receipt.transaction, receipt.route, BigInt(receipt.amount), now()).catch((error: unknown) => context.logger.error({ err: error }, 'escrow expense not recorded')),
+      void store
+        .recordExpense(receipt.transaction, receipt.route, BigInt(receipt.amount), now())
+        .catch((error: unknown) => context.logger.error({ err: error }, 'escrow expense not recorded')),
   };
-  const clientOptions = { wallet: signer, network: context.paywall.network, payments, maxRetries: 1, timeoutMs: 15_000 };
+  const clientOptions = {
+    wallet: signer,
+    network: context.paywall.network,
+    payments,
+    maxRetries: 1,
+    timeoutMs: 15_000,
+  };
   const verificationClient = () => createServiceClient(verification, verificationUrl(), clientOptions);
   const reputationClient = () => createServiceClient(reputation, reputationUrl(), clientOptions);
 
@@ -82,7 +111,12 @@ export async function createEscrowService(context: ServiceContext, options: Escr
       const { content } = doc.milestones.find((m) => m.id === milestoneId)!.delivery!;
       return verificationClient().scan({
         body: {
-          content: { title: content.title, format: content.format, ...(content.language ? { language: content.language } : {}), body: content.body },
+          content: {
+            title: content.title,
+            format: content.format,
+            ...(content.language ? { language: content.language } : {}),
+            body: content.body,
+          },
           holder: doc.seller,
         },
       });
@@ -137,7 +171,8 @@ export async function createEscrowService(context: ServiceContext, options: Escr
       try {
         return await verificationClient().getScan({ params: { scanId } });
       } catch (error) {
-        if (error instanceof ApiError && error.status === 404) throw notFound('scan_not_found', `The verification service has no scan ${scanId}`, { scanId });
+        if (error instanceof ApiError && error.status === 404)
+          throw notFound('scan_not_found', `The verification service has no scan ${scanId}`, { scanId });
         throw unreachable('verification', error);
       }
     },

@@ -44,7 +44,14 @@ export function scanSummary(scan: ScanResult, milestoneId: string): EscrowScanSu
 const reason = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 200);
 
 /** Gathers the facts of a dispute over `milestoneIds`. Unreachable services are named, never skipped silently. */
-export async function investigate(doc: EscrowDoc, milestoneIds: string[], previous: EscrowInvestigation | null, readers: Readers, now: Date, generator: Generator): Promise<EscrowInvestigation> {
+export async function investigate(
+  doc: EscrowDoc,
+  milestoneIds: string[],
+  previous: EscrowInvestigation | null,
+  readers: Readers,
+  now: Date,
+  generator: Generator,
+): Promise<EscrowInvestigation> {
   const observations: string[] = [];
   const unavailable = new Set<'verification' | 'reputation'>();
   const disputed = doc.milestones.filter((m) => milestoneIds.includes(m.id));
@@ -55,25 +62,34 @@ export async function investigate(doc: EscrowDoc, milestoneIds: string[], previo
     try {
       const scan = await readers.scan(doc, m.id, known);
       scans.push(scanSummary(scan, m.id));
-      observations.push(`Scan ${scan.id} of ${m.id}: score ${scan.score}, verdict ${scan.verdict}, ${scan.findings.length} finding(s)`);
+      observations.push(
+        `Scan ${scan.id} of ${m.id}: score ${scan.score}, verdict ${scan.verdict}, ${scan.findings.length} finding(s)`,
+      );
     } catch (error) {
       unavailable.add('verification');
-      observations.push(`The verification service could not be reached for ${m.id} (${reason(error)}); the delivered content was not scanned`);
+      observations.push(
+        `The verification service could not be reached for ${m.id} (${reason(error)}); the delivered content was not scanned`,
+      );
     }
   }
   const reputation: EscrowInvestigation['reputation'] = { buyer: null, seller: null };
   for (const party of ['buyer', 'seller'] as const) {
     try {
       reputation[party] = await readers.reputation(doc[party]);
-      observations.push(`Reputation of the ${party}: score ${reputation[party]!.score} (${reputation[party]!.tier}, ${reputation[party]!.tradeCount} trades)`);
+      observations.push(
+        `Reputation of the ${party}: score ${reputation[party]!.score} (${reputation[party]!.tier}, ${reputation[party]!.tradeCount} trades)`,
+      );
     } catch (error) {
       unavailable.add('reputation');
       observations.push(`The reputation service could not be reached for the ${party} (${reason(error)})`);
     }
   }
   const timeout = Date.parse(doc.timeoutAt);
-  const deliveredBeforeTimeout = delivered.length ? delivered.every((m) => Date.parse(m.delivery!.deliveredAt) <= timeout) : null;
-  if (disputed.length > delivered.length) observations.push(`${disputed.length - delivered.length} disputed milestone(s) were never delivered`);
+  const deliveredBeforeTimeout = delivered.length
+    ? delivered.every((m) => Date.parse(m.delivery!.deliveredAt) <= timeout)
+    : null;
+  if (disputed.length > delivered.length)
+    observations.push(`${disputed.length - delivered.length} disputed milestone(s) were never delivered`);
   const draft: EscrowInvestigation = {
     status: unavailable.size ? 'partial' : 'complete',
     scans,
@@ -100,10 +116,20 @@ export interface MediationInput {
   investigation: EscrowInvestigation;
 }
 
-const STOP = new Set('the and for with that this from are was were will have has not but all any can its into only also each more than such their them then there these they what when which while must should would could about other'.split(' '));
-const words = (text: string) => [...new Set(text.toLowerCase().match(/[a-z][a-z0-9-]{3,}/g) ?? [])].filter((w) => !STOP.has(w));
+const STOP = new Set(
+  'the and for with that this from are was were will have has not but all any can its into only also each more than such their them then there these they what when which while must should would could about other'.split(
+    ' ',
+  ),
+);
+const words = (text: string) =>
+  [...new Set(text.toLowerCase().match(/[a-z][a-z0-9-]{3,}/g) ?? [])].filter((w) => !STOP.has(w));
 
-export function mediationInput(doc: EscrowDoc, milestoneIds: string[], statements: EscrowDispute['statements'], investigation: EscrowInvestigation): MediationInput {
+export function mediationInput(
+  doc: EscrowDoc,
+  milestoneIds: string[],
+  statements: EscrowDispute['statements'],
+  investigation: EscrowInvestigation,
+): MediationInput {
   return {
     terms: doc.terms,
     termWords: words(`${doc.terms ?? ''}`),
@@ -116,7 +142,12 @@ export function mediationInput(doc: EscrowDoc, milestoneIds: string[], statement
         wordCount: m.delivery ? (m.delivery.content.body.match(/\S+/g) ?? []).length : 0,
         contentWords: m.delivery ? words(`${m.delivery.content.title} ${m.delivery.content.body}`) : [],
       })),
-    statements: statements.map((s) => ({ party: s.party, reason: s.reason, statement: s.statement, evidence: s.evidence.length })),
+    statements: statements.map((s) => ({
+      party: s.party,
+      reason: s.reason,
+      statement: s.statement,
+      evidence: s.evidence.length,
+    })),
     investigation,
   };
 }
@@ -124,57 +155,123 @@ export function mediationInput(doc: EscrowDoc, milestoneIds: string[], statement
 /** The rule engine: each fact is a factor favouring a side with a weight; the score is their weighted mean, -1 to 1. */
 export function weigh(input: MediationInput): { score: number; factors: EscrowMediatorFactor[] } {
   const factors: EscrowMediatorFactor[] = [];
-  const add = (factor: EscrowMediatorFactor['factor'], finding: string, favors: EscrowMediatorFactor['favors'], weight: number) => factors.push({ factor, finding, favors, weight });
+  const add = (
+    factor: EscrowMediatorFactor['factor'],
+    finding: string,
+    favors: EscrowMediatorFactor['favors'],
+    weight: number,
+  ) => factors.push({ factor, finding, favors, weight });
   const { investigation: inv, milestones } = input;
   const undelivered = milestones.filter((m) => !m.delivered);
-  if (undelivered.length === milestones.length) add('delivery', `Nothing disputed was delivered (${undelivered.map((m) => m.id).join(', ')})`, 'buyer', 1);
-  else if (undelivered.length) add('delivery', `${undelivered.map((m) => m.id).join(', ')} not delivered; the rest was`, 'buyer', 0.5);
+  if (undelivered.length === milestones.length)
+    add('delivery', `Nothing disputed was delivered (${undelivered.map((m) => m.id).join(', ')})`, 'buyer', 1);
+  else if (undelivered.length)
+    add('delivery', `${undelivered.map((m) => m.id).join(', ')} not delivered; the rest was`, 'buyer', 0.5);
   else if (milestones.some((m) => m.wordCount < TRIVIAL_WORDS)) {
     const thin = milestones.filter((m) => m.wordCount < TRIVIAL_WORDS);
-    add('delivery', `Delivered, but ${thin.map((m) => `${m.id} holds ${m.wordCount} word(s)`).join(', ')}: hardly a delivery`, 'buyer', thin.length === milestones.length ? 1 : 0.5);
-  } else add('delivery', `Every disputed milestone was delivered (${milestones.map((m) => m.id).join(', ')})`, 'seller', 0.2);
+    add(
+      'delivery',
+      `Delivered, but ${thin.map((m) => `${m.id} holds ${m.wordCount} word(s)`).join(', ')}: hardly a delivery`,
+      'buyer',
+      thin.length === milestones.length ? 1 : 0.5,
+    );
+  } else
+    add(
+      'delivery',
+      `Every disputed milestone was delivered (${milestones.map((m) => m.id).join(', ')})`,
+      'seller',
+      0.2,
+    );
 
   const delivered = milestones.filter((m) => m.delivered);
   if (input.termWords.length && delivered.length) {
-    const covered = (m: (typeof delivered)[number]) => input.termWords.filter((w) => m.contentWords.includes(w)).length / input.termWords.length;
+    const covered = (m: (typeof delivered)[number]) =>
+      input.termWords.filter((w) => m.contentWords.includes(w)).length / input.termWords.length;
     const coverage = delivered.reduce((s, m) => s + covered(m), 0) / delivered.length;
     const pct = Math.round(coverage * 100);
-    add('terms', `The delivered content uses ${pct}% of the terms' key words`, coverage >= 0.5 ? 'seller' : coverage < 0.25 ? 'buyer' : 'neutral', coverage < 0.25 ? 0.8 : 0.5);
-  } else if (delivered.length) add('terms', 'No terms were agreed: the delivery is judged on quality alone', 'neutral', 0);
+    add(
+      'terms',
+      `The delivered content uses ${pct}% of the terms' key words`,
+      coverage >= 0.5 ? 'seller' : coverage < 0.25 ? 'buyer' : 'neutral',
+      coverage < 0.25 ? 0.8 : 0.5,
+    );
+  } else if (delivered.length)
+    add('terms', 'No terms were agreed: the delivery is judged on quality alone', 'neutral', 0);
 
-  if (inv.unavailable.includes('verification')) add('quality', 'The verification service could not be reached: no scan was weighed', 'neutral', 0);
+  if (inv.unavailable.includes('verification'))
+    add('quality', 'The verification service could not be reached: no scan was weighed', 'neutral', 0);
   const thin = new Set(milestones.filter((m) => m.delivered && m.wordCount < TRIVIAL_WORDS).map((m) => m.id));
   for (const scan of inv.scans) {
     // A scan cannot vouch for a delivery of a few words: it says little about what was asked for.
     if (thin.has(scan.milestoneId)) {
-      add('quality', `Scan ${scan.scanId} of ${scan.milestoneId}: score ${scan.score}, verdict ${scan.verdict}, but of a few words only`, 'neutral', 0.2);
+      add(
+        'quality',
+        `Scan ${scan.scanId} of ${scan.milestoneId}: score ${scan.score}, verdict ${scan.verdict}, but of a few words only`,
+        'neutral',
+        0.2,
+      );
       continue;
     }
-    add('quality', `Scan ${scan.scanId} of ${scan.milestoneId}: score ${scan.score}, verdict ${scan.verdict}`, scan.verdict === 'pass' ? 'seller' : scan.verdict === 'fail' ? 'buyer' : 'neutral', scan.verdict === 'fail' ? 0.6 : 0.5);
-    if (scan.highestSeverity === 'high' || scan.highestSeverity === 'critical') add('safety', `Scan ${scan.scanId} found a ${scan.highestSeverity} finding`, 'buyer', 0.6);
+    add(
+      'quality',
+      `Scan ${scan.scanId} of ${scan.milestoneId}: score ${scan.score}, verdict ${scan.verdict}`,
+      scan.verdict === 'pass' ? 'seller' : scan.verdict === 'fail' ? 'buyer' : 'neutral',
+      scan.verdict === 'fail' ? 0.6 : 0.5,
+    );
+    if (scan.highestSeverity === 'high' || scan.highestSeverity === 'critical')
+      add('safety', `Scan ${scan.scanId} found a ${scan.highestSeverity} finding`, 'buyer', 0.6);
     if (scan.plagiarismSimilarity !== null && scan.plagiarismSimilarity >= 0.8) {
-      add('plagiarism', `Scan ${scan.scanId}: ${Math.round(scan.plagiarismSimilarity * 100)}% similar to earlier content`, 'buyer', 0.6);
+      add(
+        'plagiarism',
+        `Scan ${scan.scanId}: ${Math.round(scan.plagiarismSimilarity * 100)}% similar to earlier content`,
+        'buyer',
+        0.6,
+      );
     }
   }
   if (inv.deliveredBeforeTimeout !== null) {
-    add('timeliness', inv.deliveredBeforeTimeout ? 'Delivered before the delivery deadline' : 'Delivered after the delivery deadline', inv.deliveredBeforeTimeout ? 'seller' : 'buyer', 0.1);
+    add(
+      'timeliness',
+      inv.deliveredBeforeTimeout ? 'Delivered before the delivery deadline' : 'Delivered after the delivery deadline',
+      inv.deliveredBeforeTimeout ? 'seller' : 'buyer',
+      0.1,
+    );
   }
-  if (inv.unavailable.includes('reputation')) add('reputation', 'The reputation service could not be reached: no reputation was weighed', 'neutral', 0);
+  if (inv.unavailable.includes('reputation'))
+    add('reputation', 'The reputation service could not be reached: no reputation was weighed', 'neutral', 0);
   else if (inv.reputation.buyer && inv.reputation.seller) {
     const gap = inv.reputation.seller.score - inv.reputation.buyer.score;
-    add('reputation', `Seller score ${inv.reputation.seller.score}, buyer score ${inv.reputation.buyer.score}`, gap > 15 ? 'seller' : gap < -15 ? 'buyer' : 'neutral', 0.1);
+    add(
+      'reputation',
+      `Seller score ${inv.reputation.seller.score}, buyer score ${inv.reputation.buyer.score}`,
+      gap > 15 ? 'seller' : gap < -15 ? 'buyer' : 'neutral',
+      0.1,
+    );
   }
   const parties = new Set(input.statements.map((s) => s.party));
   if (input.statements.length && parties.size === 1) {
     const only = input.statements[0]!.party;
-    add('evidence', `Only the ${only} stated its side (${input.statements[0]!.evidence} piece(s) of evidence); the other party did not answer`, only, 0.2);
+    add(
+      'evidence',
+      `Only the ${only} stated its side (${input.statements[0]!.evidence} piece(s) of evidence); the other party did not answer`,
+      only,
+      0.2,
+    );
   } else if (parties.size === 2) {
     const count = (p: EscrowParty) => input.statements.filter((s) => s.party === p).reduce((n, s) => n + s.evidence, 0);
     const [b, s] = [count('buyer'), count('seller')];
-    add('evidence', `Both parties stated their side (evidence: buyer ${b}, seller ${s})`, b > s ? 'buyer' : s > b ? 'seller' : 'neutral', 0.1);
+    add(
+      'evidence',
+      `Both parties stated their side (evidence: buyer ${b}, seller ${s})`,
+      b > s ? 'buyer' : s > b ? 'seller' : 'neutral',
+      0.1,
+    );
   }
   const total = factors.reduce((n, f) => n + f.weight, 0);
-  const signed = factors.reduce((n, f) => n + f.weight * (f.favors === 'seller' ? 1 : f.favors === 'buyer' ? -1 : 0), 0);
+  const signed = factors.reduce(
+    (n, f) => n + f.weight * (f.favors === 'seller' ? 1 : f.favors === 'buyer' ? -1 : 0),
+    0,
+  );
   return { score: total ? signed / total : 0, factors: factors.map((f) => ({ ...f, weight: Math.min(1, f.weight) })) };
 }
 
@@ -191,14 +288,26 @@ export function ruleMediator(input: MediationInput): MediationOutput {
   const raw = Math.round(50 + 50 * score);
   const sellerPercent = raw >= 80 ? 100 : raw <= 20 ? 0 : raw;
   const decisive = factors.filter((f) => f.weight > 0 && f.favors !== 'neutral').sort((a, b) => b.weight - a.weight);
-  const outcome = sellerPercent === 100 ? 'release the disputed funds to the seller' : sellerPercent === 0 ? 'refund the disputed funds to the buyer' : `split: ${sellerPercent}% to the seller, ${100 - sellerPercent}% to the buyer`;
-  const because = decisive.slice(0, 3).map((f) => `${f.finding} (favours the ${f.favors})`).join('; ');
-  const missing = input.investigation.unavailable.length ? ` Not weighed: ${input.investigation.unavailable.join(' and ')} (unreachable).` : '';
+  const outcome =
+    sellerPercent === 100
+      ? 'release the disputed funds to the seller'
+      : sellerPercent === 0
+        ? 'refund the disputed funds to the buyer'
+        : `split: ${sellerPercent}% to the seller, ${100 - sellerPercent}% to the buyer`;
+  const because = decisive
+    .slice(0, 3)
+    .map((f) => `${f.finding} (favours the ${f.favors})`)
+    .join('; ');
+  const missing = input.investigation.unavailable.length
+    ? ` Not weighed: ${input.investigation.unavailable.join(' and ')} (unreachable).`
+    : '';
   return {
     sellerPercent,
     rationale: `Decision: ${outcome}. ${because ? `Weighed most: ${because}.` : 'No factor favoured either side.'}${missing}`,
     factors,
-    confidence: Math.round(Math.min(1, Math.abs(score) * (input.investigation.status === 'complete' ? 1 : 0.7) + 0.3) * 100) / 100,
+    confidence:
+      Math.round(Math.min(1, Math.abs(score) * (input.investigation.status === 'complete' ? 1 : 0.7) + 0.3) * 100) /
+      100,
   };
 }
 
@@ -216,8 +325,17 @@ const MediationOutputSchema: z.ZodType<MediationOutput> = z.object({
   confidence: z.number().min(0).max(1),
 });
 
-/** The binding decision over an open dispute, by the context's reasoner (the rule engine unless an LLM is configured). */
-export async function decide(reasoner: Reasoner, doc: EscrowDoc, dispute: EscrowDispute, investigation: EscrowInvestigation, requestedBy: EscrowParty | 'system', now: Date): Promise<DraftDecision> {
+/**
+ * The binding decision over an open dispute, by the context's reasoner (the rule engine unless an LLM is configured).
+ */
+export async function decide(
+  reasoner: Reasoner,
+  doc: EscrowDoc,
+  dispute: EscrowDispute,
+  investigation: EscrowInvestigation,
+  requestedBy: EscrowParty | 'system',
+  now: Date,
+): Promise<DraftDecision> {
   const input = mediationInput(doc, dispute.milestoneIds, dispute.statements, investigation);
   const task: AiTask<MediationInput, MediationOutput> = {
     name: 'escrow mediation',
@@ -234,7 +352,8 @@ export async function decide(reasoner: Reasoner, doc: EscrowDoc, dispute: Escrow
   const { milestones, distribution } = distribute(doc, dispute, output.sellerPercent);
   return {
     id: newId('dec'),
-    outcome: output.sellerPercent === 100 ? 'release_to_seller' : output.sellerPercent === 0 ? 'refund_to_buyer' : 'split',
+    outcome:
+      output.sellerPercent === 100 ? 'release_to_seller' : output.sellerPercent === 0 ? 'refund_to_buyer' : 'split',
     sellerPercent: output.sellerPercent,
     distribution,
     milestones,

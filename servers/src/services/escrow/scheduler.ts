@@ -19,7 +19,10 @@ export function escrowScheduler(deps: { store: EscrowStore; engine: EscrowEngine
         fired += await deps.engine.runDue(id);
       } catch (error) {
         // The escrow stays as it was; its timer comes due again once the claim's lease is over.
-        deps.logger.warn({ escrowId: id, err: error instanceof Error ? error.message : error }, 'escrow timer could not fire');
+        deps.logger.warn(
+          { escrowId: id, err: error instanceof Error ? error.message : error },
+          'escrow timer could not fire',
+        );
       }
     }
     await deps.engine.flushReports();

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { nextTimerAt, stateOf, type EscrowDoc, type PendingOp, type ReportDraft } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_escrow': {
@@ -41,7 +42,12 @@ export const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'timestamptz', (c) => c.notNull())
         .addColumn('sent_at', 'timestamptz')
         .execute();
-      await db.schema.createIndex('escrow_reports_op_subject_uq').on('escrow_reports').columns(['op_id', 'subject']).unique().execute();
+      await db.schema
+        .createIndex('escrow_reports_op_subject_uq')
+        .on('escrow_reports')
+        .columns(['op_id', 'subject'])
+        .unique()
+        .execute();
       // What the vault paid other services (reputation reports and reads, verification scans): the books.
       await db.schema
         .createTable('escrow_expenses')
@@ -106,10 +112,11 @@ export interface Change {
   doc?: EscrowDoc;
   pending?: PendingOp | null;
   lease?: Date | null;
-  reports?: { opId: string; draft: ReportDraft }[];
+  /** Reputation reports the change owes, at the time of the operation that owes them. */
+  reports?: { opId: string; draft: ReportDraft; at: Date }[];
 }
 
-export function escrowStore(database: Kysely<any>) {
+export function escrowStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
   const docOf = (row: { doc: unknown }) => parse<EscrowDoc>(row.doc);
 
@@ -135,13 +142,27 @@ export function escrowStore(database: Kysely<any>) {
         .onConflict((oc) => oc.column('payment_key').doNothing())
         .executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows) return doc;
-      const row = await db.selectFrom('escrow_escrows').select('doc').where('payment_key', '=', paymentKey).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('escrow_escrows')
+        .select('doc')
+        .where('payment_key', '=', paymentKey)
+        .executeTakeFirstOrThrow();
       return docOf(row);
     },
 
     async get(id: string): Promise<Locked | undefined> {
-      const row = await db.selectFrom('escrow_escrows').select(['doc', 'pending', 'pending_lease']).where('id', '=', id).executeTakeFirst();
-      return row && { doc: docOf(row), pending: parse<PendingOp | null>(row.pending), lease: row.pending_lease && new Date(row.pending_lease) };
+      const row = await db
+        .selectFrom('escrow_escrows')
+        .select(['doc', 'pending', 'pending_lease'])
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return (
+        row && {
+          doc: docOf(row),
+          pending: parse<PendingOp | null>(row.pending),
+          lease: row.pending_lease && new Date(row.pending_lease),
+        }
+      );
     },
 
     /**
@@ -150,9 +171,18 @@ export function escrowStore(database: Kysely<any>) {
      */
     async mutate<T>(id: string, change: (locked: Locked) => { change: Change; result: T }): Promise<T | undefined> {
       return db.transaction().execute(async (tx) => {
-        const row = await tx.selectFrom('escrow_escrows').select(['doc', 'pending', 'pending_lease', 'version']).where('id', '=', id).forUpdate().executeTakeFirst();
+        const row = await tx
+          .selectFrom('escrow_escrows')
+          .select(['doc', 'pending', 'pending_lease', 'version'])
+          .where('id', '=', id)
+          .forUpdate()
+          .executeTakeFirst();
         if (!row) return undefined;
-        const locked = { doc: docOf(row), pending: parse<PendingOp | null>(row.pending), lease: row.pending_lease && new Date(row.pending_lease) };
+        const locked = {
+          doc: docOf(row),
+          pending: parse<PendingOp | null>(row.pending),
+          lease: row.pending_lease && new Date(row.pending_lease),
+        };
         const { change: c, result } = change(locked);
         const doc = c.doc ?? locked.doc;
         const pending = c.pending === undefined ? locked.pending : c.pending;
@@ -172,7 +202,19 @@ export function escrowStore(database: Kysely<any>) {
         for (const r of c.reports ?? []) {
           await tx
             .insertInto('escrow_reports')
-            .values({ id: `${r.opId}:${r.draft.subject}`, escrow_id: id, op_id: r.opId, subject: r.draft.subject, draft: json(r.draft) as never, status: 'pending', report_id: null, attempts: 0, last_error: null, created_at: new Date(), sent_at: null })
+            .values({
+              id: `${r.opId}:${r.draft.subject}`,
+              escrow_id: id,
+              op_id: r.opId,
+              subject: r.draft.subject,
+              draft: json(r.draft) as never,
+              status: 'pending',
+              report_id: null,
+              attempts: 0,
+              last_error: null,
+              created_at: r.at,
+              sent_at: null,
+            })
             .onConflict((oc) => oc.columns(['op_id', 'subject']).doNothing())
             .execute();
         }
@@ -200,7 +242,10 @@ export function escrowStore(database: Kysely<any>) {
 
     async byAgent(agent: string, role: 'buyer' | 'seller' | 'any'): Promise<EscrowDoc[]> {
       let query = db.selectFrom('escrow_escrows').select('doc');
-      query = role === 'any' ? query.where((eb) => eb.or([eb('buyer', '=', agent), eb('seller', '=', agent)])) : query.where(role, '=', agent);
+      query =
+        role === 'any'
+          ? query.where((eb) => eb.or([eb('buyer', '=', agent), eb('seller', '=', agent)]))
+          : query.where(role, '=', agent);
       const rows = await query.orderBy('created_at', 'desc').orderBy('id').execute();
       return rows.map(docOf);
     },
@@ -209,11 +254,30 @@ export function escrowStore(database: Kysely<any>) {
       return (await db.selectFrom('escrow_escrows').select('doc').execute()).map(docOf);
     },
 
-    async pendingReports(opId?: string, limit = 20): Promise<ReportRow[]> {
+    /**
+     * Open escrows (funded, delivered or disputed) of every agent, newest first: the console's list (no route lists
+     * them all).
+     */
+    async open(limit = 50): Promise<EscrowDoc[]> {
+      const rows = await db
+        .selectFrom('escrow_escrows')
+        .select('doc')
+        .where('state', 'in', ['funded', 'delivered', 'disputed'])
+        .orderBy('created_at', 'desc')
+        .orderBy('id')
+        .limit(limit)
+        .execute();
+      return rows.map(docOf);
+    },
+
+    async pendingReports(now: Date, opId?: string, limit = 20): Promise<ReportRow[]> {
       let query = db.selectFrom('escrow_reports').selectAll().where('status', '=', 'pending');
       // The request that owes a report sends it first; retries leave it a moment so they do not race it.
       if (opId) query = query.where('op_id', '=', opId);
-      else query = query.where((eb) => eb.or([eb('attempts', '>', 0), eb('created_at', '<', new Date(Date.now() - 30_000))]));
+      else
+        query = query.where((eb) =>
+          eb.or([eb('attempts', '>', 0), eb('created_at', '<', new Date(now.getTime() - 30_000))]),
+        );
       const rows = await query.orderBy('created_at').limit(limit).execute();
       return rows.map((r) => ({ ...r, draft: parse<ReportDraft>(r.draft) }));
     },
@@ -222,21 +286,40 @@ export function escrowStore(database: Kysely<any>) {
       return db.selectFrom('escrow_reports').selectAll().where('op_id', '=', opId).execute();
     },
 
-    async markReport(id: string, outcome: { status: 'sent' | 'refused'; reportId: string | null; error?: string } | { status: 'pending'; error: string }): Promise<void> {
+    async markReport(
+      id: string,
+      outcome:
+        { status: 'sent' | 'refused'; reportId: string | null; error?: string } | { status: 'pending'; error: string },
+    ): Promise<void> {
       const base = db.updateTable('escrow_reports').where('id', '=', id).where('status', '=', 'pending');
       if (outcome.status === 'pending') {
         await base.set((eb) => ({ attempts: eb('attempts', '+', 1), last_error: outcome.error })).execute();
       } else {
-        await base.set((eb) => ({ status: outcome.status, report_id: outcome.reportId, sent_at: new Date(), attempts: eb('attempts', '+', 1), last_error: outcome.error ?? null })).execute();
+        await base
+          .set((eb) => ({
+            status: outcome.status,
+            report_id: outcome.reportId,
+            sent_at: new Date(),
+            attempts: eb('attempts', '+', 1),
+            last_error: outcome.error ?? null,
+          }))
+          .execute();
       }
     },
 
     async recordExpense(transaction: string, route: string, amount: bigint, at: Date): Promise<void> {
-      await db.insertInto('escrow_expenses').values({ transaction, route, amount, at }).onConflict((oc) => oc.column('transaction').doNothing()).execute();
+      await db
+        .insertInto('escrow_expenses')
+        .values({ transaction, route, amount, at })
+        .onConflict((oc) => oc.column('transaction').doNothing())
+        .execute();
     },
 
     async expenses(): Promise<bigint> {
-      const row = await db.selectFrom('escrow_expenses').select(sql<string>`coalesce(sum(amount), 0)`.as('total')).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('escrow_expenses')
+        .select(sql<string>`coalesce(sum(amount), 0)`.as('total'))
+        .executeTakeFirstOrThrow();
       return BigInt(row.total);
     },
   };

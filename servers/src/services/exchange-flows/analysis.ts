@@ -1,6 +1,15 @@
 import type {
-  DataSource, ExchangeBreakdown, ExchangeFlowBreakdown, ExchangeRanking, ExchangesRequest, FlowAnalysis, FlowExchange, FlowSignal, FlowsRequest,
-  BtcPriceSummary, SignalRequest,
+  DataSource,
+  ExchangeBreakdown,
+  ExchangeFlowBreakdown,
+  ExchangeRanking,
+  ExchangesRequest,
+  FlowAnalysis,
+  FlowExchange,
+  FlowSignal,
+  FlowsRequest,
+  BtcPriceSummary,
+  SignalRequest,
 } from '@agent-economy/contracts';
 import { z } from 'zod';
 import type { AiTask, Reasoner } from '../../ai';
@@ -8,22 +17,46 @@ import { fromScaled, percentOf, round, toScaled } from '../../upstream/decimal';
 import { HttpError } from '../../runtime/errors';
 import { upstreamUnavailable } from '../../upstream/tracker';
 import {
-  btcText, builtinReasoning, combineSignal, dailyFlow, directionOf, netflowZScore, periodTotals, reserveChange, sentimentOf, shareOf, signalFactors,
-  usdText, type FlowDay, type ScoredFactor,
+  btcText,
+  builtinReasoning,
+  combineSignal,
+  dailyFlow,
+  directionOf,
+  netflowZScore,
+  periodTotals,
+  reserveChange,
+  sentimentOf,
+  shareOf,
+  signalFactors,
+  usdText,
+  type FlowDay,
+  type ScoredFactor,
 } from './domain';
 import type { FlowRead, FlowSource, VenueSeries } from './sources';
 
 /** Days of history the netflow z-score compares the period with. */
 export const HISTORY_DAYS = 90;
 
-const invalid = (field: string, message: string) => new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
+const invalid = (field: string, message: string) =>
+  new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
 
-/** A flows request this source cannot answer: an exchange filter without per-exchange data, or a venue it does not track. */
+/**
+ * A flows request this source cannot answer: an exchange filter without per-exchange data, or a venue it does not
+ * track.
+ */
 export function checkExchanges(source: FlowSource, exchanges: readonly FlowExchange[] | undefined): void {
   if (!exchanges) return;
-  if (source.mode !== 'simulated') throw invalid('body.exchanges', 'cannot be used with live data: no free provider publishes per-exchange flows (leave it out for the all-exchange aggregate)');
+  if (source.mode !== 'simulated')
+    throw invalid(
+      'body.exchanges',
+      'cannot be used with live data: no free provider publishes per-exchange flows (leave it out for the all-exchange aggregate)',
+    );
   const unknown = exchanges.filter((e) => !e.startsWith('venue-'));
-  if (unknown.length) throw invalid('body.exchanges', `names ${unknown.join(', ')}: simulated data tracks only the simulated venues venue-a … venue-h`);
+  if (unknown.length)
+    throw invalid(
+      'body.exchanges',
+      `names ${unknown.join(', ')}: simulated data tracks only the simulated venues venue-a … venue-h`,
+    );
   if (new Set(exchanges).size !== exchanges.length) throw invalid('body.exchanges', 'lists an exchange twice');
 }
 
@@ -39,7 +72,13 @@ function sumVenues(venues: readonly VenueSeries[]): FlowDay[] {
       outflow += d.outflowSats;
       reserve = reserve === null || d.reserveSats === null ? null : reserve + d.reserveSats;
     }
-    return { date: first.date, inflowSats: inflow, outflowSats: outflow, reserveSats: reserve, priceUsd: first.priceUsd };
+    return {
+      date: first.date,
+      inflowSats: inflow,
+      outflowSats: outflow,
+      reserveSats: reserve,
+      priceUsd: first.priceUsd,
+    };
   });
 }
 
@@ -63,7 +102,14 @@ function venueTotals(venues: readonly VenueSeries[], days: number) {
         inflow += d.inflowSats;
         outflow += d.outflowSats;
       }
-      return { venue: v, inflow, outflow, gross: inflow + outflow, reserve: period[period.length - 1]?.reserveSats ?? null, change: reserveChange(period, before) };
+      return {
+        venue: v,
+        inflow,
+        outflow,
+        gross: inflow + outflow,
+        reserve: period[period.length - 1]?.reserveSats ?? null,
+        change: reserveChange(period, before),
+      };
     })
     .sort((a, b) => (b.gross > a.gross ? 1 : b.gross < a.gross ? -1 : a.venue.exchange < b.venue.exchange ? -1 : 1));
 }
@@ -76,7 +122,13 @@ export interface FlowsServiceOptions {
 
 const ReasoningSchema = z.object({ reasoning: z.string().min(1).max(4000) });
 
-function reasoningTask(input: { lookbackDays: number; signal: FlowSignal['signal']; confidence: number; score: number; factors: ScoredFactor[] }): AiTask<typeof input, { reasoning: string }> {
+function reasoningTask(input: {
+  lookbackDays: number;
+  signal: FlowSignal['signal'];
+  confidence: number;
+  score: number;
+  factors: ScoredFactor[];
+}): AiTask<typeof input, { reasoning: string }> {
   return {
     name: 'exchange-flow-signal',
     instructions:
@@ -109,7 +161,8 @@ export function flowsService({ source, reasoner, now }: FlowsServiceOptions) {
     async flows(body: FlowsRequest): Promise<FlowAnalysis> {
       checkExchanges(source, body.exchanges);
       const read = await source.flows(now(), body.days + HISTORY_DAYS);
-      const venues = read.venues && body.exchanges ? read.venues.filter((v) => body.exchanges!.includes(v.exchange)) : read.venues;
+      const venues =
+        read.venues && body.exchanges ? read.venues.filter((v) => body.exchanges!.includes(v.exchange)) : read.venues;
       const series = body.exchanges && venues ? sumVenues(venues) : read.days;
       const { period, history, before } = split(series, body.days);
       const totals = periodTotals(period);
@@ -163,7 +216,8 @@ export function flowsService({ source, reasoner, now }: FlowsServiceOptions) {
           direction: directionOf(r.inflow, r.outflow),
         };
         // The ranking key, exact: USD volume scaled by 10^18, reserve or netflow in satoshis.
-        const key = body.sortBy === 'volume' ? volumes[i]! : body.sortBy === 'reserve' ? (r.reserve ?? 0n) : r.inflow - r.outflow;
+        const key =
+          body.sortBy === 'volume' ? volumes[i]! : body.sortBy === 'reserve' ? (r.reserve ?? 0n) : r.inflow - r.outflow;
         return { row, key };
       });
       const exchanges = ranked
@@ -172,7 +226,8 @@ export function flowsService({ source, reasoner, now }: FlowsServiceOptions) {
       // Without per-exchange data the totals are the provider's all-exchange reserve and all-market BTC volume.
       const lastReserve = [...period].reverse().find((d) => d.reserveSats !== null)?.reserveSats ?? null;
       // A reserve is not made up: without one from the provider the answer cannot be given (and is not charged).
-      if (!read.venues && lastReserve === null) throw upstreamUnavailable(read.providers[0]!, new Error('it sent no exchange reserve (SplyExNtv)'));
+      if (!read.venues && lastReserve === null)
+        throw upstreamUnavailable(read.providers[0]!, new Error('it sent no exchange reserve (SplyExNtv)'));
       const totalReserve = read.venues ? rows.reduce((s, r) => s + (r.reserve ?? 0n), 0n) : lastReserve!;
       return {
         startDate: period[0]!.date,
@@ -202,7 +257,9 @@ export function flowsService({ source, reasoner, now }: FlowsServiceOptions) {
         topVenueSharePercent: rows && rows.length ? shareOf(rows[0]!.gross, venueGross) : null,
       });
       const { signal, confidence, score } = combineSignal(factors);
-      const { output, generator } = await reasoner.run(reasoningTask({ lookbackDays: body.lookbackDays, signal, confidence, score, factors }));
+      const { output, generator } = await reasoner.run(
+        reasoningTask({ lookbackDays: body.lookbackDays, signal, confidence, score, factors }),
+      );
       return {
         signal,
         confidence,

@@ -25,7 +25,10 @@ export function btcText(sats: bigint): string {
   return sats < 0n && text !== '0' ? `-${text}` : text;
 }
 
-/** A BTC decimal (string or number as a provider sends it) as satoshis, rounded half up at the 8th decimal; null if not a decimal. */
+/**
+ * A BTC decimal (string or number as a provider sends it) as satoshis, rounded half up at the 8th decimal; null if not
+ * a decimal.
+ */
 export function satsOf(value: string | number): bigint | null {
   const text = typeof value === 'number' ? value.toString() : value.trim();
   const negative = text.startsWith('-');
@@ -47,11 +50,16 @@ export function usdText(sats: bigint, priceUsd: string): string {
 export function decimalText(value: number, maxDecimals = 12): string {
   if (!Number.isFinite(value)) throw new Error(`not a finite number: ${value}`);
   let text = Math.abs(value).toString();
-  if (/e/i.test(text)) text = Math.abs(value).toFixed(maxDecimals).replace(/\.?0+$/, '');
+  if (/e/i.test(text))
+    text = Math.abs(value)
+      .toFixed(maxDecimals)
+      .replace(/\.?0+$/, '');
   return value < 0 && Number(text) !== 0 ? `-${text}` : text;
 }
 
-/** Net direction: inflow when netflow > 1 % of the gross flow (inflow + outflow), outflow when < −1 %, else balanced. */
+/**
+ * Net direction: inflow when netflow > 1 % of the gross flow (inflow + outflow), outflow when < −1 %, else balanced.
+ */
 export function directionOf(inflowSats: bigint, outflowSats: bigint): FlowDirection {
   const net = inflowSats - outflowSats;
   const gross = inflowSats + outflowSats;
@@ -89,9 +97,11 @@ export function sentimentOf(direction: FlowDirection, z: number | null): FlowSig
   return 'neutral';
 }
 
-export const addDays = (date: string, days: number) => new Date(Date.parse(`${date}T00:00:00.000Z`) + days * MS_PER_DAY).toISOString().slice(0, 10);
+export const addDays = (date: string, days: number) =>
+  new Date(Date.parse(`${date}T00:00:00.000Z`) + days * MS_PER_DAY).toISOString().slice(0, 10);
 /** The latest full UTC day at an instant: the day before the instant's day. */
-export const latestFullDay = (nowMs: number) => new Date(Math.floor(nowMs / MS_PER_DAY) * MS_PER_DAY - MS_PER_DAY).toISOString().slice(0, 10);
+export const latestFullDay = (nowMs: number) =>
+  new Date(Math.floor(nowMs / MS_PER_DAY) * MS_PER_DAY - MS_PER_DAY).toISOString().slice(0, 10);
 
 export function dailyFlow(day: FlowDay): DailyFlow {
   const net = day.inflowSats - day.outflowSats;
@@ -135,8 +145,13 @@ export function periodTotals(days: readonly FlowDay[]) {
   };
 }
 
-/** Reserve change over a period: its last reserve against the reserve before it (the day before, else its first day). */
-export function reserveChange(period: readonly FlowDay[], before: FlowDay | undefined): { sats: bigint; percent: number } | null {
+/**
+ * Reserve change over a period: its last reserve against the reserve before it (the day before, else its first day).
+ */
+export function reserveChange(
+  period: readonly FlowDay[],
+  before: FlowDay | undefined,
+): { sats: bigint; percent: number } | null {
   const last = period[period.length - 1]?.reserveSats ?? null;
   const base = before?.reserveSats ?? period[0]?.reserveSats ?? null;
   if (last === null || base === null || base <= 0n) return null;
@@ -174,7 +189,8 @@ export const FACTOR_WEIGHTS: Record<FlowSignalFactor['name'], number> = {
 };
 
 const clamp = (x: number) => Math.max(-1, Math.min(1, x));
-const readingOf = (graded: number, threshold: number): FlowSignalValue => (graded >= threshold ? 'bullish' : graded <= -threshold ? 'bearish' : 'neutral');
+const readingOf = (graded: number, threshold: number): FlowSignalValue =>
+  graded >= threshold ? 'bullish' : graded <= -threshold ? 'bearish' : 'neutral';
 
 export interface ScoredFactor extends FlowSignalFactor {
   /** −1 (bearish) to 1 (bullish): the factor's value on a common scale. */
@@ -195,9 +211,24 @@ export function signalFactors(inputs: SignalInputs): ScoredFactor[] {
   const netflowGraded = clamp(-inputs.netflowPercent / 10);
   const rows: { name: FlowSignalFactor['name']; value: number | null; graded: number; threshold: number }[] = [
     { name: 'netflow', value: inputs.netflowPercent, graded: netflowGraded, threshold: 0.1 },
-    { name: 'netflow_zscore', value: inputs.netflowZScore, graded: clamp(-(inputs.netflowZScore ?? 0) / 2), threshold: 0.5 },
-    { name: 'reserve_trend', value: inputs.reserveChangePercent, graded: clamp(-(inputs.reserveChangePercent ?? 0) / 2), threshold: 0.25 },
-    { name: 'price_momentum', value: inputs.priceChangePercent, graded: clamp(inputs.priceChangePercent / 10), threshold: 0.2 },
+    {
+      name: 'netflow_zscore',
+      value: inputs.netflowZScore,
+      graded: clamp(-(inputs.netflowZScore ?? 0) / 2),
+      threshold: 0.5,
+    },
+    {
+      name: 'reserve_trend',
+      value: inputs.reserveChangePercent,
+      graded: clamp(-(inputs.reserveChangePercent ?? 0) / 2),
+      threshold: 0.25,
+    },
+    {
+      name: 'price_momentum',
+      value: inputs.priceChangePercent,
+      graded: clamp(inputs.priceChangePercent / 10),
+      threshold: 0.2,
+    },
     {
       name: 'exchange_concentration',
       value: inputs.topVenueSharePercent,
@@ -213,10 +244,18 @@ export function signalFactors(inputs: SignalInputs): ScoredFactor[] {
     let weight = 0;
     if (has) {
       // The last available factor takes the remainder, so the weights sum to exactly 1.
-      weight = r === available[available.length - 1] ? round(1 - assigned, 6) : round(FACTOR_WEIGHTS[r.name] / total, 6);
+      weight =
+        r === available[available.length - 1] ? round(1 - assigned, 6) : round(FACTOR_WEIGHTS[r.name] / total, 6);
       assigned += weight;
     }
-    return { name: r.name, value: round(r.value ?? 0, 6), reading: has ? readingOf(r.graded, r.threshold) : 'neutral', weight, graded: round(r.graded, 6), available: has };
+    return {
+      name: r.name,
+      value: round(r.value ?? 0, 6),
+      reading: has ? readingOf(r.graded, r.threshold) : 'neutral',
+      weight,
+      graded: round(r.graded, 6),
+      available: has,
+    };
   });
 }
 
@@ -225,8 +264,15 @@ export function signalFactors(inputs: SignalInputs): ScoredFactor[] {
  * |S| scaled so that 0.15 is 0.5 and 1 is 1 for a directional signal; for neutral, the weight of the factors that
  * read neutral (how consistently they agree on no direction) scaled by how close S is to 0.
  */
-export function combineSignal(factors: readonly ScoredFactor[]): { signal: FlowSignalValue; confidence: number; score: number } {
-  const score = round(factors.reduce((s, f) => s + f.weight * f.graded, 0), 6);
+export function combineSignal(factors: readonly ScoredFactor[]): {
+  signal: FlowSignalValue;
+  confidence: number;
+  score: number;
+} {
+  const score = round(
+    factors.reduce((s, f) => s + f.weight * f.graded, 0),
+    6,
+  );
   if (Math.abs(score) >= 0.15) {
     const confidence = 0.5 + (0.5 * (Math.min(1, Math.abs(score)) - 0.15)) / 0.85;
     return { signal: score > 0 ? 'bullish' : 'bearish', confidence: round(confidence, 4), score };
@@ -261,7 +307,13 @@ function describeFactor(f: ScoredFactor): string {
 }
 
 /** The built-in reasoning: every factor with its reading and weight, then what they mean together. */
-export function builtinReasoning(input: { lookbackDays: number; signal: FlowSignalValue; confidence: number; score: number; factors: readonly ScoredFactor[] }): string {
+export function builtinReasoning(input: {
+  lookbackDays: number;
+  signal: FlowSignalValue;
+  confidence: number;
+  score: number;
+  factors: readonly ScoredFactor[];
+}): string {
   const used = input.factors.filter((f) => f.available);
   const missing = input.factors.filter((f) => !f.available).map((f) => LABELS[f.name]);
   const parts = used.map((f) => `${describeFactor(f)}: ${f.reading} (weight ${f.weight.toFixed(2)})`);

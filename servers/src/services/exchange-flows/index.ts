@@ -42,7 +42,11 @@ export async function createExchangeFlowsApp(context: ServiceContext, options: E
     handlers: exchangeFlowsHandlers(service, answers),
     ...fromContext(context),
     // A refused filter or a failing provider (502) fails before the 402: nobody pays for it.
-    preflight: { flows: answers.preflight('flows'), exchanges: answers.preflight('exchanges'), signal: answers.preflight('signal') },
-    health: () => source.tracker.health('exchange-flows', context.db),
+    preflight: {
+      flows: answers.preflight('flows'),
+      exchanges: answers.preflight('exchanges'),
+      signal: answers.preflight('signal'),
+    },
+    upstream: source.tracker,
   });
 }

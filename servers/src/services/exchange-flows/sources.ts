@@ -1,9 +1,23 @@
-import { SIMULATED_FLOW_VENUES, type BtcPriceSummary, type DataSource, type FlowExchange } from '@agent-economy/contracts';
+import {
+  SIMULATED_FLOW_VENUES,
+  type BtcPriceSummary,
+  type DataSource,
+  type FlowExchange,
+} from '@agent-economy/contracts';
 import { round } from '../../upstream/decimal';
 import { sharedMarketModel, type MarketModel } from '../../upstream/market';
-import { gaussian, geometricScales, hashString, ScaleNoise, stationaryAmplitudes, subKey, uniform } from '../../upstream/market/random';
+import {
+  gaussian,
+  geometricScales,
+  hashString,
+  ScaleNoise,
+  stationaryAmplitudes,
+  subKey,
+  uniform,
+} from '../../upstream/market/random';
 import { UpstreamTracker } from '../../upstream/tracker';
 import { addDays, decimalText, satsOf, usdText, type FlowDay } from './domain';
+import { tracedFetch } from '../../http/tracing';
 
 const MS_PER_DAY = 86_400_000;
 
@@ -36,7 +50,10 @@ export type Summary = Omit<BtcPriceSummary, 'source'>;
 export interface FlowSource {
   readonly mode: DataSource['mode'];
   readonly tracker: UpstreamTracker;
-  /** `count` days ending at the latest full UTC day at `nowMs` (the source's latest when it lags), with the market now if `market`. */
+  /**
+   * `count` days ending at the latest full UTC day at `nowMs` (the source's latest when it lags), with the market now
+   * if `market`.
+   */
   flows(nowMs: number, count: number, options?: { market?: boolean }): Promise<FlowRead>;
   summary(nowMs: number): Promise<{ summary: Summary; providers: string[]; asOf: number }>;
 }
@@ -77,7 +94,8 @@ const heightAt = (timeMs: number) => 840_000 + Math.floor((timeMs - Date.parse('
 /**
  * The seeded exchange-flow model: eight simulated venues (venue-a … venue-h, never real exchanges), each with a
  * reserve that wanders around its base on a mean-reverting multi-scale process (a factor shared by all venues and
- * its own) and moves with occasional market-wide withdrawal or deposit waves, and a daily two-way activity. Netflow is the day's reserve change, inflow = activity + max(net, 0),
+ * its own) and moves with occasional market-wide withdrawal or deposit waves, and a daily two-way activity. Netflow is
+ * the day's reserve change, inflow = activity + max(net, 0),
  * outflow = activity + max(−net, 0): flows and reserves agree to the satoshi. Prices, volumes and the market come
  * from the shared market model, so every market data service of a deployment sees one BTC price. Pure functions
  * of (seed, day): every replica computes the same flows.
@@ -126,7 +144,8 @@ export class FlowModel {
       if (uniform(this.waveKey, b * 8) >= 0.3) continue;
       const start = b * 16 + Math.floor(uniform(this.waveKey, b * 8 + 1) * 16);
       const length = 3 + Math.floor(uniform(this.waveKey, b * 8 + 2) * 8);
-      const amplitude = (uniform(this.waveKey, b * 8 + 3) < 0.5 ? -1 : 1) * (0.02 + 0.04 * uniform(this.waveKey, b * 8 + 4));
+      const amplitude =
+        (uniform(this.waveKey, b * 8 + 3) < 0.5 ? -1 : 1) * (0.02 + 0.04 * uniform(this.waveKey, b * 8 + 4));
       const k = index - start + 1;
       if (k <= 0) continue;
       offset += k <= length ? (amplitude * k) / length : amplitude * Math.max(0, 1 - (k - length) / 60);
@@ -134,7 +153,9 @@ export class FlowModel {
     return offset;
   }
 
-  /** Every venue's reserve at the end of day `index` (days since the epoch) and its two-way activity that day, satoshis. */
+  /**
+   * Every venue's reserve at the end of day `index` (days since the epoch) and its two-way activity that day, satoshis.
+   */
   private day(index: number) {
     let hit = this.dayCache.get(index);
     if (!hit) {
@@ -142,8 +163,16 @@ export class FlowModel {
       const c = this.common.at(t);
       const wave = this.waveAt(index);
       hit = {
-        reserves: this.venues.map((v) => BigInt(Math.round(v.baseReserveBtc * Math.exp(0.015 * (0.7 * c + 0.7 * v.own.at(t)) + wave * v.waveExposure) * 1e8))),
-        activity: this.venues.map((v) => BigInt(Math.round(v.activityBtc * Math.exp(0.35 * gaussian(v.activityKey, index)) * 1e8))),
+        reserves: this.venues.map((v) =>
+          BigInt(
+            Math.round(
+              v.baseReserveBtc * Math.exp(0.015 * (0.7 * c + 0.7 * v.own.at(t)) + wave * v.waveExposure) * 1e8,
+            ),
+          ),
+        ),
+        activity: this.venues.map((v) =>
+          BigInt(Math.round(v.activityBtc * Math.exp(0.35 * gaussian(v.activityKey, index)) * 1e8)),
+        ),
       };
       if (this.dayCache.size > 5000) this.dayCache.clear();
       this.dayCache.set(index, hit);
@@ -172,7 +201,13 @@ export class FlowModel {
       this.venues.forEach((_, v) => {
         const net = today.reserves[v]! - before.reserves[v]!;
         const a = today.activity[v]!;
-        const day: FlowDay = { date, inflowSats: a + (net > 0n ? net : 0n), outflowSats: a + (net < 0n ? -net : 0n), reserveSats: today.reserves[v]!, priceUsd };
+        const day: FlowDay = {
+          date,
+          inflowSats: a + (net > 0n ? net : 0n),
+          outflowSats: a + (net < 0n ? -net : 0n),
+          reserveSats: today.reserves[v]!,
+          priceUsd,
+        };
         perVenue[v]!.push(day);
         inflow += day.inflowSats;
         outflow += day.outflowSats;
@@ -183,11 +218,19 @@ export class FlowModel {
     const volume = this.market.spotVolume24hUsd('BTC', nowMs);
     const weights = this.venues.reduce((s, v) => s + v.volumeWeight, 0);
     // Not every BTC market is one of the eight venues: they carry 70 % of the model's spot volume.
-    const venues = this.venues.map((v, i) => ({ exchange: v.exchange, name: v.name, days: perVenue[i]!, volume24hUsd: ((0.7 * volume * v.volumeWeight) / weights).toFixed(2) }));
+    const venues = this.venues.map((v, i) => ({
+      exchange: v.exchange,
+      name: v.name,
+      days: perVenue[i]!,
+      volume24hUsd: ((0.7 * volume * v.volumeWeight) / weights).toFixed(2),
+    }));
     return { days, venues };
   }
 
-  /** The market at an instant: price now and 24 h ago, the 24-hour high and low (5-minute samples), volume, supply, dominance. */
+  /**
+   * The market at an instant: price now and 24 h ago, the 24-hour high and low (5-minute samples), volume, supply,
+   * dominance.
+   */
   summary(nowMs: number): Summary {
     const t = Math.floor(nowMs / 60_000) * 60_000;
     const price = this.market.spotPrice('BTC', t);
@@ -227,7 +270,14 @@ export function simulatedFlowSource(seed = 'agent-economy'): FlowSource {
     flows: (nowMs, count) =>
       tracker.call(FLOW_MODEL_PROVIDER, async () => {
         const { days, venues } = m.flows(latestDay(nowMs), count, nowMs);
-        return { days, venues, volume24hUsd: m.market.spotVolume24hUsd('BTC', nowMs).toFixed(2), priceUsd: m.market.spotPrice('BTC', nowMs).toFixed(2), providers: [FLOW_MODEL_PROVIDER], asOf: nowMs };
+        return {
+          days,
+          venues,
+          volume24hUsd: m.market.spotVolume24hUsd('BTC', nowMs).toFixed(2),
+          priceUsd: m.market.spotPrice('BTC', nowMs).toFixed(2),
+          providers: [FLOW_MODEL_PROVIDER],
+          asOf: nowMs,
+        };
       }),
     // The summary is the market at the current minute: computed once a minute, whoever asks (the route is free).
     summary: (nowMs) =>
@@ -253,17 +303,25 @@ const TIMEOUT_MS = 20_000;
 const MAX_PAGES = 10;
 /** The longest read a route makes: 90 days and the 90 before them. */
 export const MAX_READ_DAYS = 180;
-/** How long a provider's answer is reused: Coin Metrics' daily rows change once a day, CoinGecko caches ~1 min itself. */
+/**
+ * How long a provider's answer is reused: Coin Metrics' daily rows change once a day, CoinGecko caches ~1 min itself.
+ */
 const COIN_METRICS_TTL_MS = 10 * 60_000;
 const COINGECKO_TTL_MS = 60_000;
 
 async function getJson(url: string, headers: Record<string, string> = {}): Promise<unknown> {
-  const response = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: AbortSignal.timeout(TIMEOUT_MS) });
+  const response = await tracedFetch(
+    `GET ${new URL(url).host}`,
+    url,
+    { headers: { accept: 'application/json', ...headers }, signal: AbortSignal.timeout(TIMEOUT_MS) },
+    { propagate: false },
+  );
   if (!response.ok) throw new Error(`HTTP ${response.status} from ${new URL(url).origin}`);
   return await response.json();
 }
 
-const isDecimal = (v: unknown): v is string | number => (typeof v === 'string' && /^\d+(\.\d+)?$/.test(v.trim())) || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
+const isDecimal = (v: unknown): v is string | number =>
+  (typeof v === 'string' && /^\d+(\.\d+)?$/.test(v.trim())) || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
 
 /** Coin Metrics rows (strings) into flow days; rows without flows or price are days without data. */
 export function coinMetricsFlowDays(rows: readonly unknown[]): FlowDay[] {
@@ -273,7 +331,8 @@ export function coinMetricsFlowDays(rows: readonly unknown[]): FlowDay[] {
     const r = row as Record<string, unknown>;
     const date = typeof r.time === 'string' ? r.time.slice(0, 10) : '';
     if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) throw new Error('Coin Metrics sent a row without a time');
-    if (!isDecimal(r.FlowInExNtv) || !isDecimal(r.FlowOutExNtv) || !isDecimal(r.PriceUSD) || !(Number(r.PriceUSD) > 0)) continue;
+    if (!isDecimal(r.FlowInExNtv) || !isDecimal(r.FlowOutExNtv) || !isDecimal(r.PriceUSD) || !(Number(r.PriceUSD) > 0))
+      continue;
     days.push({
       date,
       inflowSats: satsOf(r.FlowInExNtv)!,
@@ -298,9 +357,22 @@ const positive = (v: unknown, what: string): string => {
 
 /** CoinGecko `/coins/bitcoin` (market_data) and `/global` (market_cap_percentage.btc) into the summary. */
 export function coinGeckoSummary(coin: unknown, global: unknown): Summary {
-  const md = (coin as { market_data?: Record<string, any> } | null)?.market_data;
+  type Quote = { usd?: unknown } | undefined;
+  const md = (
+    coin as {
+      market_data?: Record<string, unknown> & {
+        last_updated?: unknown;
+        current_price?: Quote;
+        high_24h?: Quote;
+        low_24h?: Quote;
+        market_cap?: Quote;
+        total_volume?: Quote;
+      };
+    } | null
+  )?.market_data;
   if (!md || typeof md !== 'object') throw new Error('CoinGecko sent no market_data');
-  const dominance = (global as { data?: { market_cap_percentage?: { btc?: unknown } } } | null)?.data?.market_cap_percentage?.btc;
+  const dominance = (global as { data?: { market_cap_percentage?: { btc?: unknown } } } | null)?.data
+    ?.market_cap_percentage?.btc;
   const updated = typeof md.last_updated === 'string' ? Date.parse(md.last_updated) : NaN;
   if (!Number.isFinite(updated)) throw new Error('CoinGecko sent no last_updated');
   const supply = num(md.circulating_supply, 'circulating_supply');
@@ -351,7 +423,9 @@ function ttlCache() {
 export function liveFlowSource(options: LiveFlowOptions = {}): FlowSource {
   const coinMetricsUrl = (options.coinMetricsUrl ?? COIN_METRICS_URL).replace(/\/+$/, '');
   const coinGeckoUrl = (options.coinGeckoUrl ?? COINGECKO_URL).replace(/\/+$/, '');
-  const geckoHeaders: Record<string, string> = options.coinGeckoApiKey ? { 'x-cg-demo-api-key': options.coinGeckoApiKey } : {};
+  const geckoHeaders: Record<string, string> = options.coinGeckoApiKey
+    ? { 'x-cg-demo-api-key': options.coinGeckoApiKey }
+    : {};
   const tracker = new UpstreamTracker('live', [COIN_METRICS, COINGECKO]);
   const cache = ttlCache();
 
@@ -378,7 +452,8 @@ export function liveFlowSource(options: LiveFlowOptions = {}): FlowSource {
           rows.push(...body.data);
           const next: unknown = body.next_page_url;
           if (typeof next !== 'string' || next === '') url = undefined;
-          else if (new URL(next).origin !== origin) throw new Error('Coin Metrics pointed the next page at another host');
+          else if (new URL(next).origin !== origin)
+            throw new Error('Coin Metrics pointed the next page at another host');
           else url = next;
         }
         const days = coinMetricsFlowDays(rows);
@@ -387,8 +462,10 @@ export function liveFlowSource(options: LiveFlowOptions = {}): FlowSource {
       }),
     );
 
-  const readGecko = (path: string, nowMs: number) => cache(`cg:${path}`, COINGECKO_TTL_MS, nowMs, () => getJson(`${coinGeckoUrl}${path}`, geckoHeaders));
-  const COIN_PATH = '/coins/bitcoin?localization=false&tickers=false&market_data=true&community_data=false&developer_data=false&sparkline=false';
+  const readGecko = (path: string, nowMs: number) =>
+    cache(`cg:${path}`, COINGECKO_TTL_MS, nowMs, () => getJson(`${coinGeckoUrl}${path}`, geckoHeaders));
+  const COIN_PATH =
+    '/coins/bitcoin?localization=false&tickers=false&market_data=true&community_data=false&developer_data=false&sparkline=false';
   const readSummary = (nowMs: number) =>
     tracker.call(COINGECKO, async () => {
       const [coin, global] = await Promise.all([readGecko(COIN_PATH, nowMs), readGecko('/global', nowMs)]);
@@ -404,7 +481,10 @@ export function liveFlowSource(options: LiveFlowOptions = {}): FlowSource {
       // slack, since the community tier publishes a day's flows a day or two after it ends.
       if (count > MAX_READ_DAYS) throw new Error(`at most ${MAX_READ_DAYS} days are read`);
       const start = addDays(end, -(MAX_READ_DAYS + 3));
-      const [all, summary] = await Promise.all([readCoinMetrics(start, end, nowMs), market ? readSummary(nowMs) : Promise.resolve(null)]);
+      const [all, summary] = await Promise.all([
+        readCoinMetrics(start, end, nowMs),
+        market ? readSummary(nowMs) : Promise.resolve(null),
+      ]);
       return {
         days: all.value.slice(-count),
         venues: null,

@@ -13,7 +13,7 @@ import {
 } from '@agent-economy/contracts';
 import type { Address } from '@solana/kit';
 import type { Logger } from 'pino';
-import { decodeMint, decodeTokenAccount, associatedTokenAddress } from '../../ledger/programs';
+import { decodeMint, decodeTokenAccount, associatedTokenAddress } from '../../solana/programs';
 import { HttpError, conflict, unavailable, unprocessable } from '../../runtime/errors';
 import { ChargeRejected, checkCharge, type ChargePolicy, type CheckedCharge } from './charge-policy';
 import { settleCaps, type PayeeGate, type SettleCaps } from './sellers';
@@ -26,16 +26,24 @@ import type { EventKind, EventOutcome, Settlement } from './store';
 
 export { DEFAULT_SETTLE_CAPS, type SettleCaps } from './sellers';
 
-export const CHAIN_ID: Record<FacilitatorCluster, string> = { 'mainnet-beta': SOLANA_MAINNET, devnet: SOLANA_DEVNET, testnet: SOLANA_TESTNET };
+export const CHAIN_ID: Record<FacilitatorCluster, string> = {
+  'mainnet-beta': SOLANA_MAINNET,
+  devnet: SOLANA_DEVNET,
+  testnet: SOLANA_TESTNET,
+};
 const CLUSTER_OF = new Map(Object.entries(CHAIN_ID).map(([cluster, id]) => [id, cluster as FacilitatorCluster]));
 
-/** The network a request names must be the one this deployment (CAIP-2 `network`) settles on: 422 unsupported_network. */
+/**
+ * The network a request names must be the one this deployment (CAIP-2 `network`) settles on: 422 unsupported_network.
+ */
 export function servedCluster(network: string, requested: FacilitatorCluster | undefined): FacilitatorCluster {
   const cluster = CLUSTER_OF.get(network);
   if (cluster && (requested === undefined || requested === cluster)) return cluster;
   throw unprocessable(
     'unsupported_network',
-    cluster ? `this facilitator settles on ${cluster} (${network}), not ${requested}` : `this facilitator settles on ${network}, which has no Solana cluster name`,
+    cluster
+      ? `this facilitator settles on ${cluster} (${network}), not ${requested}`
+      : `this facilitator settles on ${network}, which has no Solana cluster name`,
     { supported: cluster ? [cluster] : [], network },
   );
 }
@@ -67,7 +75,9 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
   const served = (requested: FacilitatorCluster | undefined) => servedCluster(network, requested);
 
   async function accountData(address: string): Promise<{ owner: string; data: Uint8Array } | null> {
-    const { value } = await onChain('getAccountInfo', () => rpc.getAccountInfo(address as Address, { encoding: 'base64', commitment: 'confirmed' }).send());
+    const { value } = await onChain('getAccountInfo', () =>
+      rpc.getAccountInfo(address as Address, { encoding: 'base64', commitment: 'confirmed' }).send(),
+    );
     if (!value) return null;
     return { owner: value.owner, data: new Uint8Array(Buffer.from(value.data[0], 'base64')) };
   }
@@ -77,7 +87,12 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
     if (mintInfo) return mintInfo;
     const account = await accountData(policy.asset);
     const mint = account ? decodeMint(account.owner, account.data) : null;
-    if (!account || !mint) throw unavailable('chain_unavailable', `the stablecoin mint ${policy.asset} is not on the chain this facilitator reads`, 30);
+    if (!account || !mint)
+      throw unavailable(
+        'chain_unavailable',
+        `the stablecoin mint ${policy.asset} is not on the chain this facilitator reads`,
+        30,
+      );
     mintInfo = { tokenProgram: account.owner, decimals: mint.decimals };
     return mintInfo;
   }
@@ -97,22 +112,32 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
     }
   }
 
-  /** The seller a transfer pays: the request's recipient (already matched), else the owner of the destination account. */
+  /**
+   * The seller a transfer pays: the request's recipient (already matched), else the owner of the destination account.
+   */
   async function recipientOf(charge: CheckedCharge, named: string | undefined): Promise<string> {
     if (named) return named;
     const account = await accountData(charge.destination);
     const state = account ? decodeTokenAccount(account.owner, account.data) : null;
     if (!state || state.mint !== charge.mint) {
-      throw invalidTransaction('recipient_mismatch', `the transfer pays ${charge.destination}, which is not an open token account of ${charge.mint}`, {
-        destination: charge.destination,
-      });
+      throw invalidTransaction(
+        'recipient_mismatch',
+        `the transfer pays ${charge.destination}, which is not an open token account of ${charge.mint}`,
+        {
+          destination: charge.destination,
+        },
+      );
     }
     const expected = associatedTokenAddress(state.owner, charge.mint, charge.tokenProgram);
     if (expected !== charge.destination) {
-      throw invalidTransaction('recipient_mismatch', `the transfer pays ${charge.destination}, not the associated token account of its owner ${state.owner}`, {
-        destination: charge.destination,
-        expected,
-      });
+      throw invalidTransaction(
+        'recipient_mismatch',
+        `the transfer pays ${charge.destination}, not the associated token account of its owner ${state.owner}`,
+        {
+          destination: charge.destination,
+          expected,
+        },
+      );
     }
     return state.owner;
   }
@@ -122,33 +147,62 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
     const state = account ? decodeTokenAccount(account.owner, account.data) : null;
     const available = state && state.mint === charge.mint ? state.amount : 0n;
     if (available < charge.amount) {
-      throw unprocessable('insufficient_balance', `the payer's token account ${charge.source} holds ${available} atomic units, the transfer needs ${charge.amount}`, {
-        required: charge.amount.toString(),
-        available: available.toString(),
-      });
+      throw unprocessable(
+        'insufficient_balance',
+        `the payer's token account ${charge.source} holds ${available} atomic units, the transfer needs ${charge.amount}`,
+        {
+          required: charge.amount.toString(),
+          available: available.toString(),
+        },
+      );
     }
   }
 
   /** The chain's refusal in simulation, in the charge's terms. */
   function simulationRefusal(err: unknown, logs: readonly string[], charge: CheckedCharge): HttpError {
     if (err === 'BlockhashNotFound') {
-      return conflict('blockhash_expired', 'the transaction’s blockhash is no longer valid; rebuild it with a fresh blockhash from /mpp/prepare', {
-        blockhash: charge.tx.blockhash,
-      });
+      return conflict(
+        'blockhash_expired',
+        'the transaction’s blockhash is no longer valid; rebuild it with a fresh blockhash from /mpp/prepare',
+        {
+          blockhash: charge.tx.blockhash,
+        },
+      );
     }
-    if (err === 'AlreadyProcessed') return invalidTransaction('duplicate_settlement', 'this transaction has already been processed on chain');
+    if (err === 'AlreadyProcessed')
+      return invalidTransaction('duplicate_settlement', 'this transaction has already been processed on chain');
     const instruction = (err as { InstructionError?: [number, unknown] })?.InstructionError;
     // Token program error 1 in the transfer is InsufficientFunds (kit reads the node's integers as bigint).
-    if (instruction && Number(instruction[0]) === charge.transferIndex && Number((instruction[1] as { Custom?: number | bigint })?.Custom) === 1) {
-      return unprocessable('insufficient_balance', 'the payer’s token account holds less than the transfer', { required: charge.amount.toString() });
+    if (
+      instruction &&
+      Number(instruction[0]) === charge.transferIndex &&
+      Number((instruction[1] as { Custom?: number | bigint })?.Custom) === 1
+    ) {
+      return unprocessable('insufficient_balance', 'the payer’s token account holds less than the transfer', {
+        required: charge.amount.toString(),
+      });
     }
-    return unprocessable('simulation_failed', `the transaction fails in simulation: ${stringify(err)}`, { error: JSON.parse(stringify(err)), logs: [...logs] });
+    return unprocessable('simulation_failed', `the transaction fails in simulation: ${stringify(err)}`, {
+      error: JSON.parse(stringify(err)),
+      logs: [...logs],
+    });
   }
 
   const pending = (signature: string, message: string) =>
-    new HttpError(503, 'settlement_pending', `${message}; send the same transaction again to learn its outcome`, { signature }, { 'retry-after': '5' });
+    new HttpError(
+      503,
+      'settlement_pending',
+      `${message}; send the same transaction again to learn its outcome`,
+      { signature },
+      { 'retry-after': '5' },
+    );
 
-  function success(row: Pick<Settlement, 'payer' | 'payTo' | 'amount' | 'asset'>, signature: string, slot: number, at: Date): MppChargeSettlement {
+  function success(
+    row: Pick<Settlement, 'payer' | 'payTo' | 'amount' | 'asset'>,
+    signature: string,
+    slot: number,
+    at: Date,
+  ): MppChargeSettlement {
     const amount = row.amount.toString();
     return {
       success: true,
@@ -166,15 +220,22 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
   }
 
   /** The pipeline's outcome as the charge route answers it. */
-  async function answer(outcome: SubmitOutcome, row: Pick<Settlement, 'key' | 'payer' | 'payTo' | 'amount' | 'asset'>): Promise<MppChargeSettlement> {
+  async function answer(
+    outcome: SubmitOutcome,
+    row: Pick<Settlement, 'key' | 'payer' | 'payTo' | 'amount' | 'asset'>,
+  ): Promise<MppChargeSettlement> {
     switch (outcome.state) {
       case 'confirmed':
         return success(row, outcome.transaction, outcome.slot, outcome.at);
       case 'failed':
-        throw unprocessable('transaction_failed', `the transaction was broadcast and failed on chain: ${outcome.error}; nothing moved`, {
-          signature: outcome.transaction,
-          error: outcome.error,
-        });
+        throw unprocessable(
+          'transaction_failed',
+          `the transaction was broadcast and failed on chain: ${outcome.error}; nothing moved`,
+          {
+            signature: outcome.transaction,
+            error: outcome.error,
+          },
+        );
       case 'pending':
         throw pending(outcome.transaction, outcome.message);
       case 'refused':
@@ -189,13 +250,21 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
   /** A transaction the facilitator has seen before: it is never settled, or reported settled, twice. */
   async function again(existing: Settlement): Promise<MppChargeSettlement> {
     if (existing.status === 'settled') {
-      throw invalidTransaction('duplicate_settlement', `this transaction was already settled (signature ${existing.transaction})`, { signature: existing.transaction });
+      throw invalidTransaction(
+        'duplicate_settlement',
+        `this transaction was already settled (signature ${existing.transaction})`,
+        { signature: existing.transaction },
+      );
     }
     if (existing.status === 'failed') {
-      throw unprocessable('transaction_failed', `this transaction was tried and failed (${existing.error}); nothing moved`, {
-        signature: existing.transaction,
-        error: existing.error,
-      });
+      throw unprocessable(
+        'transaction_failed',
+        `this transaction was tried and failed (${existing.error}); nothing moved`,
+        {
+          signature: existing.transaction,
+          error: existing.error,
+        },
+      );
     }
     if (now().getTime() - existing.createdAt.getTime() <= facilitator.confirmTimeoutMs) {
       throw pending(existing.transaction, 'this transaction is being settled by another request');
@@ -223,7 +292,13 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
     const rejection = await facilitator.simulate(charge.tx);
     if (rejection) throw simulationRefusal(rejection.err, rejection.logs, charge);
 
-    const row = { key: charge.tx.key, payer: charge.payer, payTo: recipient, amount: charge.amount, asset: charge.mint };
+    const row = {
+      key: charge.tx.key,
+      payer: charge.payer,
+      payTo: recipient,
+      amount: charge.amount,
+      asset: charge.mint,
+    };
     const outcome = await facilitator.submit({
       tx: charge.tx,
       kind: 'charge',
@@ -242,7 +317,9 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
   return {
     async prepare(request: MppPrepareRequest): Promise<MppPreparedCharge> {
       const name = served(request.network);
-      const { value } = await onChain('getLatestBlockhash', () => rpc.getLatestBlockhash({ commitment: 'confirmed' }).send());
+      const { value } = await onChain('getLatestBlockhash', () =>
+        rpc.getLatestBlockhash({ commitment: 'confirmed' }).send(),
+      );
       const { tokenProgram, decimals } = await stablecoin();
       await record('prepare', 'ok');
       return {
@@ -258,7 +335,10 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
       };
     },
 
-    /** Settles a charge and counts its outcome, whatever it is; `resourceServer`: the registered server that signed the call. */
+    /**
+     * Settles a charge and counts its outcome, whatever it is; `resourceServer`: the registered server that signed the
+     * call.
+     */
     async settle(request: MppChargeRequest, resourceServer?: string): Promise<MppChargeSettlement> {
       try {
         const settled = await settle(request, resourceServer);
@@ -311,7 +391,14 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
         networks: [network],
         prepare: count('prepare'),
         settle: outcomes('charge'),
-        x402: { verify: { ...count('x402_verify'), valid: count('x402_verify', 'valid').total, invalid: count('x402_verify', 'invalid').total }, settle: outcomes('x402_settle') },
+        x402: {
+          verify: {
+            ...count('x402_verify'),
+            valid: count('x402_verify', 'valid').total,
+            invalid: count('x402_verify', 'invalid').total,
+          },
+          settle: outcomes('x402_settle'),
+        },
         // Session settlements are the rows of kind 'session' (one per close that moved funds).
         sessions: { ...sessions, settledAtomic: (volume.get('session')?.total ?? 0n).toString() },
         volumeAtomic: volumeAtomic.toString(),

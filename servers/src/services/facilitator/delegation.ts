@@ -1,6 +1,20 @@
-import { getApproveCheckedInstruction, getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstruction } from '@solana-program/token';
-import { AccountRole, address, createNoopSigner, type Address, type Instruction, type Rpc, type SolanaRpcApi } from '@solana/kit';
-import { MEMO_PROGRAM, associatedTokenAddress, decodeTokenAccount } from '../../ledger/programs';
+import {
+  AuthorityType,
+  getApproveCheckedInstruction,
+  getCreateAssociatedTokenIdempotentInstruction,
+  getSetAuthorityInstruction,
+  getTransferCheckedInstruction,
+} from '@solana-program/token';
+import {
+  AccountRole,
+  address,
+  createNoopSigner,
+  type Address,
+  type Instruction,
+  type Rpc,
+  type SolanaRpcApi,
+} from '@solana/kit';
+import { MEMO_PROGRAM, associatedTokenAddress, decodeTokenAccount } from '../../solana/programs';
 import { onChain } from './settlement';
 
 // The buyer's "smart wallet" and the delegation role the facilitator settles sessions through, behind one
@@ -45,8 +59,14 @@ export interface DelegationBackend {
   smartWalletOf(buyer: string): string;
   read(buyer: string): Promise<DelegationState>;
   /** What the buyer must sign to hold a role of `spendLimit` (create_wallet only when the wallet is missing). */
-  onboarding(buyer: string, state: DelegationState, terms: { spendLimit: bigint; expiresAt: Date; round: string }): OnboardingStep[];
-  /** The instructions that pay `amount` from the buyer's wallet to the seller through the role (signed by the delegate). */
+  onboarding(
+    buyer: string,
+    state: DelegationState,
+    terms: { spendLimit: bigint; expiresAt: Date; round: string },
+  ): OnboardingStep[];
+  /**
+   * The instructions that pay `amount` from the buyer's wallet to the seller through the role (signed by the delegate).
+   */
   settlement(buyer: string, seller: string, amount: bigint, memo: string): Promise<Instruction[]>;
 }
 
@@ -78,7 +98,9 @@ export function splDelegation(options: SplDelegationOptions): DelegationBackend 
   const program = { programAddress: address(tokenProgram) };
 
   async function tokenAccount(account: string) {
-    const { value } = await onChain('getAccountInfo', () => rpc.getAccountInfo(account as Address, { encoding: 'base64', commitment: 'confirmed' }).send());
+    const { value } = await onChain('getAccountInfo', () =>
+      rpc.getAccountInfo(account as Address, { encoding: 'base64', commitment: 'confirmed' }).send(),
+    );
     if (!value) return null;
     return decodeTokenAccount(value.owner, new Uint8Array(Buffer.from(value.data[0], 'base64')));
   }
@@ -92,7 +114,8 @@ export function splDelegation(options: SplDelegationOptions): DelegationBackend 
     async read(buyer) {
       const smartWallet = walletOf(buyer);
       const account = await tokenAccount(smartWallet);
-      if (!account || account.mint !== mint) return { smartWallet, exists: false, balance: 0n, frozen: false, delegate: null, remaining: 0n };
+      if (!account || account.mint !== mint)
+        return { smartWallet, exists: false, balance: 0n, frozen: false, delegate: null, remaining: 0n };
       return {
         smartWallet,
         exists: true,
@@ -110,9 +133,23 @@ export function splDelegation(options: SplDelegationOptions): DelegationBackend 
       if (!state.exists) {
         steps.push({
           type: 'create_wallet',
-          description: `Creates your stablecoin wallet ${smartWallet} (the facilitator pays the rent and the fee); your signature is on its memo.`,
+          description:
+            `Creates your stablecoin wallet ${smartWallet} (the facilitator pays the rent and the fee) and makes the facilitator's ` +
+            `fee payer its close authority, so that the rent it paid goes back to it if the account is ever closed; your signature is on its memo.`,
           instructions: [
-            getCreateAssociatedTokenIdempotentInstruction({ payer: createNoopSigner(address(feePayer)), ata: smartWallet, owner: address(buyer), mint: address(mint), tokenProgram: address(tokenProgram) }),
+            getCreateAssociatedTokenIdempotentInstruction({
+              payer: createNoopSigner(address(feePayer)),
+              ata: smartWallet,
+              owner: address(buyer),
+              mint: address(mint),
+              tokenProgram: address(tokenProgram),
+            }),
+            // Without it the owner could close the account it did not pay for and keep the rent: a new wallet per
+            // onboarding would drain the fee payer one rent at a time.
+            getSetAuthorityInstruction(
+              { owned: smartWallet, owner, authorityType: AuthorityType.CloseAccount, newAuthority: address(feePayer) },
+              program,
+            ),
             memo(`agent-economy payment sessions: create wallet ${smartWallet} (${terms.round})`, [buyer]),
           ],
         });
@@ -123,8 +160,21 @@ export function splDelegation(options: SplDelegationOptions): DelegationBackend 
           `Approves ${delegate} as delegate of ${smartWallet} for at most ${terms.spendLimit} atomic units of ${mint}, used only to settle ` +
           `your payment sessions until ${terms.expiresAt.toISOString()}; revoke it at any time.`,
         instructions: [
-          getApproveCheckedInstruction({ source: smartWallet, mint: address(mint), delegate: address(delegate), owner, amount: terms.spendLimit, decimals }, program),
-          memo(`agent-economy payment sessions: role for ${delegate}, limit ${terms.spendLimit}, until ${terms.expiresAt.toISOString()} (${terms.round})`, [buyer]),
+          getApproveCheckedInstruction(
+            {
+              source: smartWallet,
+              mint: address(mint),
+              delegate: address(delegate),
+              owner,
+              amount: terms.spendLimit,
+              decimals,
+            },
+            program,
+          ),
+          memo(
+            `agent-economy payment sessions: role for ${delegate}, limit ${terms.spendLimit}, until ${terms.expiresAt.toISOString()} (${terms.round})`,
+            [buyer],
+          ),
         ],
       });
       return steps;
@@ -136,18 +186,27 @@ export function splDelegation(options: SplDelegationOptions): DelegationBackend 
       // A seller without a stablecoin account gets one, paid by the facilitator, so the close can land.
       if (!(await tokenAccount(destination))) {
         instructions.push(
-          getCreateAssociatedTokenIdempotentInstruction({ payer: createNoopSigner(address(feePayer)), ata: address(destination), owner: address(seller), mint: address(mint), tokenProgram: address(tokenProgram) }),
+          getCreateAssociatedTokenIdempotentInstruction({
+            payer: createNoopSigner(address(feePayer)),
+            ata: address(destination),
+            owner: address(seller),
+            mint: address(mint),
+            tokenProgram: address(tokenProgram),
+          }),
         );
       }
       instructions.push(
-        getTransferCheckedInstruction({
-          source: address(walletOf(buyer)),
-          mint: address(mint),
-          destination: address(destination),
-          authority: createNoopSigner(address(delegate)),
-          amount,
-          decimals,
-        }, program),
+        getTransferCheckedInstruction(
+          {
+            source: address(walletOf(buyer)),
+            mint: address(mint),
+            destination: address(destination),
+            authority: createNoopSigner(address(delegate)),
+            amount,
+            decimals,
+          },
+          program,
+        ),
         memo(note),
       );
       return instructions;

@@ -1,9 +1,15 @@
-import { defineService, facilitator } from '@agent-economy/contracts';
-import { createSolanaRpc } from '@solana/kit';
+import { facilitator } from '@agent-economy/contracts';
+import { createSolanaRpc, type Signature } from '@solana/kit';
 import { migrate } from '../../db';
-import { createServiceApp, type WireError } from '../../runtime/app';
+import { createServiceApp, type ErrorReply } from '../../runtime/app';
+import { address } from '@solana/kit';
+import { tracedSolanaRpc } from '../../runtime/traced-rpc';
+import { facilitatorMetrics } from './metrics';
 import type { ServiceContext } from '../../runtime/context';
 import { callerOf } from '../../runtime/app';
+import { HttpError, badGateway } from '../../runtime/errors';
+import { RESOURCE_SERVER_HEADER, verifyResourceRequest } from '../../runtime/resource-auth';
+import type { TransactionMeta } from '../../solana/token-balances';
 import { createChargeDesk } from './charge';
 import { DEFAULT_SETTLE_CAPS, payeeGate, settleCaps, type SettleCaps } from './sellers';
 import { splDelegation, type DelegationBackend } from './delegation';
@@ -17,15 +23,6 @@ import { settlementStore, migrations } from './store';
 import { DEFAULT_VERIFY_POLICY } from './verify';
 import { SPONSORED_EXTENSION, sponsoredAccess, sponsoredMigrations } from './sponsored';
 
-// Every route of the contract: the charge routes, payment sessions, onboarding and the x402 routes.
-// (Spelled out, router and handlers alike: a generic route picker costs the type checker minutes.)
-const { prepare, settleCharge, stats, openSession, signVoucher, closeSession, onboard, confirmOnboarding, onboardingStatus, supported, verify, settle, settlements, resources, search } =
-  facilitator.router;
-export const facilitatorRoutes = defineService({
-  ...facilitator,
-  router: { prepare, settleCharge, stats, openSession, signVoucher, closeSession, onboard, confirmOnboarding, onboardingStatus, supported, verify, settle, settlements, resources, search },
-});
-
 export interface FacilitatorAppOptions {
   /** Backpressure of /settle and /mpp/settle, each counted apart; default DEFAULT_SETTLE_CAPS. */
   settleCaps?: Partial<SettleCaps>;
@@ -38,7 +35,7 @@ export interface FacilitatorAppOptions {
   resourceServers?: ReadonlySet<string>;
   /** Highest priority fee the fee payer pays, microlamports per compute unit; default DEFAULT_VERIFY_POLICY's. */
   maxComputeUnitPriceMicroLamports?: bigint;
-  /** Onboarding calls per wallet and hour; default DEFAULT_ONBOARDING_LIMITS. */
+  /** Onboarding calls per wallet and hour, and wallets created per hour in all; default DEFAULT_ONBOARDING_LIMITS. */
   onboardingLimits?: Partial<OnboardingLimits>;
   /**
    * The ad network asked for a sponsored recommendation after every settlement (sponsored.ts): its address (a function
@@ -47,23 +44,35 @@ export interface FacilitatorAppOptions {
   ads?: { url?: string | (() => string); timeoutMs?: number } | false;
   /** The clock sessions and roles are judged by (tests move it to see expiry); default the system clock. */
   now?: () => Date;
+  /**
+   * How long a buyer's session close waits for the seller to forward the vouchers it holds, seconds; default 15 (three
+   * of a paywall's default 5 s sweeps).
+   */
+  sessionCloseGraceSeconds?: number;
 }
 
 /** The x402 wire error for a route: VerifyResponse or SettleResponse shaped, never the envelope. */
-function x402Error(key: string, error: WireError, body: unknown): unknown {
+function x402Error(key: string, error: ErrorReply, body: unknown): unknown {
   const issues = (error.details as { fields?: { field: string }[] } | undefined)?.fields;
   // A body that is not JSON, too large or in another encoding is, to x402, an invalid payload.
   const unreadable = ['invalid_json', 'payload_too_large', 'unsupported_media_type'].includes(error.code);
   let reason = error.status >= 500 ? `unexpected_${key}_error` : unreadable ? 'invalid_payload' : error.code;
   if (issues) {
     const fields = issues.map((i) => i.field);
-    if (fields.some((f) => f === 'body.x402Version' || f === 'body.paymentPayload.x402Version')) reason = 'invalid_x402_version';
+    if (fields.some((f) => f === 'body.x402Version' || f === 'body.paymentPayload.x402Version'))
+      reason = 'invalid_x402_version';
     else if (fields.every((f) => f.startsWith('body.paymentRequirements'))) reason = 'invalid_payment_requirements';
     else reason = 'invalid_payload';
   }
   if (key === 'verify') return { isValid: false, invalidReason: reason, invalidMessage: error.message };
   const network = (body as { paymentRequirements?: { network?: unknown } } | undefined)?.paymentRequirements?.network;
-  return { success: false, errorReason: reason, errorMessage: error.message, transaction: '', network: typeof network === 'string' ? network : '' };
+  return {
+    success: false,
+    errorReason: reason,
+    errorMessage: error.message,
+    transaction: '',
+    network: typeof network === 'string' ? network : '',
+  };
 }
 
 export async function createFacilitatorApp(context: ServiceContext, options: FacilitatorAppOptions = {}) {
@@ -74,15 +83,39 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
   const logger = context.logger.child({ service: 'facilitator' });
   const discovery = discoveryDesk(context.db, logger);
   await migrate(context.db, 'facilitator-sponsored', sponsoredMigrations);
-  const adsUrl = options.ads === false ? () => undefined : typeof options.ads?.url === 'function' ? options.ads.url : () => (options.ads && typeof options.ads.url === 'string' ? options.ads.url : context.serviceUrl('ads'));
-  const sponsored = sponsoredAccess({ adsUrl, wallet: context.wallet, network: context.paywall.network, db: context.db, logger, now: options.now ?? (() => new Date()), ...(options.ads && options.ads.timeoutMs ? { timeoutMs: options.ads.timeoutMs } : {}) });
-  const rpc = createSolanaRpc(context.rpcUrl);
+  const adsUrl =
+    options.ads === false
+      ? () => undefined
+      : typeof options.ads?.url === 'function'
+        ? options.ads.url
+        : () => (options.ads && typeof options.ads.url === 'string' ? options.ads.url : context.serviceUrl('ads'));
+  const sponsored = sponsoredAccess({
+    adsUrl,
+    wallet: context.wallet,
+    network: context.paywall.network,
+    db: context.db,
+    logger,
+    now: options.now ?? (() => new Date()),
+    ...(options.ads && options.ads.timeoutMs ? { timeoutMs: options.ads.timeoutMs } : {}),
+  });
+  const rpc = tracedSolanaRpc(context.rpcUrl);
   const caps = { ...DEFAULT_SETTLE_CAPS, ...options.settleCaps };
+  // Settlements, revenue by seller, settle latency, the fee payer's SOL and open sessions at /metrics (metrics.ts).
+  const settleMetrics = facilitatorMetrics({
+    db: context.db,
+    logger,
+    feePayerLamports: async () => (await rpc.getBalance(address(context.wallet.address)).send()).value,
+  });
   const feePolicy = {
     ...DEFAULT_VERIFY_POLICY,
-    ...(options.maxComputeUnitPriceMicroLamports !== undefined ? { maxComputeUnitPriceMicroLamports: options.maxComputeUnitPriceMicroLamports } : {}),
+    ...(options.maxComputeUnitPriceMicroLamports !== undefined
+      ? { maxComputeUnitPriceMicroLamports: options.maxComputeUnitPriceMicroLamports }
+      : {}),
   };
-  const payees = payeeGate({ sellers: options.sellers ?? new Set(), resourceServers: options.resourceServers ?? new Set() }, options.now);
+  const payees = payeeGate(
+    { sellers: options.sellers ?? new Set(), resourceServers: options.resourceServers ?? new Set() },
+    options.now,
+  );
   const x402Caps = settleCaps(store, caps, options.now ?? (() => new Date()));
   const service = createFacilitator({
     rpc,
@@ -108,8 +141,23 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
   // stablecoin's token program and decimals have been read from the chain.
   let delegation: DelegationBackend | undefined;
   const backend = async () =>
-    (delegation ??= splDelegation({ rpc, mint: asset, ...(await charges.stablecoin()), feePayer: context.wallet.address, delegate: delegate.address }));
-  sessions = createSessionDesk({ facilitator: service, store: sessionsStore, backend, feePayer: context.wallet, delegate, asset, logger });
+    (delegation ??= splDelegation({
+      rpc,
+      mint: asset,
+      ...(await charges.stablecoin()),
+      feePayer: context.wallet.address,
+      delegate: delegate.address,
+    }));
+  sessions = createSessionDesk({
+    facilitator: service,
+    store: sessionsStore,
+    backend,
+    feePayer: context.wallet,
+    delegate,
+    asset,
+    logger,
+    closeGraceMs: (options.sessionCloseGraceSeconds ?? 15) * 1000,
+  });
   const onboarding = createOnboardingDesk({
     facilitator: service,
     store: sessionsStore,
@@ -131,12 +179,22 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
   timer.unref();
 
   return await createServiceApp({
-    service: facilitatorRoutes,
+    service: facilitator,
     handlers: {
       prepare: async ({ body }) => ({ status: 200 as const, body: await charges.prepare(body) }),
       settleCharge: async ({ body, req }) => {
-        const settled = await charges.settle(body, payees.resourceServer(req, '/mpp/settle'));
-        const sponsoredAccess = await sponsored.afterSettlement({ transaction: settled.signature, network: settled.network, payer: settled.payer, amount: settled.amount, resource: body.resource });
+        const settled = await settleMetrics.observe(
+          'charge',
+          () => charges.settle(body, payees.resourceServer(req, '/mpp/settle')),
+          (s) => ({ settled: true, payTo: s.recipient, asset: s.asset, amount: s.amount }),
+        );
+        const sponsoredAccess = await sponsored.afterSettlement({
+          transaction: settled.signature,
+          network: settled.network,
+          payer: settled.payer,
+          amount: settled.amount,
+          resource: body.resource,
+        });
         return { status: 200 as const, body: sponsoredAccess ? { ...settled, sponsoredAccess } : settled };
       },
       stats: async () => ({ status: 200 as const, body: await charges.stats() }),
@@ -145,15 +203,77 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
         payees.admit(body.sellerWallet, undefined);
         return { status: 200 as const, body: await sessions!.open(body, callerOf(res)) };
       },
+      getSession: async ({ params, res }) => ({
+        status: 200 as const,
+        body: await sessions!.get(params.channelId, callerOf(res)),
+      }),
       signVoucher: async ({ body }) => ({ status: 200 as const, body: await sessions!.voucher(body) }),
-      closeSession: async ({ body, res }) => ({ status: 200 as const, body: await sessions!.close(body.channelId, callerOf(res)) }),
+      closeSession: async ({ body, res }) => ({
+        status: 200 as const,
+        body: await sessions!.close(body.channelId, callerOf(res)),
+      }),
       onboard: async ({ body, res }) => ({ status: 200 as const, body: await onboarding.onboard(body, callerOf(res)) }),
-      confirmOnboarding: async ({ body, res }) => ({ status: 200 as const, body: await onboarding.confirm(body, callerOf(res)) }),
-      onboardingStatus: async ({ query, res }) => ({ status: 200 as const, body: await onboarding.status(query, callerOf(res)) }),
+      confirmOnboarding: async ({ body, res }) => ({
+        status: 200 as const,
+        body: await onboarding.confirm(body, callerOf(res)),
+      }),
+      onboardingStatus: async ({ query, res }) => ({
+        status: 200 as const,
+        body: await onboarding.status(query, callerOf(res)),
+      }),
       supported: async () => ({ status: 200 as const, body: service.supported() }),
-      settlements: async ({ query }) => ({ status: 200 as const, body: await discovery.settlements(BigInt(query.after ?? '0'), query.limit) }),
-      resources: async ({ query: { limit, offset, ...filter } }) => ({ status: 200 as const, body: await discovery.list(filter, limit, offset) }),
-      search: async ({ query: { query, limit, cursor, ...filter } }) => ({ status: 200 as const, body: await discovery.search(query, filter, limit, Number(cursor ?? '0')) }),
+      settlements: async ({ query }) => ({
+        status: 200 as const,
+        body: await discovery.settlements(BigInt(query.after ?? '0'), query.limit),
+      }),
+      refunds: async ({ body, req }) => {
+        // Only the seller may say its sale was refunded: the call is signed by the settlement's payTo
+        // (resource-auth.ts).
+        const header = req.header(RESOURCE_SERVER_HEADER);
+        if (!header)
+          throw new HttpError(
+            401,
+            'signature_required',
+            `sign the call with the ${RESOURCE_SERVER_HEADER} header by the wallet the settlement paid`,
+          );
+        const signed = verifyResourceRequest(
+          header,
+          req.method,
+          '/discovery/refunds',
+          (req as { rawBody?: Buffer }).rawBody ?? Buffer.alloc(0),
+          (options.now ?? (() => new Date()))().getTime(),
+        );
+        if ('error' in signed) throw new HttpError(401, 'signature_invalid', signed.error);
+        const read = async (signature: string) => {
+          try {
+            const tx = await rpc
+              .getTransaction(signature as Signature, {
+                encoding: 'json',
+                maxSupportedTransactionVersion: 0,
+                commitment: 'confirmed',
+              })
+              .send();
+            return tx ? { slot: BigInt(tx.slot), meta: tx.meta as unknown as TransactionMeta | null } : null;
+          } catch (error) {
+            throw badGateway(
+              'upstream_unavailable',
+              `the chain did not answer getTransaction (${(error as Error).message})`,
+            );
+          }
+        };
+        return {
+          status: 200 as const,
+          body: await discovery.recordRefund(body.settlement, body.refund, signed.address, read),
+        };
+      },
+      resources: async ({ query: { limit, offset, ...filter } }) => ({
+        status: 200 as const,
+        body: await discovery.list(filter, limit, offset),
+      }),
+      search: async ({ query: { query, limit, cursor, ...filter } }) => ({
+        status: 200 as const,
+        body: await discovery.search(query, filter, limit, Number(cursor ?? '0')),
+      }),
       verify: async ({ body, req }) => {
         payees.admit(body.paymentRequirements.payTo, payees.resourceServer(req, '/verify'));
         const verdict = await service.verify(body);
@@ -164,19 +284,39 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
         let result: Awaited<ReturnType<typeof service.settle>> | undefined;
         try {
           const signedBy = payees.resourceServer(req, '/settle');
-          payees.admit(body.paymentRequirements.payTo, signedBy);
-          result = await service.settle(body);
+          const { payTo, asset, amount } = body.paymentRequirements;
+          result = await settleMetrics.observe(
+            'x402',
+            async () => {
+              payees.admit(payTo, signedBy);
+              return service.settle(body);
+            },
+            (r) =>
+              r.success
+                ? { settled: true, payTo, asset, amount: r.amount ?? amount }
+                : { settled: false, reason: r.errorReason ?? 'unexpected_settle_error' },
+          );
           // x402 bazaar: a settled payment teaches the catalog its resource (discovery.ts), but only when a registered
           // resource server asked: a buyer's own /settle with a 1-unit payment must not rewrite a seller's entry.
           if (result.success && signedBy) await discovery.catalog(body, (options.now ?? (() => new Date()))());
           // Recorded: now the ad network may add a recommendation (bounded, never failing the settlement).
           const recommendation = result.success
-            ? await sponsored.afterSettlement({ transaction: result.transaction, network: result.network, payer: result.payer ?? '', amount: result.amount ?? body.paymentRequirements.amount, resource: body.paymentPayload.resource })
+            ? await sponsored.afterSettlement({
+                transaction: result.transaction,
+                network: result.network,
+                payer: result.payer ?? '',
+                amount: result.amount ?? body.paymentRequirements.amount,
+                resource: body.paymentPayload.resource,
+              })
             : undefined;
-          if (recommendation) result = { ...result, extensions: { ...result.extensions, [SPONSORED_EXTENSION]: recommendation } };
+          if (recommendation)
+            result = { ...result, extensions: { ...result.extensions, [SPONSORED_EXTENSION]: recommendation } };
           return { status: 200 as const, body: result };
         } finally {
-          await charges.record('x402_settle', result?.success ? 'success' : result?.errorReason === 'settlement_pending' ? 'pending' : 'fail');
+          await charges.record(
+            'x402_settle',
+            result?.success ? 'success' : result?.errorReason === 'settlement_pending' ? 'pending' : 'fail',
+          );
         }
       },
     },
@@ -184,7 +324,11 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
     db: context.db,
     logger: context.logger,
     paywall: context.paywall,
-    wireErrors: { verify: (e, body) => x402Error('verify', e, body), settle: (e, body) => x402Error('settle', e, body) },
+    registry: settleMetrics.registry,
+    wireErrors: {
+      verify: (e, body) => x402Error('verify', e, body),
+      settle: (e, body) => x402Error('settle', e, body),
+    },
     // /health says whether the chain it settles on answers.
     dependencies: { chain: async () => void (await rpc.getHealth().send({ abortSignal: AbortSignal.timeout(3_000) })) },
   });

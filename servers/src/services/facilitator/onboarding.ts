@@ -10,9 +10,9 @@ import type {
 } from '@agent-economy/contracts';
 import { isOffCurveAddress, type Address, type Signature } from '@solana/kit';
 import type { Logger } from 'pino';
-import { toBase64 } from '../../ledger/wire';
+import { toBase64 } from '../../solana/wire';
 import { HttpError, conflict, notFound, unavailable, unprocessable } from '../../runtime/errors';
-import type { Wallet } from '../../runtime/wallet';
+import type { Wallet } from '../../solana/keys';
 import { CHAIN_ID, servedCluster } from './charge';
 import type { DelegationBackend, DelegationState } from './delegation';
 import { randomId } from './session-domain';
@@ -26,11 +26,21 @@ import { buildTransaction, coSign, hasValidSignature, readTransaction, type Read
 // fee payer; confirm takes them back signed, checks each is byte for byte one it issued to this wallet,
 // co-signs, simulates, sends and confirms them in order, then records the role.
 
-/** Onboarding calls a wallet may make per hour: the facilitator pays their fees and rent. */
+/**
+ * Onboarding calls a wallet may make per hour, and wallets the facilitator creates per hour in all: it pays their fees
+ * and rent, and new buyer keys cost nothing to make, so only an overall cap bounds what it lays out in an hour.
+ */
 export interface OnboardingLimits {
   callsPerHour: number;
+  walletsPerHour: number;
+  /** Onboarding transactions of every kind the fee payer signs per hour in all (each costs it a fee). */
+  transactionsPerHour: number;
 }
-export const DEFAULT_ONBOARDING_LIMITS: OnboardingLimits = { callsPerHour: 30 };
+export const DEFAULT_ONBOARDING_LIMITS: OnboardingLimits = {
+  callsPerHour: 30,
+  walletsPerHour: 200,
+  transactionsPerHour: 1000,
+};
 
 export interface OnboardingDeskOptions {
   facilitator: Facilitator;
@@ -50,14 +60,25 @@ async function tolerant<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof HttpError && error.code === 'chain_unavailable') throw unavailable('temporarily_unavailable', error.message, 5);
+    if (error instanceof HttpError && error.code === 'chain_unavailable')
+      throw unavailable('temporarily_unavailable', error.message, 5);
     throw error;
   }
 }
 
-const invalidTransaction = (index: number, reason: string, message: string) => unprocessable('invalid_transaction', `transaction ${index}: ${message}`, { index, reason });
+const invalidTransaction = (index: number, reason: string, message: string) =>
+  unprocessable('invalid_transaction', `transaction ${index}: ${message}`, { index, reason });
 
-export function createOnboardingDesk({ facilitator, store, backend, feePayer, delegate, asset, limits, logger }: OnboardingDeskOptions) {
+export function createOnboardingDesk({
+  facilitator,
+  store,
+  backend,
+  feePayer,
+  delegate,
+  asset,
+  limits,
+  logger,
+}: OnboardingDeskOptions) {
   const { now, network, rpc } = facilitator;
 
   async function rateLimit(wallet: string): Promise<void> {
@@ -65,7 +86,13 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
     const { count, oldest } = await store.countOnboardingCall(wallet, new Date(at.getTime() - 3_600_000), at);
     if (count >= limits.callsPerHour) {
       const retry = Math.max(1, Math.ceil(((oldest ?? at).getTime() + 3_600_000 - at.getTime()) / 1000));
-      throw new HttpError(429, 'rate_limited', `${wallet} made ${count} onboarding calls in the last hour, the limit; try again later`, { limit: limits.callsPerHour }, { 'retry-after': String(retry) });
+      throw new HttpError(
+        429,
+        'rate_limited',
+        `${wallet} made ${count} onboarding calls in the last hour, the limit; try again later`,
+        { limit: limits.callsPerHour },
+        { 'retry-after': String(retry) },
+      );
     }
   }
 
@@ -86,14 +113,29 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
   }
 
   function pendingRole(spendLimit: bigint, ttlSeconds: number, programs: string[]): DelegationRole {
-    return { roleId: null, delegate: delegate.address, asset, spendLimitAtomic: spendLimit.toString(), spendLimitRemaining: null, ttlSeconds, expiresAt: null, programs };
+    return {
+      roleId: null,
+      delegate: delegate.address,
+      asset,
+      spendLimitAtomic: spendLimit.toString(),
+      spendLimitRemaining: null,
+      ttlSeconds,
+      expiresAt: null,
+      programs,
+    };
   }
 
   /** The role, when it holds now: recorded, not expired, and still the delegation on chain. */
   const active = (role: RoleRow | undefined, state: DelegationState, at: Date): RoleRow | null =>
     role && role.expires_at.getTime() > at.getTime() && state.delegate === delegate.address ? role : null;
 
-  function required(wallet: string, cluster: FacilitatorCluster, state: DelegationState, rows: OnboardingTxRow[], programs: string[]): SmartWalletOnboarding {
+  function required(
+    wallet: string,
+    cluster: FacilitatorCluster,
+    state: DelegationState,
+    rows: OnboardingTxRow[],
+    programs: string[],
+  ): SmartWalletOnboarding {
     const first = rows[0]!;
     return {
       status: 'transactions_required',
@@ -108,7 +150,12 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
     };
   }
 
-  async function ready(wallet: string, cluster: FacilitatorCluster, role: RoleRow, state: DelegationState): Promise<SmartWalletOnboarding> {
+  async function ready(
+    wallet: string,
+    cluster: FacilitatorCluster,
+    role: RoleRow,
+    state: DelegationState,
+  ): Promise<SmartWalletOnboarding> {
     return {
       status: 'ready',
       buyerWallet: wallet,
@@ -130,16 +177,23 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
       throw unprocessable('not_eligible', 'the facilitator’s own keys cannot be buyers', { reason: 'facilitator_key' });
     }
     // A program-derived address has no private key: it could never sign the transactions.
-    if (isOffCurveAddress(wallet as Address)) throw unprocessable('not_eligible', `${wallet} is not a wallet key (it is off the Ed25519 curve)`, { reason: 'not_a_wallet' });
+    if (isOffCurveAddress(wallet as Address))
+      throw unprocessable('not_eligible', `${wallet} is not a wallet key (it is off the Ed25519 curve)`, {
+        reason: 'not_a_wallet',
+      });
     await rateLimit(wallet);
     return tolerant(async () => {
       const delegation = await backend();
       const at = now();
       const [role, state] = await Promise.all([store.role(wallet, network), delegation.read(wallet)]);
-      if (state.frozen) throw unprocessable('not_eligible', `the wallet ${state.smartWallet} is frozen by the stablecoin's issuer`, { reason: 'frozen' });
+      if (state.frozen)
+        throw unprocessable('not_eligible', `the wallet ${state.smartWallet} is frozen by the stablecoin's issuer`, {
+          reason: 'frozen',
+        });
       const spendLimit = BigInt(request.spendLimitAtomic);
       const current = active(role, state, at);
-      if (current && current.spend_limit === spendLimit && current.ttl_seconds === request.ttlSeconds) return ready(wallet, cluster, current, state);
+      if (current && current.spend_limit === spendLimit && current.ttl_seconds === request.ttlSeconds)
+        return ready(wallet, cluster, current, state);
 
       const round = randomId('onb', 16);
       const expiresAt = new Date(at.getTime() + request.ttlSeconds * 1000);
@@ -148,7 +202,9 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
         rpc.getLatestBlockhash({ commitment: 'confirmed' }).send(),
         rpc.getBlockHeight({ commitment: 'confirmed' }).send(),
       ]);
-      const txExpiresAt = new Date(at.getTime() + Math.max(0, Number(lifetime.lastValidBlockHeight - height)) * SLOT_MS);
+      const txExpiresAt = new Date(
+        at.getTime() + Math.max(0, Number(lifetime.lastValidBlockHeight - height)) * SLOT_MS,
+      );
       const rows: OnboardingTxRow[] = steps.map((step, position) => {
         const tx = buildTransaction(feePayer.address, lifetime, step.instructions);
         return {
@@ -176,41 +232,100 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
     });
   }
 
+  /** 429 onboarding_capacity when the facilitator has created walletsPerHour wallets in the last hour. */
+  async function walletCapacity(type: OnboardingTxRow['type']): Promise<void> {
+    const at = now();
+    const since = new Date(at.getTime() - 3_600_000);
+    const checks = [
+      {
+        what: 'onboarding transactions',
+        limit: limits.transactionsPerHour,
+        ...(await store.onboardingTxsConfirmedSince(since)),
+      },
+      ...(type === 'create_wallet'
+        ? [{ what: 'wallets', limit: limits.walletsPerHour, ...(await store.walletsCreatedSince(since)) }]
+        : []),
+    ];
+    for (const { what, limit, count, oldest } of checks) {
+      if (count < limit) continue;
+      const retry = Math.max(1, Math.ceil(((oldest ?? at).getTime() + 3_600_000 - at.getTime()) / 1000));
+      throw new HttpError(
+        429,
+        'onboarding_capacity',
+        `this facilitator signed ${count} ${what} in the last hour, its limit; try again later`,
+        { limit },
+        { 'retry-after': String(retry) },
+      );
+    }
+  }
+
   /** Co-signs, simulates, sends and confirms one issued transaction; its signature. */
   async function land(index: number, tx: ReadTransaction, row: OnboardingTxRow): Promise<string> {
     const { wire, signature } = coSign(tx, feePayer);
     // Landed already (a retry after a timeout): recognised, not sent again.
-    const { value } = await rpc.getSignatureStatuses([signature as Signature], { searchTransactionHistory: true }).send();
+    const { value } = await rpc
+      .getSignatureStatuses([signature as Signature], { searchTransactionHistory: true })
+      .send();
     const seen = value[0];
     if (seen && !seen.err && seen.confirmationStatus !== 'processed') {
       await store.confirmOnboardingTx(row.key, signature, now());
       return signature;
     }
+    await walletCapacity(row.type);
     const rejection = await facilitator.simulate(tx);
     if (rejection) {
       if (rejection.err === 'BlockhashNotFound') throw expired();
-      throw unprocessable('simulation_failed', `transaction ${index} fails in simulation: ${stringify(rejection.err)}`, {
-        index,
-        error: JSON.parse(stringify(rejection.err)),
-        logs: [...rejection.logs],
-      });
+      throw unprocessable(
+        'simulation_failed',
+        `transaction ${index} fails in simulation: ${stringify(rejection.err)}`,
+        {
+          index,
+          error: JSON.parse(stringify(rejection.err)),
+          logs: [...rejection.logs],
+        },
+      );
     }
     const sent = await facilitator.broadcast(wire, signature);
-    if (sent.state === 'unreachable') throw unavailable('temporarily_unavailable', 'the Solana RPC endpoint does not answer; nothing was sent: send the same transactions again', 5);
-    if (sent.state === 'refused') throw unprocessable('simulation_failed', `transaction ${index}: ${sent.message}`, { index, error: sent.message, logs: [] });
+    if (sent.state === 'unreachable')
+      throw unavailable(
+        'temporarily_unavailable',
+        'the Solana RPC endpoint does not answer; nothing was sent: send the same transactions again',
+        5,
+      );
+    if (sent.state === 'refused')
+      throw unprocessable('simulation_failed', `transaction ${index}: ${sent.message}`, {
+        index,
+        error: sent.message,
+        logs: [],
+      });
     const outcome = sent.state === 'sent' ? await facilitator.confirm(signature) : { state: 'unseen' as const };
     if (outcome.state === 'failed') {
-      throw unprocessable('simulation_failed', `transaction ${index} failed on chain: ${stringify(outcome.err)}`, { index, error: JSON.parse(stringify(outcome.err)), signature, logs: [] });
+      throw unprocessable('simulation_failed', `transaction ${index} failed on chain: ${stringify(outcome.err)}`, {
+        index,
+        error: JSON.parse(stringify(outcome.err)),
+        signature,
+        logs: [],
+      });
     }
     if (outcome.state === 'unseen') {
-      throw new HttpError(503, 'temporarily_unavailable', `transaction ${index} was sent but its confirmation was not seen yet; send the same transactions again`, { index, signature }, { 'retry-after': '5' });
+      throw new HttpError(
+        503,
+        'temporarily_unavailable',
+        `transaction ${index} was sent but its confirmation was not seen yet; send the same transactions again`,
+        { index, signature },
+        { 'retry-after': '5' },
+      );
     }
     await store.confirmOnboardingTx(row.key, signature, now());
     logger.info({ wallet: row.wallet, type: row.type, signature }, 'onboarding transaction confirmed');
     return signature;
   }
 
-  const expired = () => conflict('blockhash_expired', 'the onboarding transactions’ blockhash has expired; call POST /api/sessions/onboard again for fresh ones');
+  const expired = () =>
+    conflict(
+      'blockhash_expired',
+      'the onboarding transactions’ blockhash has expired; call POST /api/sessions/onboard again for fresh ones',
+    );
 
   async function confirm(request: SmartWalletConfirmRequest, caller: string): Promise<SmartWalletConfirmation> {
     if (request.buyerWallet !== caller) throw walletMismatch(request.buyerWallet, caller);
@@ -225,22 +340,47 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
         try {
           tx = readTransaction(encoded);
         } catch (error) {
-          throw invalidTransaction(index, 'invalid_transaction_encoding', `does not decode (${(error as Error).message})`);
+          throw invalidTransaction(
+            index,
+            'invalid_transaction_encoding',
+            `does not decode (${(error as Error).message})`,
+          );
         }
         const row = await store.onboardingTx(tx.key);
         if (!row || row.wallet !== wallet || row.network !== network || toBase64(tx.messageBytes) !== row.message) {
-          throw invalidTransaction(index, 'not_issued', `is not a transaction this facilitator issued to ${wallet} (its message bytes must be unchanged)`);
+          throw invalidTransaction(
+            index,
+            'not_issued',
+            `is not a transaction this facilitator issued to ${wallet} (its message bytes must be unchanged)`,
+          );
         }
-        if (row.status === 'superseded') throw invalidTransaction(index, 'superseded', 'belongs to an earlier onboarding round; sign the latest transactions');
+        if (row.status === 'superseded')
+          throw invalidTransaction(
+            index,
+            'superseded',
+            'belongs to an earlier onboarding round; sign the latest transactions',
+          );
         for (let i = 1; i < tx.numRequiredSignatures; i++) {
-          if (!hasValidSignature(tx, i)) throw invalidTransaction(index, 'not_signed', `the signature of ${tx.accounts[i]} is missing or does not verify`);
+          if (!hasValidSignature(tx, i))
+            throw invalidTransaction(
+              index,
+              'not_signed',
+              `the signature of ${tx.accounts[i]} is missing or does not verify`,
+            );
         }
         return { tx, row };
       }),
     ).catch(async (error: unknown) => {
       // Nothing pending and nothing recognisable: there is no onboarding to confirm.
-      if (error instanceof HttpError && error.code === 'invalid_transaction' && (await store.pendingOnboarding(wallet, network)).length === 0) {
-        throw notFound('onboarding_not_found', `no pending onboarding for ${wallet} on ${cluster}; call POST /api/sessions/onboard first`);
+      if (
+        error instanceof HttpError &&
+        error.code === 'invalid_transaction' &&
+        (await store.pendingOnboarding(wallet, network)).length === 0
+      ) {
+        throw notFound(
+          'onboarding_not_found',
+          `no pending onboarding for ${wallet} on ${cluster}; call POST /api/sessions/onboard first`,
+        );
       }
       throw error;
     });
@@ -248,7 +388,9 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
     return tolerant(async () => {
       const toSend = checked.filter((c) => c.row.status === 'issued');
       if (toSend.length > 0) {
-        const { value: valid } = await rpc.isBlockhashValid(toSend[0]!.tx.blockhash as never, { commitment: 'confirmed' }).send();
+        const { value: valid } = await rpc
+          .isBlockhashValid(toSend[0]!.tx.blockhash as never, { commitment: 'confirmed' })
+          .send();
         if (!valid) throw expired();
       }
       const signatures: string[] = [];
@@ -276,14 +418,22 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
         }
       }
       const delegation = await backend();
-      const [role, state, pending] = await Promise.all([store.role(wallet, network), delegation.read(wallet), store.pendingOnboarding(wallet, network)]);
+      const [role, state, pending] = await Promise.all([
+        store.role(wallet, network),
+        delegation.read(wallet),
+        store.pendingOnboarding(wallet, network),
+      ]);
       if (pending.length > 0) return { ...required(wallet, cluster, state, pending, delegation.programs), signatures };
       const current = active(role, state, now());
       if (current) return { ...(await ready(wallet, cluster, current, state)), signatures };
-      throw unprocessable('invalid_transaction', 'these transactions did not complete an onboarding; call POST /api/sessions/onboard for the next ones', {
-        index: 0,
-        reason: 'incomplete',
-      });
+      throw unprocessable(
+        'invalid_transaction',
+        'these transactions did not complete an onboarding; call POST /api/sessions/onboard for the next ones',
+        {
+          index: 0,
+          reason: 'incomplete',
+        },
+      );
     });
   }
 
@@ -303,16 +453,44 @@ export function createOnboardingDesk({ facilitator, store, backend, feePayer, de
       const current = active(role, state, at);
       if (current) {
         const view = await roleView(current, state);
-        return { ...base, status: 'active', smartWallet: state.smartWallet, roleId: current.role_id, spendLimitAtomic: view.spendLimitAtomic, spendLimitRemaining: view.spendLimitRemaining, roleExpiresAt: view.expiresAt };
+        return {
+          ...base,
+          status: 'active',
+          smartWallet: state.smartWallet,
+          roleId: current.role_id,
+          spendLimitAtomic: view.spendLimitAtomic,
+          spendLimitRemaining: view.spendLimitRemaining,
+          roleExpiresAt: view.expiresAt,
+        };
       }
       const live = pending.filter((r) => r.expires_at.getTime() > at.getTime());
       if (live.length > 0) {
-        return { ...base, status: 'pending', smartWallet: state.smartWallet, roleId: null, spendLimitAtomic: live[0]!.spend_limit.toString(), spendLimitRemaining: null, roleExpiresAt: null };
+        return {
+          ...base,
+          status: 'pending',
+          smartWallet: state.smartWallet,
+          roleId: null,
+          spendLimitAtomic: live[0]!.spend_limit.toString(),
+          spendLimitRemaining: null,
+          roleExpiresAt: null,
+        };
       }
-      if (!role) return { ...base, status: 'not_onboarded', smartWallet: null, roleId: null, spendLimitAtomic: null, spendLimitRemaining: null, roleExpiresAt: null };
+      if (!role)
+        return {
+          ...base,
+          status: 'not_onboarded',
+          smartWallet: null,
+          roleId: null,
+          spendLimitAtomic: null,
+          spendLimitRemaining: null,
+          roleExpiresAt: null,
+        };
       const past = role.expires_at.getTime() <= at.getTime();
       // The token program clears a delegate whose allowance is used up: that role was spent, not revoked.
-      const spent = !past && state.delegate === null && (await store.settledSince(query.wallet, network, role.granted_at)) >= role.spend_limit;
+      const spent =
+        !past &&
+        state.delegate === null &&
+        (await store.settledSince(query.wallet, network, role.granted_at)) >= role.spend_limit;
       return {
         ...base,
         status: past ? 'expired' : spent ? 'active' : 'revoked',

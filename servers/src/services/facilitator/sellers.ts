@@ -35,9 +35,14 @@ export function payeeGate(registry: SellerRegistry, now: () => Date = () => new 
       const verdict = verifyResourceRequest(header, req.method, route, req.rawBody ?? Buffer.alloc(0), now().getTime());
       if ('error' in verdict) throw new HttpError(403, 'resource_server_unauthorized', verdict.error);
       if (!registry.resourceServers.has(verdict.address)) {
-        throw new HttpError(403, 'resource_server_unauthorized', `${verdict.address} is not a resource server this facilitator settles for (FACILITATOR_RESOURCE_SERVERS)`, {
-          resourceServer: verdict.address,
-        });
+        throw new HttpError(
+          403,
+          'resource_server_unauthorized',
+          `${verdict.address} is not a resource server this facilitator settles for (FACILITATOR_RESOURCE_SERVERS)`,
+          {
+            resourceServer: verdict.address,
+          },
+        );
       }
       return verdict.address;
     },
@@ -57,7 +62,10 @@ export function payeeGate(registry: SellerRegistry, now: () => Date = () => new 
 
 export type PayeeGate = ReturnType<typeof payeeGate>;
 
-/** Backpressure on the fee payer: settlements claimed per window, per kind of settlement, in all, per payTo and per payer. */
+/**
+ * Backpressure on the fee payer: settlements claimed per window, per kind of settlement, in all, per payTo and per
+ * payer.
+ */
 export interface SettleCaps {
   global: number;
   perSeller: number;
@@ -65,10 +73,44 @@ export interface SettleCaps {
   windowSeconds: number;
 }
 
-/** Design (the spec names the codes, not the values): per minute and kind, 600 in all, 120 to one seller, 60 from one payer. */
+/**
+ * Design (the spec names the codes, not the values): per minute and kind, 600 in all, 120 to one seller, 60 from one
+ * payer.
+ */
 export const DEFAULT_SETTLE_CAPS: SettleCaps = { global: 600, perSeller: 120, perPayer: 60, windowSeconds: 60 };
 
+/** How long a count far below its cap is trusted before the database is asked again. */
+const COUNT_REUSE_MS = 250;
+
 export function settleCaps(store: SettlementStore, caps: SettleCaps, now: () => Date) {
+  // A count far below its cap (under half) is reused for COUNT_REUSE_MS, plus this replica's admissions since: an
+  // over-estimate here (claims only leave the window), missing only other replicas' claims of those moments. Counting
+  // the window on every settlement cost three queries each, and more the busier the window; near a cap (and for
+  // any small cap) every settlement counts exactly, as before.
+  const recent = new Map<string, { at: number; count: number; since: number }>();
+  // One count of a filter at a time: the checks that need it meanwhile share its answer.
+  const counting = new Map<string, Promise<{ at: number; count: number; oldest: Date | null }>>();
+  const countOnce = (
+    key: string,
+    since: Date,
+    filter: Parameters<SettlementStore['claimedSince']>[1],
+    limit: number,
+  ) => {
+    let pending = counting.get(key);
+    if (!pending) {
+      const at = performance.now();
+      pending = store
+        .claimedSince(since, filter, limit)
+        .then((counted) => ({ at, ...counted }))
+        .finally(() => counting.delete(key));
+      counting.set(key, pending);
+    }
+    return pending;
+  };
+  const fresh = (key: string, limit: number): boolean => {
+    const seen = recent.get(key);
+    return !!seen && performance.now() - seen.at < COUNT_REUSE_MS && (seen.count + seen.since) * 2 < limit;
+  };
   return {
     /** 429 when this kind of settlement is at a cap in the window; Retry-After: when the oldest counted leaves it. */
     async check(kind: SettlementKind, payer: string, payTo: string): Promise<void> {
@@ -78,14 +120,46 @@ export function settleCaps(store: SettlementStore, caps: SettleCaps, now: () => 
       const since = new Date(at.getTime() - caps.windowSeconds * 1000);
       const route = kind === 'x402' ? 'x402 settlements' : 'charges';
       const limits = [
-        { filter: {}, limit: caps.global, code: 'global_settle_cap_exceeded', what: `${route} in all`, details: {} },
-        { filter: { payTo }, limit: caps.perSeller, code: 'seller_settle_cap_exceeded', what: `${route} to ${payTo}`, details: { recipient: payTo } },
-        { filter: { payer }, limit: caps.perPayer, code: 'payer_settle_cap_exceeded', what: `${route} from ${payer}`, details: { payer } },
+        {
+          key: `${kind} all`,
+          filter: {},
+          limit: caps.global,
+          code: 'global_settle_cap_exceeded',
+          what: `${route} in all`,
+          details: {},
+        },
+        {
+          key: `${kind} to ${payTo}`,
+          filter: { payTo },
+          limit: caps.perSeller,
+          code: 'seller_settle_cap_exceeded',
+          what: `${route} to ${payTo}`,
+          details: { recipient: payTo },
+        },
+        {
+          key: `${kind} from ${payer}`,
+          filter: { payer },
+          limit: caps.perPayer,
+          code: 'payer_settle_cap_exceeded',
+          what: `${route} from ${payer}`,
+          details: { payer },
+        },
       ];
-      for (const { filter, limit, code, what, details } of limits) {
-        const { count, oldest } = await store.claimedSince(since, { kind, ...filter });
-        if (count < limit) continue;
-        const retryAfter = Math.max(1, Math.ceil(((oldest ?? at).getTime() + caps.windowSeconds * 1000 - at.getTime()) / 1000));
+      for (const { key, filter, limit, code, what, details } of limits) {
+        if (fresh(key, limit)) continue;
+        const { at: counted, count, oldest } = await countOnce(key, since, { kind, ...filter }, limit);
+        if (count < limit) {
+          if (recent.size >= 10_000) {
+            for (const [k, v] of recent) if (counted - v.at >= COUNT_REUSE_MS) recent.delete(k);
+          }
+          if (!((recent.get(key)?.at ?? -Infinity) >= counted)) recent.set(key, { at: counted, count, since: 0 });
+          continue;
+        }
+        recent.delete(key);
+        const retryAfter = Math.max(
+          1,
+          Math.ceil(((oldest ?? at).getTime() + caps.windowSeconds * 1000 - at.getTime()) / 1000),
+        );
         throw new HttpError(
           429,
           code,
@@ -93,6 +167,10 @@ export function settleCaps(store: SettlementStore, caps: SettleCaps, now: () => 
           { limit, windowSeconds: caps.windowSeconds, ...details },
           { 'retry-after': String(retryAfter) },
         );
+      }
+      for (const { key } of limits) {
+        const seen = recent.get(key);
+        if (seen) seen.since++;
       }
     },
   };

@@ -1,36 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { base58Decode, base58Encode, type MppVoucher } from '@agent-economy/contracts';
-import { signEd25519, verifyEd25519, walletFromSeed, type Wallet } from '../../runtime/wallet';
+import { base58Decode, base58Encode, sortedJson, type MppVoucher } from '@agent-economy/contracts';
+import { signEd25519, verifyEd25519, walletFromSeed, type Wallet } from '../../solana/keys';
 
-// Payment-session rules as plain functions (research/mpp.md §1.4, §2.2): the messages the buyer's session
-// key and the channel's voucher signer sign, the keys the facilitator derives, and the voucher checks.
+// Payment-session rules as plain functions (research/mpp.md §1.4, §2.2): the message the channel's voucher signer
+// signs, the keys the facilitator derives, and the voucher checks. What the buyer's session key signs is the
+// contracts' (core/sessions.ts), shared with the SDK and the paywall.
 
-export const VOUCHER_REQUEST_DOMAIN = 'solana-mpp-session-voucher-request-v1:';
 export const VOUCHER_DOMAIN = 'solana-mpp-session-voucher-v1:';
-
-/** JSON with object keys sorted recursively and undefined members left out (the bytes vouchers sign). */
-export function sortedJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map((v) => sortedJson(v === undefined ? null : v)).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${sortedJson(v)}`).join(',')}}`;
-}
-
-export interface VoucherRequestFields {
-  channelId: string;
-  cumulativeAmount: string;
-  units: number;
-  meter?: string;
-  serverNonce?: string;
-}
-
-/** The bytes the buyer's session key signs to ask for a voucher. */
-export function voucherRequestMessage(f: VoucherRequestFields): Uint8Array {
-  const fields = { channelId: f.channelId, cumulativeAmount: f.cumulativeAmount, units: f.units, meter: f.meter, serverNonce: f.serverNonce };
-  return new TextEncoder().encode(VOUCHER_REQUEST_DOMAIN + sortedJson(fields));
-}
 
 /** The bytes the channel's voucher signer signs. */
 export function voucherMessage(voucher: MppVoucher): Uint8Array {
@@ -59,8 +35,20 @@ function derived(root: Wallet, purpose: string): Wallet {
  */
 export const sessionDelegate = (feePayer: Wallet) => derived(feePayer, 'agent-economy facilitator session delegate v1');
 
+// Derived keys of recent channels: a busy channel is signed for at every checkpoint, and deriving costs a key import.
+const signers = new Map<string, Wallet>();
+
 /** The channel's voucher signer: one key per channel, the same after a restart, never stored. */
-export const voucherSigner = (feePayer: Wallet, channelId: string) => derived(feePayer, `agent-economy facilitator voucher signer v1:${channelId}`);
+export function voucherSigner(feePayer: Wallet, channelId: string): Wallet {
+  const key = `${feePayer.address}:${channelId}`;
+  let signer = signers.get(key);
+  if (!signer) {
+    if (signers.size >= 10_000) signers.clear();
+    signer = derived(feePayer, `agent-economy facilitator voucher signer v1:${channelId}`);
+    signers.set(key, signer);
+  }
+  return signer;
+}
 
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -90,10 +78,15 @@ export type VoucherVerdict =
   | { kind: 'over_deposit'; deposit: bigint };
 
 /** The amount rules of a voucher request, in the contract's order: monotonic, price, deposit. */
-export function judgeVoucher(s: { accepted: bigint; deposit: bigint; pricePerUnit: bigint | null }, cumulative: bigint, units: number): VoucherVerdict {
+export function judgeVoucher(
+  s: { accepted: bigint; deposit: bigint; pricePerUnit: bigint | null },
+  cumulative: bigint,
+  units: number,
+): VoucherVerdict {
   if (cumulative <= s.accepted) return { kind: 'not_monotonic', accepted: s.accepted };
   const delta = cumulative - s.accepted;
-  if (s.pricePerUnit !== null && delta < s.pricePerUnit * BigInt(units)) return { kind: 'underpayment', minimum: s.pricePerUnit * BigInt(units), delta };
+  if (s.pricePerUnit !== null && delta < s.pricePerUnit * BigInt(units))
+    return { kind: 'underpayment', minimum: s.pricePerUnit * BigInt(units), delta };
   if (cumulative > s.deposit) return { kind: 'over_deposit', deposit: s.deposit };
   return { kind: 'ok', delta };
 }

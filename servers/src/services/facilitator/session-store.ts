@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
+import type { SharedDb } from '../../db';
 
 // Payment sessions and onboarding, in the database: delegation roles granted, onboarding transactions
 // issued, sessions (channels) and the vouchers signed for them. Everything a restart or another replica
@@ -43,7 +44,11 @@ export const sessionMigrations: Record<string, Migration> = {
         .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
         .addColumn('confirmed_at', 'timestamptz')
         .execute();
-      await db.schema.createIndex('facilitator_onboarding_txs_wallet').on('facilitator_onboarding_txs').columns(['wallet', 'network', 'status']).execute();
+      await db.schema
+        .createIndex('facilitator_onboarding_txs_wallet')
+        .on('facilitator_onboarding_txs')
+        .columns(['wallet', 'network', 'status'])
+        .execute();
       // Onboarding calls per wallet, for the rate limit (the facilitator pays their fees and rent).
       await db.schema
         .createTable('facilitator_onboarding_calls')
@@ -51,7 +56,11 @@ export const sessionMigrations: Record<string, Migration> = {
         .addColumn('wallet', 'text', (c) => c.notNull())
         .addColumn('at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('facilitator_onboarding_calls_wallet').on('facilitator_onboarding_calls').columns(['wallet', 'at']).execute();
+      await db.schema
+        .createIndex('facilitator_onboarding_calls_wallet')
+        .on('facilitator_onboarding_calls')
+        .columns(['wallet', 'at'])
+        .execute();
       await db.schema
         .createTable('facilitator_sessions')
         .addColumn('channel_id', 'text', (c) => c.primaryKey())
@@ -80,8 +89,16 @@ export const sessionMigrations: Record<string, Migration> = {
         .addColumn('settlement_signature', 'text')
         .addColumn('amount_settled', 'int8')
         .execute();
-      await db.schema.createIndex('facilitator_sessions_buyer').on('facilitator_sessions').columns(['buyer', 'network', 'state']).execute();
-      await db.schema.createIndex('facilitator_sessions_state').on('facilitator_sessions').columns(['state', 'expires_at']).execute();
+      await db.schema
+        .createIndex('facilitator_sessions_buyer')
+        .on('facilitator_sessions')
+        .columns(['buyer', 'network', 'state'])
+        .execute();
+      await db.schema
+        .createIndex('facilitator_sessions_state')
+        .on('facilitator_sessions')
+        .columns(['state', 'expires_at'])
+        .execute();
       await db.schema
         .createTable('facilitator_vouchers')
         .addColumn('channel_id', 'text', (c) => c.notNull())
@@ -96,6 +113,13 @@ export const sessionMigrations: Record<string, Migration> = {
         .addColumn('issued_at', 'timestamptz', (c) => c.notNull())
         .addPrimaryKeyConstraint('facilitator_vouchers_pk', ['channel_id', 'sequence'])
         .execute();
+    },
+  },
+  '005_session_seller_seen': {
+    async up(db) {
+      // When the seller first read the session: a seller paid by vouchers at its paywall may hold some it has not
+      // forwarded, so a buyer's close then waits for them.
+      await db.schema.alterTable('facilitator_sessions').addColumn('seller_seen_at', 'timestamptz').execute();
     },
   },
 };
@@ -166,6 +190,7 @@ export interface SessionRow {
   settlement_key: string | null;
   settlement_signature: string | null;
   amount_settled: bigint | null;
+  seller_seen_at: Date | null;
 }
 
 export interface VoucherRow {
@@ -207,11 +232,19 @@ function sessionOf(r: SessionRow): SessionRow {
     closing_at: dateOrNull(r.closing_at),
     closed_at: dateOrNull(r.closed_at),
     amount_settled: bigintOrNull(r.amount_settled),
+    seller_seen_at: dateOrNull(r.seller_seen_at),
   };
 }
 
 function roleOf(r: RoleRow): RoleRow {
-  return { ...r, role_id: Number(r.role_id), spend_limit: BigInt(r.spend_limit), ttl_seconds: Number(r.ttl_seconds), granted_at: new Date(r.granted_at), expires_at: new Date(r.expires_at) };
+  return {
+    ...r,
+    role_id: Number(r.role_id),
+    spend_limit: BigInt(r.spend_limit),
+    ttl_seconds: Number(r.ttl_seconds),
+    granted_at: new Date(r.granted_at),
+    expires_at: new Date(r.expires_at),
+  };
 }
 
 function onboardingTxOf(r: OnboardingTxRow): OnboardingTxRow {
@@ -227,16 +260,28 @@ function onboardingTxOf(r: OnboardingTxRow): OnboardingTxRow {
 }
 
 function voucherOf(r: VoucherRow): VoucherRow {
-  return { ...r, sequence: Number(r.sequence), cumulative: BigInt(r.cumulative), delta: BigInt(r.delta), units: Number(r.units), issued_at: new Date(r.issued_at) };
+  return {
+    ...r,
+    sequence: Number(r.sequence),
+    cumulative: BigInt(r.cumulative),
+    delta: BigInt(r.delta),
+    units: Number(r.units),
+    issued_at: new Date(r.issued_at),
+  };
 }
 
-export function sessionStore(database: Kysely<any>) {
+export function sessionStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
   return {
     // Roles
 
     async role(wallet: string, network: string): Promise<RoleRow | undefined> {
-      const row = await db.selectFrom('facilitator_roles').selectAll().where('wallet', '=', wallet).where('network', '=', network).executeTakeFirst();
+      const row = await db
+        .selectFrom('facilitator_roles')
+        .selectAll()
+        .where('wallet', '=', wallet)
+        .where('network', '=', network)
+        .executeTakeFirst();
       return row && roleOf(row);
     },
 
@@ -292,7 +337,11 @@ export function sessionStore(database: Kysely<any>) {
     },
 
     async onboardingTx(key: string): Promise<OnboardingTxRow | undefined> {
-      const row = await db.selectFrom('facilitator_onboarding_txs').selectAll().where('key', '=', key).executeTakeFirst();
+      const row = await db
+        .selectFrom('facilitator_onboarding_txs')
+        .selectAll()
+        .where('key', '=', key)
+        .executeTakeFirst();
       return row && onboardingTxOf(row);
     },
 
@@ -310,15 +359,50 @@ export function sessionStore(database: Kysely<any>) {
     },
 
     async roundOf(round: string): Promise<OnboardingTxRow[]> {
-      const rows = await db.selectFrom('facilitator_onboarding_txs').selectAll().where('round', '=', round).orderBy('position').execute();
+      const rows = await db
+        .selectFrom('facilitator_onboarding_txs')
+        .selectAll()
+        .where('round', '=', round)
+        .orderBy('position')
+        .execute();
       return rows.map(onboardingTxOf);
     },
 
     async confirmOnboardingTx(key: string, signature: string, at: Date): Promise<void> {
-      await db.updateTable('facilitator_onboarding_txs').set({ status: 'confirmed', signature, confirmed_at: at }).where('key', '=', key).execute();
+      await db
+        .updateTable('facilitator_onboarding_txs')
+        .set({ status: 'confirmed', signature, confirmed_at: at })
+        .where('key', '=', key)
+        .execute();
     },
 
     /** Counts the wallet's onboarding calls since `since`, then records this one. */
+    /**
+     * Wallets created by onboarding (confirmed create_wallet transactions) since `since`, and when the first of them
+     * was.
+     */
+    async walletsCreatedSince(since: Date): Promise<{ count: number; oldest: Date | null }> {
+      const row = await db
+        .selectFrom('facilitator_onboarding_txs')
+        .select((eb) => [eb.fn.countAll<bigint>().as('count'), eb.fn.min('confirmed_at').as('oldest')])
+        .where('type', '=', 'create_wallet')
+        .where('status', '=', 'confirmed')
+        .where('confirmed_at', '>=', since)
+        .executeTakeFirstOrThrow();
+      return { count: Number(row.count), oldest: row.oldest ? new Date(row.oldest as Date) : null };
+    },
+
+    /** Onboarding transactions of every kind confirmed since `since`, and when the first of them was. */
+    async onboardingTxsConfirmedSince(since: Date): Promise<{ count: number; oldest: Date | null }> {
+      const row = await db
+        .selectFrom('facilitator_onboarding_txs')
+        .select((eb) => [eb.fn.countAll<bigint>().as('count'), eb.fn.min('confirmed_at').as('oldest')])
+        .where('status', '=', 'confirmed')
+        .where('confirmed_at', '>=', since)
+        .executeTakeFirstOrThrow();
+      return { count: Number(row.count), oldest: row.oldest ? new Date(row.oldest as Date) : null };
+    },
+
     async countOnboardingCall(wallet: string, since: Date, at: Date): Promise<{ count: number; oldest: Date | null }> {
       const row = await db
         .selectFrom('facilitator_onboarding_calls')
@@ -333,8 +417,37 @@ export function sessionStore(database: Kysely<any>) {
     // Sessions
 
     async session(channelId: string): Promise<SessionRow | undefined> {
-      const row = await db.selectFrom('facilitator_sessions').selectAll().where('channel_id', '=', channelId).executeTakeFirst();
+      const row = await db
+        .selectFrom('facilitator_sessions')
+        .selectAll()
+        .where('channel_id', '=', channelId)
+        .executeTakeFirst();
       return row && sessionOf(row);
+    },
+
+    /** Records that the seller read the session (the first time only). */
+    async sellerSeen(channelId: string, at: Date): Promise<void> {
+      await db
+        .updateTable('facilitator_sessions')
+        .set({ seller_seen_at: at })
+        .where('channel_id', '=', channelId)
+        .where('seller_seen_at', 'is', null)
+        .execute();
+    },
+
+    /**
+     * Sessions not yet closed (open or closing) of every buyer, newest first: the console's list (no route lists them).
+     */
+    async unclosed(limit = 50): Promise<SessionRow[]> {
+      const rows = await db
+        .selectFrom('facilitator_sessions')
+        .selectAll()
+        .where('state', '!=', 'closed')
+        .orderBy('opened_at', 'desc')
+        .orderBy('channel_id')
+        .limit(limit)
+        .execute();
+      return rows.map(sessionOf);
     },
 
     /**
@@ -342,9 +455,18 @@ export function sessionStore(database: Kysely<any>) {
      * this one must fit in `available` (what the chain says the role and the wallet can still move). The role
      * row is locked, so two opens racing for the same allowance cannot both take it.
      */
-    async openSession(row: SessionRow, available: bigint): Promise<{ opened: true } | { opened: false; reserved: bigint }> {
+    async openSession(
+      row: SessionRow,
+      available: bigint,
+    ): Promise<{ opened: true } | { opened: false; reserved: bigint }> {
       return db.transaction().execute(async (tx) => {
-        await tx.selectFrom('facilitator_roles').select('wallet').where('wallet', '=', row.buyer).where('network', '=', row.network).forUpdate().execute();
+        await tx
+          .selectFrom('facilitator_roles')
+          .select('wallet')
+          .where('wallet', '=', row.buyer)
+          .where('network', '=', row.network)
+          .forUpdate()
+          .execute();
         const { reserved } = await tx
           .selectFrom('facilitator_sessions')
           .select(sql<string>`coalesce(sum(deposit), 0)::text`.as('reserved'))
@@ -439,7 +561,11 @@ export function sessionStore(database: Kysely<any>) {
     },
 
     async noteSettlement(channelId: string, key: string, signature: string): Promise<void> {
-      await db.updateTable('facilitator_sessions').set({ settlement_key: key, settlement_signature: signature }).where('channel_id', '=', channelId).execute();
+      await db
+        .updateTable('facilitator_sessions')
+        .set({ settlement_key: key, settlement_signature: signature })
+        .where('channel_id', '=', channelId)
+        .execute();
     },
 
     async finishClose(channelId: string, at: Date, amount: bigint, signature: string | null): Promise<void> {
@@ -476,7 +602,13 @@ export function sessionStore(database: Kysely<any>) {
     },
 
     async idle(now: Date, limit = 100): Promise<SessionRow[]> {
-      const rows = await db.selectFrom('facilitator_sessions').selectAll().where('state', '=', 'open').where('expires_at', '<=', now).limit(limit).execute();
+      const rows = await db
+        .selectFrom('facilitator_sessions')
+        .selectAll()
+        .where('state', '=', 'open')
+        .where('expires_at', '<=', now)
+        .limit(limit)
+        .execute();
       return rows.map(sessionOf);
     },
 

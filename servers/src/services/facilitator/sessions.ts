@@ -1,10 +1,26 @@
-import { base58Encode, type MppClosedSession, type MppOpenSessionRequest, type MppSession, type MppSignedVoucher, type MppVoucher, type MppVoucherRequest } from '@agent-economy/contracts';
+import {
+  base58Encode,
+  voucherRequestMessage,
+  type MppClosedSession,
+  type MppOpenSessionRequest,
+  type MppSession,
+  type MppSignedVoucher,
+  type MppVoucher,
+  type MppVoucherRequest,
+} from '@agent-economy/contracts';
 import type { Logger } from 'pino';
 import { HttpError, conflict, notFound, unavailable, unprocessable } from '../../runtime/errors';
-import { signEd25519, type Wallet } from '../../runtime/wallet';
+import { signEd25519, type Wallet } from '../../solana/keys';
 import { servedCluster } from './charge';
 import type { DelegationBackend, DelegationState } from './delegation';
-import { judgeVoucher, randomId, sessionDeadline, signVoucher, verifyBase58Signature, voucherRequestMessage, voucherSigner } from './session-domain';
+import {
+  judgeVoucher,
+  randomId,
+  sessionDeadline,
+  signVoucher,
+  verifyBase58Signature,
+  voucherSigner,
+} from './session-domain';
 import type { ClosedBy, RoleRow, SessionRow, SessionStore } from './session-store';
 import { onChain, stringify, type Facilitator } from './settlement';
 import { buildTransaction } from './transaction';
@@ -25,26 +41,60 @@ export interface SessionDeskOptions {
   delegate: Wallet;
   asset: string;
   logger: Logger;
+  /**
+   * How long a buyer's close waits before it settles, ms: a seller paid by vouchers forwards the ones it holds in that
+   * time (runtime/paywall-session.ts forwards every sweep), so a buyer cannot close on an older amount than it vouched.
+   */
+  closeGraceMs: number;
 }
 
 export const walletMismatch = (named: string, caller: string) =>
-  new HttpError(403, 'wallet_mismatch', `the request names ${named}, but SIGN-IN-WITH-X proved ${caller}; sign in with that wallet`, { named, caller });
+  new HttpError(
+    403,
+    'wallet_mismatch',
+    `the request names ${named}, but SIGN-IN-WITH-X proved ${caller}; sign in with that wallet`,
+    { named, caller },
+  );
 
 const roleNotFound = (reason: string, message: string) => unprocessable('wallet_role_not_found', message, { reason });
 
 /** Why the buyer's role cannot be used now, or null when it can. */
-export function roleProblem(role: RoleRow | undefined, state: DelegationState, delegate: string, now: Date): HttpError | null {
-  if (!role) return roleNotFound('none', 'the buyer has no delegation role on this network; onboard first (POST /api/sessions/onboard)');
+export function roleProblem(
+  role: RoleRow | undefined,
+  state: DelegationState,
+  delegate: string,
+  now: Date,
+): HttpError | null {
+  if (!role)
+    return roleNotFound(
+      'none',
+      'the buyer has no delegation role on this network; onboard first (POST /api/sessions/onboard)',
+    );
   if (role.expires_at.getTime() <= now.getTime()) {
-    return roleNotFound('expired', `the buyer's delegation role expired at ${role.expires_at.toISOString()}; renew it (POST /api/sessions/onboard)`);
+    return roleNotFound(
+      'expired',
+      `the buyer's delegation role expired at ${role.expires_at.toISOString()}; renew it (POST /api/sessions/onboard)`,
+    );
   }
   if (state.delegate !== delegate) {
-    return roleNotFound('revoked', `the buyer's wallet ${state.smartWallet} no longer delegates to ${delegate} (the role was revoked); onboard again`);
+    return roleNotFound(
+      'revoked',
+      `the buyer's wallet ${state.smartWallet} no longer delegates to ${delegate} (the role was revoked); onboard again`,
+    );
   }
   return null;
 }
 
-export function createSessionDesk({ facilitator, store, backend, feePayer, delegate, asset, logger }: SessionDeskOptions) {
+export function createSessionDesk({
+  facilitator,
+  store,
+  backend,
+  feePayer,
+  delegate,
+  asset,
+  logger,
+  closeGraceMs,
+}: SessionDeskOptions) {
   const { now, network } = facilitator;
 
   function view(s: SessionRow): MppSession {
@@ -90,14 +140,24 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
     servedCluster(network, request.network);
     const delegation = await backend();
     const at = now();
-    const [role, state] = await Promise.all([store.role(request.buyerWallet, network), delegation.read(request.buyerWallet)]);
+    const [role, state] = await Promise.all([
+      store.role(request.buyerWallet, network),
+      delegation.read(request.buyerWallet),
+    ]);
     const problem = roleProblem(role, state, delegate.address, at);
     if (problem) throw problem;
     if (request.smartWallet !== undefined && request.smartWallet !== state.smartWallet) {
-      throw roleNotFound('smart_wallet_mismatch', `${request.smartWallet} is not the buyer's onboarded wallet ${state.smartWallet}`);
+      throw roleNotFound(
+        'smart_wallet_mismatch',
+        `${request.smartWallet} is not the buyer's onboarded wallet ${state.smartWallet}`,
+      );
     }
     const expiresAt = sessionDeadline(at, request.idleTimeoutSeconds, role!.expires_at);
-    if (expiresAt.getTime() <= at.getTime()) throw roleNotFound('expiring', `the buyer's delegation role expires at ${role!.expires_at.toISOString()}; renew it first`);
+    if (expiresAt.getTime() <= at.getTime())
+      throw roleNotFound(
+        'expiring',
+        `the buyer's delegation role expires at ${role!.expires_at.toISOString()}; renew it first`,
+      );
     const deposit = BigInt(request.depositAtomic);
     const channelId = randomId('chn');
     const row: SessionRow = {
@@ -126,6 +186,7 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
       settlement_key: null,
       settlement_signature: null,
       amount_settled: null,
+      seller_seen_at: null,
     };
     // Every open session's deposit must stay covered by both what the wallet holds and what the role may move.
     const available = state.balance < state.remaining ? state.balance : state.remaining;
@@ -166,23 +227,39 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
     const at = now();
     if (session.expires_at.getTime() <= at.getTime()) {
       // Idle past its deadline: the facilitator closes it (settling what was vouched) rather than extend it.
-      await close(session, 'idle').catch((error: unknown) => logger.warn({ err: error, channelId: session.channel_id }, 'idle close failed'));
+      await close(session, 'idle').catch((error: unknown) =>
+        logger.warn({ err: error, channelId: session.channel_id }, 'idle close failed'),
+      );
       const after = (await store.session(session.channel_id)) ?? session;
       if (after.state !== 'open') throw notOpen(after);
-      throw conflict('session_not_open', `session ${session.channel_id} went idle at ${session.expires_at.toISOString()}; the facilitator is closing it`, {
-        state: 'expired',
-        closedAt: null,
-        signature: null,
-      });
+      throw conflict(
+        'session_not_open',
+        `session ${session.channel_id} went idle at ${session.expires_at.toISOString()}; the facilitator is closing it`,
+        {
+          state: 'expired',
+          closedAt: null,
+          signature: null,
+        },
+      );
     }
     if (!verifyBase58Signature(request.signer, voucherRequestMessage(request), request.signature)) {
-      throw new HttpError(401, 'voucher_signature_invalid', `the signature is not ${request.signer}'s over this voucher request`, { signer: request.signer });
+      throw new HttpError(
+        401,
+        'voucher_signature_invalid',
+        `the signature is not ${request.signer}'s over this voucher request`,
+        { signer: request.signer },
+      );
     }
     if (request.signer !== session.session_key) {
-      throw new HttpError(403, 'signer_mismatch', `vouchers of ${session.channel_id} are requested by its session key ${session.session_key}, not ${request.signer}`, {
-        expected: session.session_key,
-        signer: request.signer,
-      });
+      throw new HttpError(
+        403,
+        'signer_mismatch',
+        `vouchers of ${session.channel_id} are requested by its session key ${session.session_key}, not ${request.signer}`,
+        {
+          expected: session.session_key,
+          signer: request.signer,
+        },
+      );
     }
     const cumulative = BigInt(request.cumulativeAmount);
     const last = await store.lastVoucher(session.channel_id);
@@ -197,24 +274,40 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
       // The same request again (a retry): the same voucher, signed once.
       return signedVoucher(session, JSON.parse(last.voucher) as MppVoucher, last.signature, last.delta);
     }
-    const verdict = judgeVoucher({ accepted: session.accepted, deposit: session.deposit, pricePerUnit: session.price_per_unit }, cumulative, request.units);
+    const verdict = judgeVoucher(
+      { accepted: session.accepted, deposit: session.deposit, pricePerUnit: session.price_per_unit },
+      cumulative,
+      request.units,
+    );
     if (verdict.kind === 'not_monotonic') {
-      throw conflict('amount_not_monotonic', `cumulativeAmount ${cumulative} is not above the accepted cumulative ${verdict.accepted}`, {
-        acceptedCumulative: verdict.accepted.toString(),
-      });
+      throw conflict(
+        'amount_not_monotonic',
+        `cumulativeAmount ${cumulative} is not above the accepted cumulative ${verdict.accepted}`,
+        {
+          acceptedCumulative: verdict.accepted.toString(),
+        },
+      );
     }
     if (verdict.kind === 'underpayment') {
-      throw unprocessable('underpayment', `the increment ${verdict.delta} is below ${request.units} × ${session.price_per_unit} = ${verdict.minimum}`, {
-        minimum: verdict.minimum.toString(),
-        delta: verdict.delta.toString(),
-      });
+      throw unprocessable(
+        'underpayment',
+        `the increment ${verdict.delta} is below ${request.units} × ${session.price_per_unit} = ${verdict.minimum}`,
+        {
+          minimum: verdict.minimum.toString(),
+          delta: verdict.delta.toString(),
+        },
+      );
     }
     if (verdict.kind === 'over_deposit') {
-      throw unprocessable('insufficient_balance', `cumulativeAmount ${cumulative} exceeds the session's deposit ${verdict.deposit}`, {
-        reason: 'deposit',
-        required: cumulative.toString(),
-        available: verdict.deposit.toString(),
-      });
+      throw unprocessable(
+        'insufficient_balance',
+        `cumulativeAmount ${cumulative} exceeds the session's deposit ${verdict.deposit}`,
+        {
+          reason: 'deposit',
+          required: cumulative.toString(),
+          available: verdict.deposit.toString(),
+        },
+      );
     }
     const delegation = await backend();
     // A voucher is signed only while the chain covers it: the wallet's balance and the role's allowance, read
@@ -228,20 +321,28 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
     const owed = elsewhere + cumulative;
     const also = elsewhere > 0n ? ` (${elsewhere} of it vouched in the buyer's other open sessions)` : '';
     if (state.balance < owed) {
-      throw unprocessable('insufficient_balance', `the wallet ${state.smartWallet} holds ${state.balance} atomic units, below the ${owed} vouched${also}`, {
-        reason: 'balance',
-        required: owed.toString(),
-        available: state.balance.toString(),
-      });
+      throw unprocessable(
+        'insufficient_balance',
+        `the wallet ${state.smartWallet} holds ${state.balance} atomic units, below the ${owed} vouched${also}`,
+        {
+          reason: 'balance',
+          required: owed.toString(),
+          available: state.balance.toString(),
+        },
+      );
     }
     const problem = roleProblem(role, state, delegate.address, at);
     if (problem) throw problem;
     if (state.remaining < owed) {
-      throw unprocessable('insufficient_balance', `the delegation role can still move ${state.remaining} atomic units, below the ${owed} vouched${also}`, {
-        reason: 'spend_limit',
-        required: owed.toString(),
-        available: state.remaining.toString(),
-      });
+      throw unprocessable(
+        'insufficient_balance',
+        `the delegation role can still move ${state.remaining} atomic units, below the ${owed} vouched${also}`,
+        {
+          reason: 'spend_limit',
+          required: owed.toString(),
+          available: state.remaining.toString(),
+        },
+      );
     }
 
     const issued: MppVoucher = {
@@ -279,9 +380,16 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
     if (!accepted) {
       // Another request moved the session first: judge this one again against what it left.
       if (attempt < 3) return voucher(request, attempt + 1);
-      throw conflict('amount_not_monotonic', 'the session changed while this voucher was signed; ask again', { acceptedCumulative: session.accepted.toString() });
+      throw conflict('amount_not_monotonic', 'the session changed while this voucher was signed; ask again', {
+        acceptedCumulative: session.accepted.toString(),
+      });
     }
-    return signedVoucher({ ...session, accepted: cumulative, sequence: issued.sequence, expires_at: expiresAt }, issued, signature, verdict.delta);
+    return signedVoucher(
+      { ...session, accepted: cumulative, sequence: issued.sequence, expires_at: expiresAt },
+      issued,
+      signature,
+      verdict.delta,
+    );
   }
 
   function closed(s: SessionRow, closedBy: ClosedBy, closedAt: Date, signature: string | null): MppClosedSession {
@@ -296,8 +404,9 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
       settlement: {
         seller: s.seller,
         buyer: s.buyer,
-        amountSettled: s.accepted.toString(),
+        amountSettled: (s.amount_settled ?? s.accepted).toString(),
         buyerRefund: (s.deposit - s.accepted).toString(),
+        unpaidAtomic: (s.accepted - (s.amount_settled ?? s.accepted)).toString(),
         voucherCount: s.sequence,
         sessionDurationSeconds: Math.max(0, Math.floor((closedAt.getTime() - s.opened_at.getTime()) / 1000)),
         signature,
@@ -307,9 +416,12 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
     };
   }
 
-  /** open -> closing -> closed: settles the accepted cumulative amount once; back to open when nothing was broadcast. */
+  /**
+   * open -> closing -> closed: settles the accepted cumulative amount once; back to open when nothing was broadcast.
+   */
   async function close(session: SessionRow, by: ClosedBy): Promise<MppClosedSession> {
-    if (!(await store.beginClose(session.channel_id, now(), by))) throw notOpen((await store.session(session.channel_id)) ?? session);
+    if (!(await store.beginClose(session.channel_id, now(), by)))
+      throw notOpen((await store.session(session.channel_id)) ?? session);
     // Read again under the closing state: no voucher can change it any more.
     const s = (await store.session(session.channel_id))!;
     let broadcastStarted = false;
@@ -323,21 +435,32 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
       const [role, state] = await Promise.all([store.role(s.buyer, network), delegation.read(s.buyer)]);
       const problem = roleProblem(role, state, delegate.address, now());
       if (problem) throw problem;
-      if (state.balance < s.accepted || state.remaining < s.accepted) {
-        const reason = state.balance < s.accepted ? 'balance' : 'spend_limit';
-        const available = reason === 'balance' ? state.balance : state.remaining;
-        throw unprocessable('insufficient_balance', `the session consumed ${s.accepted} atomic units; the ${reason === 'balance' ? 'wallet holds' : 'role can still move'} ${available}`, {
-          reason,
-          required: s.accepted.toString(),
-          available: available.toString(),
-        });
+      // The buyer's funds never left its wallet (the spec's bar tab): a buyer that moved them away, or lowered the
+      // role, still pays what is left rather than nothing; the rest is recorded as unpaid.
+      const covered = [s.accepted, state.balance, state.remaining].reduce((a, b) => (a < b ? a : b));
+      if (covered === 0n) {
+        const reason = state.balance === 0n ? 'balance' : 'spend_limit';
+        throw unprocessable(
+          'insufficient_balance',
+          `the session consumed ${s.accepted} atomic units; the ${reason === 'balance' ? 'wallet holds' : 'role can still move'} nothing`,
+          { reason, required: s.accepted.toString(), available: '0' },
+        );
       }
-      const instructions = await delegation.settlement(s.buyer, s.seller, s.accepted, `mpp-session close ${s.channel_id}`);
-      const { value: lifetime } = await onChain('getLatestBlockhash', () => facilitator.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send());
+      if (covered < s.accepted) {
+        logger.warn(
+          { channelId: s.channel_id, consumed: s.accepted.toString(), covered: covered.toString() },
+          'session settles short: the buyer moved funds away after vouching',
+        );
+      }
+      const instructions = await delegation.settlement(s.buyer, s.seller, covered, `mpp-session close ${s.channel_id}`);
+      const { value: lifetime } = await onChain('getLatestBlockhash', () =>
+        facilitator.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send(),
+      );
       const tx = buildTransaction(feePayer.address, lifetime, instructions, [delegate]);
       const rejection = await facilitator.simulate(tx);
       if (rejection) {
-        const custom = (rejection.err as { InstructionError?: [number, { Custom?: number | bigint }] })?.InstructionError?.[1]?.Custom;
+        const custom = (rejection.err as { InstructionError?: [number, { Custom?: number | bigint }] })
+          ?.InstructionError?.[1]?.Custom;
         throw unprocessable('simulation_failed', `the settlement fails in simulation: ${stringify(rejection.err)}`, {
           error: JSON.parse(stringify(rejection.err)),
           logs: [...rejection.logs],
@@ -355,25 +478,35 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
         network,
         payer: s.buyer,
         payTo: s.seller,
-        amount: s.accepted,
+        amount: covered,
         asset: s.asset,
         resource: null,
         description: `payment session ${s.channel_id}`,
       });
       switch (outcome.state) {
         case 'confirmed':
-          await store.finishClose(s.channel_id, outcome.at, s.accepted, outcome.transaction);
-          logger.info({ channelId: s.channel_id, amount: s.accepted.toString(), signature: outcome.transaction, by }, 'session settled');
-          return closed(s, by, outcome.at, outcome.transaction);
+          await store.finishClose(s.channel_id, outcome.at, covered, outcome.transaction);
+          logger.info(
+            { channelId: s.channel_id, amount: covered.toString(), signature: outcome.transaction, by },
+            'session settled',
+          );
+          return closed({ ...s, amount_settled: covered }, by, outcome.at, outcome.transaction);
         case 'failed':
           await store.reopen(s.channel_id);
-          throw unprocessable('simulation_failed', `the settlement was broadcast and failed on chain (${outcome.error}); nothing moved and the session stays open`, {
-            signature: outcome.transaction,
-            error: outcome.error,
-          });
+          throw unprocessable(
+            'simulation_failed',
+            `the settlement was broadcast and failed on chain (${outcome.error}); nothing moved and the session stays open`,
+            {
+              signature: outcome.transaction,
+              error: outcome.error,
+            },
+          );
         case 'refused':
           await store.reopen(s.channel_id);
-          throw unprocessable('simulation_failed', `${outcome.message}; nothing moved and the session stays open`, { error: outcome.message, logs: [] });
+          throw unprocessable('simulation_failed', `${outcome.message}; nothing moved and the session stays open`, {
+            error: outcome.message,
+            logs: [],
+          });
         case 'pending':
         case 'taken':
           throw new HttpError(
@@ -400,10 +533,40 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
       const session = await find(channelId);
       const by = caller === session.buyer ? 'buyer' : caller === session.seller ? 'seller' : null;
       if (!by) {
-        throw new HttpError(403, 'not_session_party', `only the buyer ${session.buyer} or the seller ${session.seller} may close ${channelId}`, { caller });
+        throw new HttpError(
+          403,
+          'not_session_party',
+          `only the buyer ${session.buyer} or the seller ${session.seller} may close ${channelId}`,
+          { caller },
+        );
       }
       if (session.state !== 'open') throw notOpen(session);
+      if (by === 'buyer' && closeGraceMs > 0 && session.seller_seen_at) {
+        // The seller read the session, so its paywall takes vouchers and may hold some it has not forwarded yet: it
+        // forwards them within the grace, the session staying open for them, and the close then settles the latest.
+        await new Promise((resolve) => setTimeout(resolve, closeGraceMs));
+        const after = await find(channelId);
+        if (after.state === 'closed' && after.closed_at)
+          return closed(after, after.closed_by ?? 'buyer', after.closed_at, after.settlement_signature);
+        if (after.state !== 'open') throw notOpen(after);
+        return close(after, by);
+      }
       return close(session, by);
+    },
+
+    /** The session as the facilitator holds it, for its buyer or its seller. */
+    async get(channelId: string, caller: string): Promise<MppSession> {
+      const session = await find(channelId);
+      if (caller !== session.buyer && caller !== session.seller) {
+        throw new HttpError(
+          403,
+          'not_session_party',
+          `only the buyer ${session.buyer} or the seller ${session.seller} may read ${channelId}`,
+          { caller },
+        );
+      }
+      if (caller === session.seller && !session.seller_seen_at) await store.sellerSeen(channelId, now());
+      return view(session);
     },
 
     counts: (today: Date) => store.counts(today),
@@ -416,12 +579,16 @@ export function createSessionDesk({ facilitator, store, backend, feePayer, deleg
       const at = now();
       for (const s of await store.closing(new Date(at.getTime() - facilitator.confirmTimeoutMs))) {
         const settlement = s.settlement_key ? await facilitator.store.get(s.settlement_key) : undefined;
-        if (settlement?.status === 'settled') await store.finishClose(s.channel_id, settlement.settledAt ?? at, s.accepted, settlement.transaction);
+        if (settlement?.status === 'settled')
+          await store.finishClose(s.channel_id, settlement.settledAt ?? at, settlement.amount, settlement.transaction);
         else if (settlement?.status === 'failed') await store.reopen(s.channel_id);
-        else if (!settlement && at.getTime() - (s.closing_at?.getTime() ?? 0) > 2 * 60_000) await store.reopen(s.channel_id);
+        else if (!settlement && at.getTime() - (s.closing_at?.getTime() ?? 0) > 2 * 60_000)
+          await store.reopen(s.channel_id);
       }
       for (const s of await store.idle(at)) {
-        await close(s, 'idle').catch((error: unknown) => logger.warn({ err: error, channelId: s.channel_id }, 'idle close failed'));
+        await close(s, 'idle').catch((error: unknown) =>
+          logger.warn({ err: error, channelId: s.channel_id }, 'idle close failed'),
+        );
       }
     },
   };

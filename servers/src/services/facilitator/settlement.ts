@@ -1,9 +1,21 @@
-import type { PaymentRequirements, X402FacilitatorRequest, X402SettleResponse, X402SupportedResponse, X402VerifyResponse } from '@agent-economy/contracts';
-import { isSolanaError, type Rpc, type SolanaRpcApi, type Signature, type Base64EncodedWireTransaction } from '@solana/kit';
+import type {
+  PaymentRequirements,
+  X402FacilitatorRequest,
+  X402SettleResponse,
+  X402SupportedResponse,
+  X402VerifyResponse,
+} from '@agent-economy/contracts';
+import {
+  isSolanaError,
+  type Rpc,
+  type SolanaRpcApi,
+  type Signature,
+  type Base64EncodedWireTransaction,
+} from '@solana/kit';
 import type { Logger } from 'pino';
-import { toBase64 } from '../../ledger/wire';
+import { toBase64 } from '../../solana/wire';
 import { unavailable } from '../../runtime/errors';
-import type { Wallet } from '../../runtime/wallet';
+import type { Wallet } from '../../solana/keys';
 import type { SettlementKind, SettlementStore } from './store';
 import { coSign, type ReadTransaction } from './transaction';
 import { PaymentRejected, checkTransaction, type CheckedPayment, type VerifyPolicy } from './verify';
@@ -56,14 +68,23 @@ export type SubmitOutcome =
 /** The chain's JSON-RPC endpoint did not answer: a 503 with Retry-After, nothing broadcast. */
 export function chainDown(error: unknown): boolean {
   if (error instanceof TypeError) return true; // fetch failed: refused, reset, DNS
-  return isSolanaError(error) && (error.context as { statusCode?: number }).statusCode !== undefined && (error.context as { statusCode: number }).statusCode >= 500;
+  return (
+    isSolanaError(error) &&
+    (error.context as { statusCode?: number }).statusCode !== undefined &&
+    (error.context as { statusCode: number }).statusCode >= 500
+  );
 }
 
 export async function onChain<T>(action: string, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    if (chainDown(error)) throw unavailable('chain_unavailable', `The Solana RPC endpoint does not answer (${action}); nothing was broadcast`, 5);
+    if (chainDown(error))
+      throw unavailable(
+        'chain_unavailable',
+        `The Solana RPC endpoint does not answer (${action}); nothing was broadcast`,
+        5,
+      );
     throw error;
   }
 }
@@ -73,17 +94,30 @@ export const stringify = (value: unknown) => JSON.stringify(value, (_k, v) => (t
 /** Reads a simulation or transaction error in the node's JSON form as an x402 reason. */
 function chainRejection(err: unknown, logs: readonly string[] | null | undefined, payer: string): PaymentRejected {
   if (err === 'BlockhashNotFound') {
-    return new PaymentRejected('invalid_exact_svm_blockhash_expired', 'the transaction’s blockhash has expired; build the payment again with a recent blockhash', payer);
+    return new PaymentRejected(
+      'invalid_exact_svm_blockhash_expired',
+      'the transaction’s blockhash has expired; build the payment again with a recent blockhash',
+      payer,
+    );
   }
-  if (err === 'AlreadyProcessed') return new PaymentRejected('duplicate_settlement', 'this transaction has already been processed on chain', payer);
+  if (err === 'AlreadyProcessed')
+    return new PaymentRejected('duplicate_settlement', 'this transaction has already been processed on chain', payer);
   const instruction = (err as { InstructionError?: [number, unknown] })?.InstructionError;
   // Token program error 1 in the transfer (instruction 2) is InsufficientFunds.
   // kit reads the node's integers as bigint, hence Number().
-  if (instruction && Number(instruction[0]) === 2 && Number((instruction[1] as { Custom?: number | bigint })?.Custom) === 1) {
+  if (
+    instruction &&
+    Number(instruction[0]) === 2 &&
+    Number((instruction[1] as { Custom?: number | bigint })?.Custom) === 1
+  ) {
     return new PaymentRejected('insufficient_funds', 'the payer’s token account holds less than the amount', payer);
   }
   const tail = logs?.length ? `; logs: ${logs.slice(-3).join(' | ')}` : '';
-  return new PaymentRejected('invalid_exact_svm_transaction_simulation_failed', `simulation failed: ${stringify(err)}${tail}`, payer);
+  return new PaymentRejected(
+    'invalid_exact_svm_transaction_simulation_failed',
+    `simulation failed: ${stringify(err)}${tail}`,
+    payer,
+  );
 }
 
 export function createFacilitator(options: FacilitatorOptions) {
@@ -91,11 +125,20 @@ export function createFacilitator(options: FacilitatorOptions) {
   const now = options.now ?? (() => new Date());
   const confirmTimeoutMs = options.confirmTimeoutMs ?? 30_000;
 
-  /** The chain's verdict on the transaction as it stands (fee-payer slot not yet signed): null when it would succeed. */
+  /**
+   * The chain's verdict on the transaction as it stands (fee-payer slot not yet signed): null when it would succeed.
+   */
   async function simulate(tx: ReadTransaction): Promise<{ err: unknown; logs: readonly string[] } | null> {
     const wire = toBase64(tx.wire) as Base64EncodedWireTransaction;
     const { value } = await onChain('simulateTransaction', () =>
-      rpc.simulateTransaction(wire, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }).send(),
+      rpc
+        .simulateTransaction(wire, {
+          encoding: 'base64',
+          sigVerify: false,
+          replaceRecentBlockhash: false,
+          commitment: 'confirmed',
+        })
+        .send(),
     );
     return value.err ? { err: value.err, logs: value.logs ?? [] } : null;
   }
@@ -109,19 +152,37 @@ export function createFacilitator(options: FacilitatorOptions) {
   async function check(request: X402FacilitatorRequest): Promise<CheckedPayment> {
     const payment = await checkTransaction(request.paymentPayload, request.paymentRequirements, policy);
     const settled = await store.get(payment.tx.key);
-    if (settled) throw new PaymentRejected('duplicate_settlement', `this payment was already submitted for settlement (transaction ${settled.transaction})`, payment.payer);
+    // A payment tried before and failed on chain moved nothing: not a duplicate of a settlement (a resource server
+    // reads duplicate_settlement as "settled already").
+    if (settled?.status === 'failed')
+      throw new PaymentRejected(
+        'invalid_exact_svm_transaction_failed',
+        `this payment was tried (transaction ${settled.transaction}) and failed on chain (${settled.error}); nothing moved`,
+        payment.payer,
+      );
+    if (settled)
+      throw new PaymentRejected(
+        'duplicate_settlement',
+        `this payment was already submitted for settlement (transaction ${settled.transaction})`,
+        payment.payer,
+      );
     await simulatePayment(payment);
     return payment;
   }
 
   /** Polls the signature until confirmed, failed or the timeout: 250 ms for 2 s, then every second. */
-  async function confirm(signature: string): Promise<{ state: 'confirmed'; slot: number } | { state: 'failed'; err: unknown } | { state: 'unseen' }> {
+  async function confirm(
+    signature: string,
+  ): Promise<{ state: 'confirmed'; slot: number } | { state: 'failed'; err: unknown } | { state: 'unseen' }> {
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
-      const { value } = await rpc.getSignatureStatuses([signature as Signature], { searchTransactionHistory: true }).send();
+      const { value } = await rpc
+        .getSignatureStatuses([signature as Signature], { searchTransactionHistory: true })
+        .send();
       const status = value[0];
       if (status?.err) return { state: 'failed', err: status.err };
-      if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized')) return { state: 'confirmed', slot: Number(status.slot) };
+      if (status && (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized'))
+        return { state: 'confirmed', slot: Number(status.slot) };
       const elapsed = Date.now() - started;
       if (elapsed >= confirmTimeoutMs) return { state: 'unseen' };
       await new Promise((resolve) => setTimeout(resolve, elapsed < 2000 ? 250 : 1000));
@@ -136,7 +197,11 @@ export function createFacilitator(options: FacilitatorOptions) {
     } catch (error) {
       if (!chainDown(error)) throw error;
       // Sent, but the chain stopped answering while we watched: pending, to be reconciled.
-      return { state: 'pending', transaction, message: 'the transaction was sent but the chain stopped answering before its confirmation' };
+      return {
+        state: 'pending',
+        transaction,
+        message: 'the transaction was sent but the chain stopped answering before its confirmation',
+      };
     }
     const at = now();
     if (outcome.state === 'confirmed') {
@@ -148,20 +213,35 @@ export function createFacilitator(options: FacilitatorOptions) {
       await store.finish(key, 'failed', at, error);
       return { state: 'failed', transaction, error };
     }
-    return { state: 'pending', transaction, message: 'the transaction was sent but its confirmation was not seen in time' };
+    return {
+      state: 'pending',
+      transaction,
+      message: 'the transaction was sent but its confirmation was not seen in time',
+    };
   }
 
   /**
    * Sends a fully signed transaction. sent: the node took it; unreachable: the connection was refused (nothing
    * sent); refused: the node answered with an error (nothing can land); unknown: the request may have reached it.
    */
-  async function broadcast(wire: Uint8Array, transaction: string): Promise<{ state: 'sent' | 'unreachable' | 'unknown' } | { state: 'refused'; message: string }> {
+  async function broadcast(
+    wire: Uint8Array,
+    transaction: string,
+  ): Promise<{ state: 'sent' | 'unreachable' | 'unknown' } | { state: 'refused'; message: string }> {
     try {
-      await rpc.sendTransaction(toBase64(wire) as Base64EncodedWireTransaction, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }).send();
+      await rpc
+        .sendTransaction(toBase64(wire) as Base64EncodedWireTransaction, {
+          encoding: 'base64',
+          skipPreflight: true,
+          preflightCommitment: 'confirmed',
+        })
+        .send();
       return { state: 'sent' };
     } catch (error) {
-      if (error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause))) return { state: 'unreachable' };
-      if (isSolanaError(error) && !chainDown(error)) return { state: 'refused', message: `the node refused the transaction: ${(error as Error).message}` };
+      if (error instanceof TypeError && /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause)))
+        return { state: 'unreachable' };
+      if (isSolanaError(error) && !chainDown(error))
+        return { state: 'refused', message: `the node refused the transaction: ${(error as Error).message}` };
       logger.warn({ err: error, transaction }, 'sendTransaction outcome unknown');
       return { state: 'unknown' };
     }
@@ -190,19 +270,28 @@ export function createFacilitator(options: FacilitatorOptions) {
     if (sent.state !== 'sent') {
       // The node refused it or never saw it: nothing can land, so the payment is free to settle later.
       if (sent.state === 'unreachable' || sent.state === 'refused') await store.release(s.tx.key);
-      if (sent.state === 'unreachable') throw unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; nothing was broadcast', 5);
+      if (sent.state === 'unreachable')
+        throw unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; nothing was broadcast', 5);
       if (sent.state === 'refused') return { state: 'refused', message: sent.message };
       // The request may have reached the node: keep the claim; reconciliation or a repeated settle resolves it.
       return { state: 'pending', transaction, message: 'the transaction may have been sent' };
     }
     const outcome = await follow(s.tx.key, transaction);
     if (outcome.state === 'confirmed') {
-      logger.info({ kind: s.kind, transaction, payer: s.payer, payTo: s.payTo, amount: s.amount.toString() }, 'payment settled');
+      logger.info(
+        { kind: s.kind, transaction, payer: s.payer, payTo: s.payTo, amount: s.amount.toString() },
+        'payment settled',
+      );
     }
     return outcome;
   }
 
-  const failure = (requirements: PaymentRequirements, reason: string, message: string, extra: Partial<X402SettleResponse> = {}): X402SettleResponse => ({
+  const failure = (
+    requirements: PaymentRequirements,
+    reason: string,
+    message: string,
+    extra: Partial<X402SettleResponse> = {},
+  ): X402SettleResponse => ({
     success: false,
     errorReason: reason,
     errorMessage: message,
@@ -212,19 +301,45 @@ export function createFacilitator(options: FacilitatorOptions) {
   });
 
   /** An outcome of the pipeline in the x402 SettleResponse shape. */
-  function x402Outcome(outcome: SubmitOutcome, payer: string, amount: bigint, requirements: PaymentRequirements): X402SettleResponse {
+  function x402Outcome(
+    outcome: SubmitOutcome,
+    payer: string,
+    amount: bigint,
+    requirements: PaymentRequirements,
+  ): X402SettleResponse {
     switch (outcome.state) {
       case 'confirmed':
-        return { success: true, transaction: outcome.transaction, network: requirements.network, payer, amount: amount.toString() };
+        return {
+          success: true,
+          transaction: outcome.transaction,
+          network: requirements.network,
+          payer,
+          amount: amount.toString(),
+        };
       case 'failed':
         // x402: a failed settlement's transaction is empty; its signature (only the fee was spent) is in the message.
-        return failure(requirements, 'invalid_exact_svm_transaction_failed', `the transaction ${outcome.transaction} failed on chain: ${outcome.error}`, { payer });
+        return failure(
+          requirements,
+          'invalid_exact_svm_transaction_failed',
+          `the transaction ${outcome.transaction} failed on chain: ${outcome.error}`,
+          { payer },
+        );
       case 'pending':
-        return failure(requirements, 'settlement_pending', `${outcome.message}; settle the same payment again to reconcile`, { transaction: outcome.transaction, payer });
+        return failure(
+          requirements,
+          'settlement_pending',
+          `${outcome.message}; settle the same payment again to reconcile`,
+          { transaction: outcome.transaction, payer },
+        );
       case 'refused':
         return failure(requirements, 'invalid_exact_svm_transaction_failed', outcome.message, { payer });
       case 'taken':
-        return failure(requirements, 'duplicate_settlement', 'this payment is already being settled by another request', { payer });
+        return failure(
+          requirements,
+          'duplicate_settlement',
+          'this payment is already being settled by another request',
+          { payer },
+        );
     }
   }
 
@@ -257,7 +372,12 @@ export function createFacilitator(options: FacilitatorOptions) {
         return { isValid: true, payer: payment.payer };
       } catch (error) {
         if (!(error instanceof PaymentRejected)) throw error;
-        return { isValid: false, invalidReason: error.reason, invalidMessage: error.message, ...(error.payer ? { payer: error.payer } : {}) };
+        return {
+          isValid: false,
+          invalidReason: error.reason,
+          invalidMessage: error.message,
+          ...(error.payer ? { payer: error.payer } : {}),
+        };
       }
     },
 
@@ -273,25 +393,45 @@ export function createFacilitator(options: FacilitatorOptions) {
       const existing = await store.get(payment.tx.key);
       if (existing?.status === 'pending' && now().getTime() - existing.createdAt.getTime() > confirmTimeoutMs) {
         // Settling a payment left pending reconciles it: its transaction was sent once, we only look for it.
-        return x402Outcome(await follow(existing.key, existing.transaction), existing.payer, existing.amount, requirements);
+        return x402Outcome(
+          await follow(existing.key, existing.transaction),
+          existing.payer,
+          existing.amount,
+          requirements,
+        );
       }
       if (existing?.status === 'pending') {
         // Sent (or being sent) moments ago: its outcome is not known yet, so it is pending, not refused.
-        return failure(requirements, 'settlement_pending', 'this payment is being settled by another request; settle it again shortly to learn the outcome', {
-          transaction: existing.transaction,
-          payer: existing.payer,
-        });
+        return failure(
+          requirements,
+          'settlement_pending',
+          'this payment is being settled by another request; settle it again shortly to learn the outcome',
+          {
+            transaction: existing.transaction,
+            payer: existing.payer,
+          },
+        );
       }
       if (existing?.status === 'failed') {
-        return failure(requirements, 'invalid_exact_svm_transaction_failed', `this payment was tried (transaction ${existing.transaction}) and failed on chain (${existing.error}); nothing moved`, {
-          payer: existing.payer,
-        });
+        return failure(
+          requirements,
+          'invalid_exact_svm_transaction_failed',
+          `this payment was tried (transaction ${existing.transaction}) and failed on chain (${existing.error}); nothing moved`,
+          {
+            payer: existing.payer,
+          },
+        );
       }
       if (existing) {
-        return failure(requirements, 'duplicate_settlement', `this payment was already settled (transaction ${existing.transaction})`, {
-          transaction: existing.transaction,
-          payer: existing.payer,
-        });
+        return failure(
+          requirements,
+          'duplicate_settlement',
+          `this payment was already settled (transaction ${existing.transaction})`,
+          {
+            transaction: existing.transaction,
+            payer: existing.payer,
+          },
+        );
       }
       await options.admit?.({ payer: payment.payer, payTo: requirements.payTo });
       try {
@@ -323,12 +463,16 @@ export function createFacilitator(options: FacilitatorOptions) {
       const pending = await store.pending(new Date(now().getTime() - olderThanMs));
       let resolved = 0;
       for (const row of pending) {
-        const { value } = await rpc.getSignatureStatuses([row.transaction as Signature], { searchTransactionHistory: true }).send();
+        const { value } = await rpc
+          .getSignatureStatuses([row.transaction as Signature], { searchTransactionHistory: true })
+          .send();
         const status = value[0];
         if (status?.err) await store.finish(row.key, 'failed', now(), stringify(status.err));
         else if (status && status.confirmationStatus !== 'processed') await store.finish(row.key, 'settled', now());
         else {
-          const { value: valid } = await rpc.isBlockhashValid(row.blockhash as never, { commitment: 'confirmed' }).send();
+          const { value: valid } = await rpc
+            .isBlockhashValid(row.blockhash as never, { commitment: 'confirmed' })
+            .send();
           if (valid) continue;
           await store.finish(row.key, 'failed', now(), 'blockhash expired before the transaction was seen');
         }

@@ -2,7 +2,8 @@ import { ads, type MppSponsoredAccess } from '@agent-economy/contracts';
 import { createServiceClient } from '@agent-economy/sdk';
 import type { Kysely, Migration } from 'kysely';
 import type { Logger } from 'pino';
-import { signEd25519, type Wallet } from '../../runtime/wallet';
+import { signEd25519, type Wallet } from '../../solana/keys';
+import type { SharedDb } from '../../db';
 
 // Sponsored access: after every settlement it records, the facilitator asks the ad network for a campaign matching
 // the settled resource (bounded by a short time limit), adds the recommendation to its answer under
@@ -15,6 +16,8 @@ import { signEd25519, type Wallet } from '../../runtime/wallet';
 export const SPONSORED_EXTENSION = 'sponsored-access';
 /** The spec's limit: a recommendation not found within 2 s is given up. */
 export const DEFAULT_MATCH_TIMEOUT_MS = 2_000;
+/** Reports (events, conversions) run in the background: a longer limit. */
+const REPORT_TIMEOUT_MS = 10_000;
 
 export const sponsoredMigrations: Record<string, Migration> = {
   '001_sponsored': {
@@ -31,7 +34,11 @@ export const sponsoredMigrations: Record<string, Migration> = {
         .addColumn('converted_tx', 'text')
         .addColumn('created_at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('facilitator_sponsored_payer').on('facilitator_sponsored').columns(['payer', 'rec_url']).execute();
+      await db.schema
+        .createIndex('facilitator_sponsored_payer')
+        .on('facilitator_sponsored')
+        .columns(['payer', 'rec_url'])
+        .execute();
     },
   },
 };
@@ -52,7 +59,7 @@ export interface SponsoredOptions {
   /** The fee payer: it signs the calls. */
   wallet: Wallet;
   network: string;
-  db: Kysely<any>;
+  db: SharedDb;
   logger: Logger;
   /** How long a settlement waits for a recommendation at most; default 2 s. */
   timeoutMs?: number;
@@ -74,8 +81,27 @@ export function sponsoredAccess(options: SponsoredOptions) {
   const db = options.db as Kysely<{ facilitator_sponsored: SponsoredRow }>;
   const { logger } = options;
   const timeoutMs = options.timeoutMs ?? DEFAULT_MATCH_TIMEOUT_MS;
-  const signer = { address: options.wallet.address, signMessage: async (message: Uint8Array) => signEd25519(options.wallet, message) };
-  const client = (url: string, timeout: number) => createServiceClient(ads, url, { wallet: signer, payments: false, network: options.network, maxRetries: 0, timeoutMs: timeout });
+  const signer = {
+    address: options.wallet.address,
+    signMessage: async (message: Uint8Array) => signEd25519(options.wallet, message),
+  };
+  // One client per ad network address, built once (the address is read per settlement: it may change); the match
+  // passes its own shorter time limit per call.
+  const clients = new Map<string, ReturnType<typeof createServiceClient<typeof ads.router>>>();
+  const client = (url: string) => {
+    let built = clients.get(url);
+    if (!built) {
+      built = createServiceClient(ads, url, {
+        wallet: signer,
+        payments: false,
+        network: options.network,
+        maxRetries: 0,
+        timeoutMs: REPORT_TIMEOUT_MS,
+      });
+      clients.set(url, built);
+    }
+    return built;
+  };
   /** Reports that must not hold the settlement up; kept so tests and shutdown can wait for them. */
   const inFlight = new Set<Promise<unknown>>();
   const background = (what: string, task: () => Promise<unknown>) => {
@@ -87,24 +113,20 @@ export function sponsoredAccess(options: SponsoredOptions) {
 
   /** Payments of a recommended resource by a payer it was recommended to: conversions, reported once each. */
   async function reportConversions(url: string, payment: SettledPayment, resourceUrl: string, at: Date) {
-    const earlier = await db
-      .selectFrom('facilitator_sponsored')
-      .selectAll()
+    // Found and claimed in one statement (usually matching nothing): a recommendation is claimed by one payment only,
+    // whichever replica records it.
+    const claimed = await db
+      .updateTable('facilitator_sponsored')
+      .set({ converted_tx: payment.transaction })
       .where('payer', '=', payment.payer)
       .where('rec_url', '=', resourceUrl)
       .where('converted_tx', 'is', null)
       .where('tx_hash', '!=', payment.transaction)
+      .returning(['tx_hash', 'campaign_id'])
       .execute();
-    for (const original of earlier) {
-      const claimed = await db
-        .updateTable('facilitator_sponsored')
-        .set({ converted_tx: payment.transaction })
-        .where('tx_hash', '=', original.tx_hash)
-        .where('converted_tx', 'is', null)
-        .executeTakeFirst();
-      if (!claimed.numUpdatedRows) continue;
+    for (const original of claimed) {
       background('conversion', () =>
-        client(url, 10_000).conversions.create({
+        client(url).conversions.create({
           body: {
             originalTxHash: original.tx_hash,
             conversionTxHash: payment.transaction,
@@ -130,19 +152,43 @@ export function sponsoredAccess(options: SponsoredOptions) {
       if (!url || !resource?.url || !isHttpUrl(resource.url)) return undefined;
       const at = options.now();
       try {
-        await reportConversions(url, payment, resource.url, at);
         const description = (resource.description ?? '').slice(0, 2000);
-        const match = await client(url, timeoutMs).match({
-          body: { resourceUrl: resource.url, resourceDescription: description, network: payment.network, payerWallet: payment.payer, settledAmount: payment.amount, txHash: payment.transaction },
-        });
+        // Independent of each other: the conversion lookup runs while the ad network matches.
+        const [conversions, matching] = await Promise.allSettled([
+          reportConversions(url, payment, resource.url, at),
+          client(url).match(
+            {
+              body: {
+                resourceUrl: resource.url,
+                resourceDescription: description,
+                network: payment.network,
+                payerWallet: payment.payer,
+                settledAmount: payment.amount,
+                txHash: payment.transaction,
+              },
+            },
+            { timeoutMs },
+          ),
+        ]);
+        if (conversions.status === 'rejected') throw conversions.reason;
+        if (matching.status === 'rejected') throw matching.reason;
+        const match = matching.value;
         if (!match.matched) return undefined;
         await db
           .insertInto('facilitator_sponsored')
-          .values({ tx_hash: payment.transaction, campaign_id: match.campaignId, payer: payment.payer, rec_url: match.recommendation.resourceUrl, network: payment.network, converted_tx: null, created_at: at })
+          .values({
+            tx_hash: payment.transaction,
+            campaign_id: match.campaignId,
+            payer: payment.payer,
+            rec_url: match.recommendation.resourceUrl,
+            network: payment.network,
+            converted_tx: null,
+            created_at: at,
+          })
           .onConflict((oc) => oc.column('tx_hash').doNothing())
           .execute();
         background('settlement event', () =>
-          client(url, 10_000).events.create({
+          client(url).events.create({
             body: {
               txHash: payment.transaction,
               network: payment.network,
@@ -161,7 +207,10 @@ export function sponsoredAccess(options: SponsoredOptions) {
           tracking: { impressionBeacon: match.impressionBeacon, conversionResource: match.conversionResource },
         };
       } catch (error) {
-        logger.warn({ err: error, transaction: payment.transaction }, 'ad network: no recommendation for this settlement');
+        logger.warn(
+          { err: error, transaction: payment.transaction },
+          'ad network: no recommendation for this settlement',
+        );
         return undefined;
       }
     },

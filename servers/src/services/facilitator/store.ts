@@ -1,4 +1,7 @@
 import { sql, type Generated, type Kysely, type Migration } from 'kysely';
+import type { DiscoverySettlement, MppSettlementKind } from '@agent-economy/contracts';
+import { camelCaseDb } from '../../db/camel-case';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_settlements': {
@@ -23,16 +26,35 @@ export const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'timestamptz', (c) => c.notNull())
         .addColumn('settled_at', 'timestamptz')
         .execute();
-      await db.schema.createIndex('facilitator_settlements_status').on('facilitator_settlements').columns(['status', 'created_at']).execute();
-      await db.schema.createIndex('facilitator_settlements_pay_to').on('facilitator_settlements').columns(['pay_to', 'created_at']).execute();
+      await db.schema
+        .createIndex('facilitator_settlements_status')
+        .on('facilitator_settlements')
+        .columns(['status', 'created_at'])
+        .execute();
+      await db.schema
+        .createIndex('facilitator_settlements_pay_to')
+        .on('facilitator_settlements')
+        .columns(['pay_to', 'created_at'])
+        .execute();
     },
   },
   '002_kinds_and_events': {
     async up(db) {
       // Which route settled a payment (x402 /settle, charge /mpp/settle, session close), for the statistics.
-      await db.schema.alterTable('facilitator_settlements').addColumn('kind', 'text', (c) => c.notNull().defaultTo('x402')).execute();
-      await db.schema.createIndex('facilitator_settlements_created').on('facilitator_settlements').column('created_at').execute();
-      await db.schema.createIndex('facilitator_settlements_settled').on('facilitator_settlements').columns(['status', 'settled_at']).execute();
+      await db.schema
+        .alterTable('facilitator_settlements')
+        .addColumn('kind', 'text', (c) => c.notNull().defaultTo('x402'))
+        .execute();
+      await db.schema
+        .createIndex('facilitator_settlements_created')
+        .on('facilitator_settlements')
+        .column('created_at')
+        .execute();
+      await db.schema
+        .createIndex('facilitator_settlements_settled')
+        .on('facilitator_settlements')
+        .columns(['status', 'settled_at'])
+        .execute();
       // One row per call that counts in /mpp/stats (prepare, charge settle, x402 verify and settle) and its outcome.
       await db.schema
         .createTable('facilitator_events')
@@ -47,57 +69,65 @@ export const migrations: Record<string, Migration> = {
   '004_settlement_payer': {
     async up(db) {
       // The per-payer settle cap counts a payer's recent claims.
-      await db.schema.createIndex('facilitator_settlements_payer').on('facilitator_settlements').columns(['payer', 'created_at']).execute();
+      await db.schema
+        .createIndex('facilitator_settlements_payer')
+        .on('facilitator_settlements')
+        .columns(['payer', 'created_at'])
+        .execute();
     },
   },
 };
 
 /** x402: POST /settle; charge: POST /mpp/settle; session: POST /mpp/session/close. */
-export type SettlementKind = 'x402' | 'charge' | 'session';
+export type SettlementKind = MppSettlementKind;
 /** Calls counted in the statistics. */
 export type EventKind = 'prepare' | 'charge' | 'x402_verify' | 'x402_settle';
 export type EventOutcome = 'ok' | 'success' | 'fail' | 'pending' | 'valid' | 'invalid';
 
-/** pending: broadcast (or about to be), not yet seen confirmed; settled: confirmed on chain; failed: landed with an error or can no longer land. */
+/**
+ * pending: broadcast (or about to be), not yet seen confirmed; settled: confirmed on chain; failed: landed with an
+ * error or can no longer land.
+ */
 export type SettlementStatus = 'pending' | 'settled' | 'failed';
 
-export interface Settlement {
+/**
+ * A payment the facilitator claimed: the settlement feed's fields (DiscoverySettlement) with the amount as bigint
+ * atomic
+ * units and times as Date, and the claim's own state. The table's row is this (camelCaseDb).
+ */
+export interface Settlement extends Pick<
+  DiscoverySettlement,
+  'transaction' | 'kind' | 'payTo' | 'payer' | 'asset' | 'network' | 'resource'
+> {
   key: string;
-  kind: SettlementKind;
   status: SettlementStatus;
   scheme: string;
-  network: string;
-  payer: string;
-  payTo: string;
   amount: bigint;
-  asset: string;
-  resource: string | null;
   description: string | null;
-  transaction: string;
   blockhash: string;
   error: string | null;
   createdAt: Date;
   settledAt: Date | null;
 }
-
-interface Row {
-  key: string;
-  kind: SettlementKind;
-  status: SettlementStatus;
-  scheme: string;
-  network: string;
-  payer: string;
-  pay_to: string;
-  amount: bigint;
-  asset: string;
-  resource: string | null;
-  description: string | null;
-  transaction: string;
-  blockhash: string;
-  error: string | null;
-  created_at: Date;
-  settled_at: Date | null;
-}
+/** The settlement's own columns: discovery adds others to the table (the feed's sequence, refunds). */
+const SETTLEMENT = [
+  'key',
+  'kind',
+  'status',
+  'scheme',
+  'network',
+  'payer',
+  'payTo',
+  'amount',
+  'asset',
+  'resource',
+  'description',
+  'transaction',
+  'blockhash',
+  'error',
+  'createdAt',
+  'settledAt',
+] as const;
 
 interface EventRow {
   id: Generated<number>;
@@ -106,58 +136,121 @@ interface EventRow {
   at: Date;
 }
 
-const fromRow = (r: Row): Settlement => ({
-  key: r.key,
-  kind: r.kind,
-  status: r.status,
-  scheme: r.scheme,
-  network: r.network,
-  payer: r.payer,
-  payTo: r.pay_to,
-  amount: BigInt(r.amount),
-  asset: r.asset,
-  resource: r.resource,
-  description: r.description,
-  transaction: r.transaction,
-  blockhash: r.blockhash,
-  error: r.error,
-  createdAt: new Date(r.created_at),
-  settledAt: r.settled_at ? new Date(r.settled_at) : null,
-});
+/** How long counted calls wait in memory to be written together: one insert for many paid calls. */
+const EVENT_FLUSH_MS = 250;
 
-export function settlementStore(database: Kysely<any>) {
-  const db = database as Kysely<{ facilitator_settlements: Row; facilitator_events: EventRow }>;
+/**
+ * Group commit: calls made in the same turn of the event loop, or while a batch is in flight, go together in the
+ * next batch, so concurrent settlements share one query where each made its own. The turn matters on PGlite: its
+ * queries run synchronously in WebAssembly, so a batch is never seen in flight there. A batch that fails is run
+ * again one call at a time, so each call gets its own answer, as it would alone.
+ */
+export function grouped<I, O>(run: (items: I[]) => Promise<O[]>, max = 100): (item: I) => Promise<O> {
+  let queue: { item: I; resolve: (value: O) => void; reject: (error: unknown) => void }[] = [];
+  let running = false;
+  let scheduled = false;
+  const next = (): void => {
+    if (running || scheduled || !queue.length) return;
+    scheduled = true;
+    setImmediate(flush);
+  };
+  const flush = (): void => {
+    scheduled = false;
+    if (running || !queue.length) return;
+    const batch = queue.slice(0, max);
+    queue = queue.slice(max);
+    running = true;
+    const alone = (b: (typeof batch)[number]) =>
+      run([b.item]).then(
+        ([value]) => b.resolve(value!),
+        (error: unknown) => b.reject(error),
+      );
+    run(batch.map((b) => b.item))
+      .then(
+        (values) => batch.forEach((b, i) => b.resolve(values[i]!)),
+        (error: unknown) =>
+          batch.length === 1 ? batch[0]!.reject(error) : Promise.all(batch.map((b) => alone(b))).then(() => undefined),
+      )
+      .finally(() => {
+        running = false;
+        next();
+      });
+  };
+  return (item) =>
+    new Promise<O>((resolve, reject) => {
+      queue.push({ item, resolve, reject });
+      next();
+    });
+}
+
+type Claim = Omit<Settlement, 'status' | 'error' | 'settledAt'>;
+type Finish = { key: string; status: 'settled' | 'failed'; at: Date; error: string | null };
+
+export function settlementStore(database: SharedDb) {
+  const db = camelCaseDb<{ facilitator_settlements: Settlement; facilitator_events: EventRow }>(database);
+  // Statistics only (/mpp/stats): a crash loses at most EVENT_FLUSH_MS of counts, never a payment.
+  let events: { kind: EventKind; outcome: EventOutcome; at: Date }[] = [];
+  let flushing: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const flushEvents = async (): Promise<void> => {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    await flushing?.catch(() => undefined);
+    if (!events.length) return;
+    const batch = events;
+    events = [];
+    flushing = db
+      .insertInto('facilitator_events')
+      .values(batch)
+      .execute()
+      .then(() => undefined);
+    await flushing;
+  };
+  const get = grouped<string, Settlement | undefined>(async (keys) => {
+    const rows = await db
+      .selectFrom('facilitator_settlements')
+      .select(SETTLEMENT)
+      .where('key', keys.length === 1 ? '=' : 'in', keys.length === 1 ? keys[0]! : keys)
+      .execute();
+    const byKey = new Map(rows.map((r) => [r.key, r]));
+    return keys.map((key) => byKey.get(key));
+  });
+  // One insert for the batch: the primary key still lets exactly one claim of a payment through, here or on any
+  // replica; the rows it returns are the claims won. A payment twice in one batch wins once.
+  const claim = grouped<Claim, boolean>(async (claims) => {
+    const first = new Map<string, number>();
+    claims.forEach((c, i) => first.has(c.key) || first.set(c.key, i));
+    const inserted = await db
+      .insertInto('facilitator_settlements')
+      .values(
+        [...first.values()].map((i) => ({ ...claims[i]!, status: 'pending' as const, error: null, settledAt: null })),
+      )
+      .onConflict((oc) => oc.doNothing())
+      .returning('key')
+      .execute();
+    const won = new Set(inserted.map((r) => r.key));
+    return claims.map((c, i) => first.get(c.key) === i && won.has(c.key));
+  });
+  // Only a pending claim is finished: a settlement's outcome, once written, is never rewritten.
+  const finish = grouped<Finish, void>(async (finishes) => {
+    const last = new Map(finishes.map((f) => [f.key, f]));
+    const rows = [...last.values()].map(
+      (f) => sql`(${f.key}, ${f.status}, ${f.error}, ${f.status === 'settled' ? f.at.toISOString() : null})`,
+    );
+    await sql`update facilitator_settlements as s
+      set status = v.status, error = v.error, settled_at = v.settled_at::timestamptz
+      from (values ${sql.join(rows)}) as v(key, status, error, settled_at)
+      where s.key = v.key and s.status = 'pending'`.execute(database);
+    return finishes.map(() => undefined);
+  });
   return {
     async get(key: string): Promise<Settlement | undefined> {
-      const row = await db.selectFrom('facilitator_settlements').selectAll().where('key', '=', key).executeTakeFirst();
-      return row ? fromRow(row) : undefined;
+      return get(key);
     },
 
     /** Claims a payment for settlement; false when another request (on any replica) already holds it. */
-    async claim(s: Omit<Settlement, 'status' | 'error' | 'settledAt'>): Promise<boolean> {
-      const result = await db
-        .insertInto('facilitator_settlements')
-        .values({
-          key: s.key,
-          kind: s.kind,
-          status: 'pending',
-          scheme: s.scheme,
-          network: s.network,
-          payer: s.payer,
-          pay_to: s.payTo,
-          amount: s.amount,
-          asset: s.asset,
-          resource: s.resource,
-          description: s.description,
-          transaction: s.transaction,
-          blockhash: s.blockhash,
-          error: null,
-          created_at: s.createdAt,
-          settled_at: null,
-        })
-        .onConflict((oc) => oc.doNothing())
-        .executeTakeFirst();
-      return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+    async claim(s: Claim): Promise<boolean> {
+      return claim(s);
     },
 
     /** A claim whose transaction certainly never reached the chain: the payment may be settled later. */
@@ -166,40 +259,60 @@ export function settlementStore(database: Kysely<any>) {
     },
 
     async finish(key: string, status: 'settled' | 'failed', at: Date, error?: string): Promise<void> {
-      await db
-        .updateTable('facilitator_settlements')
-        .set({ status, error: error ?? null, settled_at: status === 'settled' ? at : null })
-        .where('key', '=', key)
-        .where('status', '=', 'pending')
-        .execute();
+      await finish({ key, status, at, error: error ?? null });
     },
 
     /**
-     * Settlements claimed since `since` (all of them, or those of a kind, paying `payTo`, from `payer`) and when the oldest of them
+     * Settlements claimed since `since` (all of them, or those of a kind, paying `payTo`, from `payer`) and when the
+     * oldest of them
      * was claimed: what the settle caps count.
      */
-    async claimedSince(since: Date, filter: { kind?: SettlementKind; payTo?: string; payer?: string } = {}): Promise<{ count: number; oldest: Date | null }> {
-      let query = db
-        .selectFrom('facilitator_settlements')
-        .select((eb) => [eb.fn.countAll<bigint>().as('count'), eb.fn.min('created_at').as('oldest')])
-        .where('created_at', '>=', since);
-      if (filter.kind) query = query.where('kind', '=', filter.kind);
-      if (filter.payTo) query = query.where('pay_to', '=', filter.payTo);
-      if (filter.payer) query = query.where('payer', '=', filter.payer);
-      const row = await query.executeTakeFirstOrThrow();
-      return { count: Number(row.count), oldest: row.oldest ? new Date(row.oldest as Date) : null };
+    /**
+     * Claims since `since` matching the filter, counted up to `upTo` (a cap needs to know only whether it is
+     * reached: counting the whole window made every settlement cost more the busier the window was); `oldest`
+     * only once `upTo` is reached.
+     */
+    async claimedSince(
+      since: Date,
+      filter: { kind?: SettlementKind; payTo?: string; payer?: string } = {},
+      upTo?: number,
+    ): Promise<{ count: number; oldest: Date | null }> {
+      let window = db.selectFrom('facilitator_settlements').where('createdAt', '>=', since);
+      if (filter.kind) window = window.where('kind', '=', filter.kind);
+      if (filter.payTo) window = window.where('payTo', '=', filter.payTo);
+      if (filter.payer) window = window.where('payer', '=', filter.payer);
+      const counted =
+        upTo === undefined
+          ? window.select(sql<number>`1`.as('one'))
+          : window.select(sql<number>`1`.as('one')).limit(upTo);
+      const row = await db
+        .selectFrom(counted.as('w'))
+        .select((eb) => eb.fn.countAll<bigint>().as('count'))
+        .executeTakeFirstOrThrow();
+      const count = Number(row.count);
+      if (upTo !== undefined && count < upTo) return { count, oldest: null };
+      const first = await window.select('createdAt').orderBy('createdAt').limit(1).executeTakeFirst();
+      return { count, oldest: first ? new Date(first.createdAt) : null };
     },
 
+    /** Counts a call; written with the others of the next EVENT_FLUSH_MS, and before any read of the counts. */
     async recordEvent(kind: EventKind, outcome: EventOutcome, at: Date): Promise<void> {
-      await db.insertInto('facilitator_events').values({ kind, outcome, at }).execute();
+      events.push({ kind, outcome, at });
+      timer ??= setTimeout(() => void flushEvents().catch(() => undefined), EVENT_FLUSH_MS).unref();
     },
 
     /** Counts of calls by kind and outcome: in all, and since `today`. */
-    async eventCounts(today: Date): Promise<{ kind: EventKind; outcome: EventOutcome; total: number; today: number }[]> {
+    async eventCounts(
+      today: Date,
+    ): Promise<{ kind: EventKind; outcome: EventOutcome; total: number; today: number }[]> {
+      await flushEvents();
       const rows = await db
         .selectFrom('facilitator_events')
         .select(['kind', 'outcome'])
-        .select((eb) => [eb.fn.countAll<bigint>().as('total'), sql<bigint>`count(*) filter (where ${eb.ref('at')} >= ${today})`.as('today')])
+        .select((eb) => [
+          eb.fn.countAll<bigint>().as('total'),
+          sql<bigint>`count(*) filter (where ${eb.ref('at')} >= ${today})`.as('today'),
+        ])
         .groupBy(['kind', 'outcome'])
         .execute();
       return rows.map((r) => ({ kind: r.kind, outcome: r.outcome, total: Number(r.total), today: Number(r.today) }));
@@ -222,27 +335,25 @@ export function settlementStore(database: Kysely<any>) {
 
     /** The most recent settlements confirmed on chain, newest first. */
     async recentSettled(limit: number): Promise<Settlement[]> {
-      const rows = await db
+      return db
         .selectFrom('facilitator_settlements')
-        .selectAll()
+        .select(SETTLEMENT)
         .where('status', '=', 'settled')
-        .orderBy('settled_at', 'desc')
+        .orderBy('settledAt', 'desc')
         .orderBy('key')
         .limit(limit)
         .execute();
-      return rows.map(fromRow);
     },
 
     async pending(olderThan: Date, limit = 100): Promise<Settlement[]> {
-      const rows = await db
+      return db
         .selectFrom('facilitator_settlements')
-        .selectAll()
+        .select(SETTLEMENT)
         .where('status', '=', 'pending')
-        .where('created_at', '<', olderThan)
-        .orderBy('created_at')
+        .where('createdAt', '<', olderThan)
+        .orderBy('createdAt')
         .limit(limit)
         .execute();
-      return rows.map(fromRow);
     },
   };
 }

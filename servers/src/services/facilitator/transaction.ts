@@ -10,9 +10,17 @@ import {
   type Blockhash,
   type Instruction,
 } from '@solana/kit';
-import { WireError, decodeBase64, encodeTransaction, parseMessage, parseTransaction, sanitizeTransaction, toBase64 } from '../../ledger/wire';
+import {
+  WireError,
+  decodeBase64,
+  encodeTransaction,
+  parseMessage,
+  parseTransaction,
+  sanitizeTransaction,
+  toBase64,
+} from '../../solana/wire';
 import { messageKey } from '../../runtime/paywall';
-import { signEd25519, verifyEd25519, type Wallet } from '../../runtime/wallet';
+import { signEd25519, verifyEd25519, type Wallet } from '../../solana/keys';
 
 // A payment transaction as the facilitator reads it, for both the x402 `exact` rules and the charge
 // policy: decoded with the ledger's wire reader (the one parser of Solana bytes in this repository).
@@ -93,7 +101,11 @@ export function buildTransaction(
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(address(feePayer), m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight },
+        m,
+      ),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
   const messageBytes = new Uint8Array(compileTransaction(message).messageBytes);

@@ -28,7 +28,8 @@ export const per8h = (rate: number, intervalHours: number) => (rate / intervalHo
 /** Simple APR: rate × (24 / intervalHours) × 365. */
 export const annualize = (rate: number, intervalHours: number) => rate * (24 / intervalHours) * 365;
 /** Perpetual basis (mark − index) / index; null without an index. */
-export const basisOf = (mark: number, index: number | null) => (index === null || index <= 0 ? null : (mark - index) / index);
+export const basisOf = (mark: number, index: number | null) =>
+  index === null || index <= 0 ? null : (mark - index) / index;
 
 const clamp = (lo: number, hi: number, x: number) => Math.min(hi, Math.max(lo, x));
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -92,11 +93,22 @@ export function assessSqueeze(input: SqueezeInputs): SqueezeAssessment {
   const ls = input.longShortRatio;
   const components: SqueezeComponents = {
     funding: round(z !== null ? 40 * Math.min(1, Math.abs(z) / 3) : 40 * Math.min(1, Math.abs(apr) / 1), 2),
-    openInterest: round(input.openInterestChange24hPercent === null ? 0 : 25 * Math.min(1, Math.max(0, input.openInterestChange24hPercent) / 20), 2),
+    openInterest: round(
+      input.openInterestChange24hPercent === null
+        ? 0
+        : 25 * Math.min(1, Math.max(0, input.openInterestChange24hPercent) / 20),
+      2,
+    ),
     premium: round(input.premium === null ? 0 : 15 * Math.min(1, Math.abs(input.premium) / 0.005), 2),
-    longShort: round(ls === null ? 0 : longsCrowded ? 20 * clamp(0, 1, (ls - 1) / 1) : 20 * clamp(0, 1, (1 - ls) / 0.3), 2),
+    longShort: round(
+      ls === null ? 0 : longsCrowded ? 20 * clamp(0, 1, (ls - 1) / 1) : 20 * clamp(0, 1, (1 - ls) / 0.3),
+      2,
+    ),
   };
-  const score = round(clamp(0, 100, components.funding + components.openInterest + components.premium + components.longShort), 2);
+  const score = round(
+    clamp(0, 100, components.funding + components.openInterest + components.premium + components.longShort),
+    2,
+  );
   return { score, direction, components };
 }
 
@@ -104,11 +116,21 @@ export function assessSqueeze(input: SqueezeInputs): SqueezeAssessment {
 export function sentimentOf(weightedFundingRate8h: number): { score: number; label: FundingSentimentLabel } {
   const score = round(clamp(-100, 100, ((weightedFundingRate8h - BASELINE_8H) / 0.0004) * 100), 2);
   const label: FundingSentimentLabel =
-    score <= -50 ? 'strongly_bearish' : score < -15 ? 'bearish' : score <= 15 ? 'neutral' : score < 50 ? 'bullish' : 'strongly_bullish';
+    score <= -50
+      ? 'strongly_bearish'
+      : score < -15
+        ? 'bearish'
+        : score <= 15
+          ? 'neutral'
+          : score < 50
+            ? 'bullish'
+            : 'strongly_bullish';
   return { score, label };
 }
 
-/** A USD figure as a plain decimal string (never exponent notation): prices to ~8 significant digits, totals to cents. */
+/**
+ * A USD figure as a plain decimal string (never exponent notation): prices to ~8 significant digits, totals to cents.
+ */
 export function usd(value: number, kind: 'price' | 'total' = 'total'): string {
   if (!Number.isFinite(value) || value <= 0) return '0';
   const decimals = kind === 'total' ? 2 : clamp(2, 15, Math.ceil(-Math.log10(value)) + 7);
@@ -170,7 +192,8 @@ const longShortOf = (rows: readonly PerpQuote[]) => rows.find((r) => r.longShort
  */
 export function longShortByAsset(snapshot: PerpSnapshot): Map<string, number> {
   const ratios = new Map<string, number>();
-  for (const r of select(snapshot, {})) if (r.longShortRatio != null && !ratios.has(r.asset)) ratios.set(r.asset, r.longShortRatio);
+  for (const r of select(snapshot, {}))
+    if (r.longShortRatio != null && !ratios.has(r.asset)) ratios.set(r.asset, r.longShortRatio);
   return ratios;
 }
 
@@ -179,14 +202,21 @@ export function longShortByAsset(snapshot: PerpSnapshot): Map<string, number> {
  * against the OI-weighted funding of the last 30 days of settlements (when every venue has that history),
  * aggregate ΔOI over 24 h, the 24-hour price change of the largest venue, OI-weighted premium, and the squeeze score.
  */
-export function aggregateAsset(asset: string, rows: PerpQuote[], longShortRatio: number | null = longShortOf(rows)): AssetAggregate {
+export function aggregateAsset(
+  asset: string,
+  rows: PerpQuote[],
+  longShortRatio: number | null = longShortOf(rows),
+): AssetAggregate {
   const oi = rows.map((r) => r.openInterestUsd);
   const rates = rows.map(rate8hOf);
   const weighted = weightedMean(rates, oi) ?? rates.reduce((a, b) => a + b, 0) / rates.length;
   let fundingZScore: number | null = null;
   const histories = rows.map((r) => r.history);
   const length = histories[0]?.fundingRate8h.length ?? 0;
-  if (length > 0 && histories.every((h) => h && h.fundingRate8h.length === length && h.openInterestUsd.length === length)) {
+  if (
+    length > 0 &&
+    histories.every((h) => h && h.fundingRate8h.length === length && h.openInterestUsd.length === length)
+  ) {
     const past = Array.from({ length }, (_, k) => {
       const f = histories.map((h) => h!.fundingRate8h[k]!);
       const w = histories.map((h) => h!.openInterestUsd[k]!);
@@ -196,12 +226,19 @@ export function aggregateAsset(asset: string, rows: PerpQuote[], longShortRatio:
   }
   const known = rows.filter((r) => r.openInterestUsd24hAgo != null);
   const before = known.reduce((a, r) => a + r.openInterestUsd24hAgo!, 0);
-  const openInterestChange24hPercent = known.length > 0 && before > 0 ? ((known.reduce((a, r) => a + r.openInterestUsd, 0) - before) / before) * 100 : null;
-  const priced = [...rows].filter((r) => r.priceChange24hPercent != null).sort((a, b) => b.openInterestUsd - a.openInterestUsd)[0];
+  const openInterestChange24hPercent =
+    known.length > 0 && before > 0
+      ? ((known.reduce((a, r) => a + r.openInterestUsd, 0) - before) / before) * 100
+      : null;
+  const priced = [...rows]
+    .filter((r) => r.priceChange24hPercent != null)
+    .sort((a, b) => b.openInterestUsd - a.openInterestUsd)[0];
   const indexed = rows.filter((r) => r.indexPrice !== null);
   const premium = indexed.length
-    ? (weightedMean(indexed.map((r) => basisOf(r.markPrice, r.indexPrice)!), indexed.map((r) => r.openInterestUsd)) ??
-      indexed.reduce((a, r) => a + basisOf(r.markPrice, r.indexPrice)!, 0) / indexed.length)
+    ? (weightedMean(
+        indexed.map((r) => basisOf(r.markPrice, r.indexPrice)!),
+        indexed.map((r) => r.openInterestUsd),
+      ) ?? indexed.reduce((a, r) => a + basisOf(r.markPrice, r.indexPrice)!, 0) / indexed.length)
     : null;
   const inputs: SqueezeInputs = {
     fundingRate8h: weighted,
@@ -246,8 +283,17 @@ export function contractRow(c: PerpQuote, assetLongShort: number | null): Fundin
   const f8 = rate8hOf(c);
   const basis = basisOf(c.markPrice, c.indexPrice);
   const z = c.history ? zScore(f8, c.history.fundingRate8h) : null;
-  const oiChange = c.openInterestUsd24hAgo != null && c.openInterestUsd24hAgo > 0 ? ((c.openInterestUsd - c.openInterestUsd24hAgo) / c.openInterestUsd24hAgo) * 100 : null;
-  const squeeze = assessSqueeze({ fundingRate8h: f8, fundingZScore: z, openInterestChange24hPercent: oiChange, premium: basis, longShortRatio: assetLongShort });
+  const oiChange =
+    c.openInterestUsd24hAgo != null && c.openInterestUsd24hAgo > 0
+      ? ((c.openInterestUsd - c.openInterestUsd24hAgo) / c.openInterestUsd24hAgo) * 100
+      : null;
+  const squeeze = assessSqueeze({
+    fundingRate8h: f8,
+    fundingZScore: z,
+    openInterestChange24hPercent: oiChange,
+    premium: basis,
+    longShortRatio: assetLongShort,
+  });
   return {
     exchange: c.exchange,
     symbol: c.symbol,
@@ -317,14 +363,21 @@ export function encodeCursor(offset: number, at: number, filters: ScanFilters): 
   return Buffer.from(JSON.stringify({ o: offset, t: at, f: filterDigest(filters) })).toString('base64url');
 }
 
-const CursorSchema = z.object({ o: z.number().int().min(1).max(1_000_000), t: z.number().int().min(0), f: z.string() }).strict();
+const CursorSchema = z
+  .object({ o: z.number().int().min(1).max(1_000_000), t: z.number().int().min(0), f: z.string() })
+  .strict();
 
-/** How long a cursor stays valid: the embedded market is re-read at the cursor's instant, so a bound keeps that cheap. */
+/**
+ * How long a cursor stays valid: the embedded market is re-read at the cursor's instant, so a bound keeps that cheap.
+ */
 export const CURSOR_LIFETIME_MS = 3_600_000;
 
-/** The offset and instant of a cursor; 400 invalid_cursor when it is malformed, expired or was made for other filters. */
-export function decodeCursor(cursor: string, filters: ScanFilters, now: number = Date.now()): { offset: number; at: number } {
-  const invalid = (why: string) => new HttpError(400, 'invalid_cursor', `The cursor ${why}`, { fields: [{ field: 'body.cursor', message: why }] });
+/**
+ * The offset and instant of a cursor; 400 invalid_cursor when it is malformed, expired or was made for other filters.
+ */
+export function decodeCursor(cursor: string, filters: ScanFilters, now: number): { offset: number; at: number } {
+  const invalid = (why: string) =>
+    new HttpError(400, 'invalid_cursor', `The cursor ${why}`, { fields: [{ field: 'body.cursor', message: why }] });
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -333,8 +386,10 @@ export function decodeCursor(cursor: string, filters: ScanFilters, now: number =
   }
   const result = CursorSchema.safeParse(parsed);
   if (!result.success) throw invalid('is not a cursor this service issued');
-  if (result.data.f !== filterDigest(filters)) throw invalid('was issued for other filters; send the same exchanges, assets, minOpenInterestUsd and sortBy');
-  if (result.data.t > now + 60_000 || result.data.t < now - CURSOR_LIFETIME_MS) throw invalid('has expired; start again from the first page');
+  if (result.data.f !== filterDigest(filters))
+    throw invalid('was issued for other filters; send the same exchanges, assets, minOpenInterestUsd and sortBy');
+  if (result.data.t > now + 60_000 || result.data.t < now - CURSOR_LIFETIME_MS)
+    throw invalid('has expired; start again from the first page');
   return { offset: result.data.o, at: result.data.t };
 }
 
@@ -347,9 +402,12 @@ export function assetView(aggregate: AssetAggregate): Omit<FundingAssetView, 'so
   const venues = rows
     .map(({ asset: _asset, ...row }, i) => ({
       ...row,
-      openInterestSharePercent: total > 0 ? round((aggregate.rows[i]!.openInterestUsd / total) * 100, 4) : round(100 / rows.length, 4),
+      openInterestSharePercent:
+        total > 0 ? round((aggregate.rows[i]!.openInterestUsd / total) * 100, 4) : round(100 / rows.length, 4),
     }))
-    .sort((a, b) => b.fundingRate8h - a.fundingRate8h || ALL_VENUES.indexOf(a.exchange) - ALL_VENUES.indexOf(b.exchange));
+    .sort(
+      (a, b) => b.fundingRate8h - a.fundingRate8h || ALL_VENUES.indexOf(a.exchange) - ALL_VENUES.indexOf(b.exchange),
+    );
   const highest = venues[0]!;
   const lowest = venues[venues.length - 1]!;
   return {
@@ -357,7 +415,12 @@ export function assetView(aggregate: AssetAggregate): Omit<FundingAssetView, 'so
     venues,
     weightedFundingRate8h: rate(aggregate.weightedFundingRate8h),
     weightedAnnualizedFundingRate: rate(aggregate.weightedFundingRate8h * 3 * 365),
-    fundingSpread8h: { highest: highest.fundingRate8h, highestExchange: highest.exchange, lowest: lowest.fundingRate8h, lowestExchange: lowest.exchange },
+    fundingSpread8h: {
+      highest: highest.fundingRate8h,
+      highestExchange: highest.exchange,
+      lowest: lowest.fundingRate8h,
+      lowestExchange: lowest.exchange,
+    },
     totalOpenInterestUsd: usd(aggregate.openInterestUsd),
     totalVolume24hUsd: usd(aggregate.volume24hUsd),
     squeezeRisk: {
@@ -373,20 +436,32 @@ export function overview(snapshot: PerpSnapshot): Omit<FundingOverview, 'source'
   const all = select(snapshot, {});
   const exchanges: FundingExchangeStats[] = snapshot.venues.map((v) => {
     const contracts = v.status === 'ok' ? v.contracts : [];
-    const w = weightedMean(contracts.map(rate8hOf), contracts.map((c) => c.openInterestUsd));
+    const w = weightedMean(
+      contracts.map(rate8hOf),
+      contracts.map((c) => c.openInterestUsd),
+    );
     return {
       exchange: v.exchange,
       status: v.status,
       perpetualPairs: contracts.length,
       openInterestUsd: usd(contracts.reduce((a, c) => a + c.openInterestUsd, 0)),
       volume24hUsd: usd(contracts.reduce((a, c) => a + c.volume24hUsd, 0)),
-      weightedFundingRate8h: w === null ? (contracts.length ? rate(contracts.reduce((a, c) => a + rate8hOf(c), 0) / contracts.length) : null) : rate(w),
+      weightedFundingRate8h:
+        w === null
+          ? contracts.length
+            ? rate(contracts.reduce((a, c) => a + rate8hOf(c), 0) / contracts.length)
+            : null
+          : rate(w),
       positiveFundingPairs: contracts.filter((c) => c.fundingRate > 0).length,
       negativeFundingPairs: contracts.filter((c) => c.fundingRate < 0).length,
     };
   });
   const totalOi = all.reduce((a, c) => a + c.openInterestUsd, 0);
-  const weighted = weightedMean(all.map(rate8hOf), all.map((c) => c.openInterestUsd)) ?? 0;
+  const weighted =
+    weightedMean(
+      all.map(rate8hOf),
+      all.map((c) => c.openInterestUsd),
+    ) ?? 0;
   const longsPaying = all.filter((c) => c.fundingRate > 0).reduce((a, c) => a + c.openInterestUsd, 0);
   return {
     totalOpenInterestUsd: usd(totalOi),
@@ -418,16 +493,28 @@ export interface RankedCandidate {
 }
 
 /** Assets whose funding is very positive or very negative, scoring at least minRiskScore, highest score first. */
-export function rankCandidates(snapshot: PerpSnapshot, filters: SqueezeFilters): { candidates: RankedCandidate[]; assetsScanned: number } {
+export function rankCandidates(
+  snapshot: PerpSnapshot,
+  filters: SqueezeFilters,
+): { candidates: RankedCandidate[]; assetsScanned: number } {
   const groups = groupByAsset(select(snapshot, filters));
   const longShort = longShortByAsset(snapshot);
   const ranked = [...groups.entries()]
     .map(([asset, rows]) => aggregateAsset(asset, rows, longShort.get(asset) ?? null))
-    .filter((a) => a.squeeze.direction !== 'none' && (filters.direction === 'both' || a.squeeze.direction === filters.direction) && a.squeeze.score >= filters.minRiskScore)
+    .filter(
+      (a) =>
+        a.squeeze.direction !== 'none' &&
+        (filters.direction === 'both' || a.squeeze.direction === filters.direction) &&
+        a.squeeze.score >= filters.minRiskScore,
+    )
     .sort((a, b) => b.squeeze.score - a.squeeze.score || (a.asset < b.asset ? -1 : 1))
     .slice(0, filters.limit);
   return {
-    candidates: ranked.map((aggregate, i) => ({ rank: i + 1, aggregate, direction: aggregate.squeeze.direction as SqueezeDirection })),
+    candidates: ranked.map((aggregate, i) => ({
+      rank: i + 1,
+      aggregate,
+      direction: aggregate.squeeze.direction as SqueezeDirection,
+    })),
     assetsScanned: groups.size,
   };
 }
@@ -458,7 +545,11 @@ export function candidateFacts(c: RankedCandidate): CandidateFacts {
 const pct = (x: number, digits = 1) => `${(x * 100).toFixed(digits)} %`;
 const usdShort = (text: string) => {
   const n = Number(text);
-  return n >= 1e9 ? `$${(n / 1e9).toFixed(2)}B` : n >= 1e6 ? `$${(n / 1e6).toFixed(1)}M` : `$${Math.round(n).toLocaleString('en-US')}`;
+  return n >= 1e9
+    ? `$${(n / 1e9).toFixed(2)}B`
+    : n >= 1e6
+      ? `$${(n / 1e6).toFixed(1)}M`
+      : `$${Math.round(n).toLocaleString('en-US')}`;
 };
 
 /** The built-in commentary: what is crowded, how strongly each factor says so, and what would trigger the squeeze. */
@@ -468,13 +559,23 @@ export function builtinCommentary(f: CandidateFacts): string {
   const parts = [
     `${crowd} on ${f.asset}: open-interest-weighted funding is ${pct(f.weightedFundingRate8h, 4)} per 8 h (${pct(f.annualizedFundingRate)} a year) across ${f.exchanges.length} venue${f.exchanges.length === 1 ? '' : 's'}, so ${longs ? 'longs pay shorts' : 'shorts pay longs'}.`,
   ];
-  if (f.fundingZScore !== null) parts.push(`That is ${Math.abs(f.fundingZScore).toFixed(1)} standard deviations ${f.fundingZScore >= 0 ? 'above' : 'below'} its 30-day mean.`);
+  if (f.fundingZScore !== null)
+    parts.push(
+      `That is ${Math.abs(f.fundingZScore).toFixed(1)} standard deviations ${f.fundingZScore >= 0 ? 'above' : 'below'} its 30-day mean.`,
+    );
   if (f.openInterestChange24hPercent !== null)
-    parts.push(`Open interest ${f.openInterestChange24hPercent >= 0 ? 'rose' : 'fell'} ${Math.abs(f.openInterestChange24hPercent).toFixed(1)} % in 24 h to ${usdShort(f.openInterestUsd)}${f.openInterestChange24hPercent > 0 ? ': leverage is still building' : ''}.`);
+    parts.push(
+      `Open interest ${f.openInterestChange24hPercent >= 0 ? 'rose' : 'fell'} ${Math.abs(f.openInterestChange24hPercent).toFixed(1)} % in 24 h to ${usdShort(f.openInterestUsd)}${f.openInterestChange24hPercent > 0 ? ': leverage is still building' : ''}.`,
+    );
   else parts.push(`Open interest stands at ${usdShort(f.openInterestUsd)}.`);
-  if (f.premium !== null) parts.push(`The perpetual trades ${Math.abs(f.premium * 100).toFixed(3)} % ${f.premium >= 0 ? 'above' : 'below'} its index.`);
+  if (f.premium !== null)
+    parts.push(
+      `The perpetual trades ${Math.abs(f.premium * 100).toFixed(3)} % ${f.premium >= 0 ? 'above' : 'below'} its index.`,
+    );
   if (f.longShortRatio !== null) parts.push(`The long/short account ratio is ${f.longShortRatio.toFixed(2)}.`);
-  const strongest = (Object.entries(f.components) as [keyof SqueezeComponents, number][]).sort((a, b) => b[1] - a[1])[0]!;
+  const strongest = (Object.entries(f.components) as [keyof SqueezeComponents, number][]).sort(
+    (a, b) => b[1] - a[1],
+  )[0]!;
   parts.push(
     `Risk ${f.riskScore.toFixed(0)}/100, driven most by ${strongest[0] === 'openInterest' ? 'open-interest build-up' : strongest[0] === 'longShort' ? 'the long/short ratio' : strongest[0]}. ` +
       (longs
@@ -485,7 +586,8 @@ export function builtinCommentary(f: CandidateFacts): string {
 }
 
 export function builtinSummary(facts: CandidateFacts[], assetsScanned: number): string {
-  if (facts.length === 0) return `No asset among ${assetsScanned} scanned has funding extreme enough, with enough risk, to rank as a squeeze candidate.`;
+  if (facts.length === 0)
+    return `No asset among ${assetsScanned} scanned has funding extreme enough, with enough risk, to rank as a squeeze candidate.`;
   const longs = facts.filter((f) => f.direction === 'long_squeeze').length;
   const top = facts[0]!;
   return (
@@ -505,7 +607,10 @@ const CommentarySchema: z.ZodType<CommentaryOutput> = z.object({
   commentary: z.array(z.object({ asset: z.string(), commentary: z.string().min(1) })),
 });
 
-export function commentaryTask(input: { assetsScanned: number; candidates: CandidateFacts[] }): AiTask<typeof input, CommentaryOutput> {
+export function commentaryTask(input: {
+  assetsScanned: number;
+  candidates: CandidateFacts[];
+}): AiTask<typeof input, CommentaryOutput> {
   return {
     name: 'funding-squeeze-commentary',
     instructions:

@@ -38,7 +38,11 @@ export const scanFilters = (body: FundingScanRequest): ScanFilters => ({
 export function assetRows(snapshot: PerpSnapshot, symbol: string, exchanges?: readonly string[]) {
   const rows = select(snapshot, { assets: [symbol], ...(exchanges ? { exchanges: exchanges as never } : {}) });
   if (rows.length === 0) {
-    throw notFound('asset_not_found', `No ${exchanges ? 'selected ' : ''}exchange lists a perpetual contract on ${symbol}`, { symbol });
+    throw notFound(
+      'asset_not_found',
+      `No ${exchanges ? 'selected ' : ''}exchange lists a perpetual contract on ${symbol}`,
+      { symbol },
+    );
   }
   return rows;
 }
@@ -74,7 +78,13 @@ export function fundingHandlers({ source, reasoner, now }: FundingDeps): RouterI
       const { output, generator } = await reasoner.run(commentaryTask({ assetsScanned, candidates: facts }));
       const byAsset = new Map(output.commentary.map((c) => [c.asset.toUpperCase(), c.commentary]));
       if (facts.some((f) => !byAsset.has(f.asset))) {
-        throw new HttpError(502, 'llm_invalid_output', 'The language model did not comment on every candidate', undefined, { 'retry-after': '10' });
+        throw new HttpError(
+          502,
+          'llm_invalid_output',
+          'The language model did not comment on every candidate',
+          undefined,
+          { 'retry-after': '10' },
+        );
       }
       return {
         status: 200,
@@ -93,13 +103,15 @@ export function fundingHandlers({ source, reasoner, now }: FundingDeps): RouterI
       const snapshot = await source.snapshot();
       const rows = assetRows(snapshot, params.symbol, body.exchanges);
       const longShort = longShortByAsset(snapshot).get(params.symbol) ?? null;
-      return { status: 200, body: { ...assetView(aggregateAsset(params.symbol, rows, longShort)), source: sourceOf(snapshot) } };
+      return {
+        status: 200,
+        body: { ...assetView(aggregateAsset(params.symbol, rows, longShort)), source: sourceOf(snapshot) },
+      };
     },
 
     overview: async () => {
       const snapshot = await source.snapshot();
       return { status: 200, body: { ...overview(snapshot), source: sourceOf(snapshot) } };
     },
-
   };
 }

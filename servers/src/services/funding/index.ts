@@ -38,14 +38,17 @@ export async function createFundingApp(context: ServiceContext, options: Funding
   const now = options.now ?? Date.now;
   const source =
     options.market === 'live'
-      ? livePerpSource({ ...(options.venueUrls ? { baseUrls: options.venueUrls } : {}), ...(options.liveCacheMs !== undefined ? { cacheMs: options.liveCacheMs } : {}) })
+      ? livePerpSource({
+          ...(options.venueUrls ? { baseUrls: options.venueUrls } : {}),
+          ...(options.liveCacheMs !== undefined ? { cacheMs: options.liveCacheMs } : {}),
+        })
       : embeddedPerpSource(sharedMarketModel(options.seed), now);
   return await createServiceApp({
     service: funding,
     handlers: fundingHandlers({ source, reasoner: context.reasoner, now }),
     ...fromContext(context),
     // /health reports the market source: mode, each provider's last outcome, degraded while one is failing.
-    health: () => source.tracker.health('funding', context.db),
+    upstream: source.tracker,
     // A cursor from other filters, an unknown asset, or every venue failing fail before the 402: nobody pays for them.
     // Venues this deployment does not serve (a real exchange on a simulated market, or the reverse) are refused too.
     preflight: {

@@ -1,13 +1,31 @@
 import {
-  AccountRole, SOLANA_ERROR__JSON_RPC__INVALID_PARAMS, address, appendTransactionMessageInstructions, compileTransaction,
-  createTransactionMessage, isSolanaError, pipe, setTransactionMessageFeePayer, setTransactionMessageLifetimeUsingBlockhash,
-  type Address, type Base64EncodedWireTransaction, type Blockhash, type Instruction,
+  AccountRole,
+  SOLANA_ERROR__JSON_RPC__INVALID_PARAMS,
+  address,
+  appendTransactionMessageInstructions,
+  compileTransaction,
+  createTransactionMessage,
+  isSolanaError,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Address,
+  type Base64EncodedWireTransaction,
+  type Blockhash,
+  type Instruction,
 } from '@solana/kit';
-import { describeTransactionError, type TransactionErrorJson } from '../../ledger/tx-error';
+import { describeTransactionError, type TransactionErrorJson } from '../../solana/tx-error';
 import {
-  PACKET_DATA_SIZE, WireError, decodeBase64, encodeTransaction, isWritableIndex, parseTransaction, sanitizeTransaction, toBase64,
+  PACKET_DATA_SIZE,
+  WireError,
+  decodeBase64,
+  encodeTransaction,
+  isWritableIndex,
+  parseTransaction,
+  sanitizeTransaction,
+  toBase64,
   type ParsedTransaction,
-} from '../../ledger/wire';
+} from '../../solana/wire';
 import { HttpError, unprocessable } from '../../runtime/errors';
 import type { SolanaSource } from '../../upstream/solana';
 import type { PerformanceSample, SlotFee } from './domain';
@@ -21,7 +39,10 @@ export const PERFORMANCE_SAMPLES = 10;
 /** Per-slot prioritization fees of the node's cache (at most 150 slots), oldest first. */
 export async function readSlotFees(chain: SolanaSource, accounts?: readonly string[]): Promise<SlotFee[]> {
   const fees = await chain.read((rpc) =>
-    (accounts && accounts.length > 0 ? rpc.getRecentPrioritizationFees(accounts.map((a) => address(a))) : rpc.getRecentPrioritizationFees()).send(),
+    (accounts && accounts.length > 0
+      ? rpc.getRecentPrioritizationFees(accounts.map((a) => address(a)))
+      : rpc.getRecentPrioritizationFees()
+    ).send(),
   );
   return fees.map((f) => ({ slot: Number(f.slot), fee: Number(f.prioritizationFee) })).sort((a, b) => a.slot - b.slot);
 }
@@ -76,7 +97,9 @@ function base64Field(text: string, field: string): Uint8Array {
   } catch (error) {
     if (!(error instanceof WireError)) throw error;
     const message = `must be canonical standard base64 (${error.message})`;
-    throw new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
+    throw new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, {
+      fields: [{ field, message }],
+    });
   }
 }
 
@@ -84,22 +107,33 @@ function base64Field(text: string, field: string): Uint8Array {
 export function decodeTransaction(base64: string): DecodedTransaction {
   const bytes = base64Field(base64, 'body.transaction');
   if (bytes.length > PACKET_DATA_SIZE) {
-    throw unprocessable('transaction_too_large', `The transaction is ${bytes.length} bytes; a packet holds at most ${PACKET_DATA_SIZE}`, {
-      field: 'body.transaction',
-    });
+    throw unprocessable(
+      'transaction_too_large',
+      `The transaction is ${bytes.length} bytes; a packet holds at most ${PACKET_DATA_SIZE}`,
+      {
+        field: 'body.transaction',
+      },
+    );
   }
   let tx: ParsedTransaction;
   try {
     tx = parseTransaction(bytes);
   } catch (error) {
     if (!(error instanceof WireError)) throw error;
-    throw unprocessable('transaction_undecodable', `The bytes are not a Solana transaction (legacy or v0): ${error.message}`, {
-      field: 'body.transaction',
-    });
+    throw unprocessable(
+      'transaction_undecodable',
+      `The bytes are not a Solana transaction (legacy or v0): ${error.message}`,
+      {
+        field: 'body.transaction',
+      },
+    );
   }
   const problem = sanitizeTransaction(tx);
   if (problem) {
-    throw unprocessable('transaction_invalid', `The transaction is malformed: ${describeTransactionError(problem)}`, { field: 'body.transaction', reason: problem });
+    throw unprocessable('transaction_invalid', `The transaction is malformed: ${describeTransactionError(problem)}`, {
+      field: 'body.transaction',
+      reason: problem,
+    });
   }
   return describe(tx);
 }
@@ -111,13 +145,23 @@ export interface InstructionInput {
 }
 
 const roleOf = (meta: { isSigner: boolean; isWritable: boolean }) =>
-  meta.isSigner ? (meta.isWritable ? AccountRole.WRITABLE_SIGNER : AccountRole.READONLY_SIGNER) : meta.isWritable ? AccountRole.WRITABLE : AccountRole.READONLY;
+  meta.isSigner
+    ? meta.isWritable
+      ? AccountRole.WRITABLE_SIGNER
+      : AccountRole.READONLY_SIGNER
+    : meta.isWritable
+      ? AccountRole.WRITABLE
+      : AccountRole.READONLY;
 
 /**
  * Compiles instruction details into a v0 transaction paid by `payer`, with empty signatures (a
  * simulation does not verify them). 422 when they do not make a transaction a node would accept.
  */
-export function compileInstructions(payer: string, inputs: readonly InstructionInput[], blockhash: { blockhash: string; lastValidBlockHeight: bigint }): DecodedTransaction {
+export function compileInstructions(
+  payer: string,
+  inputs: readonly InstructionInput[],
+  blockhash: { blockhash: string; lastValidBlockHeight: bigint },
+): DecodedTransaction {
   let wire: Uint8Array;
   try {
     const instructions: Instruction[] = inputs.map((ix, i) => ({
@@ -128,30 +172,47 @@ export function compileInstructions(payer: string, inputs: readonly InstructionI
     const message = pipe(
       createTransactionMessage({ version: 0 }),
       (m) => setTransactionMessageFeePayer(address(payer), m),
-      (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: blockhash.blockhash as Blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight }, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingBlockhash(
+          { blockhash: blockhash.blockhash as Blockhash, lastValidBlockHeight: blockhash.lastValidBlockHeight },
+          m,
+        ),
       (m) => appendTransactionMessageInstructions(instructions, m),
     );
     const compiled = compileTransaction(message);
     const messageBytes = new Uint8Array(compiled.messageBytes);
     const signers = Object.keys(compiled.signatures).length;
-    wire = encodeTransaction(Array.from({ length: signers }, () => new Uint8Array(64)), messageBytes);
+    wire = encodeTransaction(
+      Array.from({ length: signers }, () => new Uint8Array(64)),
+      messageBytes,
+    );
   } catch (error) {
     if (error instanceof HttpError) throw error;
     const reason = error instanceof Error ? error.message : String(error);
-    throw unprocessable('transaction_invalid', `The instructions do not compile into a transaction: ${reason}`, { field: 'body.instructions' });
-  }
-  if (wire.length > PACKET_DATA_SIZE) {
-    throw unprocessable('transaction_too_large', `The compiled transaction is ${wire.length} bytes; a packet holds at most ${PACKET_DATA_SIZE}`, {
+    throw unprocessable('transaction_invalid', `The instructions do not compile into a transaction: ${reason}`, {
       field: 'body.instructions',
     });
+  }
+  if (wire.length > PACKET_DATA_SIZE) {
+    throw unprocessable(
+      'transaction_too_large',
+      `The compiled transaction is ${wire.length} bytes; a packet holds at most ${PACKET_DATA_SIZE}`,
+      {
+        field: 'body.instructions',
+      },
+    );
   }
   const tx = parseTransaction(wire);
   const problem = sanitizeTransaction(tx);
   if (problem) {
-    throw unprocessable('transaction_invalid', `The instructions make a malformed transaction: ${describeTransactionError(problem)}`, {
-      field: 'body.instructions',
-      reason: problem,
-    });
+    throw unprocessable(
+      'transaction_invalid',
+      `The instructions make a malformed transaction: ${describeTransactionError(problem)}`,
+      {
+        field: 'body.instructions',
+        reason: problem,
+      },
+    );
   }
   return describe(tx);
 }
@@ -159,7 +220,9 @@ export function compileInstructions(payer: string, inputs: readonly InstructionI
 /** A blockhash for checks that run before the chain is asked (the simulation replaces it anyway). */
 export const PLACEHOLDER_BLOCKHASH = { blockhash: '11111111111111111111111111111111', lastValidBlockHeight: 0n };
 
-export async function readLatestBlockhash(chain: SolanaSource): Promise<{ blockhash: string; lastValidBlockHeight: bigint }> {
+export async function readLatestBlockhash(
+  chain: SolanaSource,
+): Promise<{ blockhash: string; lastValidBlockHeight: bigint }> {
   const { value } = await chain.read((rpc) => rpc.getLatestBlockhash({ commitment: 'confirmed' }).send());
   return { blockhash: value.blockhash, lastValidBlockHeight: value.lastValidBlockHeight };
 }
@@ -175,7 +238,8 @@ export interface SimulationResult {
 function plain(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
   if (Array.isArray(value)) return value.map(plain);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
   return value;
 }
 
@@ -187,7 +251,12 @@ export async function simulate(chain: SolanaSource, wire: Uint8Array): Promise<S
   const response = await chain.read(async (rpc) => {
     try {
       return await rpc
-        .simulateTransaction(toBase64(wire) as Base64EncodedWireTransaction, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: true, commitment: 'confirmed' })
+        .simulateTransaction(toBase64(wire) as Base64EncodedWireTransaction, {
+          encoding: 'base64',
+          sigVerify: false,
+          replaceRecentBlockhash: true,
+          commitment: 'confirmed',
+        })
         .send();
     } catch (error) {
       if (isSolanaError(error, SOLANA_ERROR__JSON_RPC__INVALID_PARAMS)) {
@@ -205,7 +274,9 @@ export async function simulate(chain: SolanaSource, wire: Uint8Array): Promise<S
   };
 }
 
-export function simulationError(err: TransactionErrorJson | null): { code: string; message: string; instructionIndex: number | null } | null {
+export function simulationError(
+  err: TransactionErrorJson | null,
+): { code: string; message: string; instructionIndex: number | null } | null {
   if (err === null) return null;
   const code = typeof err === 'string' ? err : (Object.keys(err)[0] ?? 'TransactionError');
   const instructionIndex = typeof err === 'object' && 'InstructionError' in err ? err.InstructionError[0] : null;

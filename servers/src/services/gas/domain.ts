@@ -1,5 +1,12 @@
 import type {
-  ComputeBudgetInstruction, CongestionLevel, FeeHistory, FeePercentiles, FeeTotals, FeeWindow, NetworkStatus, Urgency,
+  ComputeBudgetInstruction,
+  CongestionLevel,
+  FeeHistory,
+  FeePercentiles,
+  FeeTotals,
+  FeeWindow,
+  NetworkStatus,
+  Urgency,
 } from '@agent-economy/contracts';
 
 // The gas optimizer's arithmetic, as plain functions over plain data (research/domain.md §2).
@@ -17,7 +24,12 @@ export const HISTORY_DAYS = 7;
 
 export const URGENCY_PERCENTILE: Record<Urgency, 25 | 50 | 75 | 95> = { low: 25, normal: 50, high: 75, urgent: 95 };
 /** How long each urgency may wait for a cheaper window. */
-export const URGENCY_WAIT_SECONDS: Record<Urgency, number> = { urgent: 0, high: 5 * 60, normal: 30 * 60, low: 2 * 60 * 60 };
+export const URGENCY_WAIT_SECONDS: Record<Urgency, number> = {
+  urgent: 0,
+  high: 5 * 60,
+  normal: 30 * 60,
+  low: 2 * 60 * 60,
+};
 
 const round = (value: number, places: number) => {
   const factor = 10 ** places;
@@ -111,7 +123,10 @@ export function feeTotals(computeUnitPrice: number, computeUnitLimit: number, si
 }
 
 /** SetComputeUnitLimit (discriminator 2, u32 LE) and SetComputeUnitPrice (3, u64 LE), ready to prepend. */
-export function computeBudgetInstructions(computeUnitLimit: number, computeUnitPrice: number): ComputeBudgetInstruction[] {
+export function computeBudgetInstructions(
+  computeUnitLimit: number,
+  computeUnitPrice: number,
+): ComputeBudgetInstruction[] {
   const limit = Buffer.alloc(5);
   limit.writeUInt8(2, 0);
   limit.writeUInt32LE(computeUnitLimit, 1);
@@ -119,8 +134,18 @@ export function computeBudgetInstructions(computeUnitLimit: number, computeUnitP
   price.writeUInt8(3, 0);
   price.writeBigUInt64LE(BigInt(computeUnitPrice), 1);
   return [
-    { name: 'SetComputeUnitLimit', programId: COMPUTE_BUDGET_PROGRAM, value: computeUnitLimit, dataBase64: limit.toString('base64') },
-    { name: 'SetComputeUnitPrice', programId: COMPUTE_BUDGET_PROGRAM, value: computeUnitPrice, dataBase64: price.toString('base64') },
+    {
+      name: 'SetComputeUnitLimit',
+      programId: COMPUTE_BUDGET_PROGRAM,
+      value: computeUnitLimit,
+      dataBase64: limit.toString('base64'),
+    },
+    {
+      name: 'SetComputeUnitPrice',
+      programId: COMPUTE_BUDGET_PROGRAM,
+      value: computeUnitPrice,
+      dataBase64: price.toString('base64'),
+    },
   ];
 }
 
@@ -168,9 +193,16 @@ export function sampleRates(samples: readonly PerformanceSample[]) {
   };
 }
 
-export function networkFigures(samples: readonly PerformanceSample[]): Pick<NetworkStatus, 'tps' | 'nonVoteTps' | 'slotTimeMs' | 'sample'> {
+export function networkFigures(
+  samples: readonly PerformanceSample[],
+): Pick<NetworkStatus, 'tps' | 'nonVoteTps' | 'slotTimeMs' | 'sample'> {
   const rates = sampleRates(samples);
-  return { tps: round(rates.tps, 2), nonVoteTps: round(rates.nonVoteTps, 2), slotTimeMs: round(rates.slotTimeMs, 2), sample: rates.sample };
+  return {
+    tps: round(rates.tps, 2),
+    nonVoteTps: round(rates.nonVoteTps, 2),
+    slotTimeMs: round(rates.slotTimeMs, 2),
+    sample: rates.sample,
+  };
 }
 
 /** Score boundaries: low below 25, moderate below 50, high below 75, extreme from 75. */
@@ -227,7 +259,11 @@ export function quarterOfDay(at: Date): number {
 }
 
 /** How much history a forecast rests on: the readings, the UTC days they span, the oldest. */
-export function forecastBasis(observations: readonly Observation[]): { observations: number; daysCovered: number; oldestAt: string | null } {
+export function forecastBasis(observations: readonly Observation[]): {
+  observations: number;
+  daysCovered: number;
+  oldestAt: string | null;
+} {
   const times = observations.map((o) => o.observedAt.getTime());
   return {
     observations: observations.length,
@@ -308,7 +344,14 @@ export function bestWindow(
   const chosen = allowed[best]!;
   const now = allowed[0]!;
   const totalAt = (price: number) => Number(BigInt(feeTotals(price, computeUnitLimit, signatures).totalFeeLamports));
-  const savingsPercent = best === 0 ? 0 : round((100 * (totalAt(now.expectedComputeUnitPrice) - totalAt(chosen.expectedComputeUnitPrice))) / totalAt(now.expectedComputeUnitPrice), 2);
+  const savingsPercent =
+    best === 0
+      ? 0
+      : round(
+          (100 * (totalAt(now.expectedComputeUnitPrice) - totalAt(chosen.expectedComputeUnitPrice))) /
+            totalAt(now.expectedComputeUnitPrice),
+          2,
+        );
   const horizon = URGENCY_WAIT_SECONDS[urgency] / 60;
   const reason =
     urgency === 'urgent'
@@ -345,14 +388,23 @@ export function leastSquaresSlope(points: readonly SlotFee[]): number {
 export function changePercent(points: readonly SlotFee[]): number {
   const half = Math.floor(points.length / 2);
   if (half === 0) return 0;
-  const median = (list: readonly SlotFee[]) => nearestRank(list.map((p) => p.fee).sort((a, b) => a - b), 50);
+  const median = (list: readonly SlotFee[]) =>
+    nearestRank(
+      list.map((p) => p.fee).sort((a, b) => a - b),
+      50,
+    );
   const older = median(points.slice(0, half));
   const newer = median(points.slice(points.length - half));
   if (older === 0) return newer > 0 ? 100 : 0;
   return round(((newer - older) / older) * 100, 2);
 }
 
-export function feeHistory(perBlock: readonly SlotFee[], blocks: number, accounts: readonly string[], currentSlot: number): Omit<FeeHistory, 'source'> {
+export function feeHistory(
+  perBlock: readonly SlotFee[],
+  blocks: number,
+  accounts: readonly string[],
+  currentSlot: number,
+): Omit<FeeHistory, 'source'> {
   const fees = perBlock.map((p) => p.fee);
   const change = changePercent(perBlock);
   return {

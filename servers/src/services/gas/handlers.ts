@@ -2,22 +2,51 @@ import { randomBytes } from 'node:crypto';
 import type { gas, Urgency } from '@agent-economy/contracts';
 import type { Kysely } from 'kysely';
 import type { RouterImplementation } from '../../runtime/app';
+import { healthReply } from '../../runtime/health';
 import type { SolanaSource } from '../../upstream/solana';
 import {
-  PLACEHOLDER_BLOCKHASH, compileInstructions, decodeTransaction, readEpoch, readLatestBlockhash, readPerformanceSamples, readSlot, readSlotFees, simulate,
-  simulationError, type DecodedTransaction, type InstructionInput,
+  PLACEHOLDER_BLOCKHASH,
+  compileInstructions,
+  decodeTransaction,
+  readEpoch,
+  readLatestBlockhash,
+  readPerformanceSamples,
+  readSlot,
+  readSlotFees,
+  simulate,
+  simulationError,
+  type DecodedTransaction,
+  type InstructionInput,
 } from './chain';
 import {
-  FORECAST_WINDOW_MINUTES, URGENCY_PERCENTILE, bestWindow, combinePercentiles, computeBudgetInstructions, congestion, feeHistory, feePercentiles, feeTotals,
-  forecastBasis, forecastWindows, networkFigures, priceForUrgency, recommendedComputeUnitLimit, requestedComputeBudget, sampleRates, windowsFor,
-  type Observation, type PerformanceSample, type SlotFee,
+  FORECAST_WINDOW_MINUTES,
+  URGENCY_PERCENTILE,
+  bestWindow,
+  combinePercentiles,
+  computeBudgetInstructions,
+  congestion,
+  feeHistory,
+  feePercentiles,
+  feeTotals,
+  forecastBasis,
+  forecastWindows,
+  networkFigures,
+  priceForUrgency,
+  recommendedComputeUnitLimit,
+  requestedComputeBudget,
+  sampleRates,
+  windowsFor,
+  type Observation,
+  type PerformanceSample,
+  type SlotFee,
 } from './domain';
 import { historyStart, type GasStore } from './store';
+import type { SharedDb } from '../../db';
 
 export interface GasDeps {
   chain: SolanaSource;
   store: GasStore;
-  db: Kysely<any>;
+  db: SharedDb;
   /** The clock readings are stamped with and forecasts count from. */
   now: () => Date;
 }
@@ -29,25 +58,47 @@ const MAX_FEE_ACCOUNTS = 128;
  * Records what was read, then rates congestion against the past 7 days (the readings just made
  * included) and records this reading for the hour-of-day profile.
  */
-async function assess(store: GasStore, now: Date, slot: number, fees: readonly SlotFee[], samples: readonly PerformanceSample[]) {
+async function assess(
+  store: GasStore,
+  now: Date,
+  slot: number,
+  fees: readonly SlotFee[],
+  samples: readonly PerformanceSample[],
+) {
   await store.recordReadings({ fees, samples, at: now });
   const since = historyStart(now);
   const [p95Fee7d, maxNonVoteTps7d] = await Promise.all([store.feeP95Since(since), store.maxNonVoteTpsSince(since)]);
   const figures = networkFigures(samples);
   const rates = sampleRates(samples);
   const medianFee = feePercentiles(fees.map((f) => f.fee)).p50;
-  const rating = congestion({ nonVoteTps: rates.nonVoteTps, maxNonVoteTps7d, medianFee, p95Fee7d, slotTimeMs: rates.slotTimeMs });
-  await store.recordObservation({ id: `obs_${randomBytes(12).toString('hex')}`, observedAt: now, slot, medianFee, score: rating.score });
+  const rating = congestion({
+    nonVoteTps: rates.nonVoteTps,
+    maxNonVoteTps7d,
+    medianFee,
+    p95Fee7d,
+    slotTimeMs: rates.slotTimeMs,
+  });
+  await store.recordObservation({
+    id: `obs_${randomBytes(12).toString('hex')}`,
+    observedAt: now,
+    slot,
+    medianFee,
+    score: rating.score,
+  });
   const observations: Observation[] = await store.observationsSince(since);
   return { figures, rating, medianFee, observations };
 }
 
 /** The transaction a simulate request describes; the blockhash matters only when instructions are compiled. */
 export function transactionOf(
-  body: { kind: 'transaction'; transaction: string } | { kind: 'instructions'; payer: string; instructions: InstructionInput[] },
+  body:
+    | { kind: 'transaction'; transaction: string }
+    | { kind: 'instructions'; payer: string; instructions: InstructionInput[] },
   blockhash: { blockhash: string; lastValidBlockHeight: bigint },
 ): DecodedTransaction {
-  return body.kind === 'transaction' ? decodeTransaction(body.transaction) : compileInstructions(body.payer, body.instructions, blockhash);
+  return body.kind === 'transaction'
+    ? decodeTransaction(body.transaction)
+    : compileInstructions(body.payer, body.instructions, blockhash);
 }
 
 // Handlers only translate between the contract and the domain.
@@ -91,7 +142,11 @@ export function gasHandlers({ chain, store, db, now: clock }: GasDeps): RouterIm
     },
 
     networkStatus: async ({ body }) => {
-      const [epoch, fees, samples] = await Promise.all([readEpoch(chain), readSlotFees(chain), readPerformanceSamples(chain)]);
+      const [epoch, fees, samples] = await Promise.all([
+        readEpoch(chain),
+        readSlotFees(chain),
+        readPerformanceSamples(chain),
+      ]);
       const now = clock();
       const { figures, rating, medianFee, observations } = await assess(store, now, epoch.slot, fees, samples);
       return {
@@ -103,7 +158,10 @@ export function gasHandlers({ chain, store, db, now: clock }: GasDeps): RouterIm
           congestion: rating,
           feePercentiles: feePercentiles(fees.map((f) => f.fee)),
           lookbackSlots: fees.length,
-          forecast: forecastWindows(now, body.forecastMinutes / FORECAST_WINDOW_MINUTES, observations, { medianFee, score: rating.score }),
+          forecast: forecastWindows(now, body.forecastMinutes / FORECAST_WINDOW_MINUTES, observations, {
+            medianFee,
+            score: rating.score,
+          }),
           forecastBasis: forecastBasis(observations),
           source: source(now),
         },
@@ -158,9 +216,13 @@ export function gasHandlers({ chain, store, db, now: clock }: GasDeps): RouterIm
       if (accounts.length === 0) await store.recordReadings({ fees: all, samples: [], at: now });
       const perBlock = all.slice(-body.blocks);
       const currentSlot = perBlock.length > 0 ? perBlock[perBlock.length - 1]!.slot : await readSlot(chain);
-      return { status: 200, body: { ...feeHistory(perBlock, body.blocks, accounts, currentSlot), source: source(now) } };
+      return {
+        status: 200,
+        body: { ...feeHistory(perBlock, body.blocks, accounts, currentSlot), source: source(now) },
+      };
     },
 
-    health: async () => ({ status: 200, body: await chain.tracker.health('gas', db) }),
+    // Answered by the runtime's one health body (runtime/health.ts).
+    health: async ({ res }) => healthReply(res),
   };
 }

@@ -21,8 +21,14 @@ export async function createGasApp(context: ServiceContext, options: GasOptions 
   const chain = solanaSource(context);
   return await createServiceApp({
     service: gas,
-    handlers: gasHandlers({ chain, store: gasStore(context.db), db: context.db, now: options.now ?? (() => new Date()) }),
+    handlers: gasHandlers({
+      chain,
+      store: gasStore(context.db),
+      db: context.db,
+      now: options.now ?? (() => new Date()),
+    }),
     ...fromContext(context),
+    upstream: chain.tracker,
     // Bytes that are not a transaction, or instructions that do not compile, fail before the 402:
     // nobody pays for a simulation that cannot run (the real blockhash is fetched after payment).
     preflight: {

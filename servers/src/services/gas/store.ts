@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { HISTORY_DAYS, type Observation, type PerformanceSample, type SlotFee } from './domain';
+import type { SharedDb } from '../../db';
 
 // What the service has read from the chain, kept for 7 days: a node remembers only 150 slots of fees
 // and 720 minutes of samples, while congestion and the forecast compare against a week.
@@ -25,7 +26,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('sample_period_secs', 'int8', (c) => c.notNull())
         .addColumn('observed_at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('gas_performance_samples_observed_at').on('gas_performance_samples').column('observed_at').execute();
+      await db.schema
+        .createIndex('gas_performance_samples_observed_at')
+        .on('gas_performance_samples')
+        .column('observed_at')
+        .execute();
       // One reading of the network per request: the hour-of-day profile the forecast is made of.
       await db.schema
         .createTable('gas_observations')
@@ -35,7 +40,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('median_fee', 'int8', (c) => c.notNull())
         .addColumn('congestion_score', 'double precision', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('gas_observations_observed_at').on('gas_observations').column('observed_at').execute();
+      await db.schema
+        .createIndex('gas_observations_observed_at')
+        .on('gas_observations')
+        .column('observed_at')
+        .execute();
     },
   },
 };
@@ -55,7 +64,11 @@ interface Tables {
 
 export interface GasStore {
   /** Records what was just read and forgets what is older than 7 days. */
-  recordReadings(readings: { fees: readonly SlotFee[]; samples: readonly PerformanceSample[]; at: Date }): Promise<void>;
+  recordReadings(readings: {
+    fees: readonly SlotFee[];
+    samples: readonly PerformanceSample[];
+    at: Date;
+  }): Promise<void>;
   /** p95 (nearest rank) of the per-slot fees seen in the past 7 days; 0 when none. */
   feeP95Since(since: Date): Promise<number>;
   /** Highest per-sample non-vote TPS seen in the past 7 days; 0 when none. */
@@ -66,7 +79,7 @@ export interface GasStore {
 
 export const historyStart = (now: Date) => new Date(now.getTime() - HISTORY_DAYS * 24 * 3600_000);
 
-export function gasStore(database: Kysely<any>): GasStore {
+export function gasStore(database: SharedDb): GasStore {
   const db = database as Kysely<Tables>;
   return {
     async recordReadings({ fees, samples, at }) {
@@ -77,7 +90,12 @@ export function gasStore(database: Kysely<any>): GasStore {
             .insertInto('gas_slot_fees')
             .values(fees.map((f) => ({ slot: BigInt(f.slot), fee: BigInt(f.fee), observed_at: at })))
             // the newest slot may still gain transactions: keep its latest reading
-            .onConflict((oc) => oc.column('slot').doUpdateSet({ fee: (eb) => eb.ref('excluded.fee'), observed_at: (eb) => eb.ref('excluded.observed_at') }))
+            .onConflict((oc) =>
+              oc.column('slot').doUpdateSet({
+                fee: (eb) => eb.ref('excluded.fee'),
+                observed_at: (eb) => eb.ref('excluded.observed_at'),
+              }),
+            )
             .execute();
         }
         if (samples.length > 0) {
@@ -132,7 +150,13 @@ export function gasStore(database: Kysely<any>): GasStore {
     async recordObservation(o) {
       await db
         .insertInto('gas_observations')
-        .values({ id: o.id, observed_at: o.observedAt, slot: BigInt(o.slot), median_fee: BigInt(o.medianFee), congestion_score: o.score })
+        .values({
+          id: o.id,
+          observed_at: o.observedAt,
+          slot: BigInt(o.slot),
+          median_fee: BigInt(o.medianFee),
+          congestion_score: o.score,
+        })
         .execute();
     },
 
@@ -143,7 +167,11 @@ export function gasStore(database: Kysely<any>): GasStore {
         .where('observed_at', '>=', since)
         .orderBy('observed_at')
         .execute();
-      return rows.map((r) => ({ observedAt: new Date(r.observed_at), medianFee: Number(r.median_fee), score: Number(r.congestion_score) }));
+      return rows.map((r) => ({
+        observedAt: new Date(r.observed_at),
+        medianFee: Number(r.median_fee),
+        score: Number(r.congestion_score),
+      }));
     },
   };
 }

@@ -1,4 +1,13 @@
-import { escrow, listRoutes, routeMeta, type GatewayAssistAnswer, type GatewayDirectoryEntry, type GatewayPricing, type MarketModule, type TradeStepName } from '@agent-economy/contracts';
+import {
+  escrow,
+  listRoutes,
+  routeMeta,
+  type GatewayAssistAnswer,
+  type GatewayDirectoryEntry,
+  type GatewayPricing,
+  type MarketModule,
+  type TradeStepName,
+} from '@agent-economy/contracts';
 import { z } from 'zod';
 import type { AiTask } from '../../ai';
 import { Bm25Index, tokenize } from '../../ai/retrieval';
@@ -34,21 +43,32 @@ export interface AssistFacts {
 }
 
 const TOPIC_WORDS: Record<Exclude<Topic, 'general'>, RegExp> = {
-  disputes: /\b(disput\w*|refund\w*|escrow\w*|scam\w*|fraud\w*|complain\w*|mediat\w*|arbitrat\w*|cheat\w*|wrong content|not delivered)\b/i,
-  trading: /\b(buy\w*|sell\w*|negotiat\w*|price\w*|discount\w*|offer\w*|trad\w*|purchas\w*|cheap\w*|deal\w*|counter\w*|floor)\b/i,
+  disputes:
+    /\b(disput\w*|refund\w*|escrow\w*|scam\w*|fraud\w*|complain\w*|mediat\w*|arbitrat\w*|cheat\w*|wrong content|not delivered)\b/i,
+  trading:
+    /\b(buy\w*|sell\w*|negotiat\w*|price\w*|discount\w*|offer\w*|trad\w*|purchas\w*|cheap\w*|deal\w*|counter\w*|floor)\b/i,
   endpoints: /\b(endpoint\w*|route\w*|api|path\w*|url|sdk|curl|call|openapi|method)\b/i,
 };
 
 /** The topic of a question: the first of disputes, trading, endpoints whose words it uses, else general. */
 export function detectTopic(question: string): Topic {
-  for (const topic of ['disputes', 'trading', 'endpoints'] as const) if (TOPIC_WORDS[topic].test(question)) return topic;
+  for (const topic of ['disputes', 'trading', 'endpoints'] as const)
+    if (TOPIC_WORDS[topic].test(question)) return topic;
   return 'general';
 }
 
 const META_WORDS = /\b(endpoints?|routes?|apis?|calls?|paths?|urls?|methods?|sdk|curl|which|lookup|look)\b/gi;
 
-const price = (p: GatewayPricing) => (p.kind === 'free' || p.maxUsd === '0' ? 'free' : p.minUsd === p.maxUsd ? `${p.maxUsd} USD` : `${p.minUsd} to ${p.maxUsd} USD`);
-const cite = (e: { service: string; method: Cited['method']; path: string; summary: string; pricing: GatewayPricing }, why: string): Cited => ({
+const price = (p: GatewayPricing) =>
+  p.kind === 'free' || p.maxUsd === '0'
+    ? 'free'
+    : p.minUsd === p.maxUsd
+      ? `${p.maxUsd} USD`
+      : `${p.minUsd} to ${p.maxUsd} USD`;
+const cite = (
+  e: { service: string; method: Cited['method']; path: string; summary: string; pricing: GatewayPricing },
+  why: string,
+): Cited => ({
   service: e.service,
   method: e.method,
   path: e.path,
@@ -59,7 +79,10 @@ const cite = (e: { service: string; method: Cited['method']; path: string; summa
 const ref = (c: Cited) => `${c.method} ${c.path} on ${c.service} (${price(c.pricing)})`;
 
 /** An endpoint the assistant can cite: the directory's five services, and the escrow service for disputes. */
-type Indexed = Omit<Pick<GatewayDirectoryEntry, 'key' | 'method' | 'path' | 'summary' | 'description' | 'pricing'>, never> & { service: string };
+type Indexed = Omit<
+  Pick<GatewayDirectoryEntry, 'key' | 'method' | 'path' | 'summary' | 'description' | 'pricing'>,
+  never
+> & { service: string };
 
 /** The escrow service's endpoints from its contract (it is not one of the gateway's five, but disputes go there). */
 export function escrowEntries(): Indexed[] {
@@ -74,25 +97,35 @@ export function escrowEntries(): Indexed[] {
   }));
 }
 
-
 export function assistIndex(entries: Indexed[]) {
   const all = [...entries, ...escrowEntries()];
-  const index = new Bm25Index(all.map((e) => ({ doc: e, text: `${e.service} ${e.key.replace(/([a-z])([A-Z])/g, '$1 $2')} ${e.path.replace(/[/:]/g, ' ')} ${e.summary} ${e.summary} ${e.description}` })));
+  const index = new Bm25Index(
+    all.map((e) => ({
+      doc: e,
+      text: `${e.service} ${e.key.replace(/([a-z])([A-Z])/g, '$1 $2')} ${e.path.replace(/[/:]/g, ' ')} ${e.summary} ${e.summary} ${e.description}`,
+    })),
+  );
   const find = (service: string, key: string) => all.find((e) => e.service === service && e.key === key);
   return {
     /** 422 question_out_of_scope when no word of the question occurs in any document (checked before the charge). */
     assertInScope(question: string) {
       if (!index.knownTerms(question).length) {
-        throw unprocessable('question_out_of_scope', 'The question is not about this ecosystem: none of its words occurs in the services’ documents', {
-          words: [...new Set(tokenize(question))].slice(0, 20),
-        });
+        throw unprocessable(
+          'question_out_of_scope',
+          'The question is not about this ecosystem: none of its words occurs in the services’ documents',
+          {
+            words: [...new Set(tokenize(question))].slice(0, 20),
+          },
+        );
       }
     },
     retrieve(question: string, topic: Topic, limit = 5): Cited[] {
       const filter = topic === 'disputes' ? undefined : (e: Indexed) => e.service !== 'escrow';
       // Words about endpoints in general ("which endpoint…") say nothing about which one: they are left out.
       const specific = question.replace(META_WORDS, ' ');
-      return index.search(tokenize(specific).length ? specific : question, limit, filter).map((h) => cite(h.doc, `matches “${h.matched.join('”, “')}” in its summary or description`));
+      return index
+        .search(tokenize(specific).length ? specific : question, limit, filter)
+        .map((h) => cite(h.doc, `matches “${h.matched.join('”, “')}” in its summary or description`));
     },
     procedure(topic: Topic): Record<string, Cited> {
       const pick = (role: string, service: string, key: string, why: string): [string, Cited][] => {
@@ -110,7 +143,12 @@ export function assistIndex(entries: Indexed[]) {
         ...pick('dispute', 'escrow', 'dispute', 'freeze escrowed funds and open an investigation'),
         ...pick('resolve', 'escrow', 'resolve', 'the AI mediator’s binding decision'),
         ...pick('scan', 'verification', 'getScan', 'scan results cited as evidence'),
-        ...pick('certificate', 'verification', 'getCertificate', 'check the certificate against the content you received'),
+        ...pick(
+          'certificate',
+          'verification',
+          'getCertificate',
+          'check the certificate against the content you received',
+        ),
         ...pick('reputation', 'reputation', 'get', 'the counterparty’s record'),
         ...pick('download', 'knowledge-market', 'download', 'the purchase and its content hash, again'),
       ];
@@ -119,12 +157,17 @@ export function assistIndex(entries: Indexed[]) {
         ...pick('directory', 'gateway', 'directory', 'every endpoint with price and usage'),
         ...pick('onboard', 'gateway', 'onboard', 'register and get a guide'),
       ];
-      return Object.fromEntries(topic === 'trading' ? trading : topic === 'disputes' ? disputes : topic === 'general' ? general : []);
+      return Object.fromEntries(
+        topic === 'trading' ? trading : topic === 'disputes' ? disputes : topic === 'general' ? general : [],
+      );
     },
   };
 }
 
-export function moduleFacts(m: MarketModule, certificate: { id: string; score: number } | null): NonNullable<AssistFacts['module']> {
+export function moduleFacts(
+  m: MarketModule,
+  certificate: { id: string; score: number } | null,
+): NonNullable<AssistFacts['module']> {
   return {
     id: m.id,
     title: m.title,
@@ -141,12 +184,23 @@ export function moduleFacts(m: MarketModule, certificate: { id: string; score: n
 const Output = z.object({
   answer: z.string().min(1).max(4000),
   steps: z.array(z.string().max(500)).max(12),
-  endpoints: z.array(z.object({ service: z.string(), method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']), path: z.string(), why: z.string().max(300) })).max(10),
+  endpoints: z
+    .array(
+      z.object({
+        service: z.string(),
+        method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
+        path: z.string(),
+        why: z.string().max(300),
+      }),
+    )
+    .max(10),
   followUps: z.array(z.string().max(300)).max(5),
 });
 type Output = z.infer<typeof Output>;
 
-/** The built-in engine: the topic's procedure with this deployment's endpoints and prices, then the retrieved endpoints. */
+/**
+ * The built-in engine: the topic's procedure with this deployment's endpoints and prices, then the retrieved endpoints.
+ */
 export function builtinAnswer(f: AssistFacts): Output {
   const p = f.procedure;
   const m = f.module;
@@ -160,28 +214,49 @@ export function builtinAnswer(f: AssistFacts): Output {
   let followUps: string[];
 
   if (f.topic === 'trading') {
-    paragraphs.push(`A trade runs ${f.lifecycle.join(', ')}. The gateway runs discovery and opens the negotiation as your broker, then executes verification, purchase and the reputation report in one payment (module price plus its fee); a step that fails before the purchase charges nothing, and one that fails after it is refunded on chain.`);
-    steps.push(`Find candidates: ${use(p.search)}.`, `Start the trade: ${use(p.start)}; it opens the negotiation at your offer (default 80 percent of the list price, never above your maximum).`);
+    paragraphs.push(
+      `A trade runs ${f.lifecycle.join(', ')}. The gateway runs discovery and opens the negotiation as your broker, then executes verification, purchase and the reputation report in one payment (module price plus its fee); what can be refused is refused before you pay, a step that fails before the purchase is refunded on chain, and once bought the purchase is yours: delivered content that does not hash to its certificate is flagged (contentMatches false) and reported to reputation.`,
+    );
+    steps.push(
+      `Find candidates: ${use(p.search)}.`,
+      `Start the trade: ${use(p.start)}; it opens the negotiation at your offer (default 80 percent of the list price, never above your maximum).`,
+    );
     if (m?.mode === 'auto' && m.floorUsd) {
       paragraphs.push(
         `“${m.title}” lists at ${m.priceUsd} USD and negotiates automatically with at most ${m.maxDiscountPercent} percent off: its floor is ${m.floorUsd} USD. The responder splits the difference between your offer and its ask but never goes below the floor, and in the fifth round accepts any offer at or above the floor. Offering ${m.floorUsd} USD in every round therefore closes at ${m.floorUsd} USD.`,
       );
-      steps.push(`Counter at the floor, ${m.floorUsd} USD, each round: ${use(p.counter)}; after your fifth offer the responder accepts it.`);
+      steps.push(
+        `Counter at the floor, ${m.floorUsd} USD, each round: ${use(p.counter)}; after your fifth offer the responder accepts it.`,
+      );
     } else if (m?.mode === 'manual') {
-      paragraphs.push(`“${m.title}” lists at ${m.priceUsd} USD and its seller answers offers by hand: expect to wait for each move.`);
+      paragraphs.push(
+        `“${m.title}” lists at ${m.priceUsd} USD and its seller answers offers by hand: expect to wait for each move.`,
+      );
       steps.push(`Wait for the seller’s counter, then counter or execute: ${use(p.counter)}.`);
     } else if (m?.mode === 'off') {
-      paragraphs.push(`“${m.title}” is sold at its list price, ${m.priceUsd} USD, only: there is nothing to negotiate.`);
+      paragraphs.push(
+        `“${m.title}” is sold at its list price, ${m.priceUsd} USD, only: there is nothing to negotiate.`,
+      );
     } else {
-      paragraphs.push('In mode auto the floor is public (the module’s negotiation.floorUsd): offering it in every round reaches it by the fifth offer. In mode manual the seller answers; in mode off only the list price applies.');
+      paragraphs.push(
+        'In mode auto the floor is public (the module’s negotiation.floorUsd): offering it in every round reaches it by the fifth offer. In mode manual the seller answers; in mode off only the list price applies.',
+      );
       steps.push(`Counter the seller’s offer when it is above your target: ${use(p.counter)}.`);
     }
-    if (m) paragraphs.push(m.certificate ? `Its content is certified (${m.certificate.id}, score ${m.certificate.score}) for SHA-256 ${m.contentHash}; execute checks the delivered content against it.` : `Its content has no valid certificate: execute refuses it unless the plan was started with requireCertificate false.`);
+    if (m)
+      paragraphs.push(
+        m.certificate
+          ? `Its content is certified (${m.certificate.id}, score ${m.certificate.score}) for SHA-256 ${m.contentHash}; execute checks the delivered content against it.`
+          : `Its content has no valid certificate: execute refuses it unless the plan was started with requireCertificate false.`,
+      );
     steps.push(`Execute the plan: ${use(p.execute)}.`, `Rate the module: ${use(p.rate)}.`);
-    followUps = ['How is a seller’s reputation score computed?', 'What happens if the delivered content does not match its certificate?'];
+    followUps = [
+      'How is a seller’s reputation score computed?',
+      'What happens if the delivered content does not match its certificate?',
+    ];
   } else if (f.topic === 'disputes') {
     paragraphs.push(
-      'A trade executed through the gateway cannot go wrong silently: if the certificate is no longer valid or the delivered content does not hash to the certified SHA-256, execute fails and your payment is refunded on chain. For trades held in escrow, either party may dispute: the funds freeze, and a mediator decides from both sides’ evidence, the verification scan and both parties’ reputation, with partial refunds possible.',
+      'A trade executed through the gateway cannot go wrong silently: if the certificate is no longer valid, execute refuses before you pay; if the delivered content does not hash to the certified SHA-256, the execution says so (verification.contentMatches false) and the trade report carries it to the seller’s reputation. For trades held in escrow, either party may dispute: the funds freeze, and a mediator decides from both sides’ evidence, the verification scan and both parties’ reputation, with partial refunds possible.',
     );
     steps.push(
       `Gather evidence: the purchase and its content hash (${use(p.download)}) and the certificate (${use(p.certificate)}).`,
@@ -197,8 +272,14 @@ export function builtinAnswer(f: AssistFacts): Output {
     );
     followUps = ['Which endpoints are free?', 'How do I pay for a paid endpoint with the SDK?'];
   } else {
-    paragraphs.push('The gateway is the entry point over four services: the knowledge market (modules for sale), negotiation (prices in turns), reputation (scores from trade reports) and verification (scans and signed certificates).');
-    steps.push(`See every service and its state: ${use(p.ecosystem)}.`, `Look endpoints up: ${use(p.directory)}.`, `Register and get a guide: ${use(p.onboard)}.`);
+    paragraphs.push(
+      'The gateway is the entry point over four services: the knowledge market (modules for sale), negotiation (prices in turns), reputation (scores from trade reports) and verification (scans and signed certificates).',
+    );
+    steps.push(
+      `See every service and its state: ${use(p.ecosystem)}.`,
+      `Look endpoints up: ${use(p.directory)}.`,
+      `Register and get a guide: ${use(p.onboard)}.`,
+    );
     followUps = ['How do I buy a module at a discount?', 'Which endpoints does a seller use?'];
   }
   for (const e of f.endpoints.slice(0, 3)) use(e);
@@ -225,12 +306,28 @@ export function assistTask(facts: AssistFacts): AiTask<AssistFacts, Output> {
 }
 
 /** The answer as the contract has it: cited endpoints limited to the ones given to the engine, with their pricing. */
-export function toAnswer(facts: AssistFacts, output: Output, generator: GatewayAssistAnswer['generator']): GatewayAssistAnswer {
+export function toAnswer(
+  facts: AssistFacts,
+  output: Output,
+  generator: GatewayAssistAnswer['generator'],
+): GatewayAssistAnswer {
   const known = [...Object.values(facts.procedure), ...facts.endpoints];
   const endpoints: Cited[] = [];
   for (const e of output.endpoints) {
     const found = known.find((k) => k.service === e.service && k.method === e.method && k.path === e.path);
-    if (found && !endpoints.some((x) => x.service === found.service && x.method === found.method && x.path === found.path)) endpoints.push({ ...found, why: e.why || found.why });
+    if (
+      found &&
+      !endpoints.some((x) => x.service === found.service && x.method === found.method && x.path === found.path)
+    )
+      endpoints.push({ ...found, why: e.why || found.why });
   }
-  return { question: facts.question, topic: facts.topic, answer: output.answer, steps: output.steps, endpoints, followUps: output.followUps, generator };
+  return {
+    question: facts.question,
+    topic: facts.topic,
+    answer: output.answer,
+    steps: output.steps,
+    endpoints,
+    followUps: output.followUps,
+    generator,
+  };
 }

@@ -40,7 +40,10 @@ export function snippetOf(texts: string[], matched: string[]): string {
     const at = Math.min(...matched.map((m) => lower.indexOf(m)).filter((i) => i >= 0));
     if (Number.isFinite(at)) {
       const start = Math.max(0, at - 60);
-      const cut = text.slice(start, start + 200).replace(/\s+/g, ' ').trim();
+      const cut = text
+        .slice(start, start + 200)
+        .replace(/\s+/g, ' ')
+        .trim();
       return `${start > 0 ? '…' : ''}${cut}`.slice(0, 200);
     }
   }
@@ -67,7 +70,9 @@ export function rankSearch(query: string, docs: SearchDoc[]): GatewaySearchHit[]
       hits.push(doc.hit(round4((score / best) * (matched.length / terms.length)), snippetOf(doc.snippetFrom, matched)));
     }
   }
-  return hits.sort((a, b) => b.score - a.score || order.indexOf(a.type) - order.indexOf(b.type) || a.id.localeCompare(b.id));
+  return hits.sort(
+    (a, b) => b.score - a.score || order.indexOf(a.type) - order.indexOf(b.type) || a.id.localeCompare(b.id),
+  );
 }
 
 // ---- onboarding ----
@@ -100,7 +105,9 @@ export function recommend(
     const score = round4(0.6 * capShare + 0.2 * interestShare + 0.2 * ratingShare);
     const isCertified = certified(m);
     const reason = [
-      caps.length ? `declares ${caps.length} of your ${agent.capabilities.length} capabilities (${caps.join(', ')})` : 'declares none of your capabilities',
+      caps.length
+        ? `declares ${caps.length} of your ${agent.capabilities.length} capabilities (${caps.join(', ')})`
+        : 'declares none of your capabilities',
       interests.length ? `covers ${interests.join(', ')}` : null,
       m.rating.average === null ? 'unrated' : `rated ${m.rating.average}/5 by ${m.rating.count}`,
       isCertified ? 'certified by the verification service' : 'not certified',
@@ -120,18 +127,30 @@ export function recommend(
       reason,
     });
   }
-  return picks.sort((a, b) => b.score - a.score || Number(b.certified) - Number(a.certified) || a.moduleId.localeCompare(b.moduleId)).slice(0, limit);
+  return picks
+    .sort(
+      (a, b) => b.score - a.score || Number(b.certified) - Number(a.certified) || a.moduleId.localeCompare(b.moduleId),
+    )
+    .slice(0, limit);
 }
 
 // ---- discovery ----
 
 /** The lowest price the buyer can reach: the floor in negotiation mode auto, else the list price. */
-export const lowestPriceOf = (m: MarketModule): string => (m.negotiation.mode === 'auto' && m.negotiation.floorUsd !== null ? m.negotiation.floorUsd : m.priceUsd);
+export const lowestPriceOf = (m: MarketModule): string =>
+  m.negotiation.mode === 'auto' && m.negotiation.floorUsd !== null ? m.negotiation.floorUsd : m.priceUsd;
 
-/** Text relevance of each module to the need: BM25 over title, description, tags and capabilities, normalised as search. */
+/**
+ * Text relevance of each module to the need: BM25 over title, description, tags and capabilities, normalised as search.
+ */
 export function relevance(need: string, modules: MarketModule[]): Map<string, number> {
   const terms = [...new Set(tokenize(need))];
-  const index = new Bm25Index(modules.map((m) => ({ doc: m.id, text: `${m.title} ${m.description} ${m.tags.join(' ')} ${m.capabilities.join(' ')}` })));
+  const index = new Bm25Index(
+    modules.map((m) => ({
+      doc: m.id,
+      text: `${m.title} ${m.description} ${m.tags.join(' ')} ${m.capabilities.join(' ')}`,
+    })),
+  );
   const ranked = index.search(need, modules.length);
   const best = ranked[0]?.score ?? 0;
   return new Map(ranked.map((h) => [h.doc, terms.length ? (h.score / best) * (h.matched.length / terms.length) : 0]));
@@ -157,11 +176,17 @@ export function candidateOf(facts: CandidateFacts, capabilities: string[] | unde
   const matchScore = round4(0.5 * text + 0.2 * capShare + 0.15 * ratingShare + 0.15 * sellerShare);
   const reasons = [
     `text relevance ${round4(text)}`,
-    capabilities?.length ? `${matched.length} of ${capabilities.length} capabilities asked for (${matched.join(', ') || 'none'})` : 'no capabilities asked for',
+    capabilities?.length
+      ? `${matched.length} of ${capabilities.length} capabilities asked for (${matched.join(', ') || 'none'})`
+      : 'no capabilities asked for',
     m.rating.average === null ? 'unrated' : `rated ${m.rating.average}/5 by ${m.rating.count} buyers`,
     sellerScore === null ? 'seller reputation unknown' : `seller reputation ${sellerScore}`,
     certificate ? `certificate ${certificate.id} scores ${certificate.score}` : 'no certificate',
-    m.negotiation.mode === 'auto' ? `negotiable down to ${m.negotiation.floorUsd} USD` : m.negotiation.mode === 'manual' ? 'the seller negotiates by hand' : 'list price only',
+    m.negotiation.mode === 'auto'
+      ? `negotiable down to ${m.negotiation.floorUsd} USD`
+      : m.negotiation.mode === 'manual'
+        ? 'the seller negotiates by hand'
+        : 'list price only',
   ];
   return {
     moduleId: m.id,
@@ -187,7 +212,10 @@ export const rankCandidates = (candidates: TradeCandidate[]) =>
     return pa === pb ? a.moduleId.localeCompare(b.moduleId) : pa < pb ? -1 : 1;
   });
 
-/** The default opening offer: the lower of the buyer's maximum and 80 percent of the list price (rounded up to 0.000001). */
+/**
+ * The default opening offer: the lower of the buyer's maximum and 80 percent of the list price (rounded up to
+ * 0.000001).
+ */
 export function defaultOffer(listPriceUsd: string, maxPriceUsd: string): string {
   const eighty = (usdToAtomic(listPriceUsd) * 80n + 99n) / 100n;
   const max = usdToAtomic(maxPriceUsd);
@@ -197,7 +225,12 @@ export function defaultOffer(listPriceUsd: string, maxPriceUsd: string): string 
 // ---- plan ----
 
 /** What execute would charge now for the selected module. */
-export function estimateOf(listPriceUsd: string, negotiation: TradeNegotiationSnapshot | null, maxPriceUsd: string, feeUsd = TRADE_GATEWAY_FEE_USD): TradeEstimate {
+export function estimateOf(
+  listPriceUsd: string,
+  negotiation: TradeNegotiationSnapshot | null,
+  maxPriceUsd: string,
+  feeUsd = TRADE_GATEWAY_FEE_USD,
+): TradeEstimate {
   let price = listPriceUsd;
   let basis: TradeEstimate['priceBasis'] = 'list';
   if (negotiation?.state === 'accepted' && negotiation.agreedPriceUsd) {
@@ -233,11 +266,22 @@ export interface StepFacts {
   executed?: { purchaseId: string; reported: boolean };
 }
 
-const ref = (service: GatewayServiceId, method: GatewayEndpointRef['method'], path: string): GatewayEndpointRef => ({ service, method, path });
+const ref = (service: GatewayServiceId, method: GatewayEndpointRef['method'], path: string): GatewayEndpointRef => ({
+  service,
+  method,
+  path,
+});
 
 /** The five steps in lifecycle order, each with the gateway call that runs it and the services' own endpoints. */
 export function planSteps(facts: StepFacts, pricing: PricingOf): TradeStep[] {
-  const endpoint = (service: GatewayServiceId, key: string, method: GatewayEndpointRef['method'], path: string, purpose: string, paidBy: TradeStepEndpoint['paidBy']): TradeStepEndpoint => {
+  const endpoint = (
+    service: GatewayServiceId,
+    key: string,
+    method: GatewayEndpointRef['method'],
+    path: string,
+    purpose: string,
+    paidBy: TradeStepEndpoint['paidBy'],
+  ): TradeStepEndpoint => {
     const price = pricing(service, key);
     return { ...ref(service, method, path), purpose, pricing: price, paidBy: price.maxUsd === '0' ? 'nobody' : paidBy };
   };
@@ -269,8 +313,22 @@ export function planSteps(facts: StepFacts, pricing: PricingOf): TradeStep[] {
     negotiateSummary = `The seller counters at ${n.standingOffer?.priceUsd} USD: accept it (execute does), or counter.`;
   }
   const negotiable = negotiateStatus === 'done' || negotiateStatus === 'ready' || negotiateStatus === 'skipped';
-  const verifyStatus: TradeStep['status'] = done ? (facts.certificateId ? 'done' : 'skipped') : !facts.certificateId && !facts.requireCertificate ? 'skipped' : negotiable ? 'ready' : 'waiting';
-  const after: TradeStep['status'] = done ? 'done' : negotiable ? 'ready' : negotiateStatus === 'failed' ? 'failed' : 'waiting';
+  const verifyStatus: TradeStep['status'] = done
+    ? facts.certificateId
+      ? 'done'
+      : 'skipped'
+    : !facts.certificateId && !facts.requireCertificate
+      ? 'skipped'
+      : negotiable
+        ? 'ready'
+        : 'waiting';
+  const after: TradeStep['status'] = done
+    ? 'done'
+    : negotiable
+      ? 'ready'
+      : negotiateStatus === 'failed'
+        ? 'failed'
+        : 'waiting';
 
   return [
     {
@@ -281,8 +339,22 @@ export function planSteps(facts: StepFacts, pricing: PricingOf): TradeStep[] {
       via: start,
       endpoints: [
         endpoint('knowledge-market', 'list', 'GET', '/api/modules', 'find modules for the need', 'nobody'),
-        endpoint('verification', 'listCertificates', 'GET', '/api/certificates', 'find each module’s certificate by contentHash', 'nobody'),
-        endpoint('reputation', 'get', 'GET', `/api/reputation/agent/${facts.seller}`, 'read the seller’s reputation score', 'gateway'),
+        endpoint(
+          'verification',
+          'listCertificates',
+          'GET',
+          '/api/certificates',
+          'find each module’s certificate by contentHash',
+          'nobody',
+        ),
+        endpoint(
+          'reputation',
+          'get',
+          'GET',
+          `/api/reputation/agent/${facts.seller}`,
+          'read the seller’s reputation score',
+          'gateway',
+        ),
       ],
     },
     {
@@ -295,10 +367,31 @@ export function planSteps(facts: StepFacts, pricing: PricingOf): TradeStep[] {
         facts.mode === 'off' && !n
           ? []
           : [
-              endpoint('negotiation', 'open', 'POST', '/api/negotiations', 'open the negotiation for the buyer, the gateway as broker', 'gateway'),
+              endpoint(
+                'negotiation',
+                'open',
+                'POST',
+                '/api/negotiations',
+                'open the negotiation for the buyer, the gateway as broker',
+                'gateway',
+              ),
               endpoint('negotiation', 'get', 'GET', `/api/negotiations/${negId}`, 'read the seller’s answer', 'nobody'),
-              endpoint('negotiation', 'counter', 'POST', `/api/negotiations/${negId}/counter`, 'make a counter-offer (the buyer or the gateway)', 'buyer'),
-              endpoint('negotiation', 'accept', 'POST', `/api/negotiations/${negId}/accept`, 'accept the seller’s counter-offer', 'nobody'),
+              endpoint(
+                'negotiation',
+                'counter',
+                'POST',
+                `/api/negotiations/${negId}/counter`,
+                'make a counter-offer (the buyer or the gateway)',
+                'buyer',
+              ),
+              endpoint(
+                'negotiation',
+                'accept',
+                'POST',
+                `/api/negotiations/${negId}/accept`,
+                'accept the seller’s counter-offer',
+                'nobody',
+              ),
             ],
     },
     {
@@ -310,19 +403,53 @@ export function planSteps(facts: StepFacts, pricing: PricingOf): TradeStep[] {
         : 'No certificate exists for this content and the plan does not require one.',
       via: execute,
       endpoints: [
-        endpoint('verification', 'listCertificates', 'GET', '/api/certificates', 'find the valid certificate for the contentHash', 'nobody'),
-        ...(facts.certificateId ? [endpoint('verification', 'getCertificate', 'GET', `/api/certificates/${facts.certificateId}`, 'read the certificate and its signed proof', 'nobody')] : []),
+        endpoint(
+          'verification',
+          'listCertificates',
+          'GET',
+          '/api/certificates',
+          'find the valid certificate for the contentHash',
+          'nobody',
+        ),
+        ...(facts.certificateId
+          ? [
+              endpoint(
+                'verification',
+                'getCertificate',
+                'GET',
+                `/api/certificates/${facts.certificateId}`,
+                'read the certificate and its signed proof',
+                'nobody',
+              ),
+            ]
+          : []),
       ],
     },
     {
       order: 4,
       name: 'purchase',
       status: after,
-      summary: done ? `Bought as purchase ${done.purchaseId} for the buyer.` : 'The gateway buys the module for the buyer (beneficiary) and checks the content’s SHA-256.',
+      summary: done
+        ? `Bought as purchase ${done.purchaseId} for the buyer.`
+        : 'The gateway buys the module for the buyer (beneficiary) and checks the content’s SHA-256.',
       via: execute,
       endpoints: [
-        endpoint('knowledge-market', 'purchase', 'POST', `/api/modules/${facts.moduleId}/purchase`, 'buy the module, beneficiary = the buyer', 'gateway'),
-        endpoint('knowledge-market', 'download', 'GET', `/api/purchases/${done?.purchaseId ?? ':purchaseId'}`, 'read the purchase again, content included', 'nobody'),
+        endpoint(
+          'knowledge-market',
+          'purchase',
+          'POST',
+          `/api/modules/${facts.moduleId}/purchase`,
+          'buy the module, beneficiary = the buyer',
+          'gateway',
+        ),
+        endpoint(
+          'knowledge-market',
+          'download',
+          'GET',
+          `/api/purchases/${done?.purchaseId ?? ':purchaseId'}`,
+          'read the purchase again, content included',
+          'nobody',
+        ),
       ],
     },
     {
@@ -336,8 +463,22 @@ export function planSteps(facts: StepFacts, pricing: PricingOf): TradeStep[] {
         : 'The gateway reports the trade to the reputation service; the buyer rates the module in the market.',
       via: execute,
       endpoints: [
-        endpoint('reputation', 'report', 'POST', '/api/reputation/report', 'report the completed trade about the seller (the gateway as trusted reporter)', 'gateway'),
-        endpoint('knowledge-market', 'rate', 'POST', `/api/modules/${facts.moduleId}/rate`, 'rate the module 1 to 5 (the buyer)', 'buyer'),
+        endpoint(
+          'reputation',
+          'report',
+          'POST',
+          '/api/reputation/report',
+          'report the completed trade about the seller (the gateway as trusted reporter)',
+          'gateway',
+        ),
+        endpoint(
+          'knowledge-market',
+          'rate',
+          'POST',
+          `/api/modules/${facts.moduleId}/rate`,
+          'rate the module 1 to 5 (the buyer)',
+          'buyer',
+        ),
       ],
     },
   ];

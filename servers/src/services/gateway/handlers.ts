@@ -16,14 +16,14 @@ import type { Reasoner } from '../../ai';
 import { tokenize } from '../../ai/retrieval';
 import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
-import { settlementOf } from '../../runtime/paywall';
+import { keepPayment, settlementOf } from '../../runtime/paywall';
 import type { ParsedRequest } from '../../runtime/validation';
 import { assistIndex, assistTask, detectTopic, moduleFacts, toAnswer } from './assist';
 import { contractPricing, type DirectorySource } from './directory';
 import { rankSearch, recommend, type PricingOf, type SearchDoc } from './domain';
 import { PROBE_INTERVAL_SECONDS, WINDOW_SECONDS, type Prober } from './prober';
 import type { GatewayStore } from './store';
-import { badField, type TradeLogic, type PreparedExecution } from './trade';
+import { KeptPayment, badField, type TradeLogic, type PreparedExecution } from './trade';
 import { CONNECTED, CONTRACTS, SEARCH_TIMEOUT_MS, type ConnectedId, type Upstream } from './upstream';
 
 export const LIFECYCLE: TradeStepName[] = ['discover', 'negotiate', 'verify', 'purchase', 'rate'];
@@ -62,7 +62,8 @@ function decodeCursor(cursor: string | undefined, q: string, types: GatewaySearc
   if (!cursor) return 0;
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { o?: unknown; k?: unknown };
-    if (Number.isInteger(parsed.o) && (parsed.o as number) >= 0 && parsed.k === cursorKey(q, types)) return parsed.o as number;
+    if (Number.isInteger(parsed.o) && (parsed.o as number) >= 0 && parsed.k === cursorKey(q, types))
+      return parsed.o as number;
   } catch {
     // falls through to the 400
   }
@@ -70,7 +71,10 @@ function decodeCursor(cursor: string | undefined, q: string, types: GatewaySearc
 }
 
 /** Distinct words of a query as the services' substring filters take them (at least 2 characters, not stop words). */
-const filterWords = (q: string) => [...new Set(q.toLowerCase().match(/[a-z0-9]+/g) ?? [])].filter((w) => w.length >= 2 && tokenize(w).length).slice(0, 5);
+const filterWords = (q: string) =>
+  [...new Set(q.toLowerCase().match(/[a-z0-9]+/g) ?? [])]
+    .filter((w) => w.length >= 2 && tokenize(w).length)
+    .slice(0, 5);
 
 export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof gateway.router> {
   const { store, upstream, directory, prober, trade, now } = deps;
@@ -85,27 +89,92 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
     const w = agent.wallet;
     const plan: [GatewayServiceId, string, string, (path: string) => string, string][] = [];
     const seller: typeof plan = [
-      ['knowledge-market', 'publish', 'Publish a module', (p) => p, 'List a knowledge module with its price, capabilities and negotiation terms; the market computes its SHA-256 contentHash. Your wallet needs a stablecoin token account to be paid.'],
-      ['verification', 'scan', 'Get it certified', (p) => p, 'Scan the content with your module id and your wallet as holder: a pass issues a signed certificate bound to the contentHash, which the gateway requires by default.'],
-      ['negotiation', 'list', 'Watch your negotiations', (p) => p.replace(':wallet', w), 'Buyers’ offers on your modules; in mode auto the responder answers for you.'],
-      ['negotiation', 'counter', 'Answer offers', (p) => p, 'In mode manual, counter (or accept, or reject) the buyer’s offer when it is your turn.'],
+      [
+        'knowledge-market',
+        'publish',
+        'Publish a module',
+        (p) => p,
+        'List a knowledge module with its price, capabilities and negotiation terms; the market computes its SHA-256 contentHash. Your wallet needs a stablecoin token account to be paid.',
+      ],
+      [
+        'verification',
+        'scan',
+        'Get it certified',
+        (p) => p,
+        'Scan the content with your module id and your wallet as holder: a pass issues a signed certificate bound to the contentHash, which the gateway requires by default.',
+      ],
+      [
+        'negotiation',
+        'list',
+        'Watch your negotiations',
+        (p) => p.replace(':wallet', w),
+        'Buyers’ offers on your modules; in mode auto the responder answers for you.',
+      ],
+      [
+        'negotiation',
+        'counter',
+        'Answer offers',
+        (p) => p,
+        'In mode manual, counter (or accept, or reject) the buyer’s offer when it is your turn.',
+      ],
     ];
     const buyer: typeof plan = [
-      ['gateway', 'search', 'Search the ecosystem', (p) => p, 'One query over modules, agents, certificates and negotiations, ranked by BM25.'],
-      ['gateway', 'startTrade', 'Start a trade', (p) => p, 'Ranks matching sellers by relevance, capabilities, rating and reputation, and opens a negotiation for you with the gateway as broker.'],
-      ['negotiation', 'counter', 'Negotiate (optional)', (p) => p, 'Counter the seller’s offer yourself before executing; the plan lists the negotiation’s id.'],
-      ['gateway', 'executeTrade', 'Execute the trade', (p) => p, 'One payment (module price plus fee): verification, purchase for you, content hash check and the reputation report.'],
-      ['knowledge-market', 'rate', 'Rate the module', (p) => p, 'Rate what you bought, 1 to 5, with the purchase id from the execution.'],
+      [
+        'gateway',
+        'search',
+        'Search the ecosystem',
+        (p) => p,
+        'One query over modules, agents, certificates and negotiations, ranked by BM25.',
+      ],
+      [
+        'gateway',
+        'startTrade',
+        'Start a trade',
+        (p) => p,
+        'Ranks matching sellers by relevance, capabilities, rating and reputation, and opens a negotiation for you with the gateway as broker.',
+      ],
+      [
+        'negotiation',
+        'counter',
+        'Negotiate (optional)',
+        (p) => p,
+        'Counter the seller’s offer yourself before executing; the plan lists the negotiation’s id.',
+      ],
+      [
+        'gateway',
+        'executeTrade',
+        'Execute the trade',
+        (p) => p,
+        'One payment (module price plus fee): verification, purchase for you, content hash check and the reputation report.',
+      ],
+      [
+        'knowledge-market',
+        'rate',
+        'Rate the module',
+        (p) => p,
+        'Rate what you bought, 1 to 5, with the purchase id from the execution.',
+      ],
     ];
     if (agent.role !== 'buyer') plan.push(...seller);
     if (agent.role !== 'seller') plan.push(...buyer.filter((b) => !plan.some((s) => s[0] === b[0] && s[1] === b[1])));
-    plan.push(['reputation', 'get', 'Follow your reputation', (p) => p.replace(':agentId', w), 'Your score (50 until the first report), tier and the reports about you.']);
+    plan.push([
+      'reputation',
+      'get',
+      'Follow your reputation',
+      (p) => p.replace(':agentId', w),
+      'Your score (50 until the first report), tier and the reports about you.',
+    ]);
     const pricing = await pricingFrom(directory);
     const steps: GatewayGuideStep[] = [];
     for (const [service, key, title, fill, detail] of plan) {
       const entry = await directory.entry(service, key);
       const price = pricing(service, key);
-      const priceText = price.maxUsd === '0' ? 'free' : price.minUsd === price.maxUsd ? `${price.maxUsd} USD` : `${price.minUsd} to ${price.maxUsd} USD`;
+      const priceText =
+        price.maxUsd === '0'
+          ? 'free'
+          : price.minUsd === price.maxUsd
+            ? `${price.maxUsd} USD`
+            : `${price.minUsd} to ${price.maxUsd} USD`;
       steps.push({
         order: steps.length + 1,
         title,
@@ -124,7 +193,17 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
         directory.documents(),
         store.countAgents(),
         store.tradeTotals(),
-        Promise.all(CONNECTED.map((id) => upstream.reader(id, SEARCH_TIMEOUT_MS).stats().then((s) => s as unknown, () => null))),
+        Promise.all(
+          CONNECTED.map((id) =>
+            upstream
+              .reader(id, SEARCH_TIMEOUT_MS)
+              .stats()
+              .then(
+                (s) => s as unknown,
+                () => null,
+              ),
+          ),
+        ),
       ]);
       const [market, negotiations, reputation, verification] = stats as [
         { modules: number; sellers: number; purchases: number; volumeUsd: string; averageRating: number | null } | null,
@@ -157,7 +236,9 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
           purchases: market?.purchases ?? null,
           marketVolumeUsd: market?.volumeUsd ?? null,
           averageModuleRating: market?.averageRating ?? null,
-          negotiationsOpen: negotiations ? (negotiations.byState.open ?? 0) + (negotiations.byState.countered ?? 0) : null,
+          negotiationsOpen: negotiations
+            ? (negotiations.byState.open ?? 0) + (negotiations.byState.countered ?? 0)
+            : null,
           agreementRate: negotiations?.agreementRate ?? null,
           scans: verification?.scans ?? null,
           certificatesValid: verification?.certificates.valid ?? null,
@@ -189,13 +270,34 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
       };
       const [modules, certificates, negotiations, agents] = await Promise.all([
         types.includes('module')
-          ? attempt('knowledge-market', () => upstream.reader('knowledge-market', SEARCH_TIMEOUT_MS).list({ query: { q: query.q, sort: 'relevance', limit: 100 } }).then((p) => p.items))
+          ? attempt('knowledge-market', () =>
+              upstream
+                .reader('knowledge-market', SEARCH_TIMEOUT_MS)
+                .list({ query: { q: query.q, sort: 'relevance', limit: 100 } })
+                .then((p) => p.items),
+            )
           : null,
         types.includes('certificate') && words.length
-          ? attempt('verification', async () => (await Promise.all(words.map((q) => upstream.reader('verification', SEARCH_TIMEOUT_MS).listCertificates({ query: { q, limit: 100 } })))).flatMap((p) => p.items))
+          ? attempt('verification', async () =>
+              (
+                await Promise.all(
+                  words.map((q) =>
+                    upstream.reader('verification', SEARCH_TIMEOUT_MS).listCertificates({ query: { q, limit: 100 } }),
+                  ),
+                )
+              ).flatMap((p) => p.items),
+            )
           : null,
         types.includes('negotiation') && words.length
-          ? attempt('negotiation', async () => (await Promise.all(words.map((q) => upstream.reader('negotiation', SEARCH_TIMEOUT_MS).search({ query: { q, limit: 100 } })))).flatMap((p) => p.items))
+          ? attempt('negotiation', async () =>
+              (
+                await Promise.all(
+                  words.map((q) =>
+                    upstream.reader('negotiation', SEARCH_TIMEOUT_MS).search({ query: { q, limit: 100 } }),
+                  ),
+                )
+              ).flatMap((p) => p.items),
+            )
           : null,
         types.includes('agent') ? store.agents() : null,
       ]);
@@ -232,7 +334,10 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
           type: 'agent',
           id: a.wallet,
           text: `${a.name} ${a.name} ${a.role} ${a.capabilities.join(' ')} ${a.interests.join(' ')} ${a.description ?? ''}`,
-          snippetFrom: [a.description ?? '', `${a.role}: ${a.capabilities.join(', ')}; interests ${a.interests.join(', ')}`],
+          snippetFrom: [
+            a.description ?? '',
+            `${a.role}: ${a.capabilities.join(', ')}; interests ${a.interests.join(', ')}`,
+          ],
           hit: (score, snippet) => ({
             type: 'agent',
             id: a.wallet,
@@ -241,7 +346,14 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
             score,
             service: 'gateway',
             href: { service: 'reputation', method: 'GET', path: `/api/reputation/agent/${a.wallet}` },
-            agent: { wallet: a.wallet, name: a.name, role: a.role, capabilities: a.capabilities, reputationScore: a.reputationScore, tradeCount: a.tradeCount },
+            agent: {
+              wallet: a.wallet,
+              name: a.name,
+              role: a.role,
+              capabilities: a.capabilities,
+              reputationScore: a.reputationScore,
+              tradeCount: a.tradeCount,
+            },
           }),
         });
       }
@@ -259,7 +371,14 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
             score,
             service: 'verification',
             href: { service: 'verification', method: 'GET', path: `/api/certificates/${c.id}` },
-            certificate: { moduleId: c.moduleId, contentHash: c.contentHash, score: c.score, status: c.status, holder: c.holder, expiresAt: c.expiresAt },
+            certificate: {
+              moduleId: c.moduleId,
+              contentHash: c.contentHash,
+              score: c.score,
+              status: c.status,
+              holder: c.holder,
+              expiresAt: c.expiresAt,
+            },
           }),
         });
       }
@@ -277,7 +396,15 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
             score,
             service: 'negotiation',
             href: { service: 'negotiation', method: 'GET', path: `/api/negotiations/${n.id}` },
-            negotiation: { moduleId: n.moduleId, moduleTitle: n.moduleTitle, state: n.state, mode: n.mode, rounds: n.rounds, maxRounds: n.maxRounds, updatedAt: n.updatedAt },
+            negotiation: {
+              moduleId: n.moduleId,
+              moduleTitle: n.moduleTitle,
+              state: n.state,
+              mode: n.mode,
+              rounds: n.rounds,
+              maxRounds: n.maxRounds,
+              updatedAt: n.updatedAt,
+            },
           }),
         });
       }
@@ -303,23 +430,61 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
       callerOf(res);
       const at = now();
       const description = body.description ?? null;
-      const { newlyRegistered, registeredAt } = await store.upsertAgent({ wallet: body.wallet, name: body.name, role: body.role, capabilities: [...new Set(body.capabilities)], interests: [...new Set(body.interests)], description }, at);
+      const { newlyRegistered, registeredAt } = await store.upsertAgent(
+        {
+          wallet: body.wallet,
+          name: body.name,
+          role: body.role,
+          capabilities: [...new Set(body.capabilities)],
+          interests: [...new Set(body.interests)],
+          description,
+        },
+        at,
+      );
       const w = body.wallet;
       const market = upstream.reader('knowledge-market');
       // What each service knows of the agent (they identify agents by wallet: nothing to register there).
       const [profile, listed, certificates, negotiations, candidates] = await Promise.all([
-        upstream.agent('reputation').get({ params: { agentId: w }, query: { limit: 1 } }).catch(() => null),
-        market.list({ query: { seller: w, limit: 100 } }).then((p) => p.items.length, () => null),
-        upstream.reader('verification').listCertificates({ query: { holder: w, limit: 100 } }).then((p) => p.items.length, () => null),
-        upstream.reader('negotiation').stats().then(() => true, () => false),
+        upstream
+          .agent('reputation')
+          .get({ params: { agentId: w }, query: { limit: 1 } })
+          .catch(() => null),
+        market.list({ query: { seller: w, limit: 100 } }).then(
+          (p) => p.items.length,
+          () => null,
+        ),
+        upstream
+          .reader('verification')
+          .listCertificates({ query: { holder: w, limit: 100 } })
+          .then(
+            (p) => p.items.length,
+            () => null,
+          ),
+        upstream
+          .reader('negotiation')
+          .stats()
+          .then(
+            () => true,
+            () => false,
+          ),
         Promise.all([
           ...body.capabilities.map((capability) => market.list({ query: { capability, limit: 100 } })),
-          ...(body.interests.length ? [market.list({ query: { tags: body.interests.slice(0, 10).join(','), limit: 100 } })] : []),
-        ]).then((pages) => [...new Map(pages.flatMap((p) => p.items).map((m) => [m.id, m])).values()], () => [] as MarketModule[]),
+          ...(body.interests.length
+            ? [market.list({ query: { tags: body.interests.slice(0, 10).join(','), limit: 100 } })]
+            : []),
+        ]).then(
+          (pages) => [...new Map(pages.flatMap((p) => p.items).map((m) => [m.id, m])).values()],
+          () => [] as MarketModule[],
+        ),
       ]);
       if (profile) await store.cacheReputation(w, profile.score, profile.tradeCount, at);
       // Certificates are looked up for the best matches only, then decide ties.
-      const provisional = recommend({ wallet: w, capabilities: body.capabilities, interests: body.interests }, candidates, () => false, 10);
+      const provisional = recommend(
+        { wallet: w, capabilities: body.capabilities, interests: body.interests },
+        candidates,
+        () => false,
+        10,
+      );
       const certified = new Set<string>();
       await Promise.all(
         provisional.map(async (r) => {
@@ -332,49 +497,77 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
         candidates.filter((m) => provisional.some((p) => p.moduleId === m.id)),
         (m) => certified.has(m.id),
       );
-      const noAnswer = (service: string) => `${service} did not answer; it identifies agents by wallet, so there is nothing to register`;
+      const noAnswer = (service: string) =>
+        `${service} did not answer; it identifies agents by wallet, so there is nothing to register`;
       const registrations: GatewayOnboarding['registrations'] = [
         {
           service: 'gateway',
           status: newlyRegistered ? 'registered' : 'already-registered',
           reference: `/api/search?q=${encodeURIComponent(body.name)}&types=agent`,
-          detail: newlyRegistered ? 'Added to the gateway’s agent registry: search and recommendations find you' : 'Your profile in the gateway’s registry was updated',
+          detail: newlyRegistered
+            ? 'Added to the gateway’s agent registry: search and recommendations find you'
+            : 'Your profile in the gateway’s registry was updated',
         },
         {
           service: 'knowledge-market',
           status: 'ready',
           reference: `/api/modules?seller=${w}`,
-          detail: listed === null ? noAnswer('The knowledge market') : `Identifies sellers and buyers by wallet; you list ${listed} module${listed === 1 ? '' : 's'}`,
+          detail:
+            listed === null
+              ? noAnswer('The knowledge market')
+              : `Identifies sellers and buyers by wallet; you list ${listed} module${listed === 1 ? '' : 's'}`,
         },
         {
           service: 'negotiation',
           status: 'ready',
           reference: `/api/agents/${w}/negotiations`,
-          detail: negotiations ? 'Identifies parties by wallet (SIGN-IN-WITH-X); the gateway can open negotiations for you as broker' : noAnswer('The negotiation service'),
+          detail: negotiations
+            ? 'Identifies parties by wallet (SIGN-IN-WITH-X); the gateway can open negotiations for you as broker'
+            : noAnswer('The negotiation service'),
         },
         {
           service: 'reputation',
           status: 'ready',
           reference: `/api/reputation/agent/${w}`,
-          detail: profile ? `Score ${profile.score} (${profile.tier}) from ${profile.tradeCount} trade reports` : noAnswer('The reputation service'),
+          detail: profile
+            ? `Score ${profile.score} (${profile.tier}) from ${profile.tradeCount} trade reports`
+            : noAnswer('The reputation service'),
         },
         {
           service: 'verification',
           status: 'ready',
           reference: `/api/certificates?holder=${w}`,
-          detail: certificates === null ? noAnswer('The verification service') : `Names certificate holders by wallet; you hold ${certificates} certificate${certificates === 1 ? '' : 's'}`,
+          detail:
+            certificates === null
+              ? noAnswer('The verification service')
+              : `Names certificate holders by wallet; you hold ${certificates} certificate${certificates === 1 ? '' : 's'}`,
         },
       ];
       const steps = await onboardingGuide(body);
       const summaryTask = {
         name: 'gateway-onboarding-summary',
-        instructions: 'Write a two-sentence getting-started summary for this agent from its role, capabilities and the guide steps given. Plain text.',
-        input: { name: body.name, role: body.role, capabilities: body.capabilities, steps: steps.map((s) => s.title), recommended: recommendedModules.map((r) => r.title) },
+        instructions:
+          'Write a two-sentence getting-started summary for this agent from its role, capabilities and the guide steps given. Plain text.',
+        input: {
+          name: body.name,
+          role: body.role,
+          capabilities: body.capabilities,
+          steps: steps.map((s) => s.title),
+          recommended: recommendedModules.map((r) => r.title),
+        },
         output: z.object({ summary: z.string().min(1).max(1000) }),
-        builtin: (i: { name: string; role: string; capabilities: string[]; steps: string[]; recommended: string[] }) => ({
+        builtin: (i: {
+          name: string;
+          role: string;
+          capabilities: string[];
+          steps: string[];
+          recommended: string[];
+        }) => ({
           summary:
             `Welcome, ${i.name}: as a ${i.role === 'both' ? 'buyer and seller' : i.role} with ${i.capabilities.join(', ')}, follow these ${i.steps.length} steps: ${i.steps.join('; ')}.` +
-            (i.recommended.length ? ` Start with ${i.recommended.length === 1 ? 'the recommended module' : 'the recommended modules'}: ${i.recommended.join('; ')}.` : ' No module matches your capabilities or interests yet.'),
+            (i.recommended.length
+              ? ` Start with ${i.recommended.length === 1 ? 'the recommended module' : 'the recommended modules'}: ${i.recommended.join('; ')}.`
+              : ' No module matches your capabilities or interests yet.'),
         }),
       };
       const { output, generator } = await deps.reasoner.run(summaryTask);
@@ -409,7 +602,13 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
       const buyer = callerOf(res);
       const settlement = settlementOf(res);
       const prepared = await deps.prepared(res.locals.parsed as ParsedRequest, buyer);
-      return { status: 200, body: await trade.execute(prepared, settlement, buyer) };
+      try {
+        return { status: 200, body: await trade.execute(prepared, settlement, buyer) };
+      } catch (error) {
+        // The market may have been paid: not refunded now; the same payment presented again finishes the trade.
+        if (error instanceof KeptPayment) keepPayment(res);
+        throw error;
+      }
     },
 
     assist: async ({ body, res }) => {
@@ -461,4 +660,3 @@ export function gatewayHandlers(deps: GatewayDeps): RouterImplementation<typeof 
     },
   };
 }
-

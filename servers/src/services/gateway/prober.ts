@@ -2,6 +2,7 @@ import type { GatewayServiceHealth, GatewayServiceStatus } from '@agent-economy/
 import type { Logger } from 'pino';
 import type { GatewayStore, Probe } from './store';
 import type { ConnectedId } from './upstream';
+import { tracedFetch } from '../../http/tracing';
 
 // Health monitoring: every connected service's GET /health, once per 30-second slot (one replica claims each
 // slot in the database), kept 24 hours. Its clock is injected; tick() probes the current slot (tests call it).
@@ -29,13 +30,17 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
 /** One service's health over the window, from its probes (oldest first). */
-export function summarize(service: { id: ConnectedId; title: string; url: string }, probes: Probe[]): GatewayServiceHealth {
+export function summarize(
+  service: { id: ConnectedId; title: string; url: string },
+  probes: Probe[],
+): GatewayServiceHealth {
   const last = probes.at(-1);
   const ok = probes.filter((p) => p.ok);
   const times = ok.map((p) => p.responseMs ?? 0).sort((a, b) => a - b);
   const availability = probes.length ? round2((ok.length / probes.length) * 100) : null;
   let status: GatewayServiceStatus = 'down';
-  if (last?.ok) status = (last.responseMs ?? 0) > SLOW_MS || (availability ?? 0) < AVAILABILITY_TARGET ? 'degraded' : 'up';
+  if (last?.ok)
+    status = (last.responseMs ?? 0) > SLOW_MS || (availability ?? 0) < AVAILABILITY_TARGET ? 'degraded' : 'up';
   const lastOk = ok.at(-1);
   const p50 = percentile(times, 50);
   const p95 = percentile(times, 95);
@@ -44,7 +49,11 @@ export function summarize(service: { id: ConnectedId; title: string; url: string
     title: service.title,
     url: service.url,
     status,
-    responseTimeMs: { last: lastOk ? round1(lastOk.responseMs ?? 0) : null, p50: p50 === null ? null : round1(p50), p95: p95 === null ? null : round1(p95) },
+    responseTimeMs: {
+      last: lastOk ? round1(lastOk.responseMs ?? 0) : null,
+      p50: p50 === null ? null : round1(p50),
+      p95: p95 === null ? null : round1(p95),
+    },
     availabilityPercent: availability,
     checks: probes.length,
     uptimeSeconds: last?.ok ? last.uptimeSeconds : null,
@@ -81,15 +90,33 @@ export function createProber(options: {
     const started = performance.now();
     let result: { ok: boolean; responseMs: number | null; uptimeSeconds: number | null; error: string | null };
     try {
-      const response = await fetch(`${service.url()}/health`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      const response = await tracedFetch(`GET ${service.id} /health`, `${service.url()}/health`, {
+        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+      });
       const elapsed = performance.now() - started;
-      const body = (await response.json().catch(() => null)) as { uptimeSeconds?: unknown; error?: { message?: unknown } } | null;
-      const uptime = typeof body?.uptimeSeconds === 'number' && Number.isFinite(body.uptimeSeconds) ? Math.max(0, Math.round(body.uptimeSeconds)) : null;
+      const body = (await response.json().catch(() => null)) as {
+        uptimeSeconds?: unknown;
+        error?: { message?: unknown };
+      } | null;
+      const uptime =
+        typeof body?.uptimeSeconds === 'number' && Number.isFinite(body.uptimeSeconds)
+          ? Math.max(0, Math.round(body.uptimeSeconds))
+          : null;
       result = response.ok
         ? { ok: true, responseMs: elapsed, uptimeSeconds: uptime, error: null }
-        : { ok: false, responseMs: elapsed, uptimeSeconds: null, error: `HTTP ${response.status}${typeof body?.error?.message === 'string' ? `: ${body.error.message}` : ''}` };
+        : {
+            ok: false,
+            responseMs: elapsed,
+            uptimeSeconds: null,
+            error: `HTTP ${response.status}${typeof body?.error?.message === 'string' ? `: ${body.error.message}` : ''}`,
+          };
     } catch (error) {
-      result = { ok: false, responseMs: null, uptimeSeconds: null, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+      result = {
+        ok: false,
+        responseMs: null,
+        uptimeSeconds: null,
+        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      };
     }
     await store.recordProbe(service.id, slot, result);
   }
@@ -112,7 +139,12 @@ export function createProber(options: {
     async health() {
       const at = now();
       const probes = await store.probes(new Date(at.getTime() - WINDOW_SECONDS * 1000));
-      return services.map((s) => summarize({ id: s.id, title: s.title, url: s.url() }, probes.filter((p) => p.service === s.id)));
+      return services.map((s) =>
+        summarize(
+          { id: s.id, title: s.title, url: s.url() },
+          probes.filter((p) => p.service === s.id),
+        ),
+      );
     },
     start() {
       if (timer) return;

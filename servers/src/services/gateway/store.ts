@@ -1,5 +1,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { GatewayOnboarding, TradeExecution, TradePlan } from '@agent-economy/contracts';
+import type { SentPayment } from '@agent-economy/sdk';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_gateway': {
@@ -78,6 +80,13 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('gateway_probes_checked_idx').on('gateway_probes').column('checked_at').execute();
     },
   },
+  '002_gateway_purchase_payment': {
+    async up(db) {
+      // The payment the gateway signed for the market purchase, recorded before it leaves: a trade resumed after a
+      // crash presents that same payment again (the market answers from it) instead of paying a second time.
+      await db.schema.alterTable('gateway_trades').addColumn('purchase_payment', 'jsonb').execute();
+    },
+  },
 };
 
 interface AgentRow {
@@ -108,13 +117,14 @@ interface TradeRow {
   plan_id: string;
   payment_key: string;
   buyer: string;
-  status: 'running' | 'completed';
+  status: 'running' | 'completed' | 'failed';
   module_id: string;
   price: bigint;
   fee: bigint;
   purchase_id: string | null;
   purchase_transaction: string | null;
   purchase_network: string | null;
+  purchase_payment: SentPayment | null;
   execution: TradeExecution | null;
   created_at: Date;
   completed_at: Date | null;
@@ -165,20 +175,24 @@ export interface TradeRecord {
   planId: string;
   paymentKey: string;
   buyer: string;
-  status: 'running' | 'completed';
+  status: 'running' | 'completed' | 'failed';
   moduleId: string;
   /** The module price this trade's payment was charged for (the fee apart), atomic units. */
   price: bigint;
   purchaseId: string | null;
   purchaseTransaction: string | null;
   purchaseNetwork: string | null;
+  /** The market purchase's payment, signed and recorded before it was sent (it may have settled). */
+  purchasePayment: SentPayment | null;
   execution: TradeExecution | null;
+  /** When the trade was claimed (gateway clock): a market payment settled that long ago and still unanswered fails. */
+  createdAt: Date;
 }
 
 const json = (value: unknown) => sql`${JSON.stringify(value)}::jsonb`;
 const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';
 
-export function gatewayStore(database: Kysely<any>) {
+export function gatewayStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
   const toTrade = (r: TradeRow): TradeRecord => ({
     id: r.id,
@@ -191,12 +205,17 @@ export function gatewayStore(database: Kysely<any>) {
     purchaseId: r.purchase_id,
     purchaseTransaction: r.purchase_transaction,
     purchaseNetwork: r.purchase_network,
+    purchasePayment: r.purchase_payment,
     execution: r.execution,
+    createdAt: new Date(r.created_at),
   });
 
   return {
     /** Records or updates an agent; true when it was new. */
-    async upsertAgent(agent: Omit<AgentProfile, 'newlyRegistered' | 'registeredAt'>, at: Date): Promise<{ newlyRegistered: boolean; registeredAt: Date }> {
+    async upsertAgent(
+      agent: Omit<AgentProfile, 'newlyRegistered' | 'registeredAt'>,
+      at: Date,
+    ): Promise<{ newlyRegistered: boolean; registeredAt: Date }> {
       const row = await db
         .insertInto('gateway_agents')
         .values({
@@ -229,7 +248,17 @@ export function gatewayStore(database: Kysely<any>) {
       const rows = await db
         .selectFrom('gateway_agents as a')
         .leftJoin('gateway_reputation_cache as r', 'r.wallet', 'a.wallet')
-        .select(['a.wallet', 'a.name', 'a.role', 'a.capabilities', 'a.interests', 'a.description', 'a.registered_at', 'r.score', 'r.trade_count'])
+        .select([
+          'a.wallet',
+          'a.name',
+          'a.role',
+          'a.capabilities',
+          'a.interests',
+          'a.description',
+          'a.registered_at',
+          'r.score',
+          'r.trade_count',
+        ])
         .orderBy('a.registered_at')
         .execute();
       return rows.map((r) => ({
@@ -246,14 +275,22 @@ export function gatewayStore(database: Kysely<any>) {
     },
 
     async countAgents(): Promise<number> {
-      const row = await db.selectFrom('gateway_agents').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('gateway_agents')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow();
       return Number(row.n);
     },
 
     /** Cached scores younger than `since`, by wallet. */
     async reputations(wallets: string[], since: Date): Promise<Map<string, { score: number; tradeCount: number }>> {
       if (!wallets.length) return new Map();
-      const rows = await db.selectFrom('gateway_reputation_cache').selectAll().where('wallet', 'in', wallets).where('fetched_at', '>=', since).execute();
+      const rows = await db
+        .selectFrom('gateway_reputation_cache')
+        .selectAll()
+        .where('wallet', 'in', wallets)
+        .where('fetched_at', '>=', since)
+        .execute();
       return new Map(rows.map((r) => [r.wallet, { score: r.score, tradeCount: r.trade_count }]));
     },
 
@@ -268,7 +305,13 @@ export function gatewayStore(database: Kysely<any>) {
     async insertPlan(plan: TradePlan): Promise<void> {
       await db
         .insertInto('gateway_plans')
-        .values({ id: plan.id, buyer: plan.buyer, plan: json(plan) as never, created_at: new Date(plan.createdAt), expires_at: new Date(plan.expiresAt) })
+        .values({
+          id: plan.id,
+          buyer: plan.buyer,
+          plan: json(plan) as never,
+          created_at: new Date(plan.createdAt),
+          expires_at: new Date(plan.expiresAt),
+        })
         .execute();
     },
 
@@ -283,7 +326,11 @@ export function gatewayStore(database: Kysely<any>) {
     },
 
     async tradeOfPayment(paymentKey: string): Promise<TradeRecord | undefined> {
-      const row = await db.selectFrom('gateway_trades').selectAll().where('payment_key', '=', paymentKey).executeTakeFirst();
+      const row = await db
+        .selectFrom('gateway_trades')
+        .selectAll()
+        .where('payment_key', '=', paymentKey)
+        .executeTakeFirst();
       return row && toTrade(row);
     },
 
@@ -291,7 +338,16 @@ export function gatewayStore(database: Kysely<any>) {
      * Claims the plan for one execution paid by `paymentKey`: false when another payment already holds it (the unique
      * keys decide between replicas racing).
      */
-    async claimTrade(claim: { id: string; planId: string; paymentKey: string; buyer: string; moduleId: string; price: bigint; fee: bigint; at: Date }): Promise<boolean> {
+    async claimTrade(claim: {
+      id: string;
+      planId: string;
+      paymentKey: string;
+      buyer: string;
+      moduleId: string;
+      price: bigint;
+      fee: bigint;
+      at: Date;
+    }): Promise<boolean> {
       try {
         const result = await db
           .insertInto('gateway_trades')
@@ -307,6 +363,7 @@ export function gatewayStore(database: Kysely<any>) {
             purchase_id: null,
             purchase_transaction: null,
             purchase_network: null,
+            purchase_payment: null,
             execution: null,
             created_at: claim.at,
             completed_at: null,
@@ -326,25 +383,88 @@ export function gatewayStore(database: Kysely<any>) {
       await db.deleteFrom('gateway_trades').where('id', '=', id).where('status', '=', 'running').execute();
     },
 
-    async notePurchase(id: string, purchase: { purchaseId: string; transaction: string; network: string }): Promise<void> {
+    /**
+     * A running trade whose market payment settled and whose purchase the market never delivered: failed for good, its
+     * report against the payee queued in the same transaction. False when it was failed before (reported once).
+     */
+    async failTrade(id: string, report: unknown, at: Date): Promise<boolean> {
+      return await db.transaction().execute(async (tx) => {
+        const failed = await tx
+          .updateTable('gateway_trades')
+          .set({ status: 'failed', completed_at: at })
+          .where('id', '=', id)
+          .where('status', '=', 'running')
+          .executeTakeFirst();
+        if (!failed.numUpdatedRows) return false;
+        await tx
+          .insertInto('gateway_reports')
+          .values({
+            trade_id: id,
+            body: json(report) as never,
+            status: 'queued',
+            attempts: 0,
+            report_id: null,
+            last_error: null,
+            updated_at: at,
+          })
+          .onConflict((oc) => oc.doNothing())
+          .execute();
+        return true;
+      });
+    },
+
+    /** Durably, before the payment leaves: the payment the gateway is about to send the market for this trade. */
+    async notePurchasePayment(id: string, payment: SentPayment): Promise<void> {
       await db
         .updateTable('gateway_trades')
-        .set({ purchase_id: purchase.purchaseId, purchase_transaction: purchase.transaction, purchase_network: purchase.network })
+        .set({ purchase_payment: json(payment) as never })
+        .where('id', '=', id)
+        .execute();
+    },
+
+    async notePurchase(
+      id: string,
+      purchase: { purchaseId: string; transaction: string; network: string },
+    ): Promise<void> {
+      await db
+        .updateTable('gateway_trades')
+        .set({
+          purchase_id: purchase.purchaseId,
+          purchase_transaction: purchase.transaction,
+          purchase_network: purchase.network,
+        })
         .where('id', '=', id)
         .execute();
     },
 
     /** The execution and its reputation report, in one transaction. */
-    async completeTrade(execution: TradeExecution, report: { body: unknown; status: 'queued' | 'reported'; reportId: string | null; error: string | null }, at: Date): Promise<void> {
+    async completeTrade(
+      execution: TradeExecution,
+      report: { body: unknown; status: 'queued' | 'reported'; reportId: string | null; error: string | null },
+      at: Date,
+    ): Promise<void> {
       await db.transaction().execute(async (tx) => {
         await tx
           .updateTable('gateway_trades')
-          .set({ status: 'completed', execution: json(execution) as never, purchase_id: execution.purchase.purchaseId, completed_at: at })
+          .set({
+            status: 'completed',
+            execution: json(execution) as never,
+            purchase_id: execution.purchase.purchaseId,
+            completed_at: at,
+          })
           .where('id', '=', execution.id)
           .execute();
         await tx
           .insertInto('gateway_reports')
-          .values({ trade_id: execution.id, body: json(report.body) as never, status: report.status, attempts: 1, report_id: report.reportId, last_error: report.error, updated_at: at })
+          .values({
+            trade_id: execution.id,
+            body: json(report.body) as never,
+            status: report.status,
+            attempts: 1,
+            report_id: report.reportId,
+            last_error: report.error,
+            updated_at: at,
+          })
           .onConflict((oc) => oc.doNothing())
           .execute();
       });
@@ -360,7 +480,13 @@ export function gatewayStore(database: Kysely<any>) {
     },
 
     async queuedReports(limit: number): Promise<{ tradeId: string; body: unknown; attempts: number }[]> {
-      const rows = await db.selectFrom('gateway_reports').select(['trade_id', 'body', 'attempts']).where('status', '=', 'queued').orderBy('updated_at').limit(limit).execute();
+      const rows = await db
+        .selectFrom('gateway_reports')
+        .select(['trade_id', 'body', 'attempts'])
+        .where('status', '=', 'queued')
+        .orderBy('updated_at')
+        .limit(limit)
+        .execute();
       return rows.map((r) => ({ tradeId: r.trade_id, body: r.body, attempts: r.attempts }));
     },
 
@@ -377,7 +503,8 @@ export function gatewayStore(database: Kysely<any>) {
         await db
           .updateTable('gateway_trades')
           .set({
-            execution: sql`jsonb_set(execution, '{reputation}', ${JSON.stringify({ status: 'reported', reportId, detail: 'Filed with the reputation service on a retry' })}::jsonb)` as never,
+            execution:
+              sql`jsonb_set(execution, '{reputation}', ${JSON.stringify({ status: 'reported', reportId, detail: 'Filed with the reputation service on a retry' })}::jsonb)` as never,
           })
           .where('id', '=', tradeId)
           .execute();
@@ -397,16 +524,35 @@ export function gatewayStore(database: Kysely<any>) {
     async claimProbe(service: string, slot: bigint, at: Date): Promise<boolean> {
       const result = await db
         .insertInto('gateway_probes')
-        .values({ service, slot, checked_at: at, done: false, ok: null, response_ms: null, uptime_seconds: null, error: null })
+        .values({
+          service,
+          slot,
+          checked_at: at,
+          done: false,
+          ok: null,
+          response_ms: null,
+          uptime_seconds: null,
+          error: null,
+        })
         .onConflict((oc) => oc.doNothing())
         .executeTakeFirst();
       return !!result.numInsertedOrUpdatedRows;
     },
 
-    async recordProbe(service: string, slot: bigint, probe: { ok: boolean; responseMs: number | null; uptimeSeconds: number | null; error: string | null }): Promise<void> {
+    async recordProbe(
+      service: string,
+      slot: bigint,
+      probe: { ok: boolean; responseMs: number | null; uptimeSeconds: number | null; error: string | null },
+    ): Promise<void> {
       await db
         .updateTable('gateway_probes')
-        .set({ done: true, ok: probe.ok, response_ms: probe.responseMs, uptime_seconds: probe.uptimeSeconds, error: probe.error })
+        .set({
+          done: true,
+          ok: probe.ok,
+          response_ms: probe.responseMs,
+          uptime_seconds: probe.uptimeSeconds,
+          error: probe.error,
+        })
         .where('service', '=', service)
         .where('slot', '=', slot)
         .execute();
@@ -414,7 +560,13 @@ export function gatewayStore(database: Kysely<any>) {
 
     /** Finished probes after `since` (the window excludes its start), oldest first. */
     async probes(since: Date): Promise<Probe[]> {
-      const rows = await db.selectFrom('gateway_probes').selectAll().where('done', '=', true).where('checked_at', '>', since).orderBy('checked_at').execute();
+      const rows = await db
+        .selectFrom('gateway_probes')
+        .selectAll()
+        .where('done', '=', true)
+        .where('checked_at', '>', since)
+        .orderBy('checked_at')
+        .execute();
       return rows.map((r) => ({
         service: r.service,
         checkedAt: new Date(r.checked_at),

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { base58Decode, base58Encode } from '@agent-economy/contracts';
-import { signEd25519, verifyEd25519, type Wallet } from '../../runtime/wallet';
+import { signEd25519, verifyEd25519, type Wallet } from '../../solana/keys';
 
 // The cryptography of the identity service: Ed25519 Multikeys (did:key encoding), proofs of key
 // possession, JCS (RFC 8785) and the eddsa-jcs-2022 Data Integrity cryptosuite. Ed25519 itself is
@@ -19,7 +19,8 @@ export function ed25519Multikey(publicKey: Uint8Array): string {
 export function decodeEd25519Multikey(multibase: string): Uint8Array | undefined {
   if (!multibase.startsWith('z')) return undefined;
   const bytes = base58Decode(multibase.slice(1));
-  if (!bytes || bytes.length !== 34 || bytes[0] !== ED25519_PUB_MULTICODEC[0] || bytes[1] !== ED25519_PUB_MULTICODEC[1]) return undefined;
+  if (!bytes || bytes.length !== 34 || bytes[0] !== ED25519_PUB_MULTICODEC[0] || bytes[1] !== ED25519_PUB_MULTICODEC[1])
+    return undefined;
   return bytes.subarray(2);
 }
 
@@ -74,7 +75,8 @@ const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').diges
 /** eddsa-jcs-2022 hashData: SHA-256(JCS(proof config)) ‖ SHA-256(JCS(unsecured document)), 64 bytes. */
 function hashData(unsecured: Record<string, unknown>, proofOptions: Record<string, unknown>): Uint8Array {
   // The proof configuration carries the document's @context (Data Integrity EdDSA, "Proof Configuration").
-  const config = unsecured['@context'] === undefined ? proofOptions : { ...proofOptions, '@context': unsecured['@context'] };
+  const config =
+    unsecured['@context'] === undefined ? proofOptions : { ...proofOptions, '@context': unsecured['@context'] };
   return new Uint8Array(Buffer.concat([sha256(canonicalize(config)), sha256(canonicalize(unsecured))]));
 }
 
@@ -86,13 +88,20 @@ export interface ProofOptions {
   proofPurpose: 'assertionMethod';
 }
 
-/** The 64 bytes an eddsa-jcs-2022 proof signs for a document (without proof) and its proof options: what an issuer signs. */
+/**
+ * The 64 bytes an eddsa-jcs-2022 proof signs for a document (without proof) and its proof options: what an issuer
+ * signs.
+ */
 export function dataIntegrityInput(unsecured: Record<string, unknown>, options: object): Uint8Array {
   return hashData(unsecured, { ...options });
 }
 
 /** Adds an eddsa-jcs-2022 Data Integrity proof by `signer` to a document (which must have no proof yet). */
-export function signDataIntegrity<D extends Record<string, unknown>>(document: D, options: ProofOptions, signer: Wallet): D & { proof: ProofOptions & { proofValue: string } } {
+export function signDataIntegrity<D extends Record<string, unknown>>(
+  document: D,
+  options: ProofOptions,
+  signer: Wallet,
+): D & { proof: ProofOptions & { proofValue: string } } {
   const signature = signEd25519(signer, hashData(document, { ...options }));
   return { ...document, proof: { ...options, proofValue: 'z' + base58Encode(signature) } };
 }

@@ -18,6 +18,7 @@ import {
   credentialIdOf,
   credentialRecord,
   effectiveStatus,
+  fromAnotherController,
   identityDocument,
   identitySummary,
   independentAttestation,
@@ -33,14 +34,14 @@ import {
   verifyCredential,
   withSummary,
   type ChainLoader,
-  type ServiceReputation,
+  type ReputationRecord,
 } from './domain';
 import type { CredentialRow, IdentityRecord, IdentityStore } from './store';
 
 export interface IdentityDeps {
   store: IdentityStore;
-  /** The reputation service's score of a wallet, read over HTTP; null when it does not answer. */
-  reputation(wallet: string): Promise<ServiceReputation | null>;
+  /** The reputation service's record of a wallet (score, verified trades), read over HTTP; null without an answer. */
+  reputation(wallet: string): Promise<ReputationRecord | null>;
   anchors: ReadonlySet<string>;
   reasoner: Reasoner;
   publicUrl: string;
@@ -96,10 +97,17 @@ export function identityChecks(deps: IdentityDeps) {
     async complete(body: IssueCredentialRequest, caller: string) {
       const prepared = await store.getPrepared(body.credentialId);
       if (!prepared || prepared.expiresAt.getTime() <= now().getTime()) {
-        if (await store.getCredential(body.credentialId)) throw conflict('credential_exists', `${body.credentialId} is already issued`, { credentialId: body.credentialId });
-        throw notFound('credential_not_found', `No prepared credential ${body.credentialId} (prepare it again: a prepared credential waits 10 minutes)`, {
-          credentialId: body.credentialId,
-        });
+        if (await store.getCredential(body.credentialId))
+          throw conflict('credential_exists', `${body.credentialId} is already issued`, {
+            credentialId: body.credentialId,
+          });
+        throw notFound(
+          'credential_not_found',
+          `No prepared credential ${body.credentialId} (prepare it again: a prepared credential waits 10 minutes)`,
+          {
+            credentialId: body.credentialId,
+          },
+        );
       }
       const request: PrepareCredentialRequest = {
         action: 'prepare',
@@ -116,19 +124,35 @@ export function identityChecks(deps: IdentityDeps) {
     /** Who may change the status (the issuer's controller) and to what: revoked and expired are final. */
     async setStatus(body: SetCredentialStatusRequest, caller: string): Promise<CredentialRow> {
       const credential = await store.getCredential(body.credentialId);
-      if (!credential) throw notFound('credential_not_found', `No credential ${body.credentialId}`, { credentialId: body.credentialId });
+      if (!credential)
+        throw notFound('credential_not_found', `No credential ${body.credentialId}`, {
+          credentialId: body.credentialId,
+        });
       const issuer = await identityOf(credential.issuer, 'issuer');
       if (issuer.controller !== caller) {
-        throw new HttpError(403, 'not_issuer_controller', `Only the controller wallet of the issuer ${issuer.did} may change this credential`, {
-          issuer: issuer.did,
-        });
+        throw new HttpError(
+          403,
+          'not_issuer_controller',
+          `Only the controller wallet of the issuer ${issuer.did} may change this credential`,
+          {
+            issuer: issuer.did,
+          },
+        );
       }
       const status = effectiveStatus(credential, now());
-      if (status === 'revoked') throw conflict('credential_revoked', `${credential.credentialId} is revoked; revocation is final`, { credentialId: credential.credentialId });
-      if (status === 'expired') throw conflict('credential_expired', `${credential.credentialId} has expired`, { credentialId: credential.credentialId });
+      if (status === 'revoked')
+        throw conflict('credential_revoked', `${credential.credentialId} is revoked; revocation is final`, {
+          credentialId: credential.credentialId,
+        });
+      if (status === 'expired')
+        throw conflict('credential_expired', `${credential.credentialId} has expired`, {
+          credentialId: credential.credentialId,
+        });
       // A deactivated issuer may still suspend or revoke what it issued, but not vouch again.
       if (body.status === 'active' && issuer.status === 'deactivated') {
-        throw conflict('did_deactivated', `${issuer.did} is deactivated and cannot reinstate credentials`, { did: issuer.did });
+        throw conflict('did_deactivated', `${issuer.did} is deactivated and cannot reinstate credentials`, {
+          did: issuer.did,
+        });
       }
       return credential;
     },
@@ -142,14 +166,37 @@ export function identityChecks(deps: IdentityDeps) {
 }
 
 // Handlers only translate between the contract and the domain.
-export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof identityChecks>): RouterImplementation<typeof contract.router> {
+export function identityHandlers(
+  deps: IdentityDeps,
+  checks: ReturnType<typeof identityChecks>,
+): RouterImplementation<typeof contract.router> {
   const { store, now, anchors } = deps;
-  const loader: ChainLoader = { held: (subjects) => store.credentialsHeldBy(subjects), identities: (dids) => store.getIdentities(dids) };
+  const loader: ChainLoader = {
+    held: (subjects) => store.credentialsHeldBy(subjects),
+    identities: (dids) => store.getIdentities(dids),
+  };
+
+  /** Which of these credentials are third-party trust (issuer and subject of different controller wallets). */
+  async function thirdPartyAmong(held: CredentialRow[], subjects: IdentityRecord[] = []) {
+    const known = new Set(subjects.map((s) => s.did));
+    const unknown = [...new Set(held.flatMap((c) => [c.issuer, c.subject]))].filter((d) => !known.has(d));
+    const controllers = await store.controllersOf(unknown);
+    for (const s of subjects) controllers.set(s.did, s.controller);
+    return fromAnotherController((did) => controllers.get(did));
+  }
+
+  async function recordOf(row: CredentialRow, at: Date) {
+    return credentialRecord(row, at, await thirdPartyAmong([row]));
+  }
 
   async function documentOf(identity: IdentityRecord, at: Date) {
     const held = await store.credentialsHeldBy([identity.did]);
-    const chain = await traceTrustChain(identity, { maxDepth: DOCUMENT_CHAIN_DEPTH, includeInactive: false, anchors, now: at }, loader);
-    return identityDocument(identity, held, chain, at);
+    const chain = await traceTrustChain(
+      identity,
+      { maxDepth: DOCUMENT_CHAIN_DEPTH, includeInactive: false, anchors, now: at },
+      loader,
+    );
+    return identityDocument(identity, held, chain, at, await thirdPartyAmong(held, [identity]));
   }
 
   async function resolve(did: string, at: Date) {
@@ -166,11 +213,12 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
       );
       const items = rows.slice(0, query.limit);
       const held = await store.credentialsHeldBy(items.map((i) => i.did));
+      const thirdParty = await thirdPartyAmong(held, items);
       const at = now();
       return {
         status: 200,
         body: {
-          items: items.map((identity) => identitySummary(identity, held, at)),
+          items: items.map((identity) => identitySummary(identity, held, at, thirdParty)),
           nextCursor: rows.length > query.limit ? encodeCursor('i', items.at(-1)!.seq) : null,
         },
       };
@@ -202,7 +250,14 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
         const credentialId = newCredentialId();
         const statusUrl = `${deps.publicUrl}/api/credentials/${body.subject}?credentialId=${credentialId}`;
         const { credential, signingInput } = prepareCredential(
-          { credentialId, issuer, subject: body.subject, claims: body.claims, ...(body.validUntil ? { validUntil: body.validUntil } : {}), statusUrl },
+          {
+            credentialId,
+            issuer,
+            subject: body.subject,
+            claims: body.claims,
+            ...(body.validUntil ? { validUntil: body.validUntil } : {}),
+            statusUrl,
+          },
           at,
         );
         const expiresAt = new Date(at.getTime() + PREPARED_TTL_MS);
@@ -218,7 +273,13 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
         });
         return {
           status: 200,
-          body: { credentialId, credential, verificationMethod: credential.proof.verificationMethod, signingInput: base58Encode(signingInput), expiresAt: expiresAt.toISOString() },
+          body: {
+            credentialId,
+            credential,
+            verificationMethod: credential.proof.verificationMethod,
+            signingInput: base58Encode(signingInput),
+            expiresAt: expiresAt.toISOString(),
+          },
         };
       }
       if (body.action === 'issue') {
@@ -236,16 +297,24 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
           claims: prepared.claims,
           document: credential,
         };
-        if (!(await store.issuePrepared(row))) throw conflict('credential_exists', `${row.credentialId} is already issued`, { credentialId: row.credentialId });
-        return { status: 200, body: credentialRecord({ ...row, seq: 0 }, at) };
+        if (!(await store.issuePrepared(row)))
+          throw conflict('credential_exists', `${row.credentialId} is already issued`, {
+            credentialId: row.credentialId,
+          });
+        return { status: 200, body: await recordOf({ ...row, seq: 0 }, at) };
       }
       const credential = await checks.setStatus(body, caller);
       // Setting the status it already has changes nothing (and keeps the reason and time of the change).
       if (credential.status !== body.status) {
         const changed = await store.setCredentialStatus(credential.credentialId, body.status, body.reason ?? null, at);
-        if (!changed) throw conflict('credential_revoked', `${credential.credentialId} was revoked meanwhile; revocation is final`, { credentialId: credential.credentialId });
+        if (!changed)
+          throw conflict(
+            'credential_revoked',
+            `${credential.credentialId} was revoked meanwhile; revocation is final`,
+            { credentialId: credential.credentialId },
+          );
       }
-      return { status: 200, body: credentialRecord((await store.getCredential(credential.credentialId))!, at) };
+      return { status: 200, body: await recordOf((await store.getCredential(credential.credentialId))!, at) };
     },
 
     verifyCredential: async ({ body }) => {
@@ -260,7 +329,9 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
         const id = credentialIdOf(body.credential);
         record = id ? await store.getCredential(id) : undefined;
       }
-      const dids = [issuerOf(document), subjectOf(document), record?.issuer, record?.subject].filter((d): d is string => !!d);
+      const dids = [issuerOf(document), subjectOf(document), record?.issuer, record?.subject].filter(
+        (d): d is string => !!d,
+      );
       const identities = await store.getIdentities([...new Set(dids)]);
       const result = verifyCredential({ document, record, identities, now: at });
       await store.bump(result.valid ? { verifications_valid: 1 } : { verifications_invalid: 1 });
@@ -272,16 +343,23 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
       await checks.identityOf(params.did);
       const at = now();
       const rows = await store.listCredentials(
-        { did: params.did, role: query.role, kind: query.kind, status: query.status, ...(query.credentialId ? { credentialId: query.credentialId } : {}) },
+        {
+          did: params.did,
+          role: query.role,
+          kind: query.kind,
+          status: query.status,
+          ...(query.credentialId ? { credentialId: query.credentialId } : {}),
+        },
         at,
         query.limit,
         before,
       );
       const items = rows.slice(0, query.limit);
+      const thirdParty = await thirdPartyAmong(items);
       return {
         status: 200,
         body: {
-          items: items.map((c) => credentialRecord(c, at)),
+          items: items.map((c) => credentialRecord(c, at, thirdParty)),
           nextCursor: rows.length > query.limit ? encodeCursor('c', items.at(-1)!.seq) : null,
         },
       };
@@ -289,7 +367,11 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
 
     trustChain: async ({ params, query }) => {
       const root = await checks.identityOf(params.did);
-      const chain = await traceTrustChain(root, { maxDepth: query.maxDepth, includeInactive: query.includeInactive === 'true', anchors, now: now() }, loader);
+      const chain = await traceTrustChain(
+        root,
+        { maxDepth: query.maxDepth, includeInactive: query.includeInactive === 'true', anchors, now: now() },
+        loader,
+      );
       return { status: 200, body: chain };
     },
 
@@ -297,17 +379,28 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
       const at = now();
       const identity = await checks.identityOf(body.did);
       const held = await store.credentialsHeldBy([identity.did]);
-      const chain = await traceTrustChain(identity, { maxDepth: DOCUMENT_CHAIN_DEPTH, includeInactive: false, anchors, now: at }, loader);
-      // Who vouched: an issuer of the same controller, or one the subject's controller vouched for in return, is not evidence.
-      const [issuers, vouched, reputation] = await Promise.all([
+      const chain = await traceTrustChain(
+        identity,
+        { maxDepth: DOCUMENT_CHAIN_DEPTH, includeInactive: false, anchors, now: at },
+        loader,
+      );
+      // Who vouched: an issuer of the same controller, or one the subject's controller vouched for in return, is not
+      // evidence.
+      const [issuers, vouched, record] = await Promise.all([
         store.getIdentities([...new Set(held.map((c) => c.issuer))]),
         store.didsControlledBy(identity.controller).then((dids) => store.subjectsVouchedBy(dids)),
         deps.reputation(identity.controller),
       ]);
-      const facts = scoreTrust(identity, held, chain.verified, body, at, independentAttestation(identity, issuers, vouched), reputation);
-      const { output, generator } = await deps.reasoner.run(
-        trustSummaryTask({ name: identity.name, facts, ...(body.tradeHistory?.firstTradeAt ? { firstTradeAt: body.tradeHistory.firstTradeAt } : {}) }),
+      const facts = scoreTrust(
+        identity,
+        held,
+        chain.verified,
+        body,
+        at,
+        independentAttestation(identity, issuers, vouched),
+        record,
       );
+      const { output, generator } = await deps.reasoner.run(trustSummaryTask({ name: identity.name, facts }));
       return { status: 200, body: withSummary(facts, output.summary, generator) };
     },
 
@@ -338,13 +431,24 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
       ]);
       const stats: IdentityStats = {
         dids: { total: 0, active: 0, deactivated: 0, byType: { agent: 0, service: 0, organization: 0 } },
-        credentials: { issued: 0, active: 0, suspended: 0, revoked: 0, expired: 0, byKind: { skill_attestation: 0, trade_certification: 0, audit_badge: 0 } },
+        credentials: {
+          issued: 0,
+          active: 0,
+          suspended: 0,
+          revoked: 0,
+          expired: 0,
+          byKind: { skill_attestation: 0, trade_certification: 0, audit_badge: 0 },
+        },
         verifications: {
           total: counters.verifications_valid + counters.verifications_invalid,
           valid: counters.verifications_valid,
           invalid: counters.verifications_invalid,
         },
-        resolutions: { single: counters.resolutions_single, batch: counters.resolutions_batch, didsResolved: counters.dids_resolved },
+        resolutions: {
+          single: counters.resolutions_single,
+          batch: counters.resolutions_batch,
+          didsResolved: counters.dids_resolved,
+        },
         keyRotations,
         asOf: at.toISOString(),
       };
@@ -356,7 +460,8 @@ export function identityHandlers(deps: IdentityDeps, checks: ReturnType<typeof i
       for (const { kind, status, n } of credentials) {
         stats.credentials.issued += n;
         stats.credentials[status] += n;
-        if (KIND_ORDER.includes(kind as never)) stats.credentials.byKind[kind as keyof IdentityStats['credentials']['byKind']] += n;
+        if (KIND_ORDER.includes(kind as never))
+          stats.credentials.byKind[kind as keyof IdentityStats['credentials']['byKind']] += n;
       }
       return { status: 200, body: stats };
     },

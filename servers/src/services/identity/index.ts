@@ -6,6 +6,7 @@ import type { ServiceContext } from '../../runtime/context';
 import type { Logger } from 'pino';
 import { decodeCursor, identityChecks, identityHandlers, type IdentityDeps } from './handlers';
 import { identityStore, migrations } from './store';
+import { tallyReports, type ReportFacts, type ReputationRecord } from './domain';
 
 export interface IdentityOptions {
   /**
@@ -22,14 +23,19 @@ export interface IdentityOptions {
   now?: () => Date;
 }
 
+/** Pages of verified reputation reports read per trust score (100 each): a wallet's newest 500 verified reports. */
+const REPUTATION_PAGES = 5;
+
 /**
- * How the service reads a wallet's reputation: over HTTP through the SDK, paying the reputation service's price from its
- * own wallet (at most 0.01 USD a read). Null when the wallet has no verified trade there, or the service does not answer
- * or cannot be paid: the factor is then left out.
+ * How the service reads what the reputation service holds for a wallet: over HTTP through the SDK, paying its price
+ * from the identity service's own wallet (at most 0.01 USD a page). The profile gives the reputation (none when the
+ * wallet has no verified trade); its reports, tallied here, give the verified trades the trade-history factor counts,
+ * because the profile's own trade figures include reports nobody verified. Null when the service does not answer or
+ * cannot be paid.
  */
 function reputationReader(url: () => string, context: ServiceContext, logger: Logger) {
   const signer = walletFromSecretKey(context.wallet.secretKey);
-  return async (wallet: string) => {
+  return async (wallet: string): Promise<ReputationRecord | null> => {
     try {
       const client = createServiceClient(reputation, url(), {
         wallet: await signer,
@@ -37,11 +43,31 @@ function reputationReader(url: () => string, context: ServiceContext, logger: Lo
         maxRetries: 0,
         timeoutMs: 10_000,
       });
-      const profile = await client.get({ params: { agentId: wallet }, query: { limit: 1 } });
-      // A wallet without a verified trade has no reputation to weigh (its score is the prior): the factor is left out.
-      return profile.verifiedTradeCount ? { score: profile.score, ratings: profile.verifiedTradeCount } : null;
+      const read = (verified: 'true' | 'false', cursor?: string) =>
+        client.get({ params: { agentId: wallet }, query: { limit: 100, verified, ...(cursor ? { cursor } : {}) } });
+      // Verified reports paged on their own: strangers' reports, which anyone can file by the hundred, cannot push
+      // the verified trades out of the pages read. The newest unverified ones are only shown, as evidence.
+      const profile = await read('true');
+      const reports: ReportFacts[] = [...profile.history.items];
+      let cursor = profile.history.nextCursor ?? undefined;
+      for (let page = 1; page < REPUTATION_PAGES && cursor; page++) {
+        const next = await read('true', cursor);
+        reports.push(...next.history.items);
+        cursor = next.history.nextCursor ?? undefined;
+      }
+      reports.push(...(await read('false')).history.items);
+      return {
+        wallet,
+        // A wallet without a verified trade has no reputation to weigh (its score is the prior): that factor is out.
+        reputation: profile.verifiedTradeCount ? { score: profile.score, ratings: profile.verifiedTradeCount } : null,
+        ...tallyReports(reports),
+        truncated: !!cursor,
+      };
     } catch (error) {
-      logger.warn({ err: error, wallet }, 'identity: the reputation service did not answer; the reputation factor is left out');
+      logger.warn(
+        { err: error, wallet },
+        'identity: the reputation service did not answer; the reputation factor is left out and no trade counts',
+      );
       return null;
     }
   };
@@ -64,7 +90,8 @@ export async function createIdentityApp(context: ServiceContext, options: Identi
     service: identity,
     handlers: identityHandlers(deps, checks),
     ...fromContext(context),
-    // Issuing is the paid act; suspending, reinstating and revoking what you issued is free. Batches are priced by size.
+    // Issuing is the paid act; suspending, reinstating and revoking what you issued is free. Batches are priced by
+    // size.
     pricing: {
       issueCredential: ({ body }) => ({ tier: body.action }),
       resolveBatch: ({ body }) => ({ tier: body.dids.length <= 5 ? 'small' : 'large' }),

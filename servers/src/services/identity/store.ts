@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql, type Generated, type Kysely, type Migration, type Selectable } from 'kysely';
+import { json } from '../../db/camel-case';
 import type {
   CredentialClaims,
   CredentialKind,
@@ -10,6 +11,7 @@ import type {
 } from '@agent-economy/contracts';
 import { conflict } from '../../runtime/errors';
 import type { UnsignedCredential } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_identities_and_credentials': {
@@ -29,7 +31,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'timestamptz', (c) => c.notNull())
         .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('identity_identities_controller').on('identity_identities').column('controller').execute();
+      await db.schema
+        .createIndex('identity_identities_controller')
+        .on('identity_identities')
+        .column('controller')
+        .execute();
       await db.schema
         .createTable('identity_keys')
         .addColumn('did', 'text', (c) => c.notNull().references('identity_identities.did'))
@@ -57,7 +63,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('claims', 'jsonb', (c) => c.notNull())
         .addColumn('document', 'jsonb', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('identity_credentials_subject').on('identity_credentials').column('subject').execute();
+      await db.schema
+        .createIndex('identity_credentials_subject')
+        .on('identity_credentials')
+        .column('subject')
+        .execute();
       await db.schema.createIndex('identity_credentials_issuer').on('identity_credentials').column('issuer').execute();
       await db.schema
         .createTable('identity_counters')
@@ -147,7 +157,7 @@ export interface CredentialRow {
 
 interface IdentityTable {
   did: string;
-  seq: number;
+  seq: Generated<number>;
   type: string;
   status: string;
   name: string;
@@ -169,7 +179,7 @@ interface KeyTable {
 }
 interface CredentialTable {
   credential_id: string;
-  seq: number;
+  seq: Generated<number>;
   kind: string;
   issuer: string;
   subject: string;
@@ -198,9 +208,8 @@ interface Tables {
   };
 }
 
-export type CounterName = 'verifications_valid' | 'verifications_invalid' | 'resolutions_single' | 'resolutions_batch' | 'dids_resolved';
-
-const json = (value: unknown) => sql`${JSON.stringify(value)}::jsonb` as any;
+export type CounterName =
+  'verifications_valid' | 'verifications_invalid' | 'resolutions_single' | 'resolutions_batch' | 'dids_resolved';
 
 function toKey(row: KeyTable): KeyRecord {
   return {
@@ -212,7 +221,7 @@ function toKey(row: KeyTable): KeyRecord {
   };
 }
 
-function toIdentity(row: IdentityTable, keys: KeyRecord[]): IdentityRecord {
+function toIdentity(row: Selectable<IdentityTable>, keys: KeyRecord[]): IdentityRecord {
   return {
     did: row.did,
     seq: row.seq,
@@ -230,7 +239,7 @@ function toIdentity(row: IdentityTable, keys: KeyRecord[]): IdentityRecord {
   };
 }
 
-function toCredential(row: CredentialTable): CredentialRow {
+function toCredential(row: Selectable<CredentialTable>): CredentialRow {
   return {
     credentialId: row.credential_id,
     seq: row.seq,
@@ -272,7 +281,7 @@ export interface IdentityChange {
   rotateTo?: string;
 }
 
-export function identityStore(database: Kysely<any>) {
+export function identityStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
 
   async function keysOf(dids: string[]): Promise<Map<string, KeyRecord[]>> {
@@ -283,7 +292,7 @@ export function identityStore(database: Kysely<any>) {
     return byDid;
   }
 
-  async function withKeys(rows: IdentityTable[]): Promise<IdentityRecord[]> {
+  async function withKeys(rows: Selectable<IdentityTable>[]): Promise<IdentityRecord[]> {
     const keys = await keysOf(rows.map((r) => r.did));
     return rows.map((row) => toIdentity(row, keys.get(row.did) ?? []));
   }
@@ -314,11 +323,18 @@ export function identityStore(database: Kysely<any>) {
             version: identity.version,
             created_at: identity.createdAt,
             updated_at: identity.updatedAt,
-          } as any)
+          })
           .execute();
         await tx
           .insertInto('identity_keys')
-          .values({ did: identity.did, n: 1, public_key_multibase: key, status: 'current', created_at: identity.createdAt, rotated_at: null })
+          .values({
+            did: identity.did,
+            n: 1,
+            public_key_multibase: key,
+            status: 'current',
+            created_at: identity.createdAt,
+            rotated_at: null,
+          })
           .execute();
       });
     },
@@ -350,35 +366,54 @@ export function identityStore(database: Kysely<any>) {
             service_endpoints: json(change.serviceEndpoints),
             version: version + 1,
             updated_at: at,
-          } as any)
+          })
           .where('did', '=', did)
           .where('version', '=', version)
           .executeTakeFirst();
-        if (!updated.numUpdatedRows) throw conflict('version_conflict', `The identity ${did} changed meanwhile; resolve it and try again`);
+        if (!updated.numUpdatedRows)
+          throw conflict('version_conflict', `The identity ${did} changed meanwhile; resolve it and try again`);
         if (change.rotateTo) {
           const { last } = await tx
             .selectFrom('identity_keys')
             .select((eb) => eb.fn.max('n').as('last'))
             .where('did', '=', did)
             .executeTakeFirstOrThrow();
-          await tx.updateTable('identity_keys').set({ status: 'rotated', rotated_at: at }).where('did', '=', did).where('status', '=', 'current').execute();
+          await tx
+            .updateTable('identity_keys')
+            .set({ status: 'rotated', rotated_at: at })
+            .where('did', '=', did)
+            .where('status', '=', 'current')
+            .execute();
           await tx
             .insertInto('identity_keys')
-            .values({ did, n: Number(last ?? 0) + 1, public_key_multibase: change.rotateTo, status: 'current', created_at: at, rotated_at: null })
+            .values({
+              did,
+              n: Number(last ?? 0) + 1,
+              public_key_multibase: change.rotateTo,
+              status: 'current',
+              created_at: at,
+              rotated_at: null,
+            })
             .execute();
         }
       });
     },
 
-    /** Identities newest first after the cursor position (a seq), one more than `limit` to tell whether a page follows. */
+    /**
+     * Identities newest first after the cursor position (a seq), one more than `limit` to tell whether a page follows.
+     */
     async listIdentities(filter: IdentityFilter, limit: number, before?: number): Promise<IdentityRecord[]> {
       let query = db.selectFrom('identity_identities').selectAll();
       if (filter.type) query = query.where('type', '=', filter.type);
       if (filter.status) query = query.where('status', '=', filter.status);
       if (filter.controller) query = query.where('controller', '=', filter.controller);
-      if (filter.capability) query = query.where(sql<boolean>`capabilities @> ${JSON.stringify([{ id: filter.capability }])}::jsonb`);
+      if (filter.capability)
+        query = query.where(sql<boolean>`capabilities @> ${JSON.stringify([{ id: filter.capability }])}::jsonb`);
       if (before !== undefined) query = query.where('seq', '<', before);
-      const rows = await query.orderBy('seq', 'desc').limit(limit + 1).execute();
+      const rows = await query
+        .orderBy('seq', 'desc')
+        .limit(limit + 1)
+        .execute();
       return withKeys(rows);
     },
 
@@ -397,17 +432,26 @@ export function identityStore(database: Kysely<any>) {
           valid_until: credential.validUntil,
           claims: json(credential.claims),
           document: json(credential.document),
-        } as any)
+        })
         .execute();
     },
 
     async getCredential(credentialId: string): Promise<CredentialRow | undefined> {
-      const row = await db.selectFrom('identity_credentials').selectAll().where('credential_id', '=', credentialId).executeTakeFirst();
+      const row = await db
+        .selectFrom('identity_credentials')
+        .selectAll()
+        .where('credential_id', '=', credentialId)
+        .executeTakeFirst();
       return row && toCredential(row);
     },
 
     /** Sets a credential's status unless it was revoked meanwhile (revocation is final); false when it was. */
-    async setCredentialStatus(credentialId: string, status: StoredCredentialStatus, reason: string | null, at: Date): Promise<boolean> {
+    async setCredentialStatus(
+      credentialId: string,
+      status: StoredCredentialStatus,
+      reason: string | null,
+      at: Date,
+    ): Promise<boolean> {
       const updated = await db
         .updateTable('identity_credentials')
         .set({ status, status_reason: reason, status_changed_at: at })
@@ -418,7 +462,12 @@ export function identityStore(database: Kysely<any>) {
     },
 
     /** Credentials of a DID (held or issued), newest first, filtered, one more than `limit`. */
-    async listCredentials(filter: CredentialFilter, now: Date, limit: number, before?: number): Promise<CredentialRow[]> {
+    async listCredentials(
+      filter: CredentialFilter,
+      now: Date,
+      limit: number,
+      before?: number,
+    ): Promise<CredentialRow[]> {
       let query = db.selectFrom('identity_credentials').selectAll().where(filter.role, '=', filter.did);
       if (filter.kind) query = query.where('kind', '=', filter.kind);
       if (filter.credentialId) query = query.where('credential_id', '=', filter.credentialId);
@@ -427,10 +476,15 @@ export function identityStore(database: Kysely<any>) {
       // "expired" is derived: not revoked and past valid_until; active and suspended are so only while unexpired.
       if (status === 'expired') query = query.where('status', '<>', 'revoked').where('valid_until', '<=', now);
       if (status === 'active' || status === 'suspended') {
-        query = query.where('status', '=', status).where((eb) => eb.or([eb('valid_until', 'is', null), eb('valid_until', '>', now)]));
+        query = query
+          .where('status', '=', status)
+          .where((eb) => eb.or([eb('valid_until', 'is', null), eb('valid_until', '>', now)]));
       }
       if (before !== undefined) query = query.where('seq', '<', before);
-      const rows = await query.orderBy('seq', 'desc').limit(limit + 1).execute();
+      const rows = await query
+        .orderBy('seq', 'desc')
+        .limit(limit + 1)
+        .execute();
       return rows.map(toCredential);
     },
 
@@ -448,12 +502,16 @@ export function identityStore(database: Kysely<any>) {
           document: json(p.document),
           prepared_at: p.preparedAt,
           expires_at: p.expiresAt,
-        } as any)
+        })
         .execute();
     },
 
     async getPrepared(credentialId: string): Promise<PreparedRow | undefined> {
-      const r = await db.selectFrom('identity_prepared_credentials').selectAll().where('credential_id', '=', credentialId).executeTakeFirst();
+      const r = await db
+        .selectFrom('identity_prepared_credentials')
+        .selectAll()
+        .where('credential_id', '=', credentialId)
+        .executeTakeFirst();
       if (!r) return undefined;
       return {
         credentialId: r.credential_id,
@@ -468,12 +526,16 @@ export function identityStore(database: Kysely<any>) {
     },
 
     /**
-     * Registers a signed prepared credential once: the prepared row is taken and the credential inserted together; false
+     * Registers a signed prepared credential once: the prepared row is taken and the credential inserted together;
+     * false
      * when another request took it first.
      */
     async issuePrepared(credential: Omit<CredentialRow, 'seq'>): Promise<boolean> {
       return db.transaction().execute(async (tx) => {
-        const taken = await tx.deleteFrom('identity_prepared_credentials').where('credential_id', '=', credential.credentialId).executeTakeFirst();
+        const taken = await tx
+          .deleteFrom('identity_prepared_credentials')
+          .where('credential_id', '=', credential.credentialId)
+          .executeTakeFirst();
         if (!Number(taken.numDeletedRows)) return false;
         await tx
           .insertInto('identity_credentials')
@@ -489,28 +551,50 @@ export function identityStore(database: Kysely<any>) {
             valid_until: credential.validUntil,
             claims: json(credential.claims),
             document: json(credential.document),
-          } as any)
+          })
           .execute();
         return true;
       });
     },
 
+    /** The controller wallet of each of these DIDs that exists. */
+    async controllersOf(dids: string[]): Promise<Map<string, string>> {
+      if (!dids.length) return new Map();
+      const rows = await db
+        .selectFrom('identity_identities')
+        .select(['did', 'controller'])
+        .where('did', 'in', dids)
+        .execute();
+      return new Map(rows.map((r) => [r.did, r.controller]));
+    },
+
     /** The DIDs a wallet controls. */
     async didsControlledBy(controller: string): Promise<string[]> {
-      return (await db.selectFrom('identity_identities').select('did').where('controller', '=', controller).execute()).map((r) => r.did);
+      return (
+        await db.selectFrom('identity_identities').select('did').where('controller', '=', controller).execute()
+      ).map((r) => r.did);
     },
 
     /** The subjects of the credentials any of `issuers` issued (active or not). */
     async subjectsVouchedBy(issuers: string[]): Promise<Set<string>> {
       if (!issuers.length) return new Set();
-      const rows = await db.selectFrom('identity_credentials').select('subject').where('issuer', 'in', issuers).execute();
+      const rows = await db
+        .selectFrom('identity_credentials')
+        .select('subject')
+        .where('issuer', 'in', issuers)
+        .execute();
       return new Set(rows.map((r) => r.subject));
     },
 
     /** Every credential held by any of `subjects`, newest first (trust chains, scores, attestation counts). */
     async credentialsHeldBy(subjects: string[]): Promise<CredentialRow[]> {
       if (!subjects.length) return [];
-      const rows = await db.selectFrom('identity_credentials').selectAll().where('subject', 'in', subjects).orderBy('seq', 'desc').execute();
+      const rows = await db
+        .selectFrom('identity_credentials')
+        .selectAll()
+        .where('subject', 'in', subjects)
+        .orderBy('seq', 'desc')
+        .execute();
       return rows.map(toCredential);
     },
 
@@ -520,14 +604,22 @@ export function identityStore(database: Kysely<any>) {
         await db
           .insertInto('identity_counters')
           .values({ name, value: BigInt(by) })
-          .onConflict((oc) => oc.column('name').doUpdateSet({ value: sql`identity_counters.value + excluded.value` as any }))
+          .onConflict((oc) =>
+            oc.column('name').doUpdateSet({ value: sql<bigint>`identity_counters.value + excluded.value` }),
+          )
           .execute();
       }
     },
 
     async counters(): Promise<Record<CounterName, number>> {
       const rows = await db.selectFrom('identity_counters').selectAll().execute();
-      const out: Record<CounterName, number> = { verifications_valid: 0, verifications_invalid: 0, resolutions_single: 0, resolutions_batch: 0, dids_resolved: 0 };
+      const out: Record<CounterName, number> = {
+        verifications_valid: 0,
+        verifications_invalid: 0,
+        resolutions_single: 0,
+        resolutions_batch: 0,
+        dids_resolved: 0,
+      };
       for (const row of rows) out[row.name as CounterName] = Number(row.value);
       return out;
     },
@@ -546,7 +638,9 @@ export function identityStore(database: Kysely<any>) {
         .selectFrom('identity_credentials')
         .select([
           'kind',
-          sql<string>`case when status = 'revoked' then 'revoked' when valid_until is not null and valid_until <= ${now} then 'expired' else status end`.as('effective'),
+          sql<string>`case when status = 'revoked' then 'revoked' when valid_until is not null and valid_until <= ${now} then 'expired' else status end`.as(
+            'effective',
+          ),
           (eb) => eb.fn.countAll<bigint>().as('n'),
         ])
         .groupBy(['kind', 'effective'])

@@ -75,17 +75,28 @@ interface RpcTransaction {
     postTokenBalances?: readonly RpcTokenBalance[] | null;
     loadedAddresses?: { writable: readonly string[]; readonly: readonly string[] } | null;
   } | null;
-  transaction: { message: { accountKeys: readonly string[]; instructions: readonly { programIdIndex: bigint | number }[] } };
+  transaction: {
+    message: { accountKeys: readonly string[]; instructions: readonly { programIdIndex: bigint | number }[] };
+  };
 }
 
-/** Per owner and mint, post − pre of their token accounts in one transaction (an account opened or closed counts from 0). */
+/**
+ * Per owner and mint, post − pre of their token accounts in one transaction (an account opened or closed counts from
+ * 0).
+ */
 export function balanceChanges(tx: RpcTransaction): ChainTransaction['changes'] {
   const accounts = new Map<number, { owner: string; mint: string; decimals: number; pre: bigint; post: bigint }>();
   const take = (list: readonly RpcTokenBalance[] | null | undefined, side: 'pre' | 'post') => {
     for (const b of list ?? []) {
       if (!b.owner) continue;
       const at = Number(b.accountIndex);
-      const entry = accounts.get(at) ?? { owner: b.owner, mint: b.mint, decimals: Number(b.uiTokenAmount.decimals), pre: 0n, post: 0n };
+      const entry = accounts.get(at) ?? {
+        owner: b.owner,
+        mint: b.mint,
+        decimals: Number(b.uiTokenAmount.decimals),
+        pre: 0n,
+        post: 0n,
+      };
       entry[side] = BigInt(b.uiTokenAmount.amount);
       accounts.set(at, entry);
     }
@@ -115,7 +126,11 @@ export function flowEvents(tx: ChainTransaction, mint: string, stablecoin: strin
   for (const [owner, byMint] of tx.changes) {
     const entry = byMint.get(mint);
     if (!entry || entry.change === 0n) continue;
-    (entry.change < 0n ? sellers : buyers).push({ owner, left: entry.change < 0n ? -entry.change : entry.change, decimals: entry.decimals });
+    (entry.change < 0n ? sellers : buyers).push({
+      owner,
+      left: entry.change < 0n ? -entry.change : entry.change,
+      decimals: entry.decimals,
+    });
   }
   const bySize = (a: { left: bigint }, b: { left: bigint }) => (a.left === b.left ? 0 : a.left > b.left ? -1 : 1);
   sellers.sort(bySize);
@@ -133,20 +148,40 @@ export function flowEvents(tx: ChainTransaction, mint: string, stablecoin: strin
       if (mint !== stablecoin) {
         const out = tx.changes.get(buyer.owner)?.get(stablecoin);
         const into = tx.changes.get(seller.owner)?.get(stablecoin);
-        if (out && into && out.change < 0n && into.change > 0n) paid = into.change < -out.change ? into.change : -out.change;
+        if (out && into && out.change < 0n && into.change > 0n)
+          paid = into.change < -out.change ? into.change : -out.change;
       } else paid = amount;
       const price = paid !== null && size > 0 ? Number(paid) / 10 ** STABLECOIN_DECIMALS / size : null;
-      events.push({ signature: tx.signature, slot: tx.slot, blockTime: tx.blockTime, order: orderBase + events.length, buyer: buyer.owner, seller: seller.owner, amount, size, paid, price });
+      events.push({
+        signature: tx.signature,
+        slot: tx.slot,
+        blockTime: tx.blockTime,
+        order: orderBase + events.length,
+        buyer: buyer.owner,
+        seller: seller.owner,
+        amount,
+        size,
+        paid,
+        price,
+      });
     }
   }
   return events;
 }
 
-export function toChainTransaction(signature: string, tx: RpcTransaction, fallbackBlockTime: number | null): ChainTransaction | null {
+export function toChainTransaction(
+  signature: string,
+  tx: RpcTransaction,
+  fallbackBlockTime: number | null,
+): ChainTransaction | null {
   const blockTime = tx.blockTime ?? fallbackBlockTime;
   if (blockTime === null || (tx.meta && tx.meta.err !== null && tx.meta.err !== undefined)) return null;
   const { message } = tx.transaction;
-  const keys = [...message.accountKeys, ...(tx.meta?.loadedAddresses?.writable ?? []), ...(tx.meta?.loadedAddresses?.readonly ?? [])];
+  const keys = [
+    ...message.accountKeys,
+    ...(tx.meta?.loadedAddresses?.writable ?? []),
+    ...(tx.meta?.loadedAddresses?.readonly ?? []),
+  ];
   return {
     signature,
     slot: Number(tx.slot),
@@ -158,13 +193,25 @@ export function toChainTransaction(signature: string, tx: RpcTransaction, fallba
 }
 
 /** Reads the mint's transactions with a block time at or after `fromSeconds`, newest first, at most `limit`. */
-export async function readMintSample(chain: SolanaSource, mint: string, stablecoin: string, fromSeconds: number, limit = MAX_TRANSACTIONS): Promise<MintSample> {
+export async function readMintSample(
+  chain: SolanaSource,
+  mint: string,
+  stablecoin: string,
+  fromSeconds: number,
+  limit = MAX_TRANSACTIONS,
+): Promise<MintSample> {
   const entries: { signature: string; blockTime: number | null; failed: boolean }[] = [];
   let before: string | undefined;
   let truncated = false;
-  for (let done = false; !done; ) {
+  for (let done = false; !done;) {
     const page = await chain.read((rpc) =>
-      rpc.getSignaturesForAddress(address(mint), { limit: PAGE, commitment: 'confirmed', ...(before ? { before: asSignature(before) } : {}) }).send(),
+      rpc
+        .getSignaturesForAddress(address(mint), {
+          limit: PAGE,
+          commitment: 'confirmed',
+          ...(before ? { before: asSignature(before) } : {}),
+        })
+        .send(),
     );
     for (const item of page) {
       const blockTime = item.blockTime === null ? null : Number(item.blockTime);
@@ -190,7 +237,13 @@ export async function readMintSample(chain: SolanaSource, mint: string, stableco
       const at = next++;
       const entry = wanted[at]!;
       const tx = (await chain.read((rpc) =>
-        rpc.getTransaction(asSignature(entry.signature), { encoding: 'json', maxSupportedTransactionVersion: 0, commitment: 'confirmed' }).send(),
+        rpc
+          .getTransaction(asSignature(entry.signature), {
+            encoding: 'json',
+            maxSupportedTransactionVersion: 0,
+            commitment: 'confirmed',
+          })
+          .send(),
       )) as unknown as RpcTransaction | null;
       if (tx) read[at] = toChainTransaction(entry.signature, tx, entry.blockTime);
     }
@@ -203,9 +256,14 @@ export async function readMintSample(chain: SolanaSource, mint: string, stableco
   return { events, transactions, truncated };
 }
 
-/** Mean slot time (ms) over the last `minutes` of the chain, from its performance samples (one per 60 s); null without samples. */
+/**
+ * Mean slot time (ms) over the last `minutes` of the chain, from its performance samples (one per 60 s); null without
+ * samples.
+ */
 export async function meanSlotTimeMs(chain: SolanaSource, minutes: number): Promise<number | null> {
-  const samples = await chain.read((rpc) => rpc.getRecentPerformanceSamples(Math.max(1, Math.min(720, Math.ceil(minutes)))).send());
+  const samples = await chain.read((rpc) =>
+    rpc.getRecentPerformanceSamples(Math.max(1, Math.min(720, Math.ceil(minutes)))).send(),
+  );
   let slots = 0;
   let seconds = 0;
   for (const s of samples) {

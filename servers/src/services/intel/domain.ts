@@ -21,7 +21,15 @@ import type { ChainTransaction, FlowEvent, MintSample } from './chain';
 // The six analyses, pure functions over the transfers read from the chain (chain.ts). Every formula is the one the
 // contract and the README state; a figure this chain cannot give is 0 or null and the answer's note says why.
 
-export const STRATEGIES: readonly StrategyKind[] = ['arbitrage', 'market-making', 'momentum', 'mean-reversion', 'sniping', 'liquidation', 'copy-trading'];
+export const STRATEGIES: readonly StrategyKind[] = [
+  'arbitrage',
+  'market-making',
+  'momentum',
+  'mean-reversion',
+  'sniping',
+  'liquidation',
+  'copy-trading',
+];
 /** Fewer flow events than this in the window is 422 insufficient_activity. */
 export const MIN_EVENTS = 10;
 /** A wallet is periodic when the coefficient of variation of its inter-trade intervals (slots) is below this… */
@@ -40,7 +48,11 @@ export const WINDOW_SECONDS: Record<string, number> = { '1h': 3600, '24h': 86_40
 export const TIMEFRAME_SECONDS: Record<string, number> = { '1m': 60, '5m': 300, '15m': 900, '1h': 3600, '4h': 14_400 };
 
 export function periodOf(window: string, now: Date): IntelPeriod {
-  return { window, from: new Date(now.getTime() - WINDOW_SECONDS[window]! * 1000).toISOString(), to: now.toISOString() };
+  return {
+    window,
+    from: new Date(now.getTime() - WINDOW_SECONDS[window]! * 1000).toISOString(),
+    to: now.toISOString(),
+  };
 }
 
 const median = (values: readonly number[]) => percentile(values, 50);
@@ -85,7 +97,22 @@ export function landscape(sample: Pick<MintSample, 'events' | 'transactions'>, m
   const profile = (wallet: string) => {
     let p = profiles.get(wallet);
     if (!p) {
-      p = { wallet, events: [], bought: 0, sold: 0, intervals: [], cv: null, periodic: false, sameSlotReactions: 0, reactive: false, shapes: new Set(), transactions: 0, programmatic: false, agent: false, strategy: null };
+      p = {
+        wallet,
+        events: [],
+        bought: 0,
+        sold: 0,
+        intervals: [],
+        cv: null,
+        periodic: false,
+        sameSlotReactions: 0,
+        reactive: false,
+        shapes: new Set(),
+        transactions: 0,
+        programmatic: false,
+        agent: false,
+        strategy: null,
+      };
       profiles.set(wallet, p);
     }
     return p;
@@ -109,7 +136,8 @@ export function landscape(sample: Pick<MintSample, 'events' | 'transactions'>, m
   let launchSlot: number | null = null;
   for (const tx of sample.transactions) {
     const owners = [...tx.changes].filter(([, byMint]) => (byMint.get(mint)?.change ?? 0n) !== 0n);
-    if (owners.length > 0 && launchSlot === null && owners.every(([, byMint]) => byMint.get(mint)!.change > 0n)) launchSlot = tx.slot;
+    if (owners.length > 0 && launchSlot === null && owners.every(([, byMint]) => byMint.get(mint)!.change > 0n))
+      launchSlot = tx.slot;
     for (const [owner] of owners) {
       const p = profiles.get(owner);
       if (!p) continue;
@@ -119,7 +147,9 @@ export function landscape(sample: Pick<MintSample, 'events' | 'transactions'>, m
   }
   for (const p of profiles.values()) {
     // Timing is what the wallet does: the transfers it sends (it signs them), not the ones it receives.
-    const slots = [...new Map(p.events.filter((e) => e.seller === p.wallet).map((e) => [e.signature, e.slot])).values()].sort((a, b) => a - b);
+    const slots = [
+      ...new Map(p.events.filter((e) => e.seller === p.wallet).map((e) => [e.signature, e.slot])).values(),
+    ].sort((a, b) => a - b);
     for (let i = 1; i < slots.length; i++) p.intervals.push(slots[i]! - slots[i - 1]!);
     p.cv = coefficientOfVariation(p.intervals);
     p.periodic = p.intervals.length >= MIN_INTERVALS && p.cv !== null && p.cv < PERIODIC_CV;
@@ -134,7 +164,9 @@ export function landscape(sample: Pick<MintSample, 'events' | 'transactions'>, m
 
 const side = (e: FlowEvent, wallet: string) => (e.buyer === wallet ? 1 : -1);
 
-/** A same-slot reaction: the sender acts in a slot where another transaction's transfer, not involving it, came first. */
+/**
+ * A same-slot reaction: the sender acts in a slot where another transaction's transfer, not involving it, came first.
+ */
 const reactsInSlot = (e: FlowEvent, earlierInSlot: readonly FlowEvent[]) =>
   earlierInSlot.some((f) => f.signature !== e.signature && f.seller !== e.seller && f.buyer !== e.seller);
 
@@ -168,11 +200,15 @@ export function classify(p: WalletProfile, events: readonly FlowEvent[], launchS
   const copied = Math.max(0, ...leaders.values());
   if (copied >= 3 && copied * 2 >= p.events.length) return 'copy-trading';
   const gross = p.bought + p.sold;
-  if (p.events.length >= 4 && p.bought > 0 && p.sold > 0 && Math.abs(p.bought - p.sold) / gross <= 0.2) return 'market-making';
+  if (p.events.length >= 4 && p.bought > 0 && p.sold > 0 && Math.abs(p.bought - p.sold) / gross <= 0.2)
+    return 'market-making';
   return trendAgreement(p, events) >= 0.5 ? 'momentum' : 'mean-reversion';
 }
 
-/** Share of the wallet's trades in the direction of the last price change before them (or, unpriced, of its own previous trade). */
+/**
+ * Share of the wallet's trades in the direction of the last price change before them (or, unpriced, of its own previous
+ * trade).
+ */
 export function trendAgreement(p: WalletProfile, events: readonly FlowEvent[]): number {
   let agree = 0;
   let counted = 0;
@@ -181,7 +217,8 @@ export function trendAgreement(p: WalletProfile, events: readonly FlowEvent[]): 
     const e = p.events[i]!;
     const before = priced.filter((f) => f.order < e.order).slice(-2);
     let trend: number | null = null;
-    if (before.length === 2 && before[1]!.price !== before[0]!.price) trend = Math.sign(before[1]!.price! - before[0]!.price!);
+    if (before.length === 2 && before[1]!.price !== before[0]!.price)
+      trend = Math.sign(before[1]!.price! - before[0]!.price!);
     else if (priced.length === 0 && i > 0) trend = side(p.events[i - 1]!, p.wallet);
     if (trend === null) continue;
     counted++;
@@ -204,10 +241,16 @@ export function wilsonRange(k: number, n: number): { low: number; high: number }
   const z2 = Z90 * Z90;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
   const half = (Z90 * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / (1 + z2 / n);
-  return { low: Math.max(0, Math.min(k, Math.floor((centre - half) * n + 1e-9))), high: Math.min(n, Math.max(k, Math.ceil((centre + half) * n - 1e-9))) };
+  return {
+    low: Math.max(0, Math.min(k, Math.floor((centre - half) * n + 1e-9))),
+    high: Math.min(n, Math.max(k, Math.ceil((centre + half) * n - 1e-9))),
+  };
 }
 
-/** Sandwiches (X buys, another wallet trades, X sells, consecutively in one slot) and backruns (other wallets' smaller trade right after a trade, same slot). */
+/**
+ * Sandwiches (X buys, another wallet trades, X sells, consecutively in one slot) and backruns (other wallets' smaller
+ * trade right after a trade, same slot).
+ */
 export function mevCounts(events: readonly FlowEvent[]): { sandwiches: number; backruns: number } {
   const bySlot = new Map<number, FlowEvent[]>();
   for (const e of events) bySlot.set(e.slot, [...(bySlot.get(e.slot) ?? []), e]);
@@ -221,7 +264,13 @@ export function mevCounts(events: readonly FlowEvent[]): { sandwiches: number; b
     for (let i = 0; i + 1 < list.length; i++) {
       const [big, next] = [list[i]!, list[i + 1]!];
       const parties = new Set([big.buyer, big.seller]);
-      if (next.signature !== big.signature && next.size < big.size && !parties.has(next.buyer) && !parties.has(next.seller)) backruns++;
+      if (
+        next.signature !== big.signature &&
+        next.size < big.size &&
+        !parties.has(next.buyer) &&
+        !parties.has(next.seller)
+      )
+        backruns++;
     }
   }
   return { sandwiches, backruns };
@@ -247,7 +296,10 @@ export function agentDensity(land: Landscape, scope: Scope, sampledTransactions:
   const agents = [...traders].filter(agentsOf);
   const volume = events.reduce((s, e) => s + e.size, 0);
   // Each transfer has two sides; a side is agent volume when an agent holds it.
-  const agentVolume = events.reduce((s, e) => s + (agentsOf(e.buyer) ? e.size : 0) + (agentsOf(e.seller) ? e.size : 0), 0);
+  const agentVolume = events.reduce(
+    (s, e) => s + (agentsOf(e.buyer) ? e.size : 0) + (agentsOf(e.seller) ? e.size : 0),
+    0,
+  );
   const agentShareOfVolume = volume > 0 ? round(agentVolume / (2 * volume)) : 0;
   const intervals = [...traders].flatMap((w) => land.profiles.get(w)!.intervals);
   const medianSlots = median(intervals);
@@ -276,18 +328,29 @@ export function agentDensity(land: Landscape, scope: Scope, sampledTransactions:
     uniqueTraders: traders.size,
     agentShareOfTraders: traders.size > 0 ? round(agents.length / traders.size) : 0,
     agentShareOfVolume,
-    densityLevel: agentShareOfVolume < 0.25 ? 'sparse' : agentShareOfVolume < 0.5 ? 'moderate' : agentShareOfVolume < 0.75 ? 'dense' : 'saturated',
+    densityLevel:
+      agentShareOfVolume < 0.25
+        ? 'sparse'
+        : agentShareOfVolume < 0.5
+          ? 'moderate'
+          : agentShareOfVolume < 0.75
+            ? 'dense'
+            : 'saturated',
     signals: {
       timing: {
         periodicWallets: [...traders].filter((w) => land.profiles.get(w)!.periodic).length,
-        medianInterTradeSeconds: medianSlots !== null && scope.slotTimeMs !== null ? round((medianSlots * scope.slotTimeMs) / 1000, 3) : null,
+        medianInterTradeSeconds:
+          medianSlots !== null && scope.slotTimeMs !== null ? round((medianSlots * scope.slotTimeMs) / 1000, 3) : null,
         sameSlotTradeShare: events.length > 0 ? round(sameSlot / events.length) : 0,
       },
       patterns: {
         programmaticWallets: [...traders].filter((w) => land.profiles.get(w)!.programmatic).length,
         repeatedInstructionShapes: [...shapeCounts.values()].filter((n) => n >= 3).length,
       },
-      mev: { ...mevCounts(events), jitoTipShare: txs.length > 0 ? round(txs.filter((t) => t.jitoTip).length / txs.length) : 0 },
+      mev: {
+        ...mevCounts(events),
+        jitoTipShare: txs.length > 0 ? round(txs.filter((t) => t.jitoTip).length / txs.length) : 0,
+      },
     },
     byStrategy,
     sampledTransactions,
@@ -319,7 +382,10 @@ export function volumeBuckets(events: readonly FlowEvent[], count = 50): { volum
   return { volume, priceChanges: changes };
 }
 
-export function alphaCrowding(land: Landscape, scope: Scope): { result: Omit<AlphaCrowding, 'source'>; notes: string[] } {
+export function alphaCrowding(
+  land: Landscape,
+  scope: Scope,
+): { result: Omit<AlphaCrowding, 'source'>; notes: string[] } {
   const events = eventsFor(land, scope.target.strategy);
   const notes: string[] = [];
   const byTrader = new Map<string, number>();
@@ -332,7 +398,12 @@ export function alphaCrowding(land: Landscape, scope: Scope): { result: Omit<Alp
   const n = shares.length;
   const h = hhi(shares);
   const normalized = n > 1 ? round(Math.max(0, (h - 1 / n) / (1 - 1 / n))) : 1;
-  const concentration = { score: round(normalized * 100, 2), hhi: h, normalizedHhi: normalized, topTraderShare: round(Math.max(0, ...shares)) };
+  const concentration = {
+    score: round(normalized * 100, 2),
+    hhi: h,
+    normalizedHhi: normalized,
+    topTraderShare: round(Math.max(0, ...shares)),
+  };
   const density = {
     score: n > 1 ? round(Math.min(1, Math.log(n) / Math.log(1000)) * 100, 2) : 0,
     uniqueTraders: n,
@@ -347,10 +418,24 @@ export function alphaCrowding(land: Landscape, scope: Scope): { result: Omit<Alp
     // A bucket's volume in USD at the window's volume-weighted price.
     bucketVolumeUsd: v === null ? '0' : decimalOf(volume * vwapOf(events)),
   };
-  if (v === null) notes.push('order-flow toxicity is 0 with weight 0: VPIN needs a moving price, and no trade in the window paid a varying stablecoin price for this token');
-  notes.push('spread compression is 0 with weight 0: the transfers read carry no bid/ask quotes (no order book or AMM pool is read)');
-  const weightOf = { volumeConcentration: 1, uniqueTraderDensity: 1, spreadCompression: 0, orderFlowToxicity: v === null ? 0 : 1 };
-  const sum = weightOf.volumeConcentration + weightOf.uniqueTraderDensity + weightOf.spreadCompression + weightOf.orderFlowToxicity;
+  if (v === null)
+    notes.push(
+      'order-flow toxicity is 0 with weight 0: VPIN needs a moving price, and no trade in the window paid a varying stablecoin price for this token',
+    );
+  notes.push(
+    'spread compression is 0 with weight 0: the transfers read carry no bid/ask quotes (no order book or AMM pool is read)',
+  );
+  const weightOf = {
+    volumeConcentration: 1,
+    uniqueTraderDensity: 1,
+    spreadCompression: 0,
+    orderFlowToxicity: v === null ? 0 : 1,
+  };
+  const sum =
+    weightOf.volumeConcentration +
+    weightOf.uniqueTraderDensity +
+    weightOf.spreadCompression +
+    weightOf.orderFlowToxicity;
   const weights = {
     volumeConcentration: round(weightOf.volumeConcentration / sum),
     uniqueTraderDensity: round(weightOf.uniqueTraderDensity / sum),
@@ -358,7 +443,9 @@ export function alphaCrowding(land: Landscape, scope: Scope): { result: Omit<Alp
     orderFlowToxicity: round(weightOf.orderFlowToxicity / sum),
   };
   const score = Math.round(
-    weights.volumeConcentration * concentration.score + weights.uniqueTraderDensity * density.score + weights.orderFlowToxicity * toxicity.score,
+    weights.volumeConcentration * concentration.score +
+      weights.uniqueTraderDensity * density.score +
+      weights.orderFlowToxicity * toxicity.score,
   );
   const crowdingScore = Math.max(0, Math.min(100, score));
   return {
@@ -366,7 +453,14 @@ export function alphaCrowding(land: Landscape, scope: Scope): { result: Omit<Alp
       target: scope.target,
       period: scope.period,
       crowdingScore,
-      level: crowdingScore < 25 ? 'uncrowded' : crowdingScore < 50 ? 'moderate' : crowdingScore < 75 ? 'crowded' : 'saturated',
+      level:
+        crowdingScore < 25
+          ? 'uncrowded'
+          : crowdingScore < 50
+            ? 'moderate'
+            : crowdingScore < 75
+              ? 'crowded'
+              : 'saturated',
       components: {
         volumeConcentration: concentration,
         uniqueTraderDensity: density,
@@ -394,7 +488,13 @@ const decimalOf = (x: number) => fromScaled(toScaled(Math.max(0, round(x, 6))) ?
 // Strategy collision
 
 /** Net entries (+size) and exits (−size) per bar of `barSeconds` from `fromSeconds`, over `bars` bars. */
-export function barSeries(events: readonly FlowEvent[], wallet: string, fromSeconds: number, barSeconds: number, bars: number): number[] {
+export function barSeries(
+  events: readonly FlowEvent[],
+  wallet: string,
+  fromSeconds: number,
+  barSeconds: number,
+  bars: number,
+): number[] {
   const out = new Array<number>(bars).fill(0);
   for (const e of events) {
     if (e.buyer !== wallet && e.seller !== wallet) continue;
@@ -413,7 +513,9 @@ export function strategyCollision(
   const barSeconds = TIMEFRAME_SECONDS[input.timeframe]!;
   const bars = Math.max(1, Math.ceil((input.toSeconds - input.fromSeconds) / barSeconds));
   const agents = [...land.profiles.values()].filter((p) => p.agent && p.wallet !== input.wallet);
-  const series = new Map(agents.map((p) => [p.wallet, barSeries(land.events, p.wallet, input.fromSeconds, barSeconds, bars)]));
+  const series = new Map(
+    agents.map((p) => [p.wallet, barSeries(land.events, p.wallet, input.fromSeconds, barSeconds, bars)]),
+  );
   const others = new Array<number>(bars).fill(0);
   for (const s of series.values()) s.forEach((x, i) => (others[i]! += x));
   // Your series: your wallet's real entries and exits, or the family's canonical signal on the agents' flow.
@@ -421,7 +523,12 @@ export function strategyCollision(
   if (input.wallet) mine = barSeries(land.events, input.wallet, input.fromSeconds, barSeconds, bars);
   else {
     const lagged = [0, ...others.slice(0, -1)].map(Math.sign);
-    mine = input.strategy === 'mean-reversion' ? lagged.map((x) => -x) : input.strategy === 'market-making' ? others.map((x) => -Math.sign(x)) : lagged;
+    mine =
+      input.strategy === 'mean-reversion'
+        ? lagged.map((x) => -x)
+        : input.strategy === 'market-making'
+          ? others.map((x) => -Math.sign(x))
+          : lagged;
   }
   const rho = pearson(mine, others) ?? 0;
   const overlaps: CollisionOverlap[] = agents
@@ -434,7 +541,9 @@ export function strategyCollision(
         sharedExits: s.filter((x, i) => x < 0 && mine[i]! < 0).length,
       };
     })
-    .sort((a, b) => b.correlation - a.correlation || b.sharedEntries + b.sharedExits - (a.sharedEntries + a.sharedExits));
+    .sort(
+      (a, b) => b.correlation - a.correlation || b.sharedEntries + b.sharedExits - (a.sharedEntries + a.sharedExits),
+    );
   let withMove = 0;
   let against = 0;
   let agentVolume = 0;
@@ -447,13 +556,21 @@ export function strategyCollision(
   }
   const momentumCrowding = agentVolume > 0 ? round(withMove / agentVolume) : 0;
   const meanReversionCollision = agentVolume > 0 ? round(against / agentVolume) : 0;
-  const same = input.strategy === 'momentum' ? momentumCrowding : input.strategy === 'mean-reversion' ? meanReversionCollision : 0;
-  const probability = round(Math.min(1, 0.4 * Math.max(0, rho) + 0.3 * momentumCrowding + 0.3 * meanReversionCollision));
+  const same =
+    input.strategy === 'momentum' ? momentumCrowding : input.strategy === 'mean-reversion' ? meanReversionCollision : 0;
+  const probability = round(
+    Math.min(1, 0.4 * Math.max(0, rho) + 0.3 * momentumCrowding + 0.3 * meanReversionCollision),
+  );
   const mitigations: string[] = [];
-  if (rho >= 0.5) mitigations.push(`shift entries off the ${input.timeframe} bar boundary: your entries move with other agents’ flow (ρ = ${round(rho, 3)})`);
-  if (momentumCrowding >= 0.5) mitigations.push('momentum is crowded: enter after the first reaction instead of on the move');
+  if (rho >= 0.5)
+    mitigations.push(
+      `shift entries off the ${input.timeframe} bar boundary: your entries move with other agents’ flow (ρ = ${round(rho, 3)})`,
+    );
+  if (momentumCrowding >= 0.5)
+    mitigations.push('momentum is crowded: enter after the first reaction instead of on the move');
   if (meanReversionCollision >= 0.5) mitigations.push('mean-reversion bands are shared: widen or randomise your bands');
-  if (same >= 0.5) mitigations.push(`most agent volume already trades ${input.strategy}: size down or use a longer timeframe`);
+  if (same >= 0.5)
+    mitigations.push(`most agent volume already trades ${input.strategy}: size down or use a longer timeframe`);
   if (mitigations.length === 0) mitigations.push('no crowding signal above 0.5: no change needed');
   return {
     target: scope.target,
@@ -472,7 +589,11 @@ export function strategyCollision(
 // -------------------------------------------------------------------------------------------------
 // Response time
 
-export function responseTime(land: Landscape, scope: Scope, input: { eventKind: MarketEventKind | 'any'; supply: bigint }): Omit<ResponseTime, 'source'> {
+export function responseTime(
+  land: Landscape,
+  scope: Scope,
+  input: { eventKind: MarketEventKind | 'any'; supply: bigint },
+): Omit<ResponseTime, 'source'> {
   const threshold = Number(input.supply) * LARGE_SHARE;
   const wantLarge = input.eventKind === 'any' || input.eventKind === 'large-swap';
   const marketEvents = wantLarge ? land.events.filter((e) => Number(e.amount) >= threshold && threshold > 0) : [];
@@ -514,14 +635,25 @@ export function responseTime(land: Landscape, scope: Scope, input: { eventKind: 
     reactionSlots:
       firsts.length === 0
         ? null
-        : { fastest: Math.min(...firsts), p25: percentile(firsts, 25)!, median: med!, p75: percentile(firsts, 75)!, p95: percentile(firsts, 95)! },
+        : {
+            fastest: Math.min(...firsts),
+            p25: percentile(firsts, 25)!,
+            median: med!,
+            p75: percentile(firsts, 75)!,
+            p95: percentile(firsts, 95)!,
+          },
     medianReactionMs: med === null || scope.slotTimeMs === null ? null : round(med * slotMs, 3),
     slotTimeMs: round(slotMs, 3),
     sameSlotShare: firsts.length > 0 ? round(firsts.filter((d) => d === 0).length / firsts.length) : 0,
     medianRespondersPerEvent: median(responders) ?? 0,
     fastestAgents: [...byAgent]
       .filter(([, d]) => d.length >= 3)
-      .map(([wallet, d]) => ({ wallet, reactions: d.length, medianSlots: median(d)!, medianMs: round(median(d)! * slotMs, 3) }))
+      .map(([wallet, d]) => ({
+        wallet,
+        reactions: d.length,
+        medianSlots: median(d)!,
+        medianMs: round(median(d)! * slotMs, 3),
+      }))
       .sort((a, b) => a.medianSlots - b.medianSlots || b.reactions - a.reactions)
       .slice(0, 10),
     events: out.reverse().slice(0, 20),
@@ -531,8 +663,14 @@ export function responseTime(land: Landscape, scope: Scope, input: { eventKind: 
 // -------------------------------------------------------------------------------------------------
 // Capital flow
 
-/** USD of an event in stablecoin base units: the stablecoin amount, or the token at the window's volume-weighted price. */
-export function usdAtomic(e: FlowEvent, vwap: { paid: bigint; amount: bigint } | null, isStable: boolean): bigint | null {
+/**
+ * USD of an event in stablecoin base units: the stablecoin amount, or the token at the window's volume-weighted price.
+ */
+export function usdAtomic(
+  e: FlowEvent,
+  vwap: { paid: bigint; amount: bigint } | null,
+  isStable: boolean,
+): bigint | null {
   if (isStable) return e.amount;
   if (e.paid !== null) return e.paid;
   if (!vwap || vwap.amount === 0n) return null;
@@ -542,7 +680,11 @@ export function usdAtomic(e: FlowEvent, vwap: { paid: bigint; amount: bigint } |
 const usd = (atomic: bigint) => uiAmount(atomic < 0n ? -atomic : atomic, STABLECOIN_DECIMALS);
 const signedUsd = (atomic: bigint) => (atomic < 0n ? `-${usd(atomic)}` : usd(atomic));
 
-export function signalOf(inflow: bigint, outflow: bigint, rotated: bigint): { signal: CapitalSignal; strength: number } {
+export function signalOf(
+  inflow: bigint,
+  outflow: bigint,
+  rotated: bigint,
+): { signal: CapitalSignal; strength: number } {
   const gross = inflow + outflow;
   if (gross === 0n) return { signal: 'neutral', strength: 0 };
   const ratio = Number(((inflow - outflow) * 1_000_000n) / gross) / 1_000_000;
@@ -560,8 +702,15 @@ export interface Rotation {
   wallets: Set<string>;
 }
 
-/** Token-to-token rotations inside one transaction: an owner whose one mint fell while another rose, valued by the stablecoin leg. */
-export function rotations(transactions: readonly ChainTransaction[], tracked: (w: string) => boolean, stablecoin: string): { rotations: Rotation[]; byWallet: Map<string, bigint> } {
+/**
+ * Token-to-token rotations inside one transaction: an owner whose one mint fell while another rose, valued by the
+ * stablecoin leg.
+ */
+export function rotations(
+  transactions: readonly ChainTransaction[],
+  tracked: (w: string) => boolean,
+  stablecoin: string,
+): { rotations: Rotation[]; byWallet: Map<string, bigint> } {
   const found = new Map<string, Rotation>();
   const byWallet = new Map<string, bigint>();
   for (const tx of transactions) {
@@ -570,7 +719,7 @@ export function rotations(transactions: readonly ChainTransaction[], tracked: (w
       const stable = byMint.get(stablecoin);
       if (!stable || byMint.size < 2) continue;
       for (const [mint, { change }] of byMint) {
-        if (mint === stablecoin || change === 0n || (stable.change < 0n) === (change < 0n)) continue;
+        if (mint === stablecoin || change === 0n || stable.change < 0n === change < 0n) continue;
         const [fromMint, toMint] = change > 0n ? [stablecoin, mint] : [mint, stablecoin];
         const key = `${fromMint}>${toMint}`;
         const r = found.get(key) ?? { fromMint, toMint, volume: 0n, wallets: new Set<string>() };
@@ -582,18 +731,31 @@ export function rotations(transactions: readonly ChainTransaction[], tracked: (w
       }
     }
   }
-  return { rotations: [...found.values()].sort((a, b) => (a.volume === b.volume ? 0 : a.volume > b.volume ? -1 : 1)), byWallet };
+  return {
+    rotations: [...found.values()].sort((a, b) => (a.volume === b.volume ? 0 : a.volume > b.volume ? -1 : 1)),
+    byWallet,
+  };
 }
 
 export function capitalFlow(
   land: Landscape,
-  input: { mint: string; symbol: string | null; wallets?: readonly string[]; stablecoin: string; period: IntelPeriod; symbols: Map<string, string> },
+  input: {
+    mint: string;
+    symbol: string | null;
+    wallets?: readonly string[];
+    stablecoin: string;
+    period: IntelPeriod;
+    symbols: Map<string, string>;
+  },
 ): Omit<CapitalFlow, 'source'> & { unpriced: number } {
   const isStable = input.mint === input.stablecoin;
   const given = input.wallets ? new Set(input.wallets) : null;
   const tracked = (w: string) => (given ? given.has(w) : land.profiles.get(w)?.agent === true);
   const priced = land.events.filter((e) => e.paid !== null);
-  const vwap = priced.length > 0 ? { paid: priced.reduce((s, e) => s + e.paid!, 0n), amount: priced.reduce((s, e) => s + e.amount, 0n) } : null;
+  const vwap =
+    priced.length > 0
+      ? { paid: priced.reduce((s, e) => s + e.paid!, 0n), amount: priced.reduce((s, e) => s + e.amount, 0n) }
+      : null;
   const flows = new Map<string, { inflow: bigint; outflow: bigint }>();
   for (const w of given ?? []) flows.set(w, { inflow: 0n, outflow: 0n });
   let unpriced = 0;
@@ -603,7 +765,10 @@ export function capitalFlow(
       unpriced++;
       continue;
     }
-    for (const [w, dir] of [[e.buyer, 'inflow'], [e.seller, 'outflow']] as const) {
+    for (const [w, dir] of [
+      [e.buyer, 'inflow'],
+      [e.seller, 'outflow'],
+    ] as const) {
       if (!tracked(w)) continue;
       const f = flows.get(w) ?? { inflow: 0n, outflow: 0n };
       f[dir] += value;
@@ -631,7 +796,11 @@ export function capitalFlow(
       signal: signalOf(i, o, rotated.byWallet.get(wallet) ?? 0n).signal,
     }));
   return {
-    scope: { mint: input.mint, symbol: input.symbol, walletsTracked: given ? given.size : [...land.profiles.values()].filter((p) => p.agent).length },
+    scope: {
+      mint: input.mint,
+      symbol: input.symbol,
+      walletsTracked: given ? given.size : [...land.profiles.values()].filter((p) => p.agent).length,
+    },
     period: input.period,
     signal,
     signalStrength: strength,
@@ -667,13 +836,24 @@ export function strategyShares(land: Landscape, events: readonly FlowEvent[]): n
   return volume.map((v) => (total > 0 ? round(v / total) : 0));
 }
 
-export function metaShift(land: Landscape, input: { scope: MetaShift['scope']; period: IntelPeriod }): Omit<MetaShift, 'source'> & { emptyHalf: boolean } {
+export function metaShift(
+  land: Landscape,
+  input: { scope: MetaShift['scope']; period: IntelPeriod },
+): Omit<MetaShift, 'source'> & { emptyHalf: boolean } {
   const from = Date.parse(input.period.from) / 1000;
   const to = Date.parse(input.period.to) / 1000;
   const middle = (from + to) / 2;
-  const agentEvents = land.events.filter((e) => land.profiles.get(e.buyer)?.strategy || land.profiles.get(e.seller)?.strategy);
-  const previous = strategyShares(land, agentEvents.filter((e) => e.blockTime < middle));
-  const current = strategyShares(land, agentEvents.filter((e) => e.blockTime >= middle));
+  const agentEvents = land.events.filter(
+    (e) => land.profiles.get(e.buyer)?.strategy || land.profiles.get(e.seller)?.strategy,
+  );
+  const previous = strategyShares(
+    land,
+    agentEvents.filter((e) => e.blockTime < middle),
+  );
+  const current = strategyShares(
+    land,
+    agentEvents.filter((e) => e.blockTime >= middle),
+  );
   // A half with no agent trade has no distribution to compare: no divergence, and the answer says so.
   const emptyHalf = previous.every((x) => x === 0) || current.every((x) => x === 0);
   const divergence = emptyHalf ? 0 : jensenShannon(previous, current);
@@ -681,7 +861,16 @@ export function metaShift(land: Landscape, input: { scope: MetaShift['scope']; p
   let best = { divergence: -1, at: null as number | null };
   const times = [...new Set(agentEvents.map((e) => e.blockTime))].sort((a, b) => a - b);
   for (const t of times.slice(1)) {
-    const d = jensenShannon(strategyShares(land, agentEvents.filter((e) => e.blockTime < t)), strategyShares(land, agentEvents.filter((e) => e.blockTime >= t)));
+    const d = jensenShannon(
+      strategyShares(
+        land,
+        agentEvents.filter((e) => e.blockTime < t),
+      ),
+      strategyShares(
+        land,
+        agentEvents.filter((e) => e.blockTime >= t),
+      ),
+    );
     if (d > best.divergence) best = { divergence: d, at: t };
   }
   const classified = [...land.profiles.values()].filter((p) => p.strategy).length;

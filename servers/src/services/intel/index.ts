@@ -3,7 +3,6 @@ import { intel, type IntelPeriod, type IntelTarget, type StrategyKind } from '@a
 import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { unprocessable } from '../../runtime/errors';
-import type { ParsedRequest } from '../../runtime/validation';
 import { solanaSource } from '../../upstream/solana';
 import { readMint, type MintFacts } from '../../upstream/token-chain';
 import { MAX_TRANSACTIONS, meanSlotTimeMs, readMintSample } from './chain';
@@ -48,7 +47,9 @@ export async function createIntelApp(context: ServiceContext, options: IntelAppO
   const read = async (mint: string | undefined, window: string): Promise<Reading> => {
     const target = mint ?? stablecoin;
     const key = `${target}|${window}`;
-    const [latest] = await chain.read((rpc) => rpc.getSignaturesForAddress(address(target), { limit: 1, commitment: 'confirmed' }).send());
+    const [latest] = await chain.read((rpc) =>
+      rpc.getSignaturesForAddress(address(target), { limit: 1, commitment: 'confirmed' }).send(),
+    );
     const newest = latest?.signature ?? null;
     const at = Date.now();
     for (const [k, entry] of kept) if (at - entry.at > READING_TTL_MS) kept.delete(k);
@@ -70,10 +71,13 @@ export async function createIntelApp(context: ServiceContext, options: IntelAppO
     const fromSeconds = Math.floor(Date.parse(period.from) / 1000);
     const sample = await readMintSample(chain, facts.mint, stablecoin, fromSeconds);
     const toSeconds = Math.floor(to.getTime() / 1000);
-    const inWindow = { events: sample.events.filter((e) => e.blockTime <= toSeconds), transactions: sample.transactions.filter((t) => t.blockTime <= toSeconds) };
+    const inWindow = {
+      events: sample.events.filter((e) => e.blockTime <= toSeconds),
+      transactions: sample.transactions.filter((t) => t.blockTime <= toSeconds),
+    };
     const slotTimeMs = await meanSlotTimeMs(chain, WINDOW_SECONDS[window]! / 60);
     return {
-      readAt: new Date(),
+      readAt: now(),
       facts,
       land: landscape(inWindow, facts.mint),
       period,
@@ -105,22 +109,36 @@ export async function createIntelApp(context: ServiceContext, options: IntelAppO
 
   // Every preflight reads what the analysis needs, so an unknown mint (404), too little activity (422) or a chain
   // that does not answer (502) is refused before anyone is quoted or charged.
-  const analysed = async ({ body }: ParsedRequest) => enough(await read(body.mint, body.window), body.strategy ?? null);
-  const metaShiftCheck = async ({ body }: ParsedRequest) => {
+  /** The body parts every analysis shares: the token, the window and (for density) a strategy family. */
+  type Target = { body: { mint?: string; window: string; strategy?: StrategyKind } };
+  const analysed = async ({ body }: Target) => enough(await read(body.mint, body.window), body.strategy ?? null);
+  const metaShiftCheck = async ({ body }: Target) => {
     const reading = await read(body.mint, body.window);
     enough(reading, null);
     if (![...reading.land.profiles.values()].some((p) => p.strategy)) {
-      throw unprocessable('insufficient_activity', `no agent wallet could be classified among the transfers of the last ${body.window}`, { agentWallets: 0 });
+      throw unprocessable(
+        'insufficient_activity',
+        `no agent wallet could be classified among the transfers of the last ${body.window}`,
+        { agentWallets: 0 },
+      );
     }
   };
   // Response time and capital flow have no 422: a quiet window is a 200 with zeros.
-  const readable = async ({ body }: ParsedRequest) => {
+  const readable = async ({ body }: Target) => {
     await read(body.mint, body.window);
   };
 
   return await createServiceApp({
     service: intel,
-    handlers: intelHandlers({ read, target, tracker: chain.tracker, provider: chain.provider, stablecoin, chain, maxTransactions: MAX_TRANSACTIONS }),
+    handlers: intelHandlers({
+      read,
+      target,
+      tracker: chain.tracker,
+      provider: chain.provider,
+      stablecoin,
+      chain,
+      maxTransactions: MAX_TRANSACTIONS,
+    }),
     ...fromContext(context),
     preflight: {
       agentDensity: analysed,
@@ -131,6 +149,6 @@ export async function createIntelApp(context: ServiceContext, options: IntelAppO
       responseTime: readable,
       capitalFlow: readable,
     },
-    health: () => chain.tracker.health('intel', context.db),
+    upstream: chain.tracker,
   });
 }

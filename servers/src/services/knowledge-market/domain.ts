@@ -1,27 +1,35 @@
 import { createHash } from 'node:crypto';
-import { atomicToUsd, type MarketContentFormat, type MarketModule, type MarketModuleRating, type MarketNegotiationMode, type MarketStats, type ModulePurchase } from '@agent-economy/contracts';
+import {
+  atomicToUsd,
+  type MarketContentFormat,
+  type MarketModule,
+  type MarketModuleRating,
+  type MarketNegotiationMode,
+  type MarketStats,
+  type ModulePurchase,
+  type ModuleRatingReceipt,
+} from '@agent-economy/contracts';
 import { HttpError, unprocessable } from '../../runtime/errors';
 
 // Pure logic of the knowledge market: hashes, floors, ratings, BM25 search, ordering and pages.
 
-export interface StoredModule {
-  id: string;
+// The market's entities are the contract's, with money as bigint atomic units and time as Date (toModule, toPurchase
+// and the rate handler write them back as USD strings and ISO times); the store keeps each as one row of this shape.
+
+/**
+ * A module as listed: the contract's module with its seller and negotiation terms flattened; its content is stored
+ * beside it.
+ */
+export interface StoredModule extends Omit<
+  MarketModule,
+  'seller' | 'priceUsd' | 'negotiation' | 'rating' | 'sales' | 'publishedAt'
+> {
   seller: string;
   sellerName: string | null;
-  title: string;
-  description: string;
-  tags: string[];
-  capabilities: string[];
   /** List price, atomic units. */
   price: bigint;
   negotiationMode: MarketNegotiationMode;
   maxDiscountPercent: number;
-  version: string;
-  format: MarketContentFormat;
-  language: string | null;
-  contentHash: string;
-  sizeBytes: number;
-  preview: string | null;
   publishedAt: Date;
 }
 
@@ -32,22 +40,16 @@ export interface Listing extends StoredModule {
   ratingCount: number;
 }
 
-export interface StoredPurchase {
-  id: string;
-  moduleId: string;
-  title: string;
-  version: string;
-  seller: string;
-  buyer: string;
-  paidBy: string;
+export interface StoredPurchase extends Omit<ModulePurchase, 'priceUsd' | 'listPriceUsd' | 'purchasedAt'> {
   price: bigint;
   listPrice: bigint;
-  negotiationId: string | null;
-  format: MarketContentFormat;
-  language: string | null;
-  content: string;
-  contentHash: string;
   purchasedAt: Date;
+}
+
+/** A buyer's rating of a purchase (the receipt's fields, and who rated). */
+export interface StoredRating extends Omit<ModuleRatingReceipt, 'ratedAt' | 'moduleRating'> {
+  buyer: string;
+  ratedAt: Date;
 }
 
 /** SHA-256 of the UTF-8 content, lowercase hex (what verification certificates bind to). */
@@ -67,7 +69,8 @@ export function ratingOf(sum: number, count: number): MarketModuleRating {
   return { average: count ? round2(sum / count) : null, count };
 }
 
-const badField = (field: string, message: string) => new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
+const badField = (field: string, message: string) =>
+  new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
 
 /** NUL characters and lone surrogates: text PostgreSQL cannot store in a text column (and nobody means to send). */
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -75,18 +78,26 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
 /** A text field the database could not store is a 400 naming it, never a 500. */
 export function assertStorable(fields: Record<string, string | undefined>): void {
   for (const [field, value] of Object.entries(fields)) {
-    if (value !== undefined && UNSTORABLE.test(value)) throw badField(field, 'must be Unicode text without NUL characters or lone surrogates');
+    if (value !== undefined && UNSTORABLE.test(value))
+      throw badField(field, 'must be Unicode text without NUL characters or lone surrogates');
   }
 }
 
 /** The content rules of the contract: code names its language, JSON parses. */
 export function checkContent(format: MarketContentFormat, language: string | undefined, content: string): void {
-  if (format === 'code' && !language) throw unprocessable('language_required', 'A module of format "code" must name its `language`', { field: 'language' });
+  if (format === 'code' && !language)
+    throw unprocessable('language_required', 'A module of format "code" must name its `language`', {
+      field: 'language',
+    });
   if (format === 'json') {
     try {
       JSON.parse(content);
     } catch (error) {
-      throw unprocessable('invalid_json_content', `The content of a module of format "json" must parse as JSON: ${(error as Error).message}`, { field: 'content' });
+      throw unprocessable(
+        'invalid_json_content',
+        `The content of a module of format "json" must parse as JSON: ${(error as Error).message}`,
+        { field: 'content' },
+      );
     }
   }
 }
@@ -117,23 +128,12 @@ export function toModule(m: Listing): MarketModule {
   };
 }
 
-export function toPurchase(p: StoredPurchase): ModulePurchase {
+export function toPurchase({ price, listPrice, purchasedAt, ...p }: StoredPurchase): ModulePurchase {
   return {
-    id: p.id,
-    moduleId: p.moduleId,
-    title: p.title,
-    version: p.version,
-    seller: p.seller,
-    buyer: p.buyer,
-    paidBy: p.paidBy,
-    priceUsd: atomicToUsd(p.price),
-    listPriceUsd: atomicToUsd(p.listPrice),
-    negotiationId: p.negotiationId,
-    format: p.format,
-    language: p.language,
-    content: p.content,
-    contentHash: p.contentHash,
-    purchasedAt: p.purchasedAt.toISOString(),
+    ...p,
+    priceUsd: atomicToUsd(price),
+    listPriceUsd: atomicToUsd(listPrice),
+    purchasedAt: purchasedAt.toISOString(),
   };
 }
 
@@ -141,7 +141,10 @@ export function toPurchase(p: StoredPurchase): ModulePurchase {
 
 /** Lowercase words of letters and digits; slugs split at their hyphens ("fee-estimation" -> fee, estimation). */
 export function tokenize(text: string): string[] {
-  return text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  return text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
 }
 
 export const documentOf = (m: Pick<StoredModule, 'title' | 'description' | 'tags' | 'capabilities'>): string[] =>
@@ -152,7 +155,8 @@ export const BM25_B = 0.75;
 
 /**
  * Okapi BM25 of each document for the query: Σ over distinct query terms t of
- * idf(t) × f(t,d) × (k1 + 1) / (f(t,d) + k1 × (1 − b + b × |d| / avgdl)), idf(t) = ln(1 + (N − n(t) + 0.5) / (n(t) + 0.5)),
+ * idf(t) × f(t,d) × (k1 + 1) / (f(t,d) + k1 × (1 − b + b × |d| / avgdl)), idf(t) = ln(1 + (N − n(t) + 0.5) / (n(t) +
+ * 0.5)),
  * with k1 = 1.2, b = 0.75, over the documents given (the whole catalogue).
  */
 export function bm25(query: string[], documents: string[][]): number[] {
@@ -184,7 +188,8 @@ export interface ListFilter {
   sort?: 'relevance' | 'rating' | 'price' | 'newest';
 }
 
-const newest = (a: Listing, b: Listing) => b.publishedAt.getTime() - a.publishedAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+const newest = (a: Listing, b: Listing) =>
+  b.publishedAt.getTime() - a.publishedAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 
 /** The catalogue filtered and ordered as the list route's query asks; relevance is BM25 over the whole catalogue. */
 export function searchCatalogue(all: Listing[], filter: ListFilter, maxPrice: bigint | undefined): Listing[] {
@@ -218,7 +223,8 @@ export function searchCatalogue(all: Listing[], filter: ListFilter, maxPrice: bi
 
 // ---- pages: the cursor is the offset of the next item, opaque on the wire ----
 
-export const encodeCursor = (offset: number): string => Buffer.from(JSON.stringify({ o: offset })).toString('base64url');
+export const encodeCursor = (offset: number): string =>
+  Buffer.from(JSON.stringify({ o: offset })).toString('base64url');
 
 export function cursorOffset(cursor: string | undefined): number {
   if (cursor === undefined) return 0;
@@ -229,16 +235,14 @@ export function cursorOffset(cursor: string | undefined): number {
     value = undefined;
   }
   const o = (value as { o?: unknown } | undefined)?.o;
-  if (typeof o !== 'number' || !Number.isInteger(o) || o < 0) throw badField('query.cursor', 'is not a cursor this route issued');
+  if (typeof o !== 'number' || !Number.isInteger(o) || o < 0)
+    throw badField('query.cursor', 'is not a cursor this route issued');
   return o;
 }
 
 // ---- statistics ----
 
-export interface PurchaseFact {
-  price: bigint;
-  purchasedAt: Date;
-}
+export type PurchaseFact = Pick<StoredPurchase, 'price' | 'purchasedAt'>;
 
 export function buildStats(modules: Listing[], purchases: PurchaseFact[], ratings: number[], now: Date): MarketStats {
   const byFormat: Record<MarketContentFormat, number> = { markdown: 0, text: 0, json: 0, code: 0 };

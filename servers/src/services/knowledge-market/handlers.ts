@@ -1,10 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { X402PaymentPayloadSchema, base58Encode, decodeX402Header, knowledgeMarket, usdToAtomic, type NegotiatedTerms } from '@agent-economy/contracts';
+import {
+  X402PaymentPayloadSchema,
+  base58Encode,
+  decodeX402Header,
+  knowledgeMarket,
+  usdToAtomic,
+  type NegotiatedTerms,
+} from '@agent-economy/contracts';
 import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
 import { HttpError, conflict, notFound, unprocessable } from '../../runtime/errors';
 import { paymentKey, type VerifiedPayment } from '../../runtime/paywall';
-import type { ParsedRequest } from '../../runtime/validation';
 import {
   assertStorable,
   buildStats,
@@ -57,12 +63,15 @@ export interface PurchasePlan {
   module: Listing;
   price: bigint;
   terms: NegotiatedTerms | null;
-  /** The key of the payment the request carries, if any (a resumed settlement must not see its own purchase as a reuse). */
+  /**
+   * The key of the payment the request carries, if any (a resumed settlement must not see its own purchase as a reuse).
+   */
   paymentKey: string | null;
 }
 
 const newId = (prefix: string) => `${prefix}_${base58Encode(randomBytes(16))}`;
-const badField = (field: string, message: string) => new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
+const badField = (field: string, message: string) =>
+  new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
 
 /** The key of the x402 payment a request carries (as the paywall claims it), or null. */
 export function paymentKeyOf(headers: unknown): string | null {
@@ -76,10 +85,17 @@ export const moduleNotFound = (moduleId: string) => notFound('module_not_found',
 
 /** Everything about a publish that can fail before the listing fee is charged. */
 export async function checkPublish(deps: MarketDeps, body: PublishBody, seller: string): Promise<void> {
-  assertStorable({ 'body.title': body.title, 'body.description': body.description, 'body.content': body.content, 'body.preview': body.preview, 'body.sellerName': body.sellerName });
+  assertStorable({
+    'body.title': body.title,
+    'body.description': body.description,
+    'body.content': body.content,
+    'body.preview': body.preview,
+    'body.sellerName': body.sellerName,
+  });
   checkContent(body.format, body.language, body.content);
   const existing = await deps.store.moduleBySellerHash(seller, contentHashOf(body.content));
-  if (existing) throw conflict('duplicate_module', 'You already list a module with this content', { moduleId: existing });
+  if (existing)
+    throw conflict('duplicate_module', 'You already list a module with this content', { moduleId: existing });
   await deps.assertPayable(seller);
 }
 
@@ -95,25 +111,37 @@ export function purchasePlanner(deps: MarketDeps) {
   async function plan(params: { moduleId: string }, body: PurchaseBody, headers: unknown): Promise<PurchasePlan> {
     const module = await deps.store.listing(params.moduleId);
     if (!module) throw moduleNotFound(params.moduleId);
-    if (body.beneficiary && body.beneficiary === module.seller) throw unprocessable('own_module', 'The buyer is the module’s seller', { moduleId: module.id });
+    if (body.beneficiary && body.beneficiary === module.seller)
+      throw unprocessable('own_module', 'The buyer is the module’s seller', { moduleId: module.id });
     const key = paymentKeyOf(headers);
     if (!body.negotiationId) return { module, price: module.price, terms: null, paymentKey: key };
     const terms = await deps.agreement(body.negotiationId);
     if (terms.moduleId !== module.id) {
-      throw unprocessable('negotiation_mismatch', `Negotiation ${terms.negotiationId} is about another module`, { negotiationId: terms.negotiationId, moduleId: terms.moduleId });
+      throw unprocessable('negotiation_mismatch', `Negotiation ${terms.negotiationId} is about another module`, {
+        negotiationId: terms.negotiationId,
+        moduleId: terms.moduleId,
+      });
     }
     if (body.beneficiary && terms.buyer !== body.beneficiary) {
-      throw unprocessable('negotiation_mismatch', `Negotiation ${terms.negotiationId} was agreed for another buyer`, { negotiationId: terms.negotiationId, buyer: terms.buyer });
+      throw unprocessable('negotiation_mismatch', `Negotiation ${terms.negotiationId} was agreed for another buyer`, {
+        negotiationId: terms.negotiationId,
+        buyer: terms.buyer,
+      });
     }
     if (deps.now().getTime() >= Date.parse(terms.validUntil)) {
-      throw conflict('agreement_expired', `The agreement expired at ${terms.validUntil}`, { negotiationId: terms.negotiationId, validUntil: terms.validUntil });
+      throw conflict('agreement_expired', `The agreement expired at ${terms.validUntil}`, {
+        negotiationId: terms.negotiationId,
+        validUntil: terms.validUntil,
+      });
     }
     if (await deps.store.agreementUsed(terms.negotiationId, key)) {
-      throw conflict('negotiation_already_used', 'This agreement has already bought the module once', { negotiationId: terms.negotiationId });
+      throw conflict('negotiation_already_used', 'This agreement has already bought the module once', {
+        negotiationId: terms.negotiationId,
+      });
     }
     return { module, price: usdToAtomic(terms.priceUsd), terms, paymentKey: key };
   }
-  return (request: ParsedRequest): Promise<PurchasePlan> => {
+  return (request: { params: { moduleId: string }; body: PurchaseBody; headers?: unknown }): Promise<PurchasePlan> => {
     let planned = plans.get(request);
     if (!planned) {
       planned = plan(request.params, request.body, request.headers);
@@ -124,7 +152,10 @@ export function purchasePlanner(deps: MarketDeps) {
 }
 
 // Handlers only translate between the contract and the domain.
-export function marketHandlers(deps: MarketDeps, planPurchase: ReturnType<typeof purchasePlanner>): RouterImplementation<typeof knowledgeMarket.router> {
+export function marketHandlers(
+  deps: MarketDeps,
+  planPurchase: ReturnType<typeof purchasePlanner>,
+): RouterImplementation<typeof knowledgeMarket.router> {
   const { store, now } = deps;
   return {
     list: async ({ query }) => {
@@ -132,7 +163,10 @@ export function marketHandlers(deps: MarketDeps, planPurchase: ReturnType<typeof
       const maxPrice = query.maxPriceUsd === undefined ? undefined : usdToAtomic(query.maxPriceUsd);
       const hits = searchCatalogue(await store.listings(), query, maxPrice);
       const items = hits.slice(offset, offset + query.limit).map(toModule);
-      return { status: 200, body: { items, nextCursor: offset + query.limit < hits.length ? encodeCursor(offset + query.limit) : null } };
+      return {
+        status: 200,
+        body: { items, nextCursor: offset + query.limit < hits.length ? encodeCursor(offset + query.limit) : null },
+      };
     },
 
     get: async ({ params }) => {
@@ -168,22 +202,37 @@ export function marketHandlers(deps: MarketDeps, planPurchase: ReturnType<typeof
     },
 
     purchase: async ({ body, res }) => {
-      const plan = await planPurchase(res.locals.parsed as ParsedRequest);
+      const plan = await planPurchase(res.locals.parsed as Parameters<typeof planPurchase>[0]);
       const { module, terms } = plan;
       const payer = (res.locals.payment as VerifiedPayment | undefined)?.payer || undefined;
-      // Knowing an agreement's id is not owning it: only its buyer, or the registered broker that opened it for them, may
-      // pay with it. Refused here, after verification and before settlement, so nothing is charged and the agreement stays.
+      // Knowing an agreement's id is not owning it: only its buyer, or the registered broker that opened it for them,
+      // may
+      // pay with it. Refused here, after verification and before settlement, so nothing is charged and the agreement
+      // stays.
       if (terms && payer && payer !== terms.buyer && payer !== terms.broker) {
-        throw new HttpError(403, 'not_agreement_buyer', `Negotiation ${terms.negotiationId} was agreed for another buyer: only that buyer or its broker may pay with it`, {
-          negotiationId: terms.negotiationId,
-        });
+        throw new HttpError(
+          403,
+          'not_agreement_buyer',
+          `Negotiation ${terms.negotiationId} was agreed for another buyer: only that buyer or its broker may pay with it`,
+          {
+            negotiationId: terms.negotiationId,
+          },
+        );
       }
       // A purchase with an agreement is the agreement's buyer's; otherwise the beneficiary's, else the payer's.
       const buyer = body.beneficiary ?? terms?.buyer ?? payer;
-      if (!buyer) throw badField('body.beneficiary', 'is required when the purchase is not paid: without a payer it names the buyer');
-      if (buyer === module.seller) throw unprocessable('own_module', 'The buyer is the module’s seller', { moduleId: module.id });
+      if (!buyer)
+        throw badField(
+          'body.beneficiary',
+          'is required when the purchase is not paid: without a payer it names the buyer',
+        );
+      if (buyer === module.seller)
+        throw unprocessable('own_module', 'The buyer is the module’s seller', { moduleId: module.id });
       if (terms && terms.buyer !== buyer) {
-        throw unprocessable('negotiation_mismatch', `Negotiation ${terms.negotiationId} was agreed for another buyer`, { negotiationId: terms.negotiationId, buyer: terms.buyer });
+        throw unprocessable('negotiation_mismatch', `Negotiation ${terms.negotiationId} was agreed for another buyer`, {
+          negotiationId: terms.negotiationId,
+          buyer: terms.buyer,
+        });
       }
       const outcome = await store.insertPurchase({
         id: newId('pur'),
@@ -199,15 +248,20 @@ export function marketHandlers(deps: MarketDeps, planPurchase: ReturnType<typeof
         paymentKey: plan.paymentKey,
         purchasedAt: now(),
       });
-      if ('used' in outcome) throw conflict('negotiation_already_used', 'This agreement has already bought the module once', { negotiationId: terms?.negotiationId });
+      if ('used' in outcome)
+        throw conflict('negotiation_already_used', 'This agreement has already bought the module once', {
+          negotiationId: terms?.negotiationId,
+        });
       return { status: 200, body: toPurchase(outcome.purchase) };
     },
 
     download: async ({ params, res }) => {
       const caller = callerOf(res);
       const purchase = await store.purchase(params.purchaseId);
-      if (!purchase) throw notFound('purchase_not_found', `No purchase ${params.purchaseId}`, { purchaseId: params.purchaseId });
-      if (caller !== purchase.buyer && caller !== purchase.paidBy) throw new HttpError(403, 'not_purchase_party', 'Only the buyer or the payer of a purchase may read it');
+      if (!purchase)
+        throw notFound('purchase_not_found', `No purchase ${params.purchaseId}`, { purchaseId: params.purchaseId });
+      if (caller !== purchase.buyer && caller !== purchase.paidBy)
+        throw new HttpError(403, 'not_purchase_party', 'Only the buyer or the payer of a purchase may read it');
       return { status: 200, body: toPurchase(purchase) };
     },
 
@@ -217,15 +271,28 @@ export function marketHandlers(deps: MarketDeps, planPurchase: ReturnType<typeof
       const module = await store.listing(params.moduleId);
       if (!module) throw moduleNotFound(params.moduleId);
       const purchase = await store.purchase(body.purchaseId);
-      if (!purchase) throw notFound('purchase_not_found', `No purchase ${body.purchaseId}`, { purchaseId: body.purchaseId });
+      if (!purchase)
+        throw notFound('purchase_not_found', `No purchase ${body.purchaseId}`, { purchaseId: body.purchaseId });
       // Strangers learn nothing about a purchase, not even which module it bought.
       if (caller !== purchase.buyer) throw new HttpError(403, 'not_buyer', 'Only the buyer of a purchase may rate it');
       if (purchase.moduleId !== module.id) {
-        throw unprocessable('purchase_module_mismatch', `Purchase ${purchase.id} is of module ${purchase.moduleId}, not ${module.id}`, { moduleId: purchase.moduleId });
+        throw unprocessable(
+          'purchase_module_mismatch',
+          `Purchase ${purchase.id} is of module ${purchase.moduleId}, not ${module.id}`,
+          { moduleId: purchase.moduleId },
+        );
       }
       const ratedAt = now();
-      const row = { purchase_id: purchase.id, module_id: module.id, buyer: caller, rating: body.rating, comment: body.comment ?? null, rated_at: ratedAt };
-      if (!(await store.insertRating(row))) throw conflict('already_rated', 'This purchase has already been rated', { purchaseId: purchase.id });
+      const row = {
+        purchaseId: purchase.id,
+        moduleId: module.id,
+        buyer: caller,
+        rating: body.rating,
+        comment: body.comment ?? null,
+        ratedAt,
+      };
+      if (!(await store.insertRating(row)))
+        throw conflict('already_rated', 'This purchase has already been rated', { purchaseId: purchase.id });
       const updated = (await store.listing(module.id))!;
       return {
         status: 200,
@@ -241,7 +308,11 @@ export function marketHandlers(deps: MarketDeps, planPurchase: ReturnType<typeof
     },
 
     stats: async () => {
-      const [modules, purchases, ratings] = await Promise.all([store.listings(), store.paidPurchases(), store.allRatings()]);
+      const [modules, purchases, ratings] = await Promise.all([
+        store.listings(),
+        store.paidPurchases(),
+        store.allRatings(),
+      ]);
       return { status: 200, body: buildStats(modules, purchases, ratings, now()) };
     },
   };

@@ -4,7 +4,7 @@ import { migrate } from '../../db';
 import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
 import { HttpError, conflict, notFound, unprocessable } from '../../runtime/errors';
-import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, associatedTokenAddress } from '../../ledger/programs';
+import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, associatedTokenAddress } from '../../solana/programs';
 import { solanaSource } from '../../upstream/solana';
 import { checkPublish, marketHandlers, purchasePlanner, type MarketDeps, type PublishBody } from './handlers';
 import { marketStore, migrations } from './store';
@@ -19,20 +19,33 @@ export interface KnowledgeMarketOptions {
   now?: () => Date;
 }
 
-/** How the market reads an agreement: over HTTP through the SDK, its errors translated to the purchase route's codes. */
+/**
+ * How the market reads an agreement: over HTTP through the SDK, its errors translated to the purchase route's codes.
+ */
 function agreementReader(url: () => string) {
   return async (negotiationId: string) => {
     const client = createServiceClient(negotiation, url(), { payments: false, maxRetries: 1, timeoutMs: 10_000 });
     try {
       return await client.agreement({ params: { negotiationId } });
     } catch (error) {
-      if (error instanceof ApiError && error.status === 404) throw notFound('negotiation_not_found', `No negotiation ${negotiationId}`, { negotiationId });
+      if (error instanceof ApiError && error.status === 404)
+        throw notFound('negotiation_not_found', `No negotiation ${negotiationId}`, { negotiationId });
       if (error instanceof ApiError && error.code === 'negotiation_not_accepted') {
         const state = (error.details as { state?: string } | undefined)?.state;
-        throw conflict('negotiation_not_accepted', `Negotiation ${negotiationId} is not accepted${state ? ` (it is ${state})` : ''}`, { negotiationId, state });
+        throw conflict(
+          'negotiation_not_accepted',
+          `Negotiation ${negotiationId} is not accepted${state ? ` (it is ${state})` : ''}`,
+          { negotiationId, state },
+        );
       }
       const reason = error instanceof Error ? error.message : String(error);
-      throw new HttpError(502, 'negotiation_unavailable', `The negotiation service did not answer: ${reason}`, { negotiationId }, { 'retry-after': '5' });
+      throw new HttpError(
+        502,
+        'negotiation_unavailable',
+        `The negotiation service did not answer: ${reason}`,
+        { negotiationId },
+        { 'retry-after': '5' },
+      );
     }
   };
 }
@@ -48,10 +61,19 @@ export async function createKnowledgeMarketApp(context: ServiceContext, options:
     agreement: agreementReader(negotiationUrl),
     // x402 pays into the payee's associated token account of the stablecoin (under whichever token program owns it).
     async assertPayable(wallet) {
-      const candidates = [TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map((program) => ({ program, ata: associatedTokenAddress(wallet, mint, program) }));
-      const { value } = await chain.read((rpc) => rpc.getMultipleAccounts(candidates.map((c) => c.ata) as never, { encoding: 'base64' }).send());
+      const candidates = [TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map((program) => ({
+        program,
+        ata: associatedTokenAddress(wallet, mint, program),
+      }));
+      const { value } = await chain.read((rpc) =>
+        rpc.getMultipleAccounts(candidates.map((c) => c.ata) as never, { encoding: 'base64' }).send(),
+      );
       if (!value.some((account, i) => account && account.owner === candidates[i]!.program)) {
-        throw unprocessable('no_token_account', `The wallet ${wallet} has no token account for the stablecoin ${mint}, so buyers could not pay it; open one first`, { wallet, mint });
+        throw unprocessable(
+          'no_token_account',
+          `The wallet ${wallet} has no token account for the stablecoin ${mint}, so buyers could not pay it; open one first`,
+          { wallet, mint },
+        );
       }
     },
     now: options.now ?? (() => new Date()),
@@ -62,7 +84,7 @@ export async function createKnowledgeMarketApp(context: ServiceContext, options:
     handlers: marketHandlers(deps, planPurchase),
     ...fromContext(context),
     // The chain is read when a seller publishes (their token account): health reports whether it answers.
-    health: () => chain.tracker.health('knowledge-market', context.db),
+    upstream: chain.tracker,
     // The module's own price (or the agreed one), paid straight to the seller's wallet: the market holds no funds.
     pricing: {
       purchase: async (request) => {
@@ -70,7 +92,8 @@ export async function createKnowledgeMarketApp(context: ServiceContext, options:
         return { usd: atomicToUsd(plan.price), payTo: plan.module.seller };
       },
     },
-    // Unknown modules and agreements, reused or expired agreements, duplicates and unpayable sellers fail before the 402.
+    // Unknown modules and agreements, reused or expired agreements, duplicates and unpayable sellers fail before the
+    // 402.
     preflight: {
       publish: ({ body }, caller) => checkPublish(deps, body as PublishBody, caller!),
       purchase: async (request) => void (await planPurchase(request)),

@@ -1,7 +1,8 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { MarketContentFormat, MarketNegotiationMode } from '@agent-economy/contracts';
+import { camelCaseDb, json } from '../../db/camel-case';
 import { conflict } from '../../runtime/errors';
-import type { Listing, PurchaseFact, StoredModule, StoredPurchase } from './domain';
+import type { Listing, PurchaseFact, StoredModule, StoredPurchase, StoredRating } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_market': {
@@ -28,7 +29,12 @@ export const migrations: Record<string, Migration> = {
         .addColumn('published_at', 'timestamptz', (c) => c.notNull())
         .execute();
       // A seller lists given content once; the index also makes a duplicate that races past the preflight a 409.
-      await db.schema.createIndex('knowledge_market_modules_seller_hash_uq').on('knowledge_market_modules').columns(['seller', 'content_hash']).unique().execute();
+      await db.schema
+        .createIndex('knowledge_market_modules_seller_hash_uq')
+        .on('knowledge_market_modules')
+        .columns(['seller', 'content_hash'])
+        .unique()
+        .execute();
       await db.schema
         .createTable('knowledge_market_purchases')
         .addColumn('id', 'text', (c) => c.primaryKey())
@@ -46,8 +52,16 @@ export const migrations: Record<string, Migration> = {
         .addColumn('payment_key', 'text', (c) => c.unique())
         .addColumn('purchased_at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('knowledge_market_purchases_module_idx').on('knowledge_market_purchases').column('module_id').execute();
-      await db.schema.createIndex('knowledge_market_purchases_negotiation_idx').on('knowledge_market_purchases').column('negotiation_id').execute();
+      await db.schema
+        .createIndex('knowledge_market_purchases_module_idx')
+        .on('knowledge_market_purchases')
+        .column('module_id')
+        .execute();
+      await db.schema
+        .createIndex('knowledge_market_purchases_negotiation_idx')
+        .on('knowledge_market_purchases')
+        .column('negotiation_id')
+        .execute();
       await db.schema
         .createTable('knowledge_market_ratings')
         .addColumn('purchase_id', 'text', (c) => c.primaryKey().references('knowledge_market_purchases.id'))
@@ -61,78 +75,16 @@ export const migrations: Record<string, Migration> = {
   },
 };
 
-interface ModuleRow {
-  id: string;
-  seller: string;
-  seller_name: string | null;
-  title: string;
-  description: string;
-  tags: string[];
-  capabilities: string[];
-  price: bigint;
-  negotiation_mode: MarketNegotiationMode;
-  max_discount_percent: number;
-  version: string;
-  format: MarketContentFormat;
-  language: string | null;
-  content: string;
-  content_hash: string;
-  size_bytes: number;
-  preview: string | null;
-  published_at: Date;
+export interface NewPurchase extends Omit<StoredPurchase, 'format' | 'language' | 'content' | 'contentHash'> {
+  paymentKey: string | null;
 }
 
-interface PurchaseRow {
-  id: string;
-  module_id: string;
-  title: string;
-  version: string;
-  seller: string;
-  buyer: string;
-  paid_by: string;
-  price: bigint;
-  list_price: bigint;
-  negotiation_id: string | null;
-  payment_key: string | null;
-  purchased_at: Date;
-}
-
-interface RatingRow {
-  purchase_id: string;
-  module_id: string;
-  buyer: string;
-  rating: number;
-  comment: string | null;
-  rated_at: Date;
-}
-
+// Rows are the domain's entities (camelCaseDb), with what only storage has: a module's content, a purchase's payment.
 interface Tables {
-  knowledge_market_modules: ModuleRow;
-  knowledge_market_purchases: PurchaseRow;
-  knowledge_market_ratings: RatingRow;
+  knowledge_market_modules: StoredModule & { content: string };
+  knowledge_market_purchases: NewPurchase;
+  knowledge_market_ratings: StoredRating;
 }
-
-const json = (value: unknown) => sql`${JSON.stringify(value)}::jsonb`;
-
-const toStored = (r: Omit<ModuleRow, 'content'>): StoredModule => ({
-  id: r.id,
-  seller: r.seller,
-  sellerName: r.seller_name,
-  title: r.title,
-  description: r.description,
-  tags: r.tags,
-  capabilities: r.capabilities,
-  price: BigInt(r.price),
-  negotiationMode: r.negotiation_mode,
-  maxDiscountPercent: r.max_discount_percent,
-  version: r.version,
-  format: r.format,
-  language: r.language,
-  contentHash: r.content_hash,
-  sizeBytes: r.size_bytes,
-  preview: r.preview,
-  publishedAt: new Date(r.published_at),
-});
 
 /**
  * A purchase counts (sales, downloads, ratings, statistics) once it is paid: charged nothing (no payment key), or
@@ -143,16 +95,27 @@ const SETTLED = sql<boolean>`(p.payment_key is null or exists (select 1 from run
 /** Settled, or its payment still in flight (verifying, pending, unknown): it holds an agreement against reuse. */
 const LIVE = sql<boolean>`(p.payment_key is null or exists (select 1 from runtime_payments r where r.key = p.payment_key))`;
 
-export interface NewPurchase extends Omit<StoredPurchase, 'format' | 'language' | 'content' | 'contentHash'> {
-  paymentKey: string | null;
-}
-
-export function marketStore(database: Kysely<any>) {
-  const db = database as Kysely<Tables>;
+export function marketStore(database: SharedDb) {
+  const db = camelCaseDb<Tables>(database);
 
   const listingColumns = [
-    'm.id', 'm.seller', 'm.seller_name', 'm.title', 'm.description', 'm.tags', 'm.capabilities', 'm.price', 'm.negotiation_mode',
-    'm.max_discount_percent', 'm.version', 'm.format', 'm.language', 'm.content_hash', 'm.size_bytes', 'm.preview', 'm.published_at',
+    'm.id',
+    'm.seller',
+    'm.sellerName',
+    'm.title',
+    'm.description',
+    'm.tags',
+    'm.capabilities',
+    'm.price',
+    'm.negotiationMode',
+    'm.maxDiscountPercent',
+    'm.version',
+    'm.format',
+    'm.language',
+    'm.contentHash',
+    'm.sizeBytes',
+    'm.preview',
+    'm.publishedAt',
   ] as const;
 
   /** Listings with their settled sales and their ratings, optionally of one module. */
@@ -161,44 +124,55 @@ export function marketStore(database: Kysely<any>) {
       .selectFrom('knowledge_market_modules as m')
       .select(listingColumns)
       .select([
-        sql<string>`(select count(*) from knowledge_market_purchases p where p.module_id = m.id and ${SETTLED})`.as('sales'),
-        sql<string>`(select coalesce(sum(rating), 0) from knowledge_market_ratings g where g.module_id = m.id)`.as('rating_sum'),
-        sql<string>`(select count(*) from knowledge_market_ratings g where g.module_id = m.id)`.as('rating_count'),
+        sql<string>`(select count(*) from knowledge_market_purchases p where p.module_id = m.id and ${SETTLED})`.as(
+          'sales',
+        ),
+        sql<string>`(select coalesce(sum(rating), 0) from knowledge_market_ratings g where g.module_id = m.id)`.as(
+          'ratingSum',
+        ),
+        sql<string>`(select count(*) from knowledge_market_ratings g where g.module_id = m.id)`.as('ratingCount'),
       ]);
     if (id) query = query.where('m.id', '=', id);
     const rows = await query.execute();
-    return rows.map((r) => ({ ...toStored(r), sales: Number(r.sales), ratingSum: Number(r.rating_sum), ratingCount: Number(r.rating_count) }));
+    return rows.map((r) => ({
+      ...r,
+      sales: Number(r.sales),
+      ratingSum: Number(r.ratingSum),
+      ratingCount: Number(r.ratingCount),
+    }));
   }
 
   const purchaseSelect = (q: Kysely<Tables> = db) =>
     q
       .selectFrom('knowledge_market_purchases as p')
-      .innerJoin('knowledge_market_modules as m', 'm.id', 'p.module_id')
-      .select(['p.id', 'p.module_id', 'p.title', 'p.version', 'p.seller', 'p.buyer', 'p.paid_by', 'p.price', 'p.list_price', 'p.negotiation_id', 'p.purchased_at'])
-      .select(['m.format', 'm.language', 'm.content', 'm.content_hash']);
-  /** The purchases other than the one paid with `exceptKey` that hold this agreement (paid, or their payment in flight). */
+      .innerJoin('knowledge_market_modules as m', 'm.id', 'p.moduleId')
+      .select([
+        'p.id',
+        'p.moduleId',
+        'p.title',
+        'p.version',
+        'p.seller',
+        'p.buyer',
+        'p.paidBy',
+        'p.price',
+        'p.listPrice',
+        'p.negotiationId',
+        'p.purchasedAt',
+      ])
+      .select(['m.format', 'm.language', 'm.content', 'm.contentHash']);
+  /**
+   * The purchases other than the one paid with `exceptKey` that hold this agreement (paid, or their payment in flight).
+   */
   const holders = (q: Kysely<Tables>, negotiationId: string, exceptKey: string | null) => {
-    const query = q.selectFrom('knowledge_market_purchases as p').select('p.id').where('p.negotiation_id', '=', negotiationId).where(LIVE);
-    return exceptKey ? query.where((eb) => eb.or([eb('p.payment_key', 'is', null), eb('p.payment_key', '<>', exceptKey)])) : query;
+    const query = q
+      .selectFrom('knowledge_market_purchases as p')
+      .select('p.id')
+      .where('p.negotiationId', '=', negotiationId)
+      .where(LIVE);
+    return exceptKey
+      ? query.where((eb) => eb.or([eb('p.paymentKey', 'is', null), eb('p.paymentKey', '<>', exceptKey)]))
+      : query;
   };
-  const toPurchase = (r: Awaited<ReturnType<ReturnType<typeof purchaseSelect>['executeTakeFirstOrThrow']>>): StoredPurchase => ({
-    id: r.id,
-    moduleId: r.module_id,
-    title: r.title,
-    version: r.version,
-    seller: r.seller,
-    buyer: r.buyer,
-    paidBy: r.paid_by,
-    price: BigInt(r.price),
-    listPrice: BigInt(r.list_price),
-    negotiationId: r.negotiation_id,
-    format: r.format,
-    language: r.language,
-    content: r.content,
-    contentHash: r.content_hash,
-    purchasedAt: new Date(r.purchased_at),
-  });
-
   return {
     listings,
 
@@ -207,7 +181,12 @@ export function marketStore(database: Kysely<any>) {
     },
 
     async moduleBySellerHash(seller: string, contentHash: string): Promise<string | undefined> {
-      const row = await db.selectFrom('knowledge_market_modules').select('id').where('seller', '=', seller).where('content_hash', '=', contentHash).executeTakeFirst();
+      const row = await db
+        .selectFrom('knowledge_market_modules')
+        .select('id')
+        .where('seller', '=', seller)
+        .where('contentHash', '=', contentHash)
+        .executeTakeFirst();
       return row?.id;
     },
 
@@ -215,27 +194,8 @@ export function marketStore(database: Kysely<any>) {
     async insertModule(m: StoredModule, content: string): Promise<void> {
       const inserted = await db
         .insertInto('knowledge_market_modules')
-        .values({
-          id: m.id,
-          seller: m.seller,
-          seller_name: m.sellerName,
-          title: m.title,
-          description: m.description,
-          tags: json(m.tags) as never,
-          capabilities: json(m.capabilities) as never,
-          price: m.price,
-          negotiation_mode: m.negotiationMode,
-          max_discount_percent: m.maxDiscountPercent,
-          version: m.version,
-          format: m.format,
-          language: m.language,
-          content,
-          content_hash: m.contentHash,
-          size_bytes: m.sizeBytes,
-          preview: m.preview,
-          published_at: m.publishedAt,
-        })
-        .onConflict((oc) => oc.columns(['seller', 'content_hash']).doNothing())
+        .values({ ...m, tags: json(m.tags), capabilities: json(m.capabilities), content })
+        .onConflict((oc) => oc.columns(['seller', 'contentHash']).doNothing())
         .executeTakeFirst();
       if (!inserted.numInsertedOrUpdatedRows) {
         const existing = await this.moduleBySellerHash(m.seller, m.contentHash);
@@ -243,7 +203,10 @@ export function marketStore(database: Kysely<any>) {
       }
     },
 
-    /** True when a purchase other than the one paid with `exceptKey` holds this agreement (paid, or its payment in flight). */
+    /**
+     * True when a purchase other than the one paid with `exceptKey` holds this agreement (paid, or its payment in
+     * flight).
+     */
     async agreementUsed(negotiationId: string, exceptKey: string | null): Promise<boolean> {
       return !!(await holders(db, negotiationId, exceptKey).executeTakeFirst());
     },
@@ -255,53 +218,44 @@ export function marketStore(database: Kysely<any>) {
     async insertPurchase(p: NewPurchase): Promise<{ purchase: StoredPurchase } | { used: true }> {
       return db.transaction().execute(async (tx) => {
         if (p.paymentKey) {
-          const earlier = await tx.selectFrom('knowledge_market_purchases').select('id').where('payment_key', '=', p.paymentKey).executeTakeFirst();
-          if (earlier) return { purchase: toPurchase(await purchaseSelect(tx).where('p.id', '=', earlier.id).executeTakeFirstOrThrow()) };
+          const earlier = await tx
+            .selectFrom('knowledge_market_purchases')
+            .select('id')
+            .where('paymentKey', '=', p.paymentKey)
+            .executeTakeFirst();
+          if (earlier)
+            return { purchase: await purchaseSelect(tx).where('p.id', '=', earlier.id).executeTakeFirstOrThrow() };
         }
         if (p.negotiationId) {
           await sql`select pg_advisory_xact_lock(hashtext(${`knowledge-market:${p.negotiationId}`}))`.execute(tx);
           if (await holders(tx, p.negotiationId, p.paymentKey).executeTakeFirst()) return { used: true as const };
         }
-        await tx
-          .insertInto('knowledge_market_purchases')
-          .values({
-            id: p.id,
-            module_id: p.moduleId,
-            title: p.title,
-            version: p.version,
-            seller: p.seller,
-            buyer: p.buyer,
-            paid_by: p.paidBy,
-            price: p.price,
-            list_price: p.listPrice,
-            negotiation_id: p.negotiationId,
-            payment_key: p.paymentKey,
-            purchased_at: p.purchasedAt,
-          })
-          .execute();
-        return { purchase: toPurchase(await purchaseSelect(tx).where('p.id', '=', p.id).executeTakeFirstOrThrow()) };
+        await tx.insertInto('knowledge_market_purchases').values(p).execute();
+        return { purchase: await purchaseSelect(tx).where('p.id', '=', p.id).executeTakeFirstOrThrow() };
       });
     },
 
     /** A paid purchase with its content, or undefined (unknown, or its payment never settled). */
     async purchase(id: string): Promise<StoredPurchase | undefined> {
-      const row = await purchaseSelect().where('p.id', '=', id).where(SETTLED).executeTakeFirst();
-      return row && toPurchase(row);
-    },
-
-    async rating(purchaseId: string): Promise<RatingRow | undefined> {
-      return db.selectFrom('knowledge_market_ratings').selectAll().where('purchase_id', '=', purchaseId).executeTakeFirst();
+      return purchaseSelect().where('p.id', '=', id).where(SETTLED).executeTakeFirst();
     },
 
     /** Records a rating; false when the purchase was already rated (the primary key decides races). */
-    async insertRating(r: RatingRow): Promise<boolean> {
-      const inserted = await db.insertInto('knowledge_market_ratings').values(r).onConflict((oc) => oc.column('purchase_id').doNothing()).executeTakeFirst();
+    async insertRating(r: StoredRating): Promise<boolean> {
+      const inserted = await db
+        .insertInto('knowledge_market_ratings')
+        .values(r)
+        .onConflict((oc) => oc.column('purchaseId').doNothing())
+        .executeTakeFirst();
       return !!inserted.numInsertedOrUpdatedRows;
     },
 
     async paidPurchases(): Promise<PurchaseFact[]> {
-      const rows = await db.selectFrom('knowledge_market_purchases as p').select(['p.price', 'p.purchased_at']).where(SETTLED).execute();
-      return rows.map((r) => ({ price: BigInt(r.price), purchasedAt: new Date(r.purchased_at) }));
+      return db
+        .selectFrom('knowledge_market_purchases as p')
+        .select(['p.price', 'p.purchasedAt'])
+        .where(SETTLED)
+        .execute();
     },
 
     async allRatings(): Promise<number[]> {

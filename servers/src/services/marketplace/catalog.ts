@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { CatalogResource, CatalogService } from './domain';
+import { tracedFetch } from '../../http/tracing';
 
 // The resource catalog: every paid route of every running service, read over HTTP from its descriptor
 // (/.well-known/agent-card.json: name, description, public address) and its OpenAPI document (/openapi.json: each
@@ -13,7 +14,12 @@ const Operation = z.object({
   description: z.string().max(20_000).optional(),
   tags: z.array(z.string()).optional(),
   'x-payment': z
-    .object({ kind: z.string(), usd: z.string().optional(), minUsd: z.string().optional(), payTo: z.string().optional() })
+    .object({
+      kind: z.string(),
+      usd: z.string().optional(),
+      minUsd: z.string().optional(),
+      payTo: z.string().optional(),
+    })
     .passthrough()
     .optional(),
 });
@@ -31,13 +37,17 @@ export interface CatalogOptions {
 }
 
 async function getJson(url: string, timeoutMs: number): Promise<unknown> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+  const response = await tracedFetch(`GET ${new URL(url).pathname}`, url, {
+    signal: AbortSignal.timeout(timeoutMs),
+    headers: { accept: 'application/json' },
+  });
   if (!response.ok) throw new Error(`${url} answered ${response.status}`);
   return await response.json();
 }
 
 /**
- * The price per call shown: a fixed route's price; an adaptive route's lowest; a tiered route's lowest paid tier (a free
+ * The price per call shown: a fixed route's price; an adaptive route's lowest; a tiered route's lowest paid tier (a
+ * free
  * tier is not a pay-per-call price).
  */
 function priceOf(payment: { kind: string; usd?: string; minUsd?: string; tiers?: unknown }): string | undefined {
@@ -85,7 +95,14 @@ export function readService(id: string, cardJson: unknown, documentJson: unknown
       });
     }
   }
-  return { id, name: card.data.name, description: card.data.description, url: base, agentCardUrl: `${base}/.well-known/agent-card.json`, resources };
+  return {
+    id,
+    name: card.data.name,
+    description: card.data.description,
+    url: base,
+    agentCardUrl: `${base}/.well-known/agent-card.json`,
+    resources,
+  };
 }
 
 export function catalogReader(options: CatalogOptions) {
@@ -98,7 +115,10 @@ export function catalogReader(options: CatalogOptions) {
       entries.map(async ([id, url]) => {
         const base = url.replace(/\/+$/, '');
         try {
-          const [card, document] = await Promise.all([getJson(`${base}/.well-known/agent-card.json`, options.timeoutMs), getJson(`${base}/openapi.json`, options.timeoutMs)]);
+          const [card, document] = await Promise.all([
+            getJson(`${base}/.well-known/agent-card.json`, options.timeoutMs),
+            getJson(`${base}/openapi.json`, options.timeoutMs),
+          ]);
           return readService(id, card, document);
         } catch (error) {
           options.logger.debug({ err: error, service: id }, 'marketplace: service not answering; left out');

@@ -1,4 +1,12 @@
-import { atomicToUsd, usdToAtomic, type EcosystemProject, type MarketplaceResource, type SellerProfile, type SellerStats, type Timeframe } from '@agent-economy/contracts';
+import {
+  atomicToUsd,
+  usdToAtomic,
+  type EcosystemProject,
+  type MarketplaceResource,
+  type SellerProfile,
+  type SellerStats,
+  type Timeframe,
+} from '@agent-economy/contracts';
 
 // The marketplace's figures: pure functions over the resource catalog (read from the running services' descriptors
 // and OpenAPI documents) and the settlement totals (copied from the facilitator's records). Money is summed in atomic
@@ -77,7 +85,9 @@ export function stripQuery(url: string): string {
 /** Whether a concrete paid URL is a call of a resource (its path parameters filled in). */
 export function matcher(resourceUrl: string): (url: string) => boolean {
   const template = new URL(resourceUrl);
-  const path = new RegExp(`^${template.pathname.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_][A-Za-z0-9_]*/g, '[^/]+')}$`);
+  const path = new RegExp(
+    `^${template.pathname.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_][A-Za-z0-9_]*/g, '[^/]+')}$`,
+  );
   const origin = template.origin;
   return (url: string) => {
     try {
@@ -109,7 +119,12 @@ export function listResources(catalog: CatalogResource[], totals: ResourceTotals
       const volume = own.reduce((n, t) => n + t.volume, 0n);
       return { resource, calls, volume };
     })
-    .sort((a, b) => compareBig(b.volume, a.volume) || b.calls - a.calls || a.resource.resourceUrl.localeCompare(b.resource.resourceUrl))
+    .sort(
+      (a, b) =>
+        compareBig(b.volume, a.volume) ||
+        b.calls - a.calls ||
+        a.resource.resourceUrl.localeCompare(b.resource.resourceUrl),
+    )
     .map(({ resource, calls, volume }) => ({
       resourceUrl: resource.resourceUrl,
       displayName: resource.displayName,
@@ -148,14 +163,17 @@ function mostCommon(values: string[]): string | undefined {
  * facilitator for resources no running service lists is named after the origin it was paid for, else its address.
  */
 export function identify(payTo: string, services: CatalogService[], paidUrls: string[]): SellerIdentity {
-  const own = services.map((s) => ({ service: s, resources: s.resources.filter((r) => r.payTo === payTo) })).filter((s) => s.resources.length > 0);
+  const own = services
+    .map((s) => ({ service: s, resources: s.resources.filter((r) => r.payTo === payTo) }))
+    .filter((s) => s.resources.length > 0);
   const resources = own.flatMap((s) => s.resources);
   if (own.length > 0) {
     const main = own.slice().sort((a, b) => b.resources.length - a.resources.length)[0]!.service;
     return {
       payTo,
       displayName: own.length === 1 ? main.name : `${main.name} and ${own.length - 1} more`,
-      description: own.length === 1 ? main.description : own.map((s) => `${s.service.name}: ${s.service.description}`).join(' '),
+      description:
+        own.length === 1 ? main.description : own.map((s) => `${s.service.name}: ${s.service.description}`).join(' '),
       category: mostCommon(resources.map((r) => r.category)) ?? 'uncategorized',
       websiteUrl: main.url,
       agentCardUrl: main.agentCardUrl,
@@ -192,10 +210,16 @@ export function listProjects(
   direction: 'asc' | 'desc',
 ): EcosystemProject[] {
   const byPayTo = new Map(totals.map((t) => [t.payTo, t]));
-  const sellers = [...new Set([...services.flatMap((s) => s.resources.map((r) => r.payTo)), ...totals.map((t) => t.payTo)])];
+  const sellers = [
+    ...new Set([...services.flatMap((s) => s.resources.map((r) => r.payTo)), ...totals.map((t) => t.payTo)]),
+  ];
   const projects = sellers.map((payTo) => {
     const t = byPayTo.get(payTo);
-    const identity = identify(payTo, services, resourceTotals.filter((r) => r.payTo === payTo).map((r) => r.resource));
+    const identity = identify(
+      payTo,
+      services,
+      resourceTotals.filter((r) => r.payTo === payTo).map((r) => r.resource),
+    );
     const paidUrls = new Set(resourceTotals.filter((r) => r.payTo === payTo).map((r) => stripQuery(r.resource)));
     return {
       payTo,
@@ -210,7 +234,11 @@ export function listProjects(
   });
   const sign = direction === 'asc' ? 1 : -1;
   const key = (p: (typeof projects)[number]): [bigint, number] =>
-    sort === 'volume' ? [p.volume, p.settlements] : sort === 'settlements' ? [BigInt(p.settlements), Number(p.volume)] : [BigInt(p.lastAt?.getTime() ?? -1), 0];
+    sort === 'volume'
+      ? [p.volume, p.settlements]
+      : sort === 'settlements'
+        ? [BigInt(p.settlements), Number(p.volume)]
+        : [BigInt(p.lastAt?.getTime() ?? -1), 0];
   projects.sort((a, b) => {
     const [ka, ta] = key(a);
     const [kb, tb] = key(b);
@@ -237,7 +265,11 @@ export function sellerProfile(identity: SellerIdentity, totals: SellerTotals | u
     websiteUrl: identity.websiteUrl,
     agentCardUrl: identity.agentCardUrl,
     networks: totals?.networks ?? [],
-    resources: identity.resources.map((r) => ({ resourceUrl: r.resourceUrl, displayName: r.displayName, priceUsd: Number(r.priceUsd) })),
+    resources: identity.resources.map((r) => ({
+      resourceUrl: r.resourceUrl,
+      displayName: r.displayName,
+      priceUsd: Number(r.priceUsd),
+    })),
     firstSettlementAt: totals?.firstAt.toISOString() ?? null,
   };
 }
@@ -256,7 +288,11 @@ export function sellerStats(
   const volume = all?.volume ?? 0n;
   // Settled URLs grouped under the listed resource they call (path parameters folded), else as paid; a transfer below a
   // listed resource's price naming it is no call of it, and is left out of the top resources.
-  const matchers = identity.resources.map((r) => ({ url: r.resourceUrl, named: matcher(r.resourceUrl), calls: callsOf(r) }));
+  const matchers = identity.resources.map((r) => ({
+    url: r.resourceUrl,
+    named: matcher(r.resourceUrl),
+    calls: callsOf(r),
+  }));
   const grouped = new Map<string, { calls: number; volume: bigint }>();
   for (const t of resourceTotals) {
     const named = matchers.filter((m) => m.named(t.resource));

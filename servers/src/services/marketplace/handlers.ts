@@ -39,7 +39,11 @@ export function marketplaceHandlers(deps: MarketplaceDeps): RouterImplementation
       // Only the all-time figures are used here; any window will do.
       deps.store.sellerTotals(windowOf('1d', deps.now()), payTo),
     ]);
-    const identity = identify(payTo, services, resourceTotals.map((t) => t.resource));
+    const identity = identify(
+      payTo,
+      services,
+      resourceTotals.map((t) => t.resource),
+    );
     if (identity.resources.length === 0 && totals.length === 0) throw sellerNotFound(payTo);
     return { identity, resourceTotals, totals: totals[0] };
   }
@@ -79,11 +83,17 @@ export function marketplaceHandlers(deps: MarketplaceDeps): RouterImplementation
       const { identity, resourceTotals } = await seller(params.payTo);
       const now = deps.now();
       const perTimeframe = await Promise.all(
-        TIMEFRAMES.map(async (timeframe) => ({ timeframe, totals: (await deps.store.sellerTotals(windowOf(timeframe, now), params.payTo))[0] })),
+        TIMEFRAMES.map(async (timeframe) => ({
+          timeframe,
+          totals: (await deps.store.sellerTotals(windowOf(timeframe, now), params.payTo))[0],
+        })),
       );
       // The figures are as of the last successful copy of the facilitator's records.
       const { syncedAt } = await deps.store.position(deps.source());
-      return { status: 200 as const, body: sellerStats(params.payTo, identity, perTimeframe, resourceTotals, syncedAt ?? now) };
+      return {
+        status: 200 as const,
+        body: sellerStats(params.payTo, identity, perTimeframe, resourceTotals, syncedAt ?? now),
+      };
     },
   };
 }

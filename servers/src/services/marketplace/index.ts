@@ -26,15 +26,23 @@ export async function createMarketplaceApp(context: ServiceContext, options: Mar
   const now = options.now ?? (() => new Date());
   const logger = context.logger.child({ service: 'marketplace' });
   const store = marketplaceStore(context.db);
-  const facilitatorUrl = options.facilitatorUrl ?? (() => context.paywall.facilitatorUrl ?? context.serviceUrl('facilitator'));
+  const facilitatorUrl =
+    options.facilitatorUrl ?? (() => context.paywall.facilitatorUrl ?? context.serviceUrl('facilitator'));
   const serviceUrls =
     options.serviceUrls ??
-    (() => Object.fromEntries(registry.filter((s) => s.id !== marketplace.id).map((s) => [s.id, context.serviceUrl(s.id)])));
+    (() =>
+      Object.fromEntries(registry.filter((s) => s.id !== marketplace.id).map((s) => [s.id, context.serviceUrl(s.id)])));
   const catalog = catalogReader({ serviceUrls, now, ttlMs: options.catalogTtlMs ?? 30_000, timeoutMs: 3_000, logger });
   const sync = settlementSync({ store, facilitatorUrl, now, logger });
   return await createServiceApp({
     service: marketplace,
-    handlers: marketplaceHandlers({ store, catalog, sync: () => sync.sync(), source: () => facilitatorUrl().replace(/\/+$/, ''), now }),
+    handlers: marketplaceHandlers({
+      store,
+      catalog,
+      sync: () => sync.sync(),
+      source: () => facilitatorUrl().replace(/\/+$/, ''),
+      now,
+    }),
     ...fromContext(context),
   });
 }

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { DiscoverySettlement } from '@agent-economy/contracts';
 import type { ResourceTotals, SellerTotals, SettlementWindow } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_marketplace': {
@@ -19,14 +20,31 @@ export const migrations: Record<string, Migration> = {
         .addColumn('resource', 'text')
         .addColumn('settled_at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('marketplace_settlements_pay_to').on('marketplace_settlements').columns(['pay_to', 'settled_at']).execute();
-      await db.schema.createIndex('marketplace_settlements_resource').on('marketplace_settlements').column('resource').execute();
+      await db.schema
+        .createIndex('marketplace_settlements_pay_to')
+        .on('marketplace_settlements')
+        .columns(['pay_to', 'settled_at'])
+        .execute();
+      await db.schema
+        .createIndex('marketplace_settlements_resource')
+        .on('marketplace_settlements')
+        .column('resource')
+        .execute();
       // Where the copy stands, per facilitator: the feed's cursor only moves forward (greatest()).
       await db.schema
         .createTable('marketplace_sync')
         .addColumn('source', 'text', (c) => c.primaryKey())
         .addColumn('cursor', 'int8', (c) => c.notNull())
         .addColumn('synced_at', 'timestamptz', (c) => c.notNull())
+        .execute();
+    },
+  },
+  '002_refunds': {
+    async up(db) {
+      // A settlement the seller refunded (the feed repeats it with `refund` set): no longer a call or volume.
+      await db.schema
+        .alterTable('marketplace_settlements')
+        .addColumn('refunded', 'boolean', (c) => c.notNull().defaultTo(false))
         .execute();
     },
   },
@@ -42,6 +60,7 @@ interface SettlementRow {
   network: string;
   resource: string | null;
   settled_at: Date;
+  refunded: boolean;
 }
 interface SyncRow {
   source: string;
@@ -53,10 +72,13 @@ interface Tables {
   marketplace_sync: SyncRow;
 }
 
-/** Self-payments (payer = payTo) move nothing between parties: they never count as calls or volume. */
-const COUNTED = sql<boolean>`payer <> pay_to`;
+/**
+ * Self-payments (payer = payTo) move nothing between parties, and refunded ones were given back: neither counts as
+ * calls or volume.
+ */
+const COUNTED = sql<boolean>`payer <> pay_to and not refunded`;
 
-export function marketplaceStore(database: Kysely<any>) {
+export function marketplaceStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
   return {
     async position(source: string): Promise<{ cursor: bigint; syncedAt: Date | null }> {
@@ -81,16 +103,25 @@ export function marketplaceStore(database: Kysely<any>) {
                 network: s.network,
                 resource: s.resource,
                 settled_at: new Date(s.settledAt),
+                refunded: s.refund !== null,
               })),
             )
-            .onConflict((oc) => oc.column('transaction').doNothing())
+            // A settlement seen again is the feed telling of its refund; a refund is never taken back.
+            .onConflict((oc) =>
+              oc
+                .column('transaction')
+                .doUpdateSet({ refunded: sql`marketplace_settlements.refunded or excluded.refunded` }),
+            )
             .execute();
         }
         await trx
           .insertInto('marketplace_sync')
           .values({ source, cursor, synced_at: at })
           .onConflict((oc) =>
-            oc.column('source').doUpdateSet({ cursor: sql`greatest(marketplace_sync.cursor, excluded.cursor)`, synced_at: sql`greatest(marketplace_sync.synced_at, excluded.synced_at)` }),
+            oc.column('source').doUpdateSet({
+              cursor: sql`greatest(marketplace_sync.cursor, excluded.cursor)`,
+              synced_at: sql`greatest(marketplace_sync.synced_at, excluded.synced_at)`,
+            }),
           )
           .execute();
       });
@@ -110,7 +141,13 @@ export function marketplaceStore(database: Kysely<any>) {
         .groupBy(['resource', 'pay_to', 'amount']);
       if (payTo) query = query.where('pay_to', '=', payTo);
       const rows = await query.execute();
-      return rows.map((r) => ({ resource: r.resource!, payTo: r.pay_to, amount: BigInt(r.each), calls: Number(r.calls), volume: BigInt(r.volume) }));
+      return rows.map((r) => ({
+        resource: r.resource!,
+        payTo: r.pay_to,
+        amount: BigInt(r.each),
+        calls: Number(r.calls),
+        volume: BigInt(r.volume),
+      }));
     },
 
     /** Per seller: all-time and in-window figures, first and last settlement, networks. */
@@ -122,9 +159,15 @@ export function marketplaceStore(database: Kysely<any>) {
           sql<string>`count(*)::text`.as('calls'),
           sql<string>`coalesce(sum(amount), 0)::text`.as('volume'),
           sql<string>`count(distinct payer)::text`.as('buyers'),
-          sql<string>`count(*) filter (where settled_at > ${window.since} and settled_at <= ${window.until})::text`.as('window_calls'),
-          sql<string>`coalesce(sum(amount) filter (where settled_at > ${window.since} and settled_at <= ${window.until}), 0)::text`.as('window_volume'),
-          sql<string>`count(distinct payer) filter (where settled_at > ${window.since} and settled_at <= ${window.until})::text`.as('window_buyers'),
+          sql<string>`count(*) filter (where settled_at > ${window.since} and settled_at <= ${window.until})::text`.as(
+            'window_calls',
+          ),
+          sql<string>`coalesce(sum(amount) filter (where settled_at > ${window.since} and settled_at <= ${window.until}), 0)::text`.as(
+            'window_volume',
+          ),
+          sql<string>`count(distinct payer) filter (where settled_at > ${window.since} and settled_at <= ${window.until})::text`.as(
+            'window_buyers',
+          ),
           sql<Date>`min(settled_at)`.as('first_at'),
           sql<Date>`max(settled_at)`.as('last_at'),
           sql<string[]>`array_agg(distinct network order by network)`.as('networks'),

@@ -4,8 +4,10 @@ import {
   atomicToUsd,
   type NegotiatedTerms,
   type Negotiation,
+  type NegotiationAgreement,
   type NegotiationOffer,
   type NegotiationParty,
+  type NegotiationRejection,
   type NegotiationState,
   type NegotiationStats,
   type NegotiationSummary,
@@ -15,36 +17,42 @@ import { HttpError, conflict, unprocessable } from '../../runtime/errors';
 // The negotiation state machine, as plain functions over plain data: every move takes a negotiation and returns the
 // next one, or throws the contract's error. The store persists the result under an optimistic version check.
 
-export type Mode = 'auto' | 'manual';
+export type Mode = Negotiation['mode'];
 
-export interface StoredOffer {
-  round: number;
-  by: NegotiationParty;
+// A negotiation as the domain and the store keep it: the contract's, with money as bigint atomic units and time as Date
+// (toNegotiation writes them back as USD strings and ISO times), without what is derived on the way out (standing
+// offer, max rounds), and with its version.
+
+export interface StoredOffer extends Omit<NegotiationOffer, 'priceUsd' | 'at'> {
   /** Atomic units. */
   price: bigint;
-  message: string | null;
-  automatic: boolean;
-  rationale: string | null;
   at: Date;
 }
 
-export interface StoredNegotiation {
-  id: string;
-  moduleId: string;
-  moduleTitle: string;
-  buyer: string;
-  seller: string;
-  broker: string | null;
-  mode: Mode;
-  state: NegotiationState;
-  turn: NegotiationParty | null;
+export interface StoredNegotiation extends Omit<
+  Negotiation,
+  | 'listPriceUsd'
+  | 'floorUsd'
+  | 'standingOffer'
+  | 'maxRounds'
+  | 'offers'
+  | 'agreement'
+  | 'rejection'
+  | 'openedAt'
+  | 'updatedAt'
+  | 'expiresAt'
+> {
   listPrice: bigint;
   floor: bigint | null;
-  /** Buyer offers so far. */
-  rounds: number;
   offers: StoredOffer[];
-  agreement: { price: bigint; acceptedBy: NegotiationParty; automatic: boolean; acceptedAt: Date; validUntil: Date } | null;
-  rejection: { by: NegotiationParty; automatic: boolean; reason: string | null; at: Date } | null;
+  agreement:
+    | (Omit<NegotiationAgreement, 'priceUsd' | 'acceptedAt' | 'validUntil'> & {
+        price: bigint;
+        acceptedAt: Date;
+        validUntil: Date;
+      })
+    | null;
+  rejection: (Omit<NegotiationRejection, 'at'> & { at: Date }) | null;
   openedAt: Date;
   updatedAt: Date;
   expiresAt: Date;
@@ -84,7 +92,11 @@ export function standingAsk(n: StoredNegotiation): bigint {
 export function roleOf(n: StoredNegotiation, caller: string): NegotiationParty {
   if (caller === n.seller) return 'seller';
   if (caller === n.buyer || caller === n.broker) return 'buyer';
-  throw new HttpError(403, 'not_a_party', 'Only the buyer, the seller or the broker of a negotiation may see or move it');
+  throw new HttpError(
+    403,
+    'not_a_party',
+    'Only the buyer, the seller or the broker of a negotiation may see or move it',
+  );
 }
 
 function assertOpen(n: StoredNegotiation): void {
@@ -95,14 +107,30 @@ function assertTurn(n: StoredNegotiation, role: NegotiationParty): void {
   if (n.turn !== role) throw conflict('not_your_turn', `It is the ${n.turn}'s turn`, { turn: n.turn });
 }
 
-function close(n: StoredNegotiation, now: Date, outcome: Pick<StoredNegotiation, 'state' | 'agreement' | 'rejection'>): StoredNegotiation {
+function close(
+  n: StoredNegotiation,
+  now: Date,
+  outcome: Pick<StoredNegotiation, 'state' | 'agreement' | 'rejection'>,
+): StoredNegotiation {
   return { ...n, ...outcome, turn: null, updatedAt: now };
 }
 
-function agree(n: StoredNegotiation, price: bigint, acceptedBy: NegotiationParty, automatic: boolean, now: Date): StoredNegotiation {
+function agree(
+  n: StoredNegotiation,
+  price: bigint,
+  acceptedBy: NegotiationParty,
+  automatic: boolean,
+  now: Date,
+): StoredNegotiation {
   return close(n, now, {
     state: 'accepted',
-    agreement: { price, acceptedBy, automatic, acceptedAt: now, validUntil: new Date(now.getTime() + AGREEMENT_VALID_MS) },
+    agreement: {
+      price,
+      acceptedBy,
+      automatic,
+      acceptedAt: now,
+      validUntil: new Date(now.getTime() + AGREEMENT_VALID_MS),
+    },
     rejection: null,
   });
 }
@@ -117,7 +145,11 @@ export function respond(n: StoredNegotiation, now: Date): StoredNegotiation {
   const k = n.rounds;
   if (k >= NEGOTIATION_MAX_ROUNDS) {
     if (offer.price >= floor) return agree(n, offer.price, 'seller', true, now);
-    return close(n, now, { state: 'rejected', agreement: null, rejection: { by: 'seller', automatic: true, reason: 'below_floor', at: now } });
+    return close(n, now, {
+      state: 'rejected',
+      agreement: null,
+      rejection: { by: 'seller', automatic: true, reason: 'below_floor', at: now },
+    });
   }
   const ask = standingAsk(n);
   const split = midpointUp(offer.price, ask);
@@ -141,8 +173,14 @@ export interface OpenInput {
 
 /** Refusals of an opening that depend only on the module and the parties. */
 export function checkOpening(module: ModuleTerms, buyer: string): asserts module is ModuleTerms & { mode: Mode } {
-  if (module.mode === 'off') throw unprocessable('not_negotiable', 'The seller sells this module at its list price only (negotiation mode off)', { moduleId: module.id });
-  if (buyer === module.seller) throw unprocessable('own_module', 'The buyer is the module’s seller', { moduleId: module.id });
+  if (module.mode === 'off')
+    throw unprocessable(
+      'not_negotiable',
+      'The seller sells this module at its list price only (negotiation mode off)',
+      { moduleId: module.id },
+    );
+  if (buyer === module.seller)
+    throw unprocessable('own_module', 'The buyer is the module’s seller', { moduleId: module.id });
 }
 
 /** A new negotiation with the buyer's opening offer, answered at once where the rules say so. */
@@ -162,7 +200,9 @@ export function openNegotiation(input: OpenInput, now: Date): StoredNegotiation 
     listPrice: module.price,
     floor: module.mode === 'auto' ? (module.floor ?? module.price) : null,
     rounds: 1,
-    offers: [{ round: 1, by: 'buyer', price: input.offer, message: input.message, automatic: false, rationale: null, at: now }],
+    offers: [
+      { round: 1, by: 'buyer', price: input.offer, message: input.message, automatic: false, rationale: null, at: now },
+    ],
     agreement: null,
     rejection: null,
     openedAt: now,
@@ -176,48 +216,103 @@ export function openNegotiation(input: OpenInput, now: Date): StoredNegotiation 
 }
 
 /** The party in turn answers the standing offer with a new price; moves must converge. */
-export function counterOffer(n: StoredNegotiation, role: NegotiationParty, price: bigint, message: string | null, now: Date): StoredNegotiation {
+export function counterOffer(
+  n: StoredNegotiation,
+  role: NegotiationParty,
+  price: bigint,
+  message: string | null,
+  now: Date,
+): StoredNegotiation {
   assertOpen(n);
   assertTurn(n, role);
   const standing = n.offers.at(-1)!;
   if (role === 'seller') {
     if (n.rounds >= NEGOTIATION_MAX_ROUNDS) {
-      throw conflict('max_rounds_reached', `The buyer made ${NEGOTIATION_MAX_ROUNDS} offers: accept or reject the last one`, { rounds: n.rounds });
+      throw conflict(
+        'max_rounds_reached',
+        `The buyer made ${NEGOTIATION_MAX_ROUNDS} offers: accept or reject the last one`,
+        { rounds: n.rounds },
+      );
     }
     const ask = standingAsk(n);
-    if (price > ask) throw unprocessable('offer_regressed', `A seller may not ask more than before (${usd(ask)})`, { previousUsd: usd(ask) });
+    if (price > ask)
+      throw unprocessable('offer_regressed', `A seller may not ask more than before (${usd(ask)})`, {
+        previousUsd: usd(ask),
+      });
     if (price <= standing.price) {
-      throw unprocessable('counter_crosses_offer', `The buyer offers ${usd(standing.price)}: accept it rather than ask that or less`, { standingUsd: usd(standing.price) });
+      throw unprocessable(
+        'counter_crosses_offer',
+        `The buyer offers ${usd(standing.price)}: accept it rather than ask that or less`,
+        { standingUsd: usd(standing.price) },
+      );
     }
-    const offer: StoredOffer = { round: n.rounds, by: 'seller', price, message, automatic: false, rationale: null, at: now };
+    const offer: StoredOffer = {
+      round: n.rounds,
+      by: 'seller',
+      price,
+      message,
+      automatic: false,
+      rationale: null,
+      at: now,
+    };
     return { ...n, offers: [...n.offers, offer], state: 'countered', turn: 'buyer', updatedAt: now };
   }
   const previous = n.offers.filter((o) => o.by === 'buyer').at(-1)!.price;
-  if (price < previous) throw unprocessable('offer_regressed', `A buyer may not offer less than before (${usd(previous)})`, { previousUsd: usd(previous) });
+  if (price < previous)
+    throw unprocessable('offer_regressed', `A buyer may not offer less than before (${usd(previous)})`, {
+      previousUsd: usd(previous),
+    });
   if (price >= standing.price) {
-    throw unprocessable('counter_crosses_offer', `The seller asks ${usd(standing.price)}: accept it rather than offer that or more`, { standingUsd: usd(standing.price) });
+    throw unprocessable(
+      'counter_crosses_offer',
+      `The seller asks ${usd(standing.price)}: accept it rather than offer that or more`,
+      { standingUsd: usd(standing.price) },
+    );
   }
   const rounds = n.rounds + 1;
   const offer: StoredOffer = { round: rounds, by: 'buyer', price, message, automatic: false, rationale: null, at: now };
-  const next: StoredNegotiation = { ...n, rounds, offers: [...n.offers, offer], state: 'countered', turn: 'seller', updatedAt: now };
+  const next: StoredNegotiation = {
+    ...n,
+    rounds,
+    offers: [...n.offers, offer],
+    state: 'countered',
+    turn: 'seller',
+    updatedAt: now,
+  };
   return n.mode === 'auto' ? respond(next, now) : next;
 }
 
 /** The party in turn accepts the other side's standing offer. */
-export function acceptOffer(n: StoredNegotiation, role: NegotiationParty, expected: bigint | undefined, now: Date): StoredNegotiation {
+export function acceptOffer(
+  n: StoredNegotiation,
+  role: NegotiationParty,
+  expected: bigint | undefined,
+  now: Date,
+): StoredNegotiation {
   assertOpen(n);
   assertTurn(n, role);
   const standing = n.offers.at(-1)!;
   if (expected !== undefined && expected !== standing.price) {
-    throw conflict('offer_changed', `The standing offer is ${usd(standing.price)}, not ${usd(expected)}`, { standingUsd: usd(standing.price) });
+    throw conflict('offer_changed', `The standing offer is ${usd(standing.price)}, not ${usd(expected)}`, {
+      standingUsd: usd(standing.price),
+    });
   }
   return agree(n, standing.price, role, false, now);
 }
 
 /** Either party walks away before agreement, in turn or not. */
-export function rejectNegotiation(n: StoredNegotiation, role: NegotiationParty, reason: string | null, now: Date): StoredNegotiation {
+export function rejectNegotiation(
+  n: StoredNegotiation,
+  role: NegotiationParty,
+  reason: string | null,
+  now: Date,
+): StoredNegotiation {
   assertOpen(n);
-  return close(n, now, { state: 'rejected', agreement: null, rejection: { by: role, automatic: false, reason, at: now } });
+  return close(n, now, {
+    state: 'rejected',
+    agreement: null,
+    rejection: { by: role, automatic: false, reason, at: now },
+  });
 }
 
 const toOffer = (o: StoredOffer): NegotiationOffer => ({
@@ -275,7 +370,8 @@ export const toSummary = (n: StoredNegotiation): NegotiationSummary => ({
 });
 
 export function toTerms(n: StoredNegotiation): NegotiatedTerms {
-  if (n.state !== 'accepted' || !n.agreement) throw conflict('negotiation_not_accepted', `The negotiation is ${n.state}`, { state: n.state });
+  if (n.state !== 'accepted' || !n.agreement)
+    throw conflict('negotiation_not_accepted', `The negotiation is ${n.state}`, { state: n.state });
   return {
     negotiationId: n.id,
     moduleId: n.moduleId,
@@ -291,7 +387,10 @@ export function toTerms(n: StoredNegotiation): NegotiatedTerms {
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-/** Counts by state and mode; agreement rate (4 decimals), mean rounds of closed ones and mean discount of accepted ones (2 decimals). */
+/**
+ * Counts by state and mode; agreement rate (4 decimals), mean rounds of closed ones and mean discount of accepted ones
+ * (2 decimals).
+ */
 export function buildStats(all: StoredNegotiation[], now: Date): NegotiationStats {
   const byState: Record<NegotiationState, number> = { open: 0, countered: 0, accepted: 0, rejected: 0, expired: 0 };
   const byMode = { auto: 0, manual: 0 };
@@ -323,7 +422,8 @@ export interface PagePosition {
   id: string;
 }
 
-export const encodeCursor = (p: PagePosition): string => Buffer.from(JSON.stringify({ t: p.updatedAt.toISOString(), id: p.id })).toString('base64url');
+export const encodeCursor = (p: PagePosition): string =>
+  Buffer.from(JSON.stringify({ t: p.updatedAt.toISOString(), id: p.id })).toString('base64url');
 
 export function decodeCursor(cursor: string | undefined): PagePosition | undefined {
   if (cursor === undefined) return undefined;
@@ -334,9 +434,16 @@ export function decodeCursor(cursor: string | undefined): PagePosition | undefin
     value = undefined;
   }
   const at = typeof value?.t === 'string' ? new Date(value.t) : undefined;
-  if (!at || Number.isNaN(at.getTime()) || typeof value?.id !== 'string' || !/^neg_[A-Za-z0-9]{16,40}$/.test(value.id)) {
+  if (
+    !at ||
+    Number.isNaN(at.getTime()) ||
+    typeof value?.id !== 'string' ||
+    !/^neg_[A-Za-z0-9]{16,40}$/.test(value.id)
+  ) {
     const message = 'is not a cursor this route issued';
-    throw new HttpError(400, 'invalid_request', `Invalid request: query.cursor ${message}`, { fields: [{ field: 'query.cursor', message }] });
+    throw new HttpError(400, 'invalid_request', `Invalid request: query.cursor ${message}`, {
+      fields: [{ field: 'query.cursor', message }],
+    });
   }
   return { updatedAt: at, id: value.id };
 }

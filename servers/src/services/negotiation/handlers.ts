@@ -27,7 +27,10 @@ export interface NegotiationDeps {
   store: NegotiationStore;
   /** The module's terms from the knowledge market (404 module_not_found, 502 market_unavailable). */
   module(moduleId: string): Promise<ModuleTerms>;
-  /** Wallets allowed to open a negotiation for another buyer (the gateway): NEGOTIATION_BROKERS and `npm start`'s gateway. */
+  /**
+   * Wallets allowed to open a negotiation for another buyer (the gateway): NEGOTIATION_BROKERS and `npm start`'s
+   * gateway.
+   */
   brokers: ReadonlySet<string>;
   now: () => Date;
 }
@@ -47,7 +50,9 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
 export function assertStorable(field: string, value: string | undefined): void {
   if (value !== undefined && UNSTORABLE.test(value)) {
     const message = 'must be Unicode text without NUL characters or lone surrogates';
-    throw new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
+    throw new HttpError(400, 'invalid_request', `Invalid request: ${field} ${message}`, {
+      fields: [{ field, message }],
+    });
   }
 }
 
@@ -68,18 +73,30 @@ export function negotiationLogic(deps: NegotiationDeps) {
   };
 
   /** Everything about an opening that can fail, decided before the fee (again in the handler). */
-  async function checkOpen(body: OpenBody, caller: string, request?: ParsedRequest): Promise<{ module: ModuleTerms; buyer: string; broker: string | null }> {
+  async function checkOpen(
+    body: OpenBody,
+    caller: string,
+    request?: ParsedRequest,
+  ): Promise<{ module: ModuleTerms; buyer: string; broker: string | null }> {
     assertStorable('body.message', body.message);
     const buyer = body.buyer ?? caller;
     // Only a registered broker speaks for another wallet: anyone else could open (and so block) a buyer's negotiation.
     if (buyer !== caller && !deps.brokers.has(caller)) {
-      throw new HttpError(403, 'not_a_broker', 'Only a registered broker may open a negotiation for another buyer; open it as yourself', { caller, buyer });
+      throw new HttpError(
+        403,
+        'not_a_broker',
+        'Only a registered broker may open a negotiation for another buyer; open it as yourself',
+        { caller, buyer },
+      );
     }
     const module = await moduleFor(request, body.moduleId);
     checkOpening(module, buyer);
     await store.expireDue(now());
     const existing = await store.unfinished(buyer, module.id);
-    if (existing) throw conflict('negotiation_exists', 'This buyer already negotiates over this module', { negotiationId: existing.id });
+    if (existing)
+      throw conflict('negotiation_exists', 'This buyer already negotiates over this module', {
+        negotiationId: existing.id,
+      });
     return { module, buyer, broker: buyer === caller ? null : caller };
   }
 
@@ -95,7 +112,11 @@ export function negotiationLogic(deps: NegotiationDeps) {
    * Applies a move under optimistic concurrency: read, decide, write only if nobody wrote in between; the loser
    * decides again on the fresh state (where the winner's move usually makes it a 409).
    */
-  async function move(id: string, caller: string, decide: (n: StoredNegotiation, role: 'buyer' | 'seller', at: Date) => StoredNegotiation) {
+  async function move(
+    id: string,
+    caller: string,
+    decide: (n: StoredNegotiation, role: 'buyer' | 'seller', at: Date) => StoredNegotiation,
+  ) {
     for (let attempt = 0; attempt < 8; attempt++) {
       const { stored, current, role } = await load(id, caller);
       const next = decide(current, role, now());
@@ -108,7 +129,10 @@ export function negotiationLogic(deps: NegotiationDeps) {
 }
 
 // Handlers only translate between the contract and the domain.
-export function negotiationHandlers(deps: NegotiationDeps, logic: ReturnType<typeof negotiationLogic>): RouterImplementation<typeof negotiation.router> {
+export function negotiationHandlers(
+  deps: NegotiationDeps,
+  logic: ReturnType<typeof negotiationLogic>,
+): RouterImplementation<typeof negotiation.router> {
   const { store, now } = deps;
   const { checkOpen, load, move } = logic;
   return {
@@ -116,12 +140,22 @@ export function negotiationHandlers(deps: NegotiationDeps, logic: ReturnType<typ
       const caller = callerOf(res);
       const { module, buyer, broker } = await checkOpen(body, caller, res.locals.parsed as ParsedRequest);
       const opened = openNegotiation(
-        { id: newId(), module, buyer, broker, offer: usdToAtomic(body.offerUsd), message: body.message ?? null, ttlSeconds: body.ttlSeconds },
+        {
+          id: newId(),
+          module,
+          buyer,
+          broker,
+          offer: usdToAtomic(body.offerUsd),
+          message: body.message ?? null,
+          ttlSeconds: body.ttlSeconds,
+        },
         now(),
       );
       if (!(await store.insert(opened))) {
         const existing = await store.unfinished(buyer, module.id);
-        throw conflict('negotiation_exists', 'This buyer already negotiates over this module', { negotiationId: existing?.id });
+        throw conflict('negotiation_exists', 'This buyer already negotiates over this module', {
+          negotiationId: existing?.id,
+        });
       }
       return { status: 201, body: toNegotiation(opened) };
     },
@@ -134,7 +168,9 @@ export function negotiationHandlers(deps: NegotiationDeps, logic: ReturnType<typ
     counter: async ({ params, body, res }) => {
       assertStorable('body.message', body.message);
       const price = usdToAtomic(body.offerUsd);
-      const next = await move(params.negotiationId, callerOf(res), (n, role, at) => counterOffer(n, role, price, body.message ?? null, at));
+      const next = await move(params.negotiationId, callerOf(res), (n, role, at) =>
+        counterOffer(n, role, price, body.message ?? null, at),
+      );
       return { status: 200, body: toNegotiation(next) };
     },
 
@@ -146,17 +182,33 @@ export function negotiationHandlers(deps: NegotiationDeps, logic: ReturnType<typ
 
     reject: async ({ params, body, res }) => {
       assertStorable('body.reason', body.reason);
-      const next = await move(params.negotiationId, callerOf(res), (n, role, at) => rejectNegotiation(n, role, body.reason ?? null, at));
+      const next = await move(params.negotiationId, callerOf(res), (n, role, at) =>
+        rejectNegotiation(n, role, body.reason ?? null, at),
+      );
       return { status: 200, body: toNegotiation(next) };
     },
 
     list: async ({ params, query, res }) => {
-      if (params.wallet !== callerOf(res)) throw new HttpError(403, 'not_your_negotiations', 'You may list only your own negotiations (the path’s wallet must be the signed-in one)');
+      if (params.wallet !== callerOf(res))
+        throw new HttpError(
+          403,
+          'not_your_negotiations',
+          'You may list only your own negotiations (the path’s wallet must be the signed-in one)',
+        );
       const after = decodeCursor(query.cursor);
       await store.expireDue(now());
-      const page = await store.list({ wallet: params.wallet, role: query.role, ...(query.state ? { state: query.state } : {}), limit: query.limit, ...(after ? { after } : {}) });
+      const page = await store.list({
+        wallet: params.wallet,
+        role: query.role,
+        ...(query.state ? { state: query.state } : {}),
+        limit: query.limit,
+        ...(after ? { after } : {}),
+      });
       const last = page.items.at(-1);
-      return { status: 200, body: { items: page.items.map(toNegotiation), nextCursor: page.more && last ? encodeCursor(last) : null } };
+      return {
+        status: 200,
+        body: { items: page.items.map(toNegotiation), nextCursor: page.more && last ? encodeCursor(last) : null },
+      };
     },
 
     search: async ({ query }) => {
@@ -171,7 +223,10 @@ export function negotiationHandlers(deps: NegotiationDeps, logic: ReturnType<typ
         ...(after ? { after } : {}),
       });
       const last = page.items.at(-1);
-      return { status: 200, body: { items: page.items.map(toSummary), nextCursor: page.more && last ? encodeCursor(last) : null } };
+      return {
+        status: 200,
+        body: { items: page.items.map(toSummary), nextCursor: page.more && last ? encodeCursor(last) : null },
+      };
     },
 
     agreement: async ({ params }) => {

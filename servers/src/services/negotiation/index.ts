@@ -39,9 +39,16 @@ function moduleReader(url: () => string) {
         floor: m.negotiation.floorUsd === null ? null : usdToAtomic(m.negotiation.floorUsd),
       };
     } catch (error) {
-      if (error instanceof ApiError && error.status === 404) throw notFound('module_not_found', `No module ${moduleId} in the knowledge market`, { moduleId });
+      if (error instanceof ApiError && error.status === 404)
+        throw notFound('module_not_found', `No module ${moduleId} in the knowledge market`, { moduleId });
       const reason = error instanceof Error ? error.message : String(error);
-      throw new HttpError(502, 'market_unavailable', `The knowledge market did not answer: ${reason}`, { moduleId }, { 'retry-after': '5' });
+      throw new HttpError(
+        502,
+        'market_unavailable',
+        `The knowledge market did not answer: ${reason}`,
+        { moduleId },
+        { 'retry-after': '5' },
+      );
     }
   };
 }
@@ -50,7 +57,12 @@ export async function createNegotiationApp(context: ServiceContext, options: Neg
   await migrate(context.db, 'negotiation', migrations);
   const configured = options.marketUrl ?? (() => context.serviceUrl('knowledge-market'));
   const marketUrl = typeof configured === 'function' ? configured : () => configured;
-  const deps = { store: negotiationStore(context.db), module: moduleReader(marketUrl), brokers: new Set(options.brokers ?? []), now: options.now ?? (() => new Date()) };
+  const deps = {
+    store: negotiationStore(context.db),
+    module: moduleReader(marketUrl),
+    brokers: new Set(options.brokers ?? []),
+    now: options.now ?? (() => new Date()),
+  };
   const logic = negotiationLogic(deps);
   return await createServiceApp({
     service: negotiation,
@@ -59,7 +71,8 @@ export async function createNegotiationApp(context: ServiceContext, options: Neg
     // Unknown modules, refused openings and illegal moves fail before the fee: the move is decided on the current state
     // without being written (the handler decides again, atomically).
     preflight: {
-      open: async (request, caller) => void (await logic.checkOpen(request.body as OpenBody, caller!, request as ParsedRequest)),
+      open: async (request, caller) =>
+        void (await logic.checkOpen(request.body as OpenBody, caller!, request as ParsedRequest)),
       counter: async ({ params, body }, caller) => {
         assertStorable('body.message', body.message);
         const { current, role } = await logic.load(params.negotiationId, caller!);

@@ -1,6 +1,6 @@
 import { address, isOffCurveAddress } from '@solana/kit';
 import type { WalletKind } from '@agent-economy/contracts';
-import { SYSTEM_PROGRAM, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from '../../ledger/programs';
+import { SYSTEM_PROGRAM, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from '../../solana/programs';
 import type { SolanaSource } from '../../upstream/solana';
 
 // Reads of the chain the paid endpoints share: signatures of an address paged back, transactions with their balance
@@ -65,18 +65,34 @@ export interface TxFacts {
   tokenChanges: TokenChange[];
 }
 
+// JSON-RPC answers read field by field, each checked where it is used.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Loose = any;
 
 /** One page of signatures (newest first). */
-export async function signaturesPage(chain: SolanaSource, of: string, limit: number, before?: string): Promise<SignatureInfo[]> {
+export async function signaturesPage(
+  chain: SolanaSource,
+  of: string,
+  limit: number,
+  before?: string,
+): Promise<SignatureInfo[]> {
   const page = (await chain.read((rpc) =>
     rpc.getSignaturesForAddress(address(of), { limit, ...(before ? { before: before as never } : {}) }).send(),
   )) as Loose[];
-  return page.map((s) => ({ signature: String(s.signature), slot: BigInt(s.slot), blockTime: s.blockTime === null || s.blockTime === undefined ? null : Number(s.blockTime), failed: s.err !== null && s.err !== undefined }));
+  return page.map((s) => ({
+    signature: String(s.signature),
+    slot: BigInt(s.slot),
+    blockTime: s.blockTime === null || s.blockTime === undefined ? null : Number(s.blockTime),
+    failed: s.err !== null && s.err !== undefined,
+  }));
 }
 
 /** Every signature of an address, newest first, paged back to the oldest or until `maxPages` pages of 1,000. */
-export async function allSignatures(chain: SolanaSource, of: string, maxPages: number): Promise<{ signatures: SignatureInfo[]; complete: boolean }> {
+export async function allSignatures(
+  chain: SolanaSource,
+  of: string,
+  maxPages: number,
+): Promise<{ signatures: SignatureInfo[]; complete: boolean }> {
   const signatures: SignatureInfo[] = [];
   for (let page = 0; page < maxPages; page++) {
     const batch = await signaturesPage(chain, of, 1000, signatures.at(-1)?.signature);
@@ -89,7 +105,13 @@ export async function allSignatures(chain: SolanaSource, of: string, maxPages: n
 /** A transaction's balance changes (json encoding; static and loaded keys in order); null when the node has none. */
 export async function readTransaction(chain: SolanaSource, signature: string): Promise<TxFacts | null> {
   const tx = (await chain.read((rpc) =>
-    rpc.getTransaction(signature as never, { encoding: 'json', maxSupportedTransactionVersion: 0, commitment: 'confirmed' }).send(),
+    rpc
+      .getTransaction(signature as never, {
+        encoding: 'json',
+        maxSupportedTransactionVersion: 0,
+        commitment: 'confirmed',
+      })
+      .send(),
   )) as Loose;
   if (!tx || !tx.meta) return null;
   const keys: string[] = [
@@ -101,16 +123,30 @@ export async function readTransaction(chain: SolanaSource, signature: string): P
   const post: Loose[] = tx.meta.postBalances ?? [];
   const lamportDeltas = keys.map((_, i) => BigInt(post[i] ?? 0) - BigInt(pre[i] ?? 0));
   // Token balances by account index: an account absent before (created) or after (closed) counts as zero.
-  const balances = new Map<number, { owner: string | null; mint: string; decimals: number; pre: bigint; post: bigint }>();
-  for (const [side, list] of [['pre', tx.meta.preTokenBalances ?? []], ['post', tx.meta.postTokenBalances ?? []]] as const) {
+  const balances = new Map<
+    number,
+    { owner: string | null; mint: string; decimals: number; pre: bigint; post: bigint }
+  >();
+  for (const [side, list] of [
+    ['pre', tx.meta.preTokenBalances ?? []],
+    ['post', tx.meta.postTokenBalances ?? []],
+  ] as const) {
     for (const b of list as Loose[]) {
       const index = Number(b.accountIndex);
-      const entry = balances.get(index) ?? { owner: b.owner ? String(b.owner) : null, mint: String(b.mint), decimals: Number(b.uiTokenAmount.decimals), pre: 0n, post: 0n };
+      const entry = balances.get(index) ?? {
+        owner: b.owner ? String(b.owner) : null,
+        mint: String(b.mint),
+        decimals: Number(b.uiTokenAmount.decimals),
+        pre: 0n,
+        post: 0n,
+      };
       entry[side] = BigInt(b.uiTokenAmount.amount);
       balances.set(index, entry);
     }
   }
-  const tokenChanges = [...balances.values()].filter((b) => b.post !== b.pre).map((b) => ({ owner: b.owner, mint: b.mint, decimals: b.decimals, delta: b.post - b.pre }));
+  const tokenChanges = [...balances.values()]
+    .filter((b) => b.post !== b.pre)
+    .map((b) => ({ owner: b.owner, mint: b.mint, decimals: b.decimals, delta: b.post - b.pre }));
   return {
     signature,
     slot: BigInt(tx.slot),
@@ -130,14 +166,20 @@ export async function readTransaction(chain: SolanaSource, signature: string): P
 export async function identify(chain: SolanaSource, of: string): Promise<{ kind: WalletKind; label: string | null }> {
   if (KNOWN_PROGRAMS[of]) return { kind: 'program', label: KNOWN_PROGRAMS[of]! };
   if (POOL_AUTHORITIES[of]) return { kind: 'protocol', label: POOL_AUTHORITIES[of]! };
-  const { value } = (await chain.read((rpc) => rpc.getAccountInfo(address(of), { encoding: 'base64', dataSlice: { offset: 0, length: 0 } }).send())) as Loose;
+  const { value } = (await chain.read((rpc) =>
+    rpc.getAccountInfo(address(of), { encoding: 'base64', dataSlice: { offset: 0, length: 0 } }).send(),
+  )) as Loose;
   if (value?.executable) return { kind: 'program', label: null };
   if (isOffCurveAddress(address(of))) return { kind: 'protocol', label: null };
   return { kind: 'wallet', label: null };
 }
 
 /** Runs `work` over `items` with at most `width` at a time, keeping order. */
-export async function mapLimited<T, R>(items: readonly T[], width: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimited<T, R>(
+  items: readonly T[],
+  width: number,
+  work: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   await Promise.all(

@@ -1,7 +1,24 @@
-import { atomicToUsd, decodeX402Header, PAYMENT_SIGNATURE_HEADER, usdToAtomic, type AppliedPrice, type EndpointPrice, type PaymentMeta, type PricedEndpoint } from '@agent-economy/contracts';
+import {
+  atomicToUsd,
+  decodeX402Header,
+  PAYMENT_SIGNATURE_HEADER,
+  usdToAtomic,
+  type AppliedPrice,
+  type EndpointPrice,
+  type PaymentMeta,
+  type PricedEndpoint,
+} from '@agent-economy/contracts';
 import type { PriceResolver } from '../../runtime/paywall';
 import type { PricingStore } from './store';
-import { DEMAND_WINDOW_SECONDS, ENDPOINTS, hundredthsOfPrice, multiplierText, priceState, zoneOf, type Sale } from './surge';
+import {
+  DEMAND_WINDOW_SECONDS,
+  ENDPOINTS,
+  hundredthsOfPrice,
+  multiplierText,
+  priceState,
+  zoneOf,
+  type Sale,
+} from './surge';
 
 // The adaptive price of each paid endpoint, from the demand measured in settled payments, and the promise a 402
 // makes: the price it quotes is accepted until the quote expires, whatever the surge does in between.
@@ -43,7 +60,9 @@ export function pricingEngine(deps: {
   function stateFrom(endpoint: PricedEndpoint, sales: readonly Sale[], at: Date): EndpointPrice {
     const range = deps.ranges[endpoint];
     const from = at.getTime() - DEMAND_WINDOW_SECONDS * 1000;
-    const calls = sales.filter((s) => s.endpoint === endpoint && s.at.getTime() > from && s.at.getTime() <= at.getTime()).length;
+    const calls = sales.filter(
+      (s) => s.endpoint === endpoint && s.at.getTime() > from && s.at.getTime() <= at.getTime(),
+    ).length;
     const state = priceState(range.baseAtomic, calls, deps.baselineCallsPerMinute);
     return {
       endpoint,
@@ -84,7 +103,9 @@ export function pricingEngine(deps: {
     return async (request) => {
       const at = deps.now();
       const [current] = await prices([endpoint]);
-      const paid = paidAmount(request.headers?.[PAYMENT_SIGNATURE_HEADER]);
+      const paid = paidAmount(
+        (request.headers as Record<string, string | undefined> | undefined)?.[PAYMENT_SIGNATURE_HEADER],
+      );
       if (paid !== null) {
         const quote = await deps.store.quote(endpoint, paid);
         if (quote && quote.expiresAt.getTime() > at.getTime()) return { usd: atomicToUsd(quote.amount) };
@@ -92,7 +113,11 @@ export function pricingEngine(deps: {
       }
       const amount = usdToAtomic(current!.currentPriceUsd);
       const hundredths = Math.round(Number(current!.surgeMultiplier) * 100);
-      await deps.store.recordQuote(endpoint, { amount, hundredths, zone: current!.demandZone, expiresAt: new Date(at.getTime() + deps.quoteSeconds * 1000) }, at);
+      await deps.store.recordQuote(
+        endpoint,
+        { amount, hundredths, zone: current!.demandZone, expiresAt: new Date(at.getTime() + deps.quoteSeconds * 1000) },
+        at,
+      );
       return { usd: current!.currentPriceUsd };
     };
   }
@@ -101,12 +126,20 @@ export function pricingEngine(deps: {
   async function applied(endpoint: PricedEndpoint, amountAtomic: string | undefined): Promise<AppliedPrice> {
     if (amountAtomic === undefined) {
       const [current] = await prices([endpoint]);
-      return { priceUsd: current!.currentPriceUsd, surgeMultiplier: current!.surgeMultiplier, demandZone: current!.demandZone };
+      return {
+        priceUsd: current!.currentPriceUsd,
+        surgeMultiplier: current!.surgeMultiplier,
+        demandZone: current!.demandZone,
+      };
     }
     const amount = BigInt(amountAtomic);
     const quote = await deps.store.quote(endpoint, amount);
     const hundredths = quote?.hundredths ?? hundredthsOfPrice(deps.ranges[endpoint].baseAtomic, amount);
-    return { priceUsd: atomicToUsd(amount), surgeMultiplier: multiplierText(hundredths), demandZone: quote?.zone ?? zoneOf(hundredths) };
+    return {
+      priceUsd: atomicToUsd(amount),
+      surgeMultiplier: multiplierText(hundredths),
+      demandZone: quote?.zone ?? zoneOf(hundredths),
+    };
   }
 
   return { prices, resolver, applied, ranges: deps.ranges, baselineCallsPerMinute: deps.baselineCallsPerMinute };

@@ -1,16 +1,41 @@
 import { address } from '@solana/kit';
 import { atomicToUsd } from '@agent-economy/contracts';
-import type { DataSource, PricedEndpoint, RiskWarning, TokenBalance, TrendWindow, TrendingToken, Whale, WhaleMove, pricing } from '@agent-economy/contracts';
+import type {
+  DataSource,
+  PricedEndpoint,
+  RiskWarning,
+  TokenBalance,
+  TrendWindow,
+  TrendingToken,
+  Whale,
+  WhaleMove,
+  pricing,
+} from '@agent-economy/contracts';
 import type { RouterImplementation } from '../../runtime/app';
 import type { VerifiedPayment } from '../../runtime/paywall';
-import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from '../../ledger/programs';
+import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from '../../solana/programs';
 import { sharedReads } from '../../upstream/shared-reads';
 import { multiplyDecimals, percentOf, sumDecimals, toScaled, uiAmount } from '../../upstream/decimal';
 import { DEXSCREENER, type DexPair, type MarketSource } from '../../upstream/dexscreener';
 import { gini, hhi } from '../../upstream/measures';
 import type { SolanaSource } from '../../upstream/solana';
-import { countHolders, readLargestHolders, readMint, type HolderAccount, type MintFacts } from '../../upstream/token-chain';
-import { KNOWN_PROGRAMS, POOL_AUTHORITIES, SWAP_PROGRAMS, allSignatures, identify, mapLimited, readTransaction, signaturesPage } from './chain';
+import {
+  countHolders,
+  readLargestHolders,
+  readMint,
+  type HolderAccount,
+  type MintFacts,
+} from '../../upstream/token-chain';
+import {
+  KNOWN_PROGRAMS,
+  POOL_AUTHORITIES,
+  SWAP_PROGRAMS,
+  allSignatures,
+  identify,
+  mapLimited,
+  readTransaction,
+  signaturesPage,
+} from './chain';
 import type { PricingEngine } from './engine';
 import { decimal, fuseRanks, marketOf, windowMarket, type trendingProviders } from './market';
 import type { PricingStore } from './store';
@@ -36,7 +61,8 @@ export function pricingReader(deps: PricingDeps) {
   const once = sharedReads();
   const live = deps.market !== null;
   const mintOf = (mint: string) => once(`mint:${mint}`, () => readMint(deps.chain, mint));
-  const pairsOf = (mint: string): Promise<DexPair[] | null> => (deps.market ? once(`pairs:${mint}`, () => deps.market!.pairs(mint)) : Promise.resolve(null));
+  const pairsOf = (mint: string): Promise<DexPair[] | null> =>
+    deps.market ? once(`pairs:${mint}`, () => deps.market!.pairs(mint)) : Promise.resolve(null);
   /** The token's USD price from its most liquid pair (live only). */
   const priceOf = async (mint: string) => {
     const pairs = await pairsOf(mint);
@@ -45,7 +71,8 @@ export function pricingReader(deps: PricingDeps) {
 
   function source(withMarket: boolean, extra?: string): DataSource {
     const asOf = deps.now().toISOString();
-    if (withMarket && live) return { mode: 'live', providers: [deps.chain.provider, DEXSCREENER], asOf, ...(extra ? { note: extra } : {}) };
+    if (withMarket && live)
+      return { mode: 'live', providers: [deps.chain.provider, DEXSCREENER], asOf, ...(extra ? { note: extra } : {}) };
     const note = [live ? null : NO_MARKET_NOTE, extra].filter(Boolean).join(' ');
     return { mode: 'chain', providers: [deps.chain.provider], asOf, ...(note ? { note } : {}) };
   }
@@ -53,7 +80,10 @@ export function pricingReader(deps: PricingDeps) {
   /** The largest holders grouped by owning wallet (burn, AMM vaults and program accounts left out), largest first. */
   async function owners(facts: MintFacts, pairs: DexPair[] | null) {
     const pools = new Set((pairs ?? []).map((p) => p.pairAddress));
-    const [accounts, total] = await Promise.all([readLargestHolders(deps.chain, facts, pools), countHolders(deps.chain, facts, deps.localChain)]);
+    const [accounts, total] = await Promise.all([
+      readLargestHolders(deps.chain, facts, pools),
+      countHolders(deps.chain, facts, deps.localChain),
+    ]);
     const byOwner = new Map<string, { owner: string; amount: bigint; tokenAccounts: string[] }>();
     for (const a of accounts.filter((x: HolderAccount) => !x.excluded && x.amount > 0n)) {
       const key = a.owner ?? a.tokenAccount;
@@ -62,7 +92,9 @@ export function pricingReader(deps: PricingDeps) {
       entry.tokenAccounts.push(a.tokenAccount);
       byOwner.set(key, entry);
     }
-    const list = [...byOwner.values()].sort((a, b) => (b.amount > a.amount ? 1 : b.amount < a.amount ? -1 : a.owner.localeCompare(b.owner)));
+    const list = [...byOwner.values()].sort((a, b) =>
+      b.amount > a.amount ? 1 : b.amount < a.amount ? -1 : a.owner.localeCompare(b.owner),
+    );
     const top = (n: number) => list.slice(0, n).reduce((s, o) => s + o.amount, 0n);
     return { list, total, top };
   }
@@ -73,8 +105,16 @@ export function pricingReader(deps: PricingDeps) {
     const top10Percent = percentOf(top(10), facts.supply);
     const largestHolderPercent = percentOf(top(1), facts.supply);
     const market = pairs ? marketOf(pairs) : null;
-    const warnings = riskWarnings(facts, { top1Percent: largestHolderPercent, top10Percent, liquidityUsd: market?.liquidityUsd ?? null, pairCount: pairs?.length ?? null });
-    const score = Math.min(100, warnings.reduce((s, w) => s + w.points, 0));
+    const warnings = riskWarnings(facts, {
+      top1Percent: largestHolderPercent,
+      top10Percent,
+      liquidityUsd: market?.liquidityUsd ?? null,
+      pairCount: pairs?.length ?? null,
+    });
+    const score = Math.min(
+      100,
+      warnings.reduce((s, w) => s + w.points, 0),
+    );
     return {
       mint,
       name: facts.metadata?.name || pairs?.[0]?.baseToken.name || null,
@@ -83,8 +123,16 @@ export function pricingReader(deps: PricingDeps) {
       supply: uiAmount(facts.supply, facts.decimals),
       market,
       holders: { total, top10Percent, largestHolderPercent },
-      authorities: { mintAuthority: facts.mintAuthority, freezeAuthority: facts.freezeAuthority, metadataMutable: facts.metadata ? facts.metadata.mutable : null },
-      risk: { score, level: score > 60 ? ('high' as const) : score >= 30 ? ('medium' as const) : ('low' as const), warnings: warnings.map(({ points: _, ...w }) => w) },
+      authorities: {
+        mintAuthority: facts.mintAuthority,
+        freezeAuthority: facts.freezeAuthority,
+        metadataMutable: facts.metadata ? facts.metadata.mutable : null,
+      },
+      risk: {
+        score,
+        level: score > 60 ? ('high' as const) : score >= 30 ? ('medium' as const) : ('low' as const),
+        warnings: warnings.map(({ points: _, ...w }) => w),
+      },
       source: source(true),
     };
   }
@@ -106,21 +154,33 @@ export function pricingReader(deps: PricingDeps) {
       byMint.set(a.mint, entry);
     }
     // Symbols and prices of the 30 largest holdings (by amount): reading more would cost a call each.
-    const held = [...byMint.entries()].sort((a, b) => compareScaled(uiAmount(b[1].amount, b[1].decimals), uiAmount(a[1].amount, a[1].decimals)));
+    const held = [...byMint.entries()].sort((a, b) =>
+      compareScaled(uiAmount(b[1].amount, b[1].decimals), uiAmount(a[1].amount, a[1].decimals)),
+    );
     const tokens: TokenBalance[] = await mapLimited(held, 8, async ([mint, h], i) => {
       const amount = uiAmount(h.amount, h.decimals);
-      const [facts, price] = i < 30 ? await Promise.all([mintOf(mint).catch(() => null), live ? priceOf(mint) : null]) : [null, null];
-      return { mint, symbol: facts?.metadata?.symbol || null, amount, decimals: h.decimals, valueUsd: price ? multiplyDecimals(price, amount) : null };
+      const [facts, price] =
+        i < 30 ? await Promise.all([mintOf(mint).catch(() => null), live ? priceOf(mint) : null]) : [null, null];
+      return {
+        mint,
+        symbol: facts?.metadata?.symbol || null,
+        amount,
+        decimals: h.decimals,
+        valueUsd: price ? multiplyDecimals(price, amount) : null,
+      };
     });
     tokens.sort((a, b) => compareScaled(b.valueUsd ?? '0', a.valueUsd ?? '0') || compareScaled(b.amount, a.amount));
     const sol = uiAmount(lamports, 9);
     const solValueUsd = solPrice ? multiplyDecimals(solPrice, sol) : null;
     const { signatures, complete } = history;
     const funding = complete ? await fundingSource(wallet, signatures.slice(-10).reverse()) : null;
-    const at = (t: number | null | undefined) => (t === null || t === undefined ? null : new Date(t * 1000).toISOString());
+    const at = (t: number | null | undefined) =>
+      t === null || t === undefined ? null : new Date(t * 1000).toISOString();
     const notes = [
       'domains are null: .sol names are not resolved by this deployment.',
-      complete ? null : `The history scan stopped after ${signatures.length} transactions: first activity and funding source are unknown.`,
+      complete
+        ? null
+        : `The history scan stopped after ${signatures.length} transactions: first activity and funding source are unknown.`,
     ];
     return {
       address: wallet,
@@ -147,11 +207,19 @@ export function pricingReader(deps: PricingDeps) {
   async function tokenAccounts(owner: string, programId: string) {
     const { value } = (await deps.chain.read((rpc) =>
       rpc.getTokenAccountsByOwner(address(owner), { programId: address(programId) }, { encoding: 'jsonParsed' }).send(),
-    )) as unknown as { value: { account: { data: { parsed?: { info?: { mint?: string; tokenAmount?: { amount: string; decimals: number } } } } } }[] };
+    )) as unknown as {
+      value: {
+        account: {
+          data: { parsed?: { info?: { mint?: string; tokenAmount?: { amount: string; decimals: number } } } };
+        };
+      }[];
+    };
     return value.flatMap(({ account }) => {
       const info = account.data.parsed?.info;
       if (!info?.mint || !info.tokenAmount) return [];
-      return [{ mint: info.mint, amount: BigInt(info.tokenAmount.amount), decimals: Number(info.tokenAmount.decimals) }];
+      return [
+        { mint: info.mint, amount: BigInt(info.tokenAmount.amount), decimals: Number(info.tokenAmount.decimals) },
+      ];
     });
   }
 
@@ -207,7 +275,13 @@ export function pricingReader(deps: PricingDeps) {
     // Newest first by slot (block times have one-second resolution).
     const recentMoves: WhaleMove[] = activity
       .flatMap((a) => a.moves)
-      .sort((a, b) => (b.slot > a.slot ? 1 : b.slot < a.slot ? -1 : a.signature.localeCompare(b.signature) || a.owner.localeCompare(b.owner)))
+      .sort((a, b) =>
+        b.slot > a.slot
+          ? 1
+          : b.slot < a.slot
+            ? -1
+            : a.signature.localeCompare(b.signature) || a.owner.localeCompare(b.owner),
+      )
       .slice(0, 50)
       .map(({ slot: _, ...m }) => ({ ...m, valueUsd: price ? multiplyDecimals(price, m.amount) : null }));
     return {
@@ -222,7 +296,12 @@ export function pricingReader(deps: PricingDeps) {
         top20Percent: percentOf(top(20), facts.supply),
         gini: gini(list.map((o) => Number(o.amount))),
         hhi: concentrationHhi,
-        level: concentrationHhi > 0.25 ? ('high' as const) : concentrationHhi >= 0.15 ? ('moderate' as const) : ('low' as const),
+        level:
+          concentrationHhi > 0.25
+            ? ('high' as const)
+            : concentrationHhi >= 0.15
+              ? ('moderate' as const)
+              : ('low' as const),
       },
       whales,
       recentMoves,
@@ -230,22 +309,32 @@ export function pricingReader(deps: PricingDeps) {
     };
   }
 
-  /** A whale's moves of the mint in the last 24 hours, from its token accounts' signatures; change null when truncated. */
-  async function whaleMoves(owner: { owner: string; tokenAccounts: string[] }, mint: string, decimals: number, since: number) {
+  /**
+   * A whale's moves of the mint in the last 24 hours, from its token accounts' signatures; change null when truncated.
+   */
+  async function whaleMoves(
+    owner: { owner: string; tokenAccounts: string[] },
+    mint: string,
+    decimals: number,
+    since: number,
+  ) {
     const perAccount = deps.limits.movesPerWhale;
     let truncated = false;
     const signatures = new Map<string, number>();
     for (const account of owner.tokenAccounts) {
       const page = await signaturesPage(deps.chain, account, perAccount);
       if (page.length === perAccount && (page.at(-1)!.blockTime ?? 0) >= since) truncated = true;
-      for (const s of page) if (!s.failed && s.blockTime !== null && s.blockTime >= since) signatures.set(s.signature, s.blockTime);
+      for (const s of page)
+        if (!s.failed && s.blockTime !== null && s.blockTime >= since) signatures.set(s.signature, s.blockTime);
     }
     const moves: (Omit<WhaleMove, 'valueUsd'> & { slot: bigint })[] = [];
     let change = 0n;
     for (const [signature] of signatures) {
       const tx = await readTransaction(deps.chain, signature);
       if (!tx || tx.failed) continue;
-      const delta = tx.tokenChanges.filter((c) => c.mint === mint && c.owner === owner.owner).reduce((s, c) => s + c.delta, 0n);
+      const delta = tx.tokenChanges
+        .filter((c) => c.mint === mint && c.owner === owner.owner)
+        .reduce((s, c) => s + c.delta, 0n);
       if (delta === 0n) continue;
       change += delta;
       const swap = tx.accountKeys.some((k) => SWAP_PROGRAMS.has(k));
@@ -295,7 +384,9 @@ export function pricingReader(deps: PricingDeps) {
         mode: 'live' as const,
         providers: [...answered, DEXSCREENER],
         asOf: deps.now().toISOString(),
-        ...(answered.length < 2 ? { note: `Only ${answered.join(', ')} answered; the other trending list failed.` } : {}),
+        ...(answered.length < 2
+          ? { note: `Only ${answered.join(', ')} answered; the other trending list failed.` }
+          : {}),
       },
     };
   }
@@ -326,7 +417,12 @@ export function pricingReader(deps: PricingDeps) {
     }
     const ranked = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, limit);
     const fused = fuseRanks([{ name: deps.chain.provider, mints: ranked.map(([m]) => m) }]);
-    const names = await mapLimited(ranked, 8, ([mint]) => mintOf(mint).then((f) => f.metadata, () => null));
+    const names = await mapLimited(ranked, 8, ([mint]) =>
+      mintOf(mint).then(
+        (f) => f.metadata,
+        () => null,
+      ),
+    );
     const tokens: TrendingToken[] = ranked.map(([mint, transfers], i) => ({
       rank: i + 1,
       mint,
@@ -342,11 +438,22 @@ export function pricingReader(deps: PricingDeps) {
       listedBy: fused[i]!.listedBy,
       trendScore: fused[i]!.score,
     }));
-    const extra = capped ? `Counted over the latest ${cap} token-program transactions of the window.` : `Counted over ${signatures.length} token-program transactions of the window.`;
+    const extra = capped
+      ? `Counted over the latest ${cap} token-program transactions of the window.`
+      : `Counted over ${signatures.length} token-program transactions of the window.`;
     return { window, tokens, source: source(false, extra) };
   }
 
-  return { mintOf, pairsOf, tokenIntel, walletScan, whaleWatch, trending, live, trendingLists: () => deps.trending!.read() };
+  return {
+    mintOf,
+    pairsOf,
+    tokenIntel,
+    walletScan,
+    whaleWatch,
+    trending,
+    live,
+    trendingLists: () => deps.trending!.read(),
+  };
 }
 
 export type PricingReader = ReturnType<typeof pricingReader>;
@@ -356,37 +463,65 @@ const compareScaled = (a: string, b: string) => {
   const y = toScaled(b) ?? 0n;
   return x > y ? 1 : x < y ? -1 : 0;
 };
-const signedUi = (amount: bigint, decimals: number) => (amount < 0n ? `-${uiAmount(-amount, decimals)}` : uiAmount(amount, decimals));
+const signedUi = (amount: bigint, decimals: number) =>
+  amount < 0n ? `-${uiAmount(-amount, decimals)}` : uiAmount(amount, decimals);
 
 /** Findings about a token and their points (the risk score is their sum, capped at 100). */
 export function riskWarnings(
-  facts: Pick<MintFacts, 'mintAuthority' | 'freezeAuthority' | 'permanentDelegate' | 'transferHookProgram' | 'transferFeePercent' | 'metadata'>,
+  facts: Pick<
+    MintFacts,
+    | 'mintAuthority'
+    | 'freezeAuthority'
+    | 'permanentDelegate'
+    | 'transferHookProgram'
+    | 'transferFeePercent'
+    | 'metadata'
+  >,
   holding: { top1Percent: number; top10Percent: number; liquidityUsd: string | null; pairCount: number | null },
 ): (RiskWarning & { points: number })[] {
   const w: (RiskWarning & { points: number })[] = [];
-  const add = (name: string, level: RiskWarning['level'], points: number, description: string) => w.push({ name, level, points, description: `${description} (+${points})` });
+  const add = (name: string, level: RiskWarning['level'], points: number, description: string) =>
+    w.push({ name, level, points, description: `${description} (+${points})` });
   if (facts.mintAuthority) add('mint_authority_enabled', 'danger', 30, 'The mint authority can still create tokens');
-  if (facts.permanentDelegate) add('permanent_delegate', 'danger', 25, 'A permanent delegate can move or burn any holder’s tokens');
-  if (facts.freezeAuthority) add('freeze_authority_enabled', 'danger', 20, 'The freeze authority can freeze holders’ accounts');
-  if (holding.top1Percent >= 20) add('single_holder_concentration', 'warn', 20, `One owner holds ${holding.top1Percent}% of the supply`);
-  if (holding.top10Percent >= 50) add('top10_concentration', 'warn', 15, `The 10 largest owners hold ${holding.top10Percent}% of the supply`);
-  if (facts.transferHookProgram) add('transfer_hook', 'warn', 10, `Transfers call the program ${facts.transferHookProgram}`);
+  if (facts.permanentDelegate)
+    add('permanent_delegate', 'danger', 25, 'A permanent delegate can move or burn any holder’s tokens');
+  if (facts.freezeAuthority)
+    add('freeze_authority_enabled', 'danger', 20, 'The freeze authority can freeze holders’ accounts');
+  if (holding.top1Percent >= 20)
+    add('single_holder_concentration', 'warn', 20, `One owner holds ${holding.top1Percent}% of the supply`);
+  if (holding.top10Percent >= 50)
+    add('top10_concentration', 'warn', 15, `The 10 largest owners hold ${holding.top10Percent}% of the supply`);
+  if (facts.transferHookProgram)
+    add('transfer_hook', 'warn', 10, `Transfers call the program ${facts.transferHookProgram}`);
   if (facts.transferFeePercent) add('transfer_fee', 'warn', 10, `Transfers pay a ${facts.transferFeePercent}% fee`);
   if (holding.pairCount === 0) add('no_market', 'warn', 10, 'No trading pair lists the token');
-  else if (holding.liquidityUsd !== null && (toScaled(holding.liquidityUsd) ?? 0n) < (toScaled('10000') ?? 0n)) add('low_liquidity', 'warn', 10, `Liquidity is ${holding.liquidityUsd} USD, below 10000`);
-  if (facts.metadata?.mutable) add('mutable_metadata', 'info', 5, 'The update authority can change the name, symbol and image');
+  else if (holding.liquidityUsd !== null && (toScaled(holding.liquidityUsd) ?? 0n) < (toScaled('10000') ?? 0n))
+    add('low_liquidity', 'warn', 10, `Liquidity is ${holding.liquidityUsd} USD, below 10000`);
+  if (facts.metadata?.mutable)
+    add('mutable_metadata', 'info', 5, 'The update authority can change the name, symbol and image');
   return w;
 }
 
-export function pricingHandlers(deps: { reader: PricingReader; engine: PricingEngine; store: PricingStore; now: () => Date }): RouterImplementation<typeof pricing.router> {
+export function pricingHandlers(deps: {
+  reader: PricingReader;
+  engine: PricingEngine;
+  store: PricingStore;
+  now: () => Date;
+}): RouterImplementation<typeof pricing.router> {
   const { reader, engine, store } = deps;
-  const applied = (endpoint: PricedEndpoint, res: { locals: Record<string, unknown> }) => engine.applied(endpoint, (res.locals.payment as VerifiedPayment | undefined)?.amount);
+  const applied = (endpoint: PricedEndpoint, res: { locals: Record<string, unknown> }) =>
+    engine.applied(endpoint, (res.locals.payment as VerifiedPayment | undefined)?.amount);
   return {
     overview: async () => {
       const endpoints = await engine.prices();
       return {
         status: 200,
-        body: { endpoints, surgeRange: { min: '0.5', max: '5' }, demandZones: ZONE_RULES.map((z) => ({ ...z })), updatedAt: endpoints[0]!.updatedAt },
+        body: {
+          endpoints,
+          surgeRange: { min: '0.5', max: '5' },
+          demandZones: ZONE_RULES.map((z) => ({ ...z })),
+          updatedAt: endpoints[0]!.updatedAt,
+        },
       };
     },
     priceCheck: async ({ params }) => ({ status: 200, body: (await engine.prices([params.endpoint]))[0]! }),
@@ -431,12 +566,24 @@ export function pricingHandlers(deps: { reader: PricingReader; engine: PricingEn
         },
       };
     },
-    tokenIntel: async ({ body, res }) => ({ status: 200, body: { ...(await reader.tokenIntel(body.mint)), appliedPrice: await applied('token-intel', res) } }),
-    walletScan: async ({ body, res }) => ({ status: 200, body: { ...(await reader.walletScan(body.address)), appliedPrice: await applied('wallet-scan', res) } }),
-    trending: async ({ body, res }) => ({ status: 200, body: { ...(await reader.trending(body.window, body.limit)), appliedPrice: await applied('trending', res) } }),
+    tokenIntel: async ({ body, res }) => ({
+      status: 200,
+      body: { ...(await reader.tokenIntel(body.mint)), appliedPrice: await applied('token-intel', res) },
+    }),
+    walletScan: async ({ body, res }) => ({
+      status: 200,
+      body: { ...(await reader.walletScan(body.address)), appliedPrice: await applied('wallet-scan', res) },
+    }),
+    trending: async ({ body, res }) => ({
+      status: 200,
+      body: { ...(await reader.trending(body.window, body.limit)), appliedPrice: await applied('trending', res) },
+    }),
     whaleWatch: async ({ body, res }) => ({
       status: 200,
-      body: { ...(await reader.whaleWatch(body.mint, body.minPercent, body.limit)), appliedPrice: await applied('whale-watch', res) },
+      body: {
+        ...(await reader.whaleWatch(body.mint, body.minPercent, body.limit)),
+        appliedPrice: await applied('whale-watch', res),
+      },
     }),
   };
 }

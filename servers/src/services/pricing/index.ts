@@ -12,7 +12,9 @@ import { migrations, pricingStore } from './store';
 import { ENDPOINTS } from './surge';
 
 export interface PricingOptions {
-  /** live: market data and trending lists from DexScreener (MARKET_DATA=live); simulated (the default): none are read. */
+  /**
+   * live: market data and trending lists from DexScreener (MARKET_DATA=live); simulated (the default): none are read.
+   */
   market?: 'simulated' | 'live';
   /** DexScreener's base address, where it differs from the public one (tests point it at a replay server). */
   dexScreenerUrl?: string;
@@ -32,7 +34,10 @@ export async function createPricingApp(context: ServiceContext, options: Pricing
   if (!(baseline > 0)) throw new Error('baselineCallsPerMinute must be positive');
   await migrate(context.db, 'pricing', migrations);
   const chainProvider = context.localChain ? 'local-ledger' : 'solana-rpc';
-  const tracker = new UpstreamTracker(live ? 'live' : 'chain', live ? [chainProvider, DEXSCREENER, BOOSTS, PROFILES] : [chainProvider]);
+  const tracker = new UpstreamTracker(
+    live ? 'live' : 'chain',
+    live ? [chainProvider, DEXSCREENER, BOOSTS, PROFILES] : [chainProvider],
+  );
   const chain = solanaSource(context, tracker);
   const baseUrl = options.dexScreenerUrl ?? DEXSCREENER_URL;
   const reader = pricingReader({
@@ -45,25 +50,36 @@ export async function createPricingApp(context: ServiceContext, options: Pricing
   });
   // The deployment's ranges (<ID>_PRICES may move them), each endpoint's base at twice its minimum.
   const ranges = Object.fromEntries(
-    ENDPOINTS.map((e): [PricedEndpoint, Range] => [e, rangeOf(context.prices?.[ROUTE_OF[e]] ?? (pricing.router[ROUTE_OF[e]].metadata as RouteMeta).payment)]),
+    ENDPOINTS.map((e): [PricedEndpoint, Range] => [
+      e,
+      rangeOf(context.prices?.[ROUTE_OF[e]] ?? (pricing.router[ROUTE_OF[e]].metadata as RouteMeta).payment),
+    ]),
   ) as Record<PricedEndpoint, Range>;
   const store = pricingStore(context.db, context.paywall.payTo);
-  const engine = pricingEngine({ store, ranges, baselineCallsPerMinute: baseline, quoteSeconds: context.paywall.maxTimeoutSeconds, now });
+  const engine = pricingEngine({
+    store,
+    ranges,
+    baselineCallsPerMinute: baseline,
+    quoteSeconds: context.paywall.maxTimeoutSeconds,
+    now,
+  });
 
-  const mintReadable = async ({ body }: { body: { mint: string } }) => void (await Promise.all([reader.mintOf(body.mint), reader.pairsOf(body.mint)]));
+  const mintReadable = async ({ body }: { body: { mint: string } }) =>
+    void (await Promise.all([reader.mintOf(body.mint), reader.pairsOf(body.mint)]));
   return await createServiceApp({
     service: pricing,
     handlers: pricingHandlers({ reader, engine, store, now }),
     ...fromContext(context),
     now,
-    health: () => tracker.health('pricing', context.db),
+    upstream: tracker,
     // Requests bound to fail (an address that is not a mint, a chain or provider that does not answer) fail here,
     // before the 402: nobody is quoted or charged for them.
     preflight: {
       tokenIntel: mintReadable,
       whaleWatch: mintReadable,
       walletScan: async () => void (await chain.read((rpc) => rpc.getSlot().send())),
-      trending: async () => void (live ? await reader.trendingLists() : await chain.read((rpc) => rpc.getSlot().send())),
+      trending: async () =>
+        void (live ? await reader.trendingLists() : await chain.read((rpc) => rpc.getSlot().send())),
     },
     pricing: {
       tokenIntel: engine.resolver('token-intel'),

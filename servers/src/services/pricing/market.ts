@@ -2,6 +2,7 @@ import type { TrendWindow } from '@agent-economy/contracts';
 import { fromScaled, sumDecimals, toScaled } from '../../upstream/decimal';
 import type { DexPair } from '../../upstream/dexscreener';
 import type { UpstreamTracker } from '../../upstream/tracker';
+import { tracedFetch } from '../../http/tracing';
 
 // Live market data (MARKET_DATA=live): the market of a token from its DexScreener pairs, and the two trending lists
 // of DexScreener's keyless API (research/domain.md §5): GET /token-boosts/top/v1 (tokens with the most active
@@ -61,7 +62,9 @@ export function windowMarket(pairs: readonly DexPair[], window: TrendWindow) {
 }
 
 /** Reciprocal-rank fusion: Σ 1/(60 + rank) over the lists holding each token, scaled so the best is 100. */
-export function fuseRanks(lists: readonly { name: string; mints: readonly string[] }[]): { mint: string; listedBy: string[]; score: number }[] {
+export function fuseRanks(
+  lists: readonly { name: string; mints: readonly string[] }[],
+): { mint: string; listedBy: string[]; score: number }[] {
   const fused = new Map<string, { listedBy: string[]; raw: number; first: number }>();
   let order = 0;
   for (const list of lists) {
@@ -75,7 +78,11 @@ export function fuseRanks(lists: readonly { name: string; mints: readonly string
   }
   const ranked = [...fused.entries()].sort((a, b) => b[1].raw - a[1].raw || a[1].first - b[1].first);
   const top = ranked[0]?.[1].raw ?? 1;
-  return ranked.map(([mint, e]) => ({ mint, listedBy: e.listedBy, score: Math.round((e.raw / top) * 100 * 100) / 100 }));
+  return ranked.map(([mint, e]) => ({
+    mint,
+    listedBy: e.listedBy,
+    score: Math.round((e.raw / top) * 100 * 100) / 100,
+  }));
 }
 
 export interface TrendingLists {
@@ -84,18 +91,32 @@ export interface TrendingLists {
 }
 
 /** Reads both trending lists (Solana tokens only); 502 upstream_unavailable when both fail. */
-export function trendingProviders(tracker: UpstreamTracker, options: { baseUrl: string; timeoutMs?: number; cacheMs?: number; now?: () => number }) {
+export function trendingProviders(
+  tracker: UpstreamTracker,
+  options: { baseUrl: string; timeoutMs?: number; cacheMs?: number; now?: () => number },
+) {
   const base = options.baseUrl.replace(/\/+$/, '');
   const now = options.now ?? Date.now;
   let cached: { at: number; value: TrendingLists } | null = null;
   const list = (name: string, path: string) =>
     tracker.call(name, async () => {
-      const response = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(options.timeoutMs ?? 8_000), headers: { accept: 'application/json' } });
+      const response = await tracedFetch(
+        `GET dexscreener ${name}`,
+        `${base}${path}`,
+        { signal: AbortSignal.timeout(options.timeoutMs ?? 8_000), headers: { accept: 'application/json' } },
+        { propagate: false },
+      );
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       const body = (await response.json()) as unknown;
       if (!Array.isArray(body)) throw new Error('the answer is not an array of tokens');
       const mints = body
-        .filter((t): t is { chainId: string; tokenAddress: string } => !!t && typeof t === 'object' && (t as { chainId?: unknown }).chainId === 'solana' && typeof (t as { tokenAddress?: unknown }).tokenAddress === 'string')
+        .filter(
+          (t): t is { chainId: string; tokenAddress: string } =>
+            !!t &&
+            typeof t === 'object' &&
+            (t as { chainId?: unknown }).chainId === 'solana' &&
+            typeof (t as { tokenAddress?: unknown }).tokenAddress === 'string',
+        )
         .map((t) => t.tokenAddress)
         .filter((m) => /^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(m));
       return { name, mints };
@@ -103,7 +124,10 @@ export function trendingProviders(tracker: UpstreamTracker, options: { baseUrl: 
   return {
     async read(): Promise<TrendingLists> {
       if (cached && now() - cached.at < (options.cacheMs ?? 30_000)) return cached.value;
-      const results = await Promise.allSettled([list(BOOSTS, '/token-boosts/top/v1'), list(PROFILES, '/token-profiles/latest/v1')]);
+      const results = await Promise.allSettled([
+        list(BOOSTS, '/token-boosts/top/v1'),
+        list(PROFILES, '/token-profiles/latest/v1'),
+      ]);
       const lists = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
       if (!lists.length) throw (results[0] as PromiseRejectedResult).reason;
       const value = { lists };

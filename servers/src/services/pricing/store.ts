@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { DemandZone, PricedEndpoint } from '@agent-economy/contracts';
 import { ENDPOINTS, type Sale } from './surge';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_quotes': {
@@ -42,13 +43,20 @@ export function endpointOfResource(resource: string): PricedEndpoint | null {
   return (ENDPOINTS as readonly string[]).includes(tail[1]!) ? (tail[1] as PricedEndpoint) : null;
 }
 
-export function pricingStore(db: Kysely<any>, payTo: string) {
+export function pricingStore(db: SharedDb, payTo: string) {
   return {
     /** Records a quote (or extends the expiry of the same price quoted before). */
     async recordQuote(endpoint: PricedEndpoint, quote: StoredQuote, now: Date): Promise<void> {
       await db
         .insertInto('pricing_quotes')
-        .values({ endpoint, amount: quote.amount, multiplier: quote.hundredths, zone: quote.zone, quoted_at: now, expires_at: quote.expiresAt })
+        .values({
+          endpoint,
+          amount: quote.amount,
+          multiplier: quote.hundredths,
+          zone: quote.zone,
+          quoted_at: now,
+          expires_at: quote.expiresAt,
+        })
         .onConflict((oc) =>
           oc.columns(['endpoint', 'amount']).doUpdateSet({
             quoted_at: now,
@@ -60,9 +68,19 @@ export function pricingStore(db: Kysely<any>, payTo: string) {
 
     /** The quote of this endpoint at this amount, expired or not (null when never quoted). */
     async quote(endpoint: PricedEndpoint, amount: bigint): Promise<StoredQuote | null> {
-      const row = await db.selectFrom('pricing_quotes').selectAll().where('endpoint', '=', endpoint).where('amount', '=', amount as never).executeTakeFirst();
+      const row = await db
+        .selectFrom('pricing_quotes')
+        .selectAll()
+        .where('endpoint', '=', endpoint)
+        .where('amount', '=', amount as never)
+        .executeTakeFirst();
       if (!row) return null;
-      return { amount: BigInt(String(row.amount)), hundredths: Number(row.multiplier), zone: row.zone as DemandZone, expiresAt: new Date(row.expires_at) };
+      return {
+        amount: BigInt(String(row.amount)),
+        hundredths: Number(row.multiplier),
+        zone: row.zone as DemandZone,
+        expiresAt: new Date(row.expires_at),
+      };
     },
 
     /**
@@ -81,11 +99,11 @@ export function pricingStore(db: Kysely<any>, payTo: string) {
       const sales: Sale[] = [];
       for (const row of rows) {
         const endpoint = endpointOfResource(String(row.resource));
-        if (endpoint) sales.push({ endpoint, amount: BigInt(String(row.amount)), at: new Date(row.settled_at as string) });
+        if (endpoint)
+          sales.push({ endpoint, amount: BigInt(String(row.amount)), at: new Date(row.settled_at as string) });
       }
       return sales;
     },
-
   };
 }
 

@@ -1,10 +1,22 @@
-import type { AnalyticsWindow, DemandReading, DemandTrend, DemandZone, PricedEndpoint, PricePoint } from '@agent-economy/contracts';
+import type {
+  AnalyticsWindow,
+  DemandReading,
+  DemandTrend,
+  DemandZone,
+  PricedEndpoint,
+  PricePoint,
+} from '@agent-economy/contracts';
 import { atomicToUsd } from '@agent-economy/contracts';
 
 // The adaptive-pricing model as pure functions over plain data (no clock, no database): the demand reading of an
 // endpoint, the surge curve, the zone of a multiplier, the price it gives, and the analytics over settled calls.
 
-export const ENDPOINTS = ['token-intel', 'wallet-scan', 'trending', 'whale-watch'] as const satisfies readonly PricedEndpoint[];
+export const ENDPOINTS = [
+  'token-intel',
+  'wallet-scan',
+  'trending',
+  'whale-watch',
+] as const satisfies readonly PricedEndpoint[];
 /** The sliding window demand is measured over. */
 export const DEMAND_WINDOW_SECONDS = 300;
 /** The surge range, in hundredths of the base price. */
@@ -19,10 +31,21 @@ export interface Sale {
 }
 
 /** Calls in the window → the demand reading; the load ratio is the call rate over the baseline rate. */
-export function demandReading(callsInWindow: number, baselineCallsPerMinute: number, windowSeconds = DEMAND_WINDOW_SECONDS): DemandReading {
+export function demandReading(
+  callsInWindow: number,
+  baselineCallsPerMinute: number,
+  windowSeconds = DEMAND_WINDOW_SECONDS,
+): DemandReading {
   const callsPerMinute = (callsInWindow * 60) / windowSeconds;
-  const loadRatio = baselineCallsPerMinute > 0 ? callsPerMinute / baselineCallsPerMinute : callsInWindow > 0 ? MAX_HUNDREDTHS / 100 : 0;
-  return { callsInWindow, windowSeconds, callsPerMinute: round(callsPerMinute, 4), baselineCallsPerMinute, loadRatio: round(loadRatio, 4) };
+  const loadRatio =
+    baselineCallsPerMinute > 0 ? callsPerMinute / baselineCallsPerMinute : callsInWindow > 0 ? MAX_HUNDREDTHS / 100 : 0;
+  return {
+    callsInWindow,
+    windowSeconds,
+    callsPerMinute: round(callsPerMinute, 4),
+    baselineCallsPerMinute,
+    loadRatio: round(loadRatio, 4),
+  };
 }
 
 /**
@@ -46,16 +69,33 @@ export function zoneOf(hundredths: number): DemandZone {
 }
 
 export const ZONE_RULES = [
-  { zone: 'low', fromMultiplier: '0.5', toMultiplier: '0.8', meaning: 'demand below the baseline: prices are discounted' },
-  { zone: 'normal', fromMultiplier: '0.8', toMultiplier: '1.5', meaning: 'demand near the baseline: prices near the base price' },
+  {
+    zone: 'low',
+    fromMultiplier: '0.5',
+    toMultiplier: '0.8',
+    meaning: 'demand below the baseline: prices are discounted',
+  },
+  {
+    zone: 'normal',
+    fromMultiplier: '0.8',
+    toMultiplier: '1.5',
+    meaning: 'demand near the baseline: prices near the base price',
+  },
   { zone: 'high', fromMultiplier: '1.5', toMultiplier: '3', meaning: 'demand above the baseline: prices raised' },
-  { zone: 'surge', fromMultiplier: '3', toMultiplier: null, meaning: 'demand at three times the baseline or more: surge prices, up to 5×' },
+  {
+    zone: 'surge',
+    fromMultiplier: '3',
+    toMultiplier: null,
+    meaning: 'demand at three times the baseline or more: surge prices, up to 5×',
+  },
 ] as const;
 
 /** A multiplier in hundredths as its decimal string: 50 → "0.5", 125 → "1.25", 300 → "3". */
 export function multiplierText(hundredths: number): string {
   const whole = Math.floor(hundredths / 100);
-  const fraction = String(hundredths % 100).padStart(2, '0').replace(/0+$/, '');
+  const fraction = String(hundredths % 100)
+    .padStart(2, '0')
+    .replace(/0+$/, '');
   return fraction ? `${whole}.${fraction}` : String(whole);
 }
 
@@ -85,10 +125,12 @@ export const WINDOWS: Record<AnalyticsWindow, { seconds: number; bucketSeconds: 
 };
 
 /** Sales with `at` in (from, to]: a sale settled at this instant counts now, as the demand window counts it. */
-const between = (sales: readonly Sale[], from: number, to: number) => sales.filter((s) => s.at.getTime() > from && s.at.getTime() <= to);
+const between = (sales: readonly Sale[], from: number, to: number) =>
+  sales.filter((s) => s.at.getTime() > from && s.at.getTime() <= to);
 
 /**
- * Analytics of one endpoint over (to − window, to]: a price point per bucket (start, end] (the average price charged in it, or,
+ * Analytics of one endpoint over (to − window, to]: a price point per bucket (start, end] (the average price charged in
+ * it, or,
  * when nothing sold, the price quoted at the bucket's end from the demand then), revenue statistics, and the trend.
  * `sales` must hold the endpoint's settled calls from (window start − demand window) on.
  */
@@ -98,7 +140,11 @@ export function endpointAnalytics(input: {
   baselineCallsPerMinute: number;
   window: AnalyticsWindow;
   to: Date;
-}): { priceHistory: PricePoint[]; revenue: { calls: number; revenue: bigint; average: bigint; lowest: bigint; highest: bigint }; demandTrend: DemandTrend } {
+}): {
+  priceHistory: PricePoint[];
+  revenue: { calls: number; revenue: bigint; average: bigint; lowest: bigint; highest: bigint };
+  demandTrend: DemandTrend;
+} {
   const { seconds, bucketSeconds } = WINDOWS[input.window];
   const to = input.to.getTime();
   const from = to - seconds * 1000;
@@ -119,7 +165,14 @@ export function endpointAnalytics(input: {
     }
     const zone = zoneOf(hundredths);
     zoneCount[zone] += 1;
-    priceHistory.push({ at: new Date(start).toISOString(), priceUsd: atomicToUsd(amount), surgeMultiplier: multiplierText(hundredths), demandZone: zone, calls: sold.length, revenueUsd: atomicToUsd(revenue) });
+    priceHistory.push({
+      at: new Date(start).toISOString(),
+      priceUsd: atomicToUsd(amount),
+      surgeMultiplier: multiplierText(hundredths),
+      demandZone: zone,
+      calls: sold.length,
+      revenueUsd: atomicToUsd(revenue),
+    });
   }
   const inWindow = between(input.sales, from, to);
   const amounts = inWindow.map((s) => s.amount);

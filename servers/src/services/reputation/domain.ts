@@ -37,25 +37,12 @@ export const OUTCOME_POINTS: Record<ReputationOutcome, number> = {
 export const OUTCOMES = Object.keys(OUTCOME_POINTS) as ReputationOutcome[];
 export const TIERS: ReputationTier[] = ['unrated', 'new', 'bronze', 'silver', 'gold', 'platinum'];
 
-/** A stored report, as the domain reads it (money as bigint, time as Date). */
-export interface StoredReport {
-  id: string;
-  reporter: string;
-  ratedBy: string;
-  subject: string;
-  subjectRole: ReputationRole;
-  outcome: ReputationOutcome;
-  rating: number | null;
-  comment: string | null;
+/**
+ * A stored report, as the domain reads it: the contract's report with money as bigint and time as Date (toReport
+ * writes them back as an atomic-unit string and an ISO time). The store keeps it as one row of the same shape.
+ */
+export interface StoredReport extends Omit<ReputationReport, 'amount' | 'createdAt'> {
   amount: bigint | null;
-  escrowId: string | null;
-  moduleId: string | null;
-  signature: string | null;
-  verified: boolean;
-  weight: number;
-  points: number;
-  scoreBefore: number;
-  scoreAfter: number;
   createdAt: Date;
 }
 
@@ -103,20 +90,26 @@ export function tierOf(score: number, trades: number, reports: number): Reputati
 }
 
 /**
- * The trades behind a set of reports: several reports may describe one trade (the escrow's automatic one and
- * the buyer's own), identified by escrow id or transaction; a report naming neither is a trade of its own.
- * Each trade's outcome and amount come from its most authoritative report: verified first, then the newest.
+ * The trades behind a set of reports, verified ones only (an unverified report is no evidence of a trade). Several
+ * verified reports may describe one trade: identified by the transaction they cite, else by the escrow id (a report
+ * verified by a transfer always cites it, so only a trusted service's report is keyed by escrow id), else each report
+ * is a trade of its own. The trade's first report decides its outcome and amount; a later one only supplies an amount
+ * the first lacks, so no report can re-outcome or re-amount a trade already on record.
  */
 export function tradesOf(reports: readonly StoredReport[]): StoredReport[] {
   const byKey = new Map<string, StoredReport>();
-  for (const r of reports) {
-    const key = r.escrowId ? `e:${r.escrowId}:${r.subjectRole}` : r.signature ? `s:${r.signature}:${r.subjectRole}` : `r:${r.id}`;
+  const oldestFirst = reports
+    .filter((r) => r.verified)
+    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  for (const r of oldestFirst) {
+    const key = r.signature
+      ? `s:${r.signature}:${r.subjectRole}`
+      : r.escrowId
+        ? `e:${r.escrowId}:${r.subjectRole}`
+        : `r:${r.id}`;
     const held = byKey.get(key);
-    if (!held || (r.verified && !held.verified) || (r.verified === held.verified && r.createdAt > held.createdAt)) {
-      byKey.set(key, { ...r, amount: r.amount ?? held?.amount ?? null });
-    } else if (held.amount == null && r.amount != null) {
-      byKey.set(key, { ...held, amount: r.amount });
-    }
+    if (!held) byKey.set(key, r);
+    else if (held.amount == null && r.amount != null) byKey.set(key, { ...held, amount: r.amount });
   }
   return [...byKey.values()];
 }
@@ -127,9 +120,9 @@ const DISPUTED: ReadonlySet<ReputationOutcome> = new Set(['dispute_won', 'disput
 interface Summary {
   score: number;
   confidence: number;
+  /** Verified trades and verified reports: the only ones any figure counts. */
   trades: number;
-  verifiedTrades: number;
-  verifiedReports: number;
+  reports: number;
   completed: number;
   disputes: number;
   disputesLost: number;
@@ -139,13 +132,15 @@ interface Summary {
   averageRating: number | null;
   ratingCount: number;
   volume: bigint;
-  reports: number;
   lastTradeAt: Date | null;
-  firstSeenAt: Date | null;
 }
 
-/** Everything the profile and the rankings show about one set of reports (all of an agent's, or one role's). */
-export function summarize(reports: readonly StoredReport[], now: Date): Summary {
+/**
+ * Everything the profile and the rankings show about one set of reports (all of an agent's, or one role's), from its
+ * verified reports alone: an unverified one may be shown in a history, labelled, but it changes no figure.
+ */
+export function summarize(all: readonly StoredReport[], now: Date): Summary {
+  const reports = all.filter((r) => r.verified);
   const { score, totalWeight } = scoreOf(reports, now);
   const trades = tradesOf(reports);
   const ratings = reports.filter((r) => r.rating != null).map((r) => r.rating!);
@@ -153,13 +148,11 @@ export function summarize(reports: readonly StoredReport[], now: Date): Summary 
   const completed = count(COMPLETED);
   const disputes = count(DISPUTED);
   const times = reports.map((r) => r.createdAt.getTime());
-  const verified = reports.filter((r) => r.verified);
   return {
     score: round(score),
     confidence: round(totalWeight / (totalWeight + PRIOR_WEIGHT), 4),
     trades: trades.length,
-    verifiedTrades: tradesOf(verified).length,
-    verifiedReports: verified.length,
+    reports: reports.length,
     completed,
     disputes,
     disputesLost: trades.filter((t) => t.outcome === 'dispute_lost').length,
@@ -169,17 +162,17 @@ export function summarize(reports: readonly StoredReport[], now: Date): Summary 
     averageRating: ratings.length ? round(ratings.reduce((a, b) => a + b, 0) / ratings.length) : null,
     ratingCount: ratings.length,
     volume: trades.reduce((sum, t) => sum + (t.amount ?? 0n), 0n),
-    reports: reports.length,
     lastTradeAt: times.length ? new Date(Math.max(...times)) : null,
-    firstSeenAt: times.length ? new Date(Math.min(...times)) : null,
   };
 }
 
 function roleStats(reports: readonly StoredReport[], role: ReputationRole, now: Date): ReputationRoleStats {
-  const mine = reports.filter((r) => r.subjectRole === role);
-  const s = summarize(mine, now);
+  const s = summarize(
+    reports.filter((r) => r.subjectRole === role),
+    now,
+  );
   return {
-    score: mine.length ? s.score : null,
+    score: s.reports ? s.score : null,
     trades: s.trades,
     completed: s.completed,
     disputes: s.disputes,
@@ -193,20 +186,8 @@ function roleStats(reports: readonly StoredReport[], role: ReputationRole, now: 
 
 export function toReport(r: StoredReport): ReputationReport {
   return {
-    id: r.id,
-    reporter: r.reporter,
-    ratedBy: r.ratedBy,
-    subject: r.subject,
-    subjectRole: r.subjectRole,
-    outcome: r.outcome,
-    rating: r.rating,
-    comment: r.comment,
+    ...r,
     amount: r.amount == null ? null : r.amount.toString(),
-    escrowId: r.escrowId,
-    moduleId: r.moduleId,
-    signature: r.signature,
-    verified: r.verified,
-    weight: r.weight,
     points: round(r.points),
     scoreBefore: round(r.scoreBefore),
     scoreAfter: round(r.scoreAfter),
@@ -215,8 +196,9 @@ export function toReport(r: StoredReport): ReputationReport {
 }
 
 /**
- * An agent's profile from every report about it; `history` is the page of reports to show. The agent's
- * first appearance counts reports it filed or was rated in as a counterparty too (`seenAt`).
+ * An agent's profile from the reports about it (its figures from the verified ones only); `history` is the page of
+ * reports to show, verified or not, each labelled. `seenAt` is the agent's first appearance (verified reports about
+ * it, reports it filed or was rated in as a counterparty).
  */
 export function buildProfile(
   agentId: string,
@@ -226,20 +208,20 @@ export function buildProfile(
   seenAt: Date | null = null,
 ): ReputationProfile {
   const s = summarize(reports, now);
-  const first = [s.firstSeenAt, seenAt].filter((d): d is Date => !!d).sort((a, b) => a.getTime() - b.getTime())[0] ?? null;
   return {
     agentId,
     score: s.score,
-    tier: tierOf(s.score, s.verifiedTrades, s.verifiedReports),
+    tier: tierOf(s.score, s.trades, s.reports),
     confidence: s.confidence,
+    // Both are verified trades: an unverified report is no trade, however many of them there are.
     tradeCount: s.trades,
-    verifiedTradeCount: s.verifiedTrades,
+    verifiedTradeCount: s.trades,
     averageRating: s.averageRating,
     ratingCount: s.ratingCount,
     volume: s.volume.toString(),
     asSeller: roleStats(reports, 'seller', now),
     asBuyer: roleStats(reports, 'buyer', now),
-    firstSeenAt: first ? first.toISOString() : null,
+    firstSeenAt: seenAt ? seenAt.toISOString() : null,
     lastTradeAt: s.lastTradeAt ? s.lastTradeAt.toISOString() : null,
     history: { items: history.items.map(toReport), nextCursor: history.nextCursor },
   };
@@ -257,21 +239,27 @@ export function groupBySubject(reports: readonly StoredReport[]): Map<string, St
 
 /**
  * Agents ranked by score in `role` (any: all their reports), then trade count, then volume, then address
- * (so the order is total and pages are stable). Only agents with at least `minTrades` trades in that role.
+ * (so the order is total and pages are stable). Only agents with a verified report and at least `minTrades` verified
+ * trades in that role: one only strangers reported on has no reputation to rank.
  */
-export function rankAgents(reports: readonly StoredReport[], role: ReputationRole | 'any', minTrades: number, now: Date): Omit<ReputationRankedAgent, 'rank'>[] {
+export function rankAgents(
+  reports: readonly StoredReport[],
+  role: ReputationRole | 'any',
+  minTrades: number,
+  now: Date,
+): Omit<ReputationRankedAgent, 'rank'>[] {
   const ranked: (Omit<ReputationRankedAgent, 'rank'> & { volumeAtomic: bigint })[] = [];
   for (const [agentId, all] of groupBySubject(reports)) {
     const mine = role === 'any' ? all : all.filter((r) => r.subjectRole === role);
     if (!mine.length) continue;
     const s = summarize(mine, now);
-    if (s.trades < minTrades) continue;
+    if (!s.reports || s.trades < minTrades) continue;
     // The tier is the agent's overall one, whatever the ranking role.
     const overall = role === 'any' ? s : summarize(all, now);
     ranked.push({
       agentId,
       score: s.score,
-      tier: tierOf(overall.score, overall.verifiedTrades, overall.verifiedReports),
+      tier: tierOf(overall.score, overall.trades, overall.reports),
       confidence: s.confidence,
       tradeCount: s.trades,
       completionRate: s.completionRate,
@@ -294,17 +282,26 @@ export function rankAgents(reports: readonly StoredReport[], role: ReputationRol
 
 /**
  * Service-wide statistics. Agents are every wallet the reports name as subject or as the rating
- * counterparty; a counterparty nobody reported on is counted as unrated.
+ * counterparty; a counterparty nobody reported on is counted as unrated. The average score is over agents with a
+ * verified report: the others hold the prior, which reports about random wallets would otherwise pull it toward.
  */
-export function buildStats(reports: readonly StoredReport[], counterparties: ReadonlySet<string>, now: Date): ReputationStats {
+export function buildStats(
+  reports: readonly StoredReport[],
+  counterparties: ReadonlySet<string>,
+  now: Date,
+): ReputationStats {
   const tiers = Object.fromEntries(TIERS.map((t) => [t, 0])) as Record<ReputationTier, number>;
   const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<ReputationOutcome, number>;
   const groups = groupBySubject(reports);
   let scoreSum = 0;
+  let scored = 0;
   for (const list of groups.values()) {
     const s = summarize(list, now);
-    scoreSum += s.score;
-    tiers[tierOf(s.score, s.verifiedTrades, s.verifiedReports)] += 1;
+    if (s.reports) {
+      scoreSum += s.score;
+      scored += 1;
+    }
+    tiers[tierOf(s.score, s.trades, s.reports)] += 1;
   }
   const unrated = [...counterparties].filter((a) => !groups.has(a)).length;
   tiers.unrated += unrated;
@@ -314,7 +311,7 @@ export function buildStats(reports: readonly StoredReport[], counterparties: Rea
     agents: groups.size + unrated,
     reports: reports.length,
     verifiedReports: reports.filter((r) => r.verified).length,
-    averageScore: groups.size ? round(scoreSum / groups.size) : null,
+    averageScore: scored ? round(scoreSum / scored) : null,
     tiers,
     outcomes,
     reportsLast24h: reports.filter((r) => r.createdAt.getTime() > dayAgo).length,

@@ -5,7 +5,18 @@ import { callerOf } from '../../runtime/app';
 import { HttpError, conflict, unprocessable } from '../../runtime/errors';
 import type { SolanaSource } from '../../upstream/solana';
 import { checkTransfer, type TransferCheck } from './chain';
-import { baseWeight, buildProfile, buildStats, decodeCursor, encodeCursor, rankAgents, reportPoints, scoreOf, toReport, type StoredReport } from './domain';
+import {
+  baseWeight,
+  buildProfile,
+  buildStats,
+  decodeCursor,
+  encodeCursor,
+  rankAgents,
+  reportPoints,
+  scoreOf,
+  toReport,
+  type StoredReport,
+} from './domain';
 import type { HistoryPosition, ReputationStore } from './store';
 
 export interface ReputationDeps {
@@ -40,7 +51,8 @@ const UNSTORABLE_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\
 
 /** A comment the database could not store is a 400 naming the field, not a 500. */
 export function assertStorableComment(comment: string | undefined): void {
-  if (comment !== undefined && UNSTORABLE_TEXT.test(comment)) throw badField('body.comment', 'must be Unicode text without NUL characters or lone surrogates');
+  if (comment !== undefined && UNSTORABLE_TEXT.test(comment))
+    throw badField('body.comment', 'must be Unicode text without NUL characters or lone surrogates');
 }
 
 /** The history position a cursor of GET /api/reputation/agent/:agentId names, or a 400 naming the field. */
@@ -48,7 +60,12 @@ export function historyPosition(cursor: string | undefined): HistoryPosition | u
   if (cursor === undefined) return undefined;
   const value = decodeCursor(cursor);
   const createdAt = typeof value?.t === 'string' ? new Date(value.t) : undefined;
-  if (!createdAt || Number.isNaN(createdAt.getTime()) || typeof value?.id !== 'string' || !/^rep_[0-9a-f]{24}$/.test(value.id)) {
+  if (
+    !createdAt ||
+    Number.isNaN(createdAt.getTime()) ||
+    typeof value?.id !== 'string' ||
+    !/^rep_[0-9a-f]{24}$/.test(value.id)
+  ) {
     throw badField('query.cursor', 'is not a cursor this route issued');
   }
   return { createdAt, id: value.id };
@@ -58,7 +75,8 @@ export function historyPosition(cursor: string | undefined): HistoryPosition | u
 export function rankingOffset(cursor: string | undefined): number {
   if (cursor === undefined) return 0;
   const offset = decodeCursor(cursor)?.o;
-  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) throw badField('query.cursor', 'is not a cursor this route issued');
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0)
+    throw badField('query.cursor', 'is not a cursor this route issued');
   return offset;
 }
 
@@ -73,27 +91,43 @@ export function reportChecks(deps: ReputationDeps) {
     assertStorableComment(body.comment);
     const trusted = deps.trustedReporters.has(caller);
     if (body.ratedBy && !trusted) {
-      throw new HttpError(403, 'not_trusted_reporter', 'Only a trusted service may report for another party (ratedBy); report as yourself', { caller });
+      throw new HttpError(
+        403,
+        'not_trusted_reporter',
+        'Only a trusted service may report for another party (ratedBy); report as yourself',
+        { caller },
+      );
     }
     const ratedBy = body.ratedBy ?? caller;
-    if (body.subject === caller || body.subject === ratedBy) throw unprocessable('self_report', 'An agent cannot report on itself', { subject: body.subject });
+    if (body.subject === caller || body.subject === ratedBy)
+      throw unprocessable('self_report', 'An agent cannot report on itself', { subject: body.subject });
     const duplicate = await deps.store.findDuplicate(caller, body.subject, body.escrowId, body.signature);
-    if (duplicate) throw conflict('duplicate_report', 'You already reported this escrow or transaction about this agent', { reportId: duplicate.id });
+    if (duplicate)
+      throw conflict('duplicate_report', 'You already reported this escrow or transaction about this agent', {
+        reportId: duplicate.id,
+      });
     let transfer: TransferCheck | undefined;
     if (body.signature && !trusted) {
       const key = `${body.signature}:${ratedBy}:${body.subject}`;
-      transfer = confirmed.get(key) ?? (await checkTransfer(deps.chain, body.signature, ratedBy, body.subject, deps.mint));
+      transfer =
+        confirmed.get(key) ?? (await checkTransfer(deps.chain, body.signature, ratedBy, body.subject, deps.mint));
       if (transfer.transfer) {
         if (confirmed.size > 5_000) confirmed.clear();
         confirmed.set(key, transfer);
       }
     }
-    return { ratedBy, verified: trusted || !!transfer?.transfer, chainAmount: transfer?.amount ?? null };
+    // A transfer shows a trade in one direction: the seller received it, the buyer paid it. Cited the other way round,
+    // it would let a real payment make the subject a trader of the role the reporter picks.
+    const backed = !!transfer?.transfer && (transfer.payee === body.subject) === (body.subjectRole === 'seller');
+    return { ratedBy, verified: trusted || backed, chainAmount: backed ? (transfer?.amount ?? null) : null };
   };
 }
 
 // Handlers only translate between the contract and the domain.
-export function reputationHandlers(deps: ReputationDeps, check: ReturnType<typeof reportChecks>): RouterImplementation<typeof reputation.router> {
+export function reputationHandlers(
+  deps: ReputationDeps,
+  check: ReturnType<typeof reportChecks>,
+): RouterImplementation<typeof reputation.router> {
   const { store, now } = deps;
   return {
     report: async ({ body, res }) => {
@@ -110,8 +144,8 @@ export function reputationHandlers(deps: ReputationDeps, check: ReturnType<typeo
           outcome: body.outcome,
           rating: body.rating ?? null,
           comment: body.comment ?? null,
-          // Without a stated amount, a verified transfer's own amount is the trade's size.
-          amount: body.amount !== undefined ? BigInt(body.amount) : chainAmount,
+          // A trade a cited transfer verifies is as large as the chain says, whatever the reporter states.
+          amount: chainAmount ?? (body.amount !== undefined ? BigInt(body.amount) : null),
           escrowId: body.escrowId ?? null,
           moduleId: body.moduleId ?? null,
           signature: body.signature ?? null,
@@ -132,9 +166,10 @@ export function reputationHandlers(deps: ReputationDeps, check: ReturnType<typeo
     get: async ({ params, query }) => {
       const at = now();
       const after = historyPosition(query.cursor);
+      const verified = query.verified === undefined ? undefined : query.verified === 'true';
       const [reports, page, seen] = await Promise.all([
-        store.reportsAbout(params.agentId),
-        store.history(params.agentId, query.limit, after),
+        store.verifiedReportsAbout(params.agentId),
+        store.history(params.agentId, query.limit, after, verified),
         store.firstSeen(params.agentId),
       ]);
       const last = page.items.at(-1);
@@ -144,7 +179,7 @@ export function reputationHandlers(deps: ReputationDeps, check: ReturnType<typeo
 
     top: async ({ query }) => {
       const offset = rankingOffset(query.cursor);
-      const ranked = rankAgents(await store.all(), query.role, query.minTrades, now());
+      const ranked = rankAgents(await store.all({ verifiedOnly: true }), query.role, query.minTrades, now());
       const items = ranked.slice(offset, offset + query.limit).map((agent, i) => ({ rank: offset + i + 1, ...agent }));
       const nextCursor = offset + query.limit < ranked.length ? encodeCursor({ o: offset + query.limit }) : null;
       return { status: 200, body: { items, nextCursor } };

@@ -9,7 +9,8 @@ import { migrations, reputationStore } from './store';
 export interface ReputationOptions {
   /**
    * Wallets of the services whose reports are verified and that may report for a party (`ratedBy`): the
-   * escrow service and the gateway (`npm start` adds theirs when it runs them, and REPUTATION_TRUSTED_REPORTERS). Default: none.
+   * escrow service and the gateway (`npm start` adds theirs when it runs them, and REPUTATION_TRUSTED_REPORTERS).
+   * Default: none.
    */
   trustedReporters?: readonly string[];
   /** The clock scores are computed at (tests move it to watch weights decay). */

@@ -1,7 +1,8 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { ReputationOutcome, ReputationRole } from '@agent-economy/contracts';
+import { camelCaseDb } from '../../db/camel-case';
 import { conflict } from '../../runtime/errors';
 import type { StoredReport } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_reports': {
@@ -30,12 +31,27 @@ export const migrations: Record<string, Migration> = {
         .execute();
       // One report per reporter per trade about a subject (NULLs are distinct, so reports naming no escrow or
       // transaction are not constrained); these also make a duplicate that races past the preflight a 409.
-      await db.schema.createIndex('reputation_reports_escrow_uq').on('reputation_reports').columns(['reporter', 'subject', 'escrow_id']).unique().execute();
-      await db.schema.createIndex('reputation_reports_signature_uq').on('reputation_reports').columns(['reporter', 'subject', 'signature']).unique().execute();
-      await db.schema.createIndex('reputation_reports_subject_idx').on('reputation_reports').columns(['subject', 'created_at', 'id']).execute();
+      await db.schema
+        .createIndex('reputation_reports_escrow_uq')
+        .on('reputation_reports')
+        .columns(['reporter', 'subject', 'escrow_id'])
+        .unique()
+        .execute();
+      await db.schema
+        .createIndex('reputation_reports_signature_uq')
+        .on('reputation_reports')
+        .columns(['reporter', 'subject', 'signature'])
+        .unique()
+        .execute();
+      await db.schema
+        .createIndex('reputation_reports_subject_idx')
+        .on('reputation_reports')
+        .columns(['subject', 'created_at', 'id'])
+        .execute();
     },
   },
-  // Unverified reports weigh nothing (they used to weigh 0.25): reports stored before keep their row, lose their weight.
+  // Unverified reports weigh nothing (they used to weigh 0.25): reports stored before keep their row, lose their
+  // weight.
   '002_unverified_weightless': {
     async up(db) {
       await sql`update reputation_reports set weight = 0 where not verified`.execute(db);
@@ -43,72 +59,14 @@ export const migrations: Record<string, Migration> = {
   },
 };
 
-interface ReportRow {
-  id: string;
-  reporter: string;
-  rated_by: string;
-  subject: string;
-  subject_role: ReputationRole;
-  outcome: ReputationOutcome;
-  rating: number | null;
-  comment: string | null;
-  amount: bigint | string | null;
-  escrow_id: string | null;
-  module_id: string | null;
-  signature: string | null;
-  verified: boolean;
-  weight: number;
-  points: number;
-  score_before: number;
-  score_after: number;
-  created_at: Date;
-}
+// The row is the domain's report, but for `amount`: numeric(30, 0) (beyond int8) reads back as a string.
+type ReportRow = Omit<StoredReport, 'amount'> & { amount: bigint | string | null };
 
 interface Tables {
   reputation_reports: ReportRow;
 }
 
-const fromRow = (row: ReportRow): StoredReport => ({
-  id: row.id,
-  reporter: row.reporter,
-  ratedBy: row.rated_by,
-  subject: row.subject,
-  subjectRole: row.subject_role,
-  outcome: row.outcome,
-  rating: row.rating,
-  comment: row.comment,
-  amount: row.amount == null ? null : BigInt(row.amount),
-  escrowId: row.escrow_id,
-  moduleId: row.module_id,
-  signature: row.signature,
-  verified: row.verified,
-  weight: Number(row.weight),
-  points: Number(row.points),
-  scoreBefore: Number(row.score_before),
-  scoreAfter: Number(row.score_after),
-  createdAt: new Date(row.created_at),
-});
-
-const toRow = (r: StoredReport): ReportRow => ({
-  id: r.id,
-  reporter: r.reporter,
-  rated_by: r.ratedBy,
-  subject: r.subject,
-  subject_role: r.subjectRole,
-  outcome: r.outcome,
-  rating: r.rating,
-  comment: r.comment,
-  amount: r.amount,
-  escrow_id: r.escrowId,
-  module_id: r.moduleId,
-  signature: r.signature,
-  verified: r.verified,
-  weight: r.weight,
-  points: r.points,
-  score_before: r.scoreBefore,
-  score_after: r.scoreAfter,
-  created_at: r.createdAt,
-});
+const fromRow = (row: ReportRow): StoredReport => ({ ...row, amount: row.amount == null ? null : BigInt(row.amount) });
 
 /** Where a page of history starts: after this report (newest first). */
 export interface HistoryPosition {
@@ -116,67 +74,123 @@ export interface HistoryPosition {
   id: string;
 }
 
-export function reputationStore(database: Kysely<any>) {
-  const db = database as Kysely<Tables>;
+export function reputationStore(database: SharedDb) {
+  const db = camelCaseDb<Tables>(database);
   return {
     /** The earlier report by this reporter about this subject for the same escrow or transaction, if any. */
-    async findDuplicate(reporter: string, subject: string, escrowId: string | undefined, signature: string | undefined): Promise<StoredReport | undefined> {
+    async findDuplicate(
+      reporter: string,
+      subject: string,
+      escrowId: string | undefined,
+      signature: string | undefined,
+    ): Promise<StoredReport | undefined> {
       if (!escrowId && !signature) return undefined;
       const row = await db
         .selectFrom('reputation_reports')
         .selectAll()
         .where('reporter', '=', reporter)
         .where('subject', '=', subject)
-        .where((eb) => eb.or([...(escrowId ? [eb('escrow_id', '=', escrowId)] : []), ...(signature ? [eb('signature', '=', signature)] : [])]))
+        .where((eb) =>
+          eb.or([
+            ...(escrowId ? [eb('escrowId', '=', escrowId)] : []),
+            ...(signature ? [eb('signature', '=', signature)] : []),
+          ]),
+        )
         .executeTakeFirst();
       return row && fromRow(row);
     },
 
     /**
-     * Records a report. `complete` receives the subject's earlier reports (read under a per-subject lock, so
-     * concurrent reports about one agent see each other) and returns the report with its scores filled in.
+     * Records a report. `complete` receives the subject's earlier verified reports, all a score rests on (read under a
+     * per-subject lock, so concurrent reports about one agent see each other), and returns the report with its scores
+     * filled in.
      */
     async insert(subject: string, complete: (earlier: StoredReport[]) => StoredReport): Promise<StoredReport> {
       return db.transaction().execute(async (tx) => {
         await sql`select pg_advisory_xact_lock(hashtext(${`reputation:${subject}`}))`.execute(tx);
-        const earlier = (await tx.selectFrom('reputation_reports').selectAll().where('subject', '=', subject).execute()).map(fromRow);
+        const earlier = (
+          await tx
+            .selectFrom('reputation_reports')
+            .selectAll()
+            .where('subject', '=', subject)
+            .where('verified', '=', true)
+            .execute()
+        ).map(fromRow);
         const report = complete(earlier);
-        const inserted = await tx.insertInto('reputation_reports').values(toRow(report)).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+        const inserted = await tx
+          .insertInto('reputation_reports')
+          .values(report)
+          .onConflict((oc) => oc.doNothing())
+          .executeTakeFirst();
         if (!inserted.numInsertedOrUpdatedRows) {
-          throw conflict('duplicate_report', 'You already reported this escrow or transaction about this agent', { subject });
+          throw conflict('duplicate_report', 'You already reported this escrow or transaction about this agent', {
+            subject,
+          });
         }
         return report;
       });
     },
 
-    async reportsAbout(subject: string): Promise<StoredReport[]> {
-      return (await db.selectFrom('reputation_reports').selectAll().where('subject', '=', subject).execute()).map(fromRow);
+    /** The verified reports about `subject`: every figure of a profile comes from these (however many others). */
+    async verifiedReportsAbout(subject: string): Promise<StoredReport[]> {
+      return (
+        await db
+          .selectFrom('reputation_reports')
+          .selectAll()
+          .where('subject', '=', subject)
+          .where('verified', '=', true)
+          .execute()
+      ).map(fromRow);
     },
 
-    /** A page of reports about `subject`, newest first, starting after `after`. */
-    async history(subject: string, limit: number, after?: HistoryPosition): Promise<{ items: StoredReport[]; more: boolean }> {
+    /** A page of reports about `subject` (only verified or unverified ones if asked), newest first, after `after`. */
+    async history(
+      subject: string,
+      limit: number,
+      after?: HistoryPosition,
+      verified?: boolean,
+    ): Promise<{ items: StoredReport[]; more: boolean }> {
       let query = db.selectFrom('reputation_reports').selectAll().where('subject', '=', subject);
+      if (verified !== undefined) query = query.where('verified', '=', verified);
       if (after) {
         query = query.where((eb) =>
-          eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
+          eb.or([
+            eb('createdAt', '<', after.createdAt),
+            eb.and([eb('createdAt', '=', after.createdAt), eb('id', '<', after.id)]),
+          ]),
         );
       }
-      const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+      const rows = await query
+        .orderBy('createdAt', 'desc')
+        .orderBy('id', 'desc')
+        .limit(limit + 1)
+        .execute();
       return { items: rows.slice(0, limit).map(fromRow), more: rows.length > limit };
     },
 
-    /** When `agent` first appears in any report, as subject, reporter or rated-by party. */
+    /**
+     * When `agent` first appears: as the subject of a verified report, or as a report's reporter or rated-by party.
+     * Being named in an unverified report is no appearance (anyone could name a fresh wallet today to age it).
+     */
     async firstSeen(agent: string): Promise<Date | null> {
       const row = await db
         .selectFrom('reputation_reports')
-        .select((eb) => eb.fn.min('created_at').as('first'))
-        .where((eb) => eb.or([eb('subject', '=', agent), eb('rated_by', '=', agent), eb('reporter', '=', agent)]))
+        .select((eb) => eb.fn.min('createdAt').as('first'))
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('subject', '=', agent), eb('verified', '=', true)]),
+            eb('ratedBy', '=', agent),
+            eb('reporter', '=', agent),
+          ]),
+        )
         .executeTakeFirst();
       return row?.first ? new Date(row.first as Date) : null;
     },
 
-    async all(): Promise<StoredReport[]> {
-      return (await db.selectFrom('reputation_reports').selectAll().execute()).map(fromRow);
+    async all(options: { verifiedOnly?: boolean } = {}): Promise<StoredReport[]> {
+      let query = db.selectFrom('reputation_reports').selectAll();
+      if (options.verifiedOnly) query = query.where('verified', '=', true);
+      return (await query.execute()).map(fromRow);
     },
   };
 }

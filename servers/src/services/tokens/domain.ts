@@ -17,7 +17,6 @@ import type { HolderAccount } from '../../upstream/token-chain';
 // ---------------------------------------------------------------------------------------------------
 // Concentration
 
-
 /** The holder section of a token: the largest accounts ranked, the excluded ones apart, and concentration figures. */
 export function holderDistribution(
   accounts: readonly HolderAccount[],
@@ -25,16 +24,35 @@ export function holderDistribution(
   decimals: number,
   whaleThresholdPercent: number,
 ): Pick<TokenHolders, 'topHolders' | 'excluded' | 'concentration' | 'whales'> {
-  const sorted = [...accounts].sort((a, b) => (b.amount > a.amount ? 1 : b.amount < a.amount ? -1 : a.tokenAccount.localeCompare(b.tokenAccount)));
+  const sorted = [...accounts].sort((a, b) =>
+    b.amount > a.amount ? 1 : b.amount < a.amount ? -1 : a.tokenAccount.localeCompare(b.tokenAccount),
+  );
   const excluded = sorted
     .filter((a) => a.excluded && a.amount > 0n)
-    .map((a) => ({ tokenAccount: a.tokenAccount, owner: a.owner, reason: a.excluded!, percent: percentOf(a.amount, supply) }));
+    .map((a) => ({
+      tokenAccount: a.tokenAccount,
+      owner: a.owner,
+      reason: a.excluded!,
+      percent: percentOf(a.amount, supply),
+    }));
   const held = sorted.filter((a) => !a.excluded && a.amount > 0n).slice(0, 20);
   const topHolders: TokenHolder[] = held.map((a, i) => {
     const percent = percentOf(a.amount, supply);
-    return { rank: i + 1, owner: a.owner, tokenAccount: a.tokenAccount, amount: a.amount.toString(), uiAmount: uiAmount(a.amount, decimals), percent, whale: percent >= whaleThresholdPercent };
+    return {
+      rank: i + 1,
+      owner: a.owner,
+      tokenAccount: a.tokenAccount,
+      amount: a.amount.toString(),
+      uiAmount: uiAmount(a.amount, decimals),
+      percent,
+      whale: percent >= whaleThresholdPercent,
+    };
   });
-  const topShare = (k: number) => percentOf(held.slice(0, k).reduce((s, a) => s + a.amount, 0n), supply);
+  const topShare = (k: number) =>
+    percentOf(
+      held.slice(0, k).reduce((s, a) => s + a.amount, 0n),
+      supply,
+    );
   const whales = topHolders.filter((h) => h.whale);
   return {
     topHolders,
@@ -46,7 +64,13 @@ export function holderDistribution(
       gini: gini(held.map((a) => Number(a.amount))),
       hhi: hhi(held.map((a) => (supply > 0n ? Number((a.amount * 1_000_000_000n) / supply) / 1e9 : 0))),
     },
-    whales: { count: whales.length, totalPercent: percentOf(held.filter((_, i) => topHolders[i]!.whale).reduce((s, a) => s + a.amount, 0n), supply) },
+    whales: {
+      count: whales.length,
+      totalPercent: percentOf(
+        held.filter((_, i) => topHolders[i]!.whale).reduce((s, a) => s + a.amount, 0n),
+        supply,
+      ),
+    },
   };
 }
 
@@ -95,30 +119,72 @@ const LEVEL_ORDER = { danger: 0, warn: 1, info: 2 } as const;
 
 export function riskWarnings(facts: RiskFacts): TokenWarning[] {
   const found: [TokenWarningCode, string][] = [];
-  if (facts.mintAuthority) found.push(['mint_authority_enabled', `${facts.mintAuthority} can mint more tokens at any time, diluting every holder.`]);
-  if (facts.freezeAuthority) found.push(['freeze_authority_enabled', `${facts.freezeAuthority} can freeze any holder’s token account.`]);
-  if (facts.permanentDelegate) found.push(['permanent_delegate', `${facts.permanentDelegate} may transfer or burn tokens from any account (Token-2022 permanent delegate).`]);
-  if (facts.top1Percent >= SINGLE_HOLDER_PERCENT) found.push(['single_holder_concentration', `The largest holder owns ${facts.top1Percent}% of the supply (threshold ${SINGLE_HOLDER_PERCENT}%).`]);
-  if (facts.transferHookProgram) found.push(['transfer_hook', `Every transfer calls program ${facts.transferHookProgram}, which can refuse or tax it.`]);
-  if (facts.transferFeePercent) found.push(['transfer_fee', `Each transfer withholds ${facts.transferFeePercent}% (Token-2022 transfer fee).`]);
-  if (facts.top10Percent >= TOP10_PERCENT) found.push(['top10_concentration', `The 10 largest holders own ${facts.top10Percent}% of the supply (threshold ${TOP10_PERCENT}%).`]);
+  if (facts.mintAuthority)
+    found.push([
+      'mint_authority_enabled',
+      `${facts.mintAuthority} can mint more tokens at any time, diluting every holder.`,
+    ]);
+  if (facts.freezeAuthority)
+    found.push(['freeze_authority_enabled', `${facts.freezeAuthority} can freeze any holder’s token account.`]);
+  if (facts.permanentDelegate)
+    found.push([
+      'permanent_delegate',
+      `${facts.permanentDelegate} may transfer or burn tokens from any account (Token-2022 permanent delegate).`,
+    ]);
+  if (facts.top1Percent >= SINGLE_HOLDER_PERCENT)
+    found.push([
+      'single_holder_concentration',
+      `The largest holder owns ${facts.top1Percent}% of the supply (threshold ${SINGLE_HOLDER_PERCENT}%).`,
+    ]);
+  if (facts.transferHookProgram)
+    found.push([
+      'transfer_hook',
+      `Every transfer calls program ${facts.transferHookProgram}, which can refuse or tax it.`,
+    ]);
+  if (facts.transferFeePercent)
+    found.push(['transfer_fee', `Each transfer withholds ${facts.transferFeePercent}% (Token-2022 transfer fee).`]);
+  if (facts.top10Percent >= TOP10_PERCENT)
+    found.push([
+      'top10_concentration',
+      `The 10 largest holders own ${facts.top10Percent}% of the supply (threshold ${TOP10_PERCENT}%).`,
+    ]);
   if (facts.market) {
-    if (facts.market.pairCount === 0) found.push(['no_market', 'The market provider lists no trading pair for this token.']);
+    if (facts.market.pairCount === 0)
+      found.push(['no_market', 'The market provider lists no trading pair for this token.']);
     else if ((toScaled(facts.market.liquidityUsd) ?? 0n) < toScaled(LOW_LIQUIDITY_USD)!) {
-      found.push(['low_liquidity', `Pooled liquidity is ${facts.market.liquidityUsd} USD, under ${LOW_LIQUIDITY_USD} USD: a small trade moves the price.`]);
+      found.push([
+        'low_liquidity',
+        `Pooled liquidity is ${facts.market.liquidityUsd} USD, under ${LOW_LIQUIDITY_USD} USD: a small trade moves the price.`,
+      ]);
     }
-    if (facts.market.createdAt && facts.now.getTime() - Date.parse(facts.market.createdAt) < NEW_TOKEN_DAYS * 86_400_000) {
-      found.push(['new_token', `Its oldest trading pair was created ${facts.market.createdAt}, less than ${NEW_TOKEN_DAYS} days ago.`]);
+    if (
+      facts.market.createdAt &&
+      facts.now.getTime() - Date.parse(facts.market.createdAt) < NEW_TOKEN_DAYS * 86_400_000
+    ) {
+      found.push([
+        'new_token',
+        `Its oldest trading pair was created ${facts.market.createdAt}, less than ${NEW_TOKEN_DAYS} days ago.`,
+      ]);
     }
   }
-  if (facts.metadataMutable) found.push(['mutable_metadata', 'The update authority can still change the name, symbol and image.']);
+  if (facts.metadataMutable)
+    found.push(['mutable_metadata', 'The update authority can still change the name, symbol and image.']);
   return found
-    .map(([code, description]) => ({ code, level: RISK_RULES[code].level, title: RISK_RULES[code].title, description, scoreImpact: RISK_RULES[code].points }))
+    .map(([code, description]) => ({
+      code,
+      level: RISK_RULES[code].level,
+      title: RISK_RULES[code].title,
+      description,
+      scoreImpact: RISK_RULES[code].points,
+    }))
     .sort((a, b) => LEVEL_ORDER[a.level] - LEVEL_ORDER[b.level] || b.scoreImpact - a.scoreImpact);
 }
 
 export function riskScore(warnings: readonly TokenWarning[]): { riskScore: number; riskLevel: TokenRiskLevel } {
-  const score = Math.min(100, warnings.reduce((sum, w) => sum + w.scoreImpact, 0));
+  const score = Math.min(
+    100,
+    warnings.reduce((sum, w) => sum + w.scoreImpact, 0),
+  );
   const riskLevel: TokenRiskLevel = score < 25 ? 'low' : score < 50 ? 'medium' : score < 75 ? 'high' : 'critical';
   return { riskScore: score, riskLevel };
 }
@@ -152,7 +218,9 @@ export function competitionRanks(values: readonly (number | null)[], lowerIsBett
 
 const decimalNumber = (v: string | null) => (v === null ? null : Number(v));
 
-/** Ranks 2 to 5 tokens on six criteria; rank r of n earns (n − r)/(n − 1) × 100 points, weighted into compositeScore. */
+/**
+ * Ranks 2 to 5 tokens on six criteria; rank r of n earns (n − r)/(n − 1) × 100 points, weighted into compositeScore.
+ */
 export function compareTokens(tokens: readonly CompareInput[]): Omit<TokenComparison, 'source'> {
   const n = tokens.length;
   const criteria: Record<TokenRankCriterion, number[]> = {
@@ -160,17 +228,30 @@ export function compareTokens(tokens: readonly CompareInput[]): Omit<TokenCompar
     volume: competitionRanks(tokens.map((t) => decimalNumber(t.volume24hUsd))),
     marketCap: competitionRanks(tokens.map((t) => decimalNumber(t.marketCapUsd))),
     momentum: competitionRanks(tokens.map((t) => t.priceChange24hPercent)),
-    safety: competitionRanks(tokens.map((t) => t.riskScore), true),
-    distribution: competitionRanks(tokens.map((t) => t.top10HolderPercent), true),
+    safety: competitionRanks(
+      tokens.map((t) => t.riskScore),
+      true,
+    ),
+    distribution: competitionRanks(
+      tokens.map((t) => t.top10HolderPercent),
+      true,
+    ),
   };
   const keys = Object.keys(COMPARE_WEIGHTS) as TokenRankCriterion[];
   const scored = tokens.map((t, i) => {
     const ranks = Object.fromEntries(keys.map((k) => [k, criteria[k][i]!])) as Record<TokenRankCriterion, number>;
-    const compositeScore = round(keys.reduce((sum, k) => sum + COMPARE_WEIGHTS[k] * (((n - ranks[k]) / (n - 1)) * 100), 0), 2);
+    const compositeScore = round(
+      keys.reduce((sum, k) => sum + COMPARE_WEIGHTS[k] * (((n - ranks[k]) / (n - 1)) * 100), 0),
+      2,
+    );
     return { ...t, ranks, compositeScore };
   });
   const overall = competitionRanks(scored.map((t) => t.compositeScore));
-  const ranked = scored.map((t, i) => ({ ...t, overallRank: overall[i]! })).sort((a, b) => a.overallRank - b.overallRank || a.mint.localeCompare(b.mint));
-  const leaders = Object.fromEntries(keys.map((k) => [k, tokens[criteria[k].indexOf(Math.min(...criteria[k]))]!.mint])) as Record<TokenRankCriterion, string>;
+  const ranked = scored
+    .map((t, i) => ({ ...t, overallRank: overall[i]! }))
+    .sort((a, b) => a.overallRank - b.overallRank || a.mint.localeCompare(b.mint));
+  const leaders = Object.fromEntries(
+    keys.map((k) => [k, tokens[criteria[k].indexOf(Math.min(...criteria[k]))]!.mint]),
+  ) as Record<TokenRankCriterion, string>;
   return { tokens: ranked, leaders, weights: { ...COMPARE_WEIGHTS } };
 }

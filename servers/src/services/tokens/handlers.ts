@@ -1,4 +1,11 @@
-import type { DataSource, TokenHolders, TokenMarket, TokenOverview, TokenSecurityReport, tokens } from '@agent-economy/contracts';
+import type {
+  DataSource,
+  TokenHolders,
+  TokenMarket,
+  TokenOverview,
+  TokenSecurityReport,
+  tokens,
+} from '@agent-economy/contracts';
 import type { RouterImplementation } from '../../runtime/app';
 import { sharedReads } from '../../upstream/shared-reads';
 import { multiplyDecimals, sumDecimals, uiAmount } from '../../upstream/decimal';
@@ -24,7 +31,8 @@ export function tokenReader(deps: TokensDeps) {
   // A preflight and the handler after it read the same mint within a moment: they share the read.
   const once = sharedReads();
   const mintOf = (mint: string) => once(`mint:${mint}`, () => readMint(deps.chain, mint));
-  const pairsOf = (mint: string): Promise<DexPair[] | null> => (deps.market ? once(`pairs:${mint}`, () => deps.market!.pairs(mint)) : Promise.resolve(null));
+  const pairsOf = (mint: string): Promise<DexPair[] | null> =>
+    deps.market ? once(`pairs:${mint}`, () => deps.market!.pairs(mint)) : Promise.resolve(null);
 
   function source(withMarket: boolean, marketFields: boolean): DataSource {
     const asOf = deps.now().toISOString();
@@ -37,9 +45,16 @@ export function tokenReader(deps: TokensDeps) {
     return holdersOf(facts, pairs, whaleThresholdPercent);
   }
 
-  async function holdersOf(facts: MintFacts, pairs: DexPair[] | null, whaleThresholdPercent: number): Promise<TokenHolders> {
+  async function holdersOf(
+    facts: MintFacts,
+    pairs: DexPair[] | null,
+    whaleThresholdPercent: number,
+  ): Promise<TokenHolders> {
     const pools = new Set((pairs ?? []).map((p) => p.pairAddress));
-    const [accounts, totalHolders] = await Promise.all([readLargestHolders(deps.chain, facts, pools), countHolders(deps.chain, facts, deps.localChain)]);
+    const [accounts, totalHolders] = await Promise.all([
+      readLargestHolders(deps.chain, facts, pools),
+      countHolders(deps.chain, facts, deps.localChain),
+    ]);
     return {
       mint: facts.mint,
       decimals: facts.decimals,
@@ -143,7 +158,10 @@ export function tokensHandlers(reader: TokenReader): RouterImplementation<typeof
   return {
     overview: async ({ params }) => ({ status: 200, body: await reader.overview(params.mint) }),
     security: async ({ params }) => ({ status: 200, body: await reader.security(params.mint) }),
-    holders: async ({ params, query }) => ({ status: 200, body: await reader.holders(params.mint, query.whaleThresholdPercent) }),
+    holders: async ({ params, query }) => ({
+      status: 200,
+      body: await reader.holders(params.mint, query.whaleThresholdPercent),
+    }),
     market: async ({ params }) => ({ status: 200, body: await reader.market(params.mint) }),
     full: async ({ params }) => {
       const [overview, security, holders, market] = await Promise.all([

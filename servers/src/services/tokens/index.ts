@@ -36,7 +36,7 @@ export async function createTokensApp(context: ServiceContext, options: TokensOp
     service: tokens,
     handlers: tokensHandlers(reader),
     ...fromContext(context),
-    health: () => tracker.health('tokens', context.db),
+    upstream: tracker,
     // An address that is not a mint, or a chain that does not answer, fails before the 402: nobody pays for it.
     preflight: {
       overview: mintExists,

@@ -30,7 +30,11 @@ const windowSum = (pairs: readonly DexPair[], key: keyof PairWindow<number>): st
   pairs.length ? sumDecimals(pairs.map((p) => decimal(p.volume?.[key] ?? 0))) : null;
 
 /** The market section from a token's pairs (most liquid first): the reference pair prices it. */
-export function marketFromPairs(mint: string, symbol: string | null, pairs: readonly DexPair[]): Omit<TokenMarket, 'source'> {
+export function marketFromPairs(
+  mint: string,
+  symbol: string | null,
+  pairs: readonly DexPair[],
+): Omit<TokenMarket, 'source'> {
   const reference = pairs[0];
   return {
     mint,
@@ -43,7 +47,12 @@ export function marketFromPairs(mint: string, symbol: string | null, pairs: read
       h6: reference?.priceChange?.h6 ?? null,
       h24: reference?.priceChange?.h24 ?? null,
     },
-    volumeUsd: { m5: windowSum(pairs, 'm5'), h1: windowSum(pairs, 'h1'), h6: windowSum(pairs, 'h6'), h24: windowSum(pairs, 'h24') },
+    volumeUsd: {
+      m5: windowSum(pairs, 'm5'),
+      h1: windowSum(pairs, 'h1'),
+      h6: windowSum(pairs, 'h6'),
+      h24: windowSum(pairs, 'h24'),
+    },
     buys24h: pairs.reduce((s, p) => s + (p.txns?.h24?.buys ?? 0), 0),
     sells24h: pairs.reduce((s, p) => s + (p.txns?.h24?.sells ?? 0), 0),
     liquidityUsd: sumDecimals(pairs.map((p) => decimal(p.liquidity?.usd ?? 0))),

@@ -5,6 +5,7 @@ import type {
   ScanFindingSeverity,
   ScanPlagiarismCheck,
   ScanQualityCheck,
+  ScanResult,
   ScanSafetyCheck,
   ScanVerdict,
   ScannableContentInput,
@@ -14,14 +15,21 @@ import { excerptOf, findSafetyHits, type SafetyKind } from './safety';
 
 // The scan as plain functions over the content. Formulas (the contract fixes the weights and the verdict):
 //   quality    = length 30 × min(1, words / 150) + sections 15 × min(1, sections / 3) + examples 5
-//                + readability 25 × clamp(Flesch / 60, 0, 1) (10 without prose) + repetition 25 × (1 − min(1, 2 × duplicate ratio))
+//                + readability 25 × clamp(Flesch / 60, 0, 1) (10 without prose) + repetition 25 × (1 − min(1, 2 ×
+// duplicate ratio))
 //   safety     = 100 − Σ severity penalty (critical 50, high 25, medium 10, low 3), at least 0
 //   plagiarism = 100 × (1 − highest Jaccard similarity of 5-word shingles to an earlier scan)
 //   score      = (40 × quality + 35 × safety + 25 × plagiarism) / (sum of the weights of the checks run)
 //   verdict    = pass at 70+ without high/critical findings, warn at 50+ without critical ones, else fail
 
 export const CHECK_WEIGHTS: Record<ScanCheck, number> = { quality: 40, safety: 35, plagiarism: 25 };
-export const SEVERITY_PENALTY: Record<ScanFindingSeverity, number> = { critical: 50, high: 25, medium: 10, low: 3, info: 0 };
+export const SEVERITY_PENALTY: Record<ScanFindingSeverity, number> = {
+  critical: 50,
+  high: 25,
+  medium: 10,
+  low: 3,
+  info: 0,
+};
 export const QUALITY_PASS = 60;
 export const SAFETY_PASS = 70;
 export const SHINGLE_WORDS = 5;
@@ -82,7 +90,8 @@ interface Structure {
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
 const HEADING = /^\s{0,3}#{1,6}\s+\S/;
 const LIST_ITEM = /^\s*(?:[-*+]|\d+[.)])\s+/;
-const DECLARATION = /^(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function|class|interface|type|enum|const|let|var|def|fn|func|struct|impl|trait|module|package|pub\s+fn)\b/;
+const DECLARATION =
+  /^(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function|class|interface|type|enum|const|let|var|def|fn|func|struct|impl|trait|module|package|pub\s+fn)\b/;
 const COMMENT = /^\s*(?:\/\/+|#+(?!!)|\/\*+|\*+\/?|--|""")\s?/;
 
 /** Markdown inline markup removed, so prose measures the words a reader reads. */
@@ -163,14 +172,21 @@ export function analyzeStructure(content: Pick<ScannableContentInput, 'format' |
     sectionCount = prose.length;
   } else if (content.format === 'json') {
     const value = JSON.parse(content.body) as unknown;
-    sectionCount = Array.isArray(value) ? value.length : value && typeof value === 'object' ? Object.keys(value).length : 0;
+    sectionCount = Array.isArray(value)
+      ? value.length
+      : value && typeof value === 'object'
+        ? Object.keys(value).length
+        : 0;
     collectJsonStrings(value, prose);
   } else {
     codeBlockCount = 1;
     for (const line of lines) {
       if (DECLARATION.test(line)) sectionCount += 1;
       if (COMMENT.test(line)) {
-        const text = line.replace(COMMENT, '').replace(/\*\/\s*$/, '').trim();
+        const text = line
+          .replace(COMMENT, '')
+          .replace(/\*\/\s*$/, '')
+          .trim();
         if (wordsOf(text).length) paragraph.push(text);
         else flush();
       } else flush();
@@ -209,7 +225,10 @@ export interface DraftFinding {
   excerpt: string | null;
 }
 
-export function qualityCheck(content: ScannableContentInput, sizeBytes: number): { check: ScanQualityCheck; findings: DraftFinding[] } {
+export function qualityCheck(
+  content: ScannableContentInput,
+  sizeBytes: number,
+): { check: ScanQualityCheck; findings: DraftFinding[] } {
   const s = analyzeStructure(content);
   const wordCount = wordsOf(content.body).length;
   const sentences = sentencesOf(s.prose);
@@ -229,15 +248,32 @@ export function qualityCheck(content: ScannableContentInput, sizeBytes: number):
   );
 
   const findings: DraftFinding[] = [];
-  const add = (severity: ScanFindingSeverity, code: string, message: string, line: number | null = null, excerpt: string | null = null) =>
-    findings.push({ check: 'quality', severity, code, message, line, excerpt });
-  if (wordCount < 50) add('medium', 'too_short', `Only ${wordCount} words: a module needs at least 50 to teach anything`);
-  if (s.unclosedFenceLine !== null) add('medium', 'unclosed_code_fence', 'A code block is opened and never closed', s.unclosedFenceLine, excerptOf(s.lines[s.unclosedFenceLine - 1]!));
-  if (content.format === 'markdown' && s.sectionCount === 0) add('low', 'no_sections', 'No headings: the module has no sections to navigate');
-  if (readability !== null && readability < 30) add('low', 'hard_to_read', `Flesch reading ease ${readability}: very hard to read`);
+  const add = (
+    severity: ScanFindingSeverity,
+    code: string,
+    message: string,
+    line: number | null = null,
+    excerpt: string | null = null,
+  ) => findings.push({ check: 'quality', severity, code, message, line, excerpt });
+  if (wordCount < 50)
+    add('medium', 'too_short', `Only ${wordCount} words: a module needs at least 50 to teach anything`);
+  if (s.unclosedFenceLine !== null)
+    add(
+      'medium',
+      'unclosed_code_fence',
+      'A code block is opened and never closed',
+      s.unclosedFenceLine,
+      excerptOf(s.lines[s.unclosedFenceLine - 1]!),
+    );
+  if (content.format === 'markdown' && s.sectionCount === 0)
+    add('low', 'no_sections', 'No headings: the module has no sections to navigate');
+  if (readability !== null && readability < 30)
+    add('low', 'hard_to_read', `Flesch reading ease ${readability}: very hard to read`);
   if (averageSentenceWords > 30) add('low', 'long_sentences', `Sentences average ${averageSentenceWords} words`);
-  if (duplicates > 0.2) add('medium', 'repeated_lines', `${Math.round(duplicates * 100)}% of the lines repeat earlier ones`);
-  if (sizeBytes > LARGE_CONTENT_BYTES) add('info', 'large_content', `${sizeBytes} bytes: large modules cost readers context`);
+  if (duplicates > 0.2)
+    add('medium', 'repeated_lines', `${Math.round(duplicates * 100)}% of the lines repeat earlier ones`);
+  if (sizeBytes > LARGE_CONTENT_BYTES)
+    add('info', 'large_content', `${sizeBytes} bytes: large modules cost readers context`);
 
   return {
     check: {
@@ -254,7 +290,10 @@ export function qualityCheck(content: ScannableContentInput, sizeBytes: number):
   };
 }
 
-const SAFETY_COUNTERS: Record<SafetyKind, keyof Pick<ScanSafetyCheck, 'secrets' | 'promptInjections' | 'dangerousCommands' | 'personalData'>> = {
+const SAFETY_COUNTERS: Record<
+  SafetyKind,
+  keyof Pick<ScanSafetyCheck, 'secrets' | 'promptInjections' | 'dangerousCommands' | 'personalData'>
+> = {
   secrets: 'secrets',
   promptInjections: 'promptInjections',
   dangerousCommands: 'dangerousCommands',
@@ -278,7 +317,14 @@ export function safetyCheck(body: string): { check: ScanSafetyCheck; findings: D
   };
   const counts = { secrets: 0, promptInjections: 0, dangerousCommands: 0, personalData: 0 };
   for (const hit of hits) counts[SAFETY_COUNTERS[hit.kind]] += 1;
-  const findings = hits.map((hit) => ({ check: 'safety' as const, severity: hit.severity, code: hit.code, message: hit.message, line: lineOf(hit.index), excerpt: hit.excerpt }));
+  const findings = hits.map((hit) => ({
+    check: 'safety' as const,
+    severity: hit.severity,
+    code: hit.code,
+    message: hit.message,
+    line: lineOf(hit.index),
+    excerpt: hit.excerpt,
+  }));
   const score = Math.max(0, 100 - findings.reduce((sum, f) => sum + SEVERITY_PENALTY[f.severity], 0));
   const blocking = findings.some((f) => f.severity === 'high' || f.severity === 'critical');
   return { check: { score, passed: score >= SAFETY_PASS && !blocking, ...counts }, findings };
@@ -293,7 +339,13 @@ export function shingles(body: string): string[] {
   if (!words.length) return [];
   const set = new Set<string>();
   const n = Math.min(SHINGLE_WORDS, words.length);
-  for (let i = 0; i + n <= words.length; i++) set.add(createHash('sha256').update(words.slice(i, i + n).join(' ')).digest('hex').slice(0, 12));
+  for (let i = 0; i + n <= words.length; i++)
+    set.add(
+      createHash('sha256')
+        .update(words.slice(i, i + n).join(' '))
+        .digest('hex')
+        .slice(0, 12),
+    );
   return [...set];
 }
 
@@ -305,13 +357,9 @@ export function jaccard(a: ReadonlySet<string>, b: readonly string[]): number {
 }
 
 /** An earlier scan as the plagiarism check sees it. */
-export interface EarlierScan {
+export interface EarlierScan extends Pick<ScanResult, 'moduleId' | 'title' | 'contentHash' | 'holder'> {
   scanId: string;
   certificateId: string | null;
-  moduleId: string | null;
-  title: string;
-  contentHash: string;
-  holder: string | null;
   shingles: string[];
   scannedAt: Date;
   /** The market's publication time of the module the scan was bound to, else null. */
@@ -326,16 +374,21 @@ interface Work {
 }
 
 /** The same work: the same module, or the same content under the same holder (a seller rescanning what it scanned). */
-const sameWork = (a: Work, b: Work) => (!!a.moduleId && a.moduleId === b.moduleId) || (a.contentHash === b.contentHash && a.holder === b.holder);
+const sameWork = (a: Work, b: Work) =>
+  (!!a.moduleId && a.moduleId === b.moduleId) || (a.contentHash === b.contentHash && a.holder === b.holder);
 
 /**
  * When each work was first published: the market's publication time of its module, or its earliest scan, whichever is
  * earlier (`at` for a work never seen before). One pass over the scans, then a lookup per work.
  */
-export function publicationDates(scans: readonly EarlierScan[], at: Date): (work: Work & { publishedAt?: Date | null }) => number {
+export function publicationDates(
+  scans: readonly EarlierScan[],
+  at: Date,
+): (work: Work & { publishedAt?: Date | null }) => number {
   const byModule = new Map<string, number>();
   const byContent = new Map<string, number>();
-  const keep = (map: Map<string, number>, key: string, t: number) => map.set(key, Math.min(map.get(key) ?? Infinity, t));
+  const keep = (map: Map<string, number>, key: string, t: number) =>
+    map.set(key, Math.min(map.get(key) ?? Infinity, t));
   for (const e of scans) {
     const t = Math.min(e.scannedAt.getTime(), e.publishedAt?.getTime() ?? Infinity);
     if (e.moduleId) keep(byModule, e.moduleId, t);
@@ -356,16 +409,28 @@ export function publicationDates(scans: readonly EarlierScan[], at: Date): (work
  * author scanning after a copier is not flagged for the copier's scan. Scans of the same work are never compared.
  */
 export function plagiarismCheck(
-  own: { shingles: string[]; moduleId: string | null; contentHash: string; holder: string | null; publishedAt?: Date | null },
+  own: {
+    shingles: string[];
+    moduleId: string | null;
+    contentHash: string;
+    holder: string | null;
+    publishedAt?: Date | null;
+  },
   earlier: readonly EarlierScan[],
-  at: Date = new Date(),
+  at: Date,
 ): { check: ScanPlagiarismCheck; findings: DraftFinding[] } {
   const mine = new Set(own.shingles);
   const firstPublished = publicationDates(earlier, at);
   const ownFirst = firstPublished(own);
   const compared = earlier.filter((e) => !sameWork(own, e) && e.shingles.length && firstPublished(e) <= ownFirst);
   const scored = compared
-    .map((e) => ({ scanId: e.scanId, certificateId: e.certificateId, moduleId: e.moduleId, title: e.title, similarity: round(jaccard(mine, e.shingles), 4) }))
+    .map((e) => ({
+      scanId: e.scanId,
+      certificateId: e.certificateId,
+      moduleId: e.moduleId,
+      title: e.title,
+      similarity: round(jaccard(mine, e.shingles), 4),
+    }))
     .sort((a, b) => b.similarity - a.similarity || (a.scanId < b.scanId ? -1 : 1));
   const maxSimilarity = scored[0]?.similarity ?? 0;
   const matches = scored.filter((m) => m.similarity >= MATCH_THRESHOLD).slice(0, 5);
@@ -373,7 +438,11 @@ export function plagiarismCheck(
   const top = matches[0];
   if (top) {
     const [severity, code] =
-      top.similarity >= 0.8 ? (['high', 'near_duplicate'] as const) : top.similarity >= 0.5 ? (['medium', 'substantial_overlap'] as const) : (['low', 'partial_overlap'] as const);
+      top.similarity >= 0.8
+        ? (['high', 'near_duplicate'] as const)
+        : top.similarity >= 0.5
+          ? (['medium', 'substantial_overlap'] as const)
+          : (['low', 'partial_overlap'] as const);
     findings.push({
       check: 'plagiarism',
       severity,
@@ -384,7 +453,10 @@ export function plagiarismCheck(
     });
   }
   const score = round(100 * (1 - maxSimilarity));
-  return { check: { score, passed: maxSimilarity < 0.5, maxSimilarity, comparedAgainst: compared.length, matches }, findings };
+  return {
+    check: { score, passed: maxSimilarity < 0.5, maxSimilarity, comparedAgainst: compared.length, matches },
+    findings,
+  };
 }
 
 export function overallScore(scores: Partial<Record<ScanCheck, number>>): number {
@@ -408,19 +480,32 @@ export function verdictOf(score: number, findings: readonly Pick<ScanFinding, 's
 }
 
 /** Why a certificate was or was not issued; `issue` says whether to issue one. */
-export function certificationDecision(checks: readonly ScanCheck[], verdict: ScanVerdict, certify: boolean, score: number): { issue: boolean; reason: string } {
+export function certificationDecision(
+  checks: readonly ScanCheck[],
+  verdict: ScanVerdict,
+  certify: boolean,
+  score: number,
+): { issue: boolean; reason: string } {
   if (!certify) return { issue: false, reason: 'Not requested (certify: false)' };
   const missing = (Object.keys(CHECK_WEIGHTS) as ScanCheck[]).filter((c) => !checks.includes(c));
-  if (missing.length) return { issue: false, reason: `A certificate needs all three checks; ${missing.join(' and ')} did not run` };
-  if (verdict !== 'pass') return { issue: false, reason: `The verdict is ${verdict} (score ${score}); only a pass is certified` };
+  if (missing.length)
+    return { issue: false, reason: `A certificate needs all three checks; ${missing.join(' and ')} did not run` };
+  if (verdict !== 'pass')
+    return { issue: false, reason: `The verdict is ${verdict} (score ${score}); only a pass is certified` };
   return { issue: true, reason: `All three checks ran and the content passed with score ${score}` };
 }
 
 /** The scan of one content against the earlier scans, without its id or certificate. */
 export function scanContent(
-  input: { content: ScannableContentInput; moduleId: string | null; holder: string | null; checks: readonly ScanCheck[]; publishedAt?: Date | null },
+  input: {
+    content: ScannableContentInput;
+    moduleId: string | null;
+    holder: string | null;
+    checks: readonly ScanCheck[];
+    publishedAt?: Date | null;
+  },
   earlier: readonly EarlierScan[],
-  at: Date = new Date(),
+  at: Date,
 ) {
   const { content } = input;
   const sizeBytes = Buffer.byteLength(content.body, 'utf8');
@@ -430,11 +515,25 @@ export function scanContent(
   const quality = ran.includes('quality') ? qualityCheck(content, sizeBytes) : null;
   const safety = ran.includes('safety') ? safetyCheck(content.body) : null;
   const plagiarism = ran.includes('plagiarism')
-    ? plagiarismCheck({ shingles: ownShingles, moduleId: input.moduleId, contentHash, holder: input.holder, publishedAt: input.publishedAt ?? null }, earlier, at)
+    ? plagiarismCheck(
+        {
+          shingles: ownShingles,
+          moduleId: input.moduleId,
+          contentHash,
+          holder: input.holder,
+          publishedAt: input.publishedAt ?? null,
+        },
+        earlier,
+        at,
+      )
     : null;
   const drafts = [...(quality?.findings ?? []), ...(safety?.findings ?? []), ...(plagiarism?.findings ?? [])];
   const findings: ScanFinding[] = drafts.map((f, i) => ({ id: `f${i + 1}`, ...f }));
-  const score = overallScore({ quality: quality?.check.score, safety: safety?.check.score, plagiarism: plagiarism?.check.score });
+  const score = overallScore({
+    quality: quality?.check.score,
+    safety: safety?.check.score,
+    plagiarism: plagiarism?.check.score,
+  });
   return {
     contentHash,
     sizeBytes,
@@ -450,12 +549,23 @@ export function scanContent(
 }
 
 /** The exact text a certificate's proof signs: its fields as JSON with sorted keys and no spaces. */
-export function canonicalPayload(fields: { id: string; scanId: string; contentHash: string; score: number; holder: string | null; issuedAt: string; expiresAt: string }): string {
+export function canonicalPayload(fields: {
+  id: string;
+  scanId: string;
+  contentHash: string;
+  score: number;
+  holder: string | null;
+  issuedAt: string;
+  expiresAt: string;
+}): string {
   const sorted = Object.fromEntries(Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return JSON.stringify(sorted);
 }
 
-export function certificateStatus(c: { revokedAt: Date | null; expiresAt: Date }, now: Date): VerificationCertificateStatus {
+export function certificateStatus(
+  c: { revokedAt: Date | null; expiresAt: Date },
+  now: Date,
+): VerificationCertificateStatus {
   if (c.revokedAt) return 'revoked';
   return c.expiresAt.getTime() <= now.getTime() ? 'expired' : 'valid';
 }

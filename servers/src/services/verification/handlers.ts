@@ -3,8 +3,17 @@ import { base58Encode, verification, type VerificationCertificate } from '@agent
 import { BUILTIN_GENERATOR } from '../../ai/reasoner';
 import type { RouterImplementation } from '../../runtime/app';
 import { HttpError, notFound, unprocessable } from '../../runtime/errors';
-import { signEd25519, type Wallet } from '../../runtime/wallet';
-import { canonicalPayload, certificateStatus, certificationDecision, jsonProblem, oneYearAfter, round, scanContent, sha256Hex } from './domain';
+import { signEd25519, type Wallet } from '../../solana/keys';
+import {
+  canonicalPayload,
+  certificateStatus,
+  certificationDecision,
+  jsonProblem,
+  oneYearAfter,
+  round,
+  scanContent,
+  sha256Hex,
+} from './domain';
 import type { StoredCertificate, StoredScan, VerificationStore } from './store';
 
 export interface VerificationDeps {
@@ -28,11 +37,15 @@ export function moduleBinding(deps: Pick<VerificationDeps, 'module'>) {
     const listed = await deps.module(body.moduleId);
     const hash = sha256Hex(body.content.body);
     if (listed.contentHash !== hash) {
-      throw unprocessable('content_mismatch', `The content is not module ${body.moduleId}'s: the market lists SHA-256 ${listed.contentHash}, the content has ${hash}`, {
-        moduleId: body.moduleId,
-        listedContentHash: listed.contentHash,
-        contentHash: hash,
-      });
+      throw unprocessable(
+        'content_mismatch',
+        `The content is not module ${body.moduleId}'s: the market lists SHA-256 ${listed.contentHash}, the content has ${hash}`,
+        {
+          moduleId: body.moduleId,
+          listedContentHash: listed.contentHash,
+          contentHash: hash,
+        },
+      );
     }
     return listed.publishedAt;
   }
@@ -57,7 +70,8 @@ const badField = (field: string, message: string) =>
 
 /** A search text the database could not compare is a 400 naming the field. */
 export function assertStorableQuery(q: string | undefined): void {
-  if (q !== undefined && UNSTORABLE_TEXT.test(q)) throw badField('query.q', 'must be Unicode text without NUL characters or lone surrogates');
+  if (q !== undefined && UNSTORABLE_TEXT.test(q))
+    throw badField('query.q', 'must be Unicode text without NUL characters or lone surrogates');
 }
 
 /**
@@ -65,10 +79,17 @@ export function assertStorableQuery(q: string | undefined): void {
  * and for "json" a body that parses (422 invalid_json_content). Runs before the paywall too.
  */
 export function assertParsableContent(content: { title: string; format: string; body: string }): void {
-  if (UNSTORABLE_TEXT.test(content.title)) throw badField('body.content.title', 'must be Unicode text without NUL characters or lone surrogates');
-  if (LONE_SURROGATE.test(content.body)) throw badField('body.content.body', 'must be Unicode text: a lone surrogate has no UTF-8 form to hash');
+  if (UNSTORABLE_TEXT.test(content.title))
+    throw badField('body.content.title', 'must be Unicode text without NUL characters or lone surrogates');
+  if (LONE_SURROGATE.test(content.body))
+    throw badField('body.content.body', 'must be Unicode text: a lone surrogate has no UTF-8 form to hash');
   const problem = jsonProblem(content as { format: 'json'; body: string });
-  if (problem) throw unprocessable('invalid_json_content', `The content's format is "json" but its body does not parse: ${problem}`, { field: 'content.body', problem });
+  if (problem)
+    throw unprocessable(
+      'invalid_json_content',
+      `The content's format is "json" but its body does not parse: ${problem}`,
+      { field: 'content.body', problem },
+    );
 }
 
 /** The certificate registry's position a cursor names, or a 400 naming the field. */
@@ -81,7 +102,12 @@ export function certificatePosition(cursor: string | undefined): { issuedAt: Dat
     value = undefined;
   }
   const issuedAt = typeof value?.t === 'string' ? new Date(value.t) : undefined;
-  if (!issuedAt || Number.isNaN(issuedAt.getTime()) || typeof value?.id !== 'string' || !/^cert_[0-9a-f]{24}$/.test(value.id)) {
+  if (
+    !issuedAt ||
+    Number.isNaN(issuedAt.getTime()) ||
+    typeof value?.id !== 'string' ||
+    !/^cert_[0-9a-f]{24}$/.test(value.id)
+  ) {
     throw badField('query.cursor', 'is not a cursor this route issued');
   }
   return { issuedAt, id: value.id };
@@ -109,7 +135,12 @@ export function toCertificate(c: StoredCertificate, now: Date): VerificationCert
     expiresAt: c.expiresAt.toISOString(),
     revokedAt: c.revokedAt ? c.revokedAt.toISOString() : null,
     revocationReason: c.revocationReason,
-    proof: { type: 'Ed25519Signature', verificationKey: c.issuer, signedPayload: c.signedPayload, signature: c.signature },
+    proof: {
+      type: 'Ed25519Signature',
+      verificationKey: c.issuer,
+      signedPayload: c.signedPayload,
+      signature: c.signature,
+    },
   };
 }
 
@@ -125,7 +156,11 @@ export function verificationHandlers(
       const scannedAt = now();
       const moduleId = body.moduleId ?? null;
       const holder = body.holder ?? null;
-      const result = scanContent({ content: body.content, moduleId, holder, checks: body.checks, publishedAt }, await store.earlierScans(), scannedAt);
+      const result = scanContent(
+        { content: body.content, moduleId, holder, checks: body.checks, publishedAt },
+        await store.earlierScans(),
+        scannedAt,
+      );
       const decision = certificationDecision(result.checks, result.verdict, body.certify, result.score);
       const scanId = newId('scn');
       let certificate: StoredCertificate | null = null;
@@ -150,7 +185,11 @@ export function verificationHandlers(
           format: body.content.format,
           contentHash: result.contentHash,
           score: result.score,
-          checkScores: { quality: round(result.quality!.score), safety: round(result.safety!.score), plagiarism: round(result.plagiarism!.score) },
+          checkScores: {
+            quality: round(result.quality!.score),
+            safety: round(result.safety!.score),
+            plagiarism: round(result.plagiarism!.score),
+          },
           holder,
           issuer: wallet.address,
           issuedAt,
@@ -208,7 +247,10 @@ export function verificationHandlers(
         limit: query.limit,
       });
       const last = page.items.at(-1);
-      const nextCursor = page.more && last ? Buffer.from(JSON.stringify({ t: last.issuedAt.toISOString(), id: last.id })).toString('base64url') : null;
+      const nextCursor =
+        page.more && last
+          ? Buffer.from(JSON.stringify({ t: last.issuedAt.toISOString(), id: last.id })).toString('base64url')
+          : null;
       return { status: 200, body: { items: page.items.map((c) => toCertificate(c, at)), nextCursor } };
     },
 
@@ -229,7 +271,13 @@ export function verificationHandlers(
           verdicts: s.verdicts,
           passRate: s.scans ? round(s.verdicts.pass / s.scans, 4) : null,
           averageScore: s.average === null ? null : round(s.average),
-          findingsBySeverity: { info: severity('info'), low: severity('low'), medium: severity('medium'), high: severity('high'), critical: severity('critical') },
+          findingsBySeverity: {
+            info: severity('info'),
+            low: severity('low'),
+            medium: severity('medium'),
+            high: severity('high'),
+            critical: severity('critical'),
+          },
           certificates: s.certificates,
           scansLast24h: s.last24h,
           asOf: at.toISOString(),

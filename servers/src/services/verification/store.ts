@@ -1,17 +1,8 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import type {
-  Generator,
-  ScanCertification,
-  ScanCheck,
-  ScanFinding,
-  ScanPlagiarismCheck,
-  ScanQualityCheck,
-  ScanSafetyCheck,
-  ScanVerdict,
-  ScannableContentFormat,
-  VerificationCertificateStatus,
-} from '@agent-economy/contracts';
+import type { ScanResult, VerificationCertificate, VerificationCertificateStatus } from '@agent-economy/contracts';
+import { camelCaseDb, json } from '../../db/camel-case';
 import type { EarlierScan } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_scans_and_certificates': {
@@ -38,7 +29,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('shingles', 'jsonb', (c) => c.notNull())
         .addColumn('scanned_at', 'timestamptz', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('verification_scans_time_idx').on('verification_scans').column('scanned_at').execute();
+      await db.schema
+        .createIndex('verification_scans_time_idx')
+        .on('verification_scans')
+        .column('scanned_at')
+        .execute();
       await db.schema
         .createTable('verification_certificates')
         .addColumn('id', 'text', (c) => c.primaryKey())
@@ -58,7 +53,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('signed_payload', 'text', (c) => c.notNull())
         .addColumn('signature', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('verification_certificates_order_idx').on('verification_certificates').columns(['issued_at', 'id']).execute();
+      await db.schema
+        .createIndex('verification_certificates_order_idx')
+        .on('verification_certificates')
+        .columns(['issued_at', 'id'])
+        .execute();
     },
   },
   // When the knowledge market first published the module a scan is bound to: plagiarism is judged by first publication.
@@ -69,135 +68,34 @@ export const migrations: Record<string, Migration> = {
   },
 };
 
-export interface StoredScan {
-  id: string;
-  moduleId: string | null;
-  title: string;
-  format: ScannableContentFormat;
-  contentHash: string;
-  sizeBytes: number;
-  checks: ScanCheck[];
-  quality: ScanQualityCheck | null;
-  safety: ScanSafetyCheck | null;
-  plagiarism: ScanPlagiarismCheck | null;
-  findings: ScanFinding[];
-  score: number;
-  verdict: ScanVerdict;
-  certification: ScanCertification;
-  holder: string | null;
-  generator: Generator;
+// Scans and certificates as stored: the contract's, with time as Date (the handlers write ISO times back), plus what
+// only storage keeps. A certificate's status is derived from its times, its proof from the issuer, payload and
+// signature.
+
+export interface StoredScan extends Omit<ScanResult, 'scannedAt'> {
+  /** The content's shingles, for later plagiarism checks (the content itself is not kept). */
   shingles: string[];
   scannedAt: Date;
   /** The market's publication time of the module the scan is bound to (moduleId), else null. */
   publishedAt?: Date | null;
 }
 
-export interface StoredCertificate {
-  id: string;
-  scanId: string;
-  moduleId: string | null;
-  title: string;
-  format: ScannableContentFormat;
-  contentHash: string;
-  score: number;
-  checkScores: { quality: number; safety: number; plagiarism: number };
-  holder: string | null;
-  issuer: string;
+export interface StoredCertificate extends Omit<
+  VerificationCertificate,
+  'status' | 'proof' | 'issuedAt' | 'expiresAt' | 'revokedAt'
+> {
   issuedAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;
-  revocationReason: string | null;
   signedPayload: string;
   signature: string;
 }
 
-interface ScanRow {
-  id: string;
-  module_id: string | null;
-  title: string;
-  format: ScannableContentFormat;
-  content_hash: string;
-  size_bytes: number;
-  checks: ScanCheck[];
-  quality: ScanQualityCheck | null;
-  safety: ScanSafetyCheck | null;
-  plagiarism: ScanPlagiarismCheck | null;
-  findings: ScanFinding[];
-  score: number;
-  verdict: ScanVerdict;
-  certification: ScanCertification;
-  holder: string | null;
-  generator: Generator;
-  shingles: string[];
-  scanned_at: Date;
-  published_at: Date | null;
-}
-
-interface CertificateRow {
-  id: string;
-  scan_id: string;
-  module_id: string | null;
-  title: string;
-  format: ScannableContentFormat;
-  content_hash: string;
-  score: number;
-  check_scores: { quality: number; safety: number; plagiarism: number };
-  holder: string | null;
-  issuer: string;
-  issued_at: Date;
-  expires_at: Date;
-  revoked_at: Date | null;
-  revocation_reason: string | null;
-  signed_payload: string;
-  signature: string;
-}
-
+// Rows are the entities themselves (camelCaseDb); their JSON columns are written with json().
 interface Tables {
-  verification_scans: ScanRow;
-  verification_certificates: CertificateRow;
+  verification_scans: Required<StoredScan>;
+  verification_certificates: StoredCertificate;
 }
-
-const json = (value: unknown) => sql`${JSON.stringify(value)}::jsonb`;
-
-const scanFromRow = (r: ScanRow): StoredScan => ({
-  id: r.id,
-  moduleId: r.module_id,
-  title: r.title,
-  format: r.format,
-  contentHash: r.content_hash,
-  sizeBytes: Number(r.size_bytes),
-  checks: r.checks,
-  quality: r.quality,
-  safety: r.safety,
-  plagiarism: r.plagiarism,
-  findings: r.findings,
-  score: Number(r.score),
-  verdict: r.verdict,
-  certification: r.certification,
-  holder: r.holder,
-  generator: r.generator,
-  shingles: r.shingles,
-  scannedAt: new Date(r.scanned_at),
-});
-
-const certificateFromRow = (r: CertificateRow): StoredCertificate => ({
-  id: r.id,
-  scanId: r.scan_id,
-  moduleId: r.module_id,
-  title: r.title,
-  format: r.format,
-  contentHash: r.content_hash,
-  score: Number(r.score),
-  checkScores: r.check_scores,
-  holder: r.holder,
-  issuer: r.issuer,
-  issuedAt: new Date(r.issued_at),
-  expiresAt: new Date(r.expires_at),
-  revokedAt: r.revoked_at ? new Date(r.revoked_at) : null,
-  revocationReason: r.revocation_reason,
-  signedPayload: r.signed_payload,
-  signature: r.signature,
-});
 
 export interface CertificateFilter {
   words?: string[];
@@ -213,28 +111,27 @@ export interface CertificateFilter {
 
 const likePattern = (word: string) => `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-export function verificationStore(database: Kysely<any>) {
-  const db = database as Kysely<Tables>;
+export function verificationStore(database: SharedDb) {
+  const db = camelCaseDb<Tables>(database);
   return {
     /** Every earlier scan with what the plagiarism check compares (the newest first). */
     async earlierScans(): Promise<EarlierScan[]> {
-      const rows = await db
+      return db
         .selectFrom('verification_scans as s')
-        .leftJoin('verification_certificates as c', 'c.scan_id', 's.id')
-        .select(['s.id', 's.module_id', 's.title', 's.content_hash', 's.holder', 's.shingles', 's.scanned_at', 's.published_at', 'c.id as certificate_id'])
-        .orderBy('s.scanned_at', 'desc')
+        .leftJoin('verification_certificates as c', 'c.scanId', 's.id')
+        .select([
+          's.id as scanId',
+          'c.id as certificateId',
+          's.moduleId',
+          's.title',
+          's.contentHash',
+          's.holder',
+          's.shingles',
+          's.scannedAt',
+          's.publishedAt',
+        ])
+        .orderBy('s.scannedAt', 'desc')
         .execute();
-      return rows.map((r) => ({
-        scanId: r.id,
-        certificateId: r.certificate_id ?? null,
-        moduleId: r.module_id,
-        title: r.title,
-        contentHash: r.content_hash,
-        holder: r.holder,
-        shingles: r.shingles,
-        scannedAt: new Date(r.scanned_at),
-        publishedAt: r.published_at ? new Date(r.published_at) : null,
-      }));
     },
 
     /** Stores a scan and, when one was issued, its certificate, together. */
@@ -243,82 +140,61 @@ export function verificationStore(database: Kysely<any>) {
         await tx
           .insertInto('verification_scans')
           .values({
-            id: scan.id,
-            module_id: scan.moduleId,
-            title: scan.title,
-            format: scan.format,
-            content_hash: scan.contentHash,
-            size_bytes: scan.sizeBytes,
+            ...scan,
             checks: json(scan.checks),
             quality: json(scan.quality),
             safety: json(scan.safety),
             plagiarism: json(scan.plagiarism),
             findings: json(scan.findings),
-            score: scan.score,
-            verdict: scan.verdict,
             certification: json(scan.certification),
-            holder: scan.holder,
             generator: json(scan.generator),
             shingles: json(scan.shingles),
-            scanned_at: scan.scannedAt,
-            published_at: scan.publishedAt ?? null,
-          } as any)
+            publishedAt: scan.publishedAt ?? null,
+          })
           .execute();
-        if (certificate) {
+        if (certificate)
           await tx
             .insertInto('verification_certificates')
-            .values({
-              id: certificate.id,
-              scan_id: certificate.scanId,
-              module_id: certificate.moduleId,
-              title: certificate.title,
-              format: certificate.format,
-              content_hash: certificate.contentHash,
-              score: certificate.score,
-              check_scores: json(certificate.checkScores),
-              holder: certificate.holder,
-              issuer: certificate.issuer,
-              issued_at: certificate.issuedAt,
-              expires_at: certificate.expiresAt,
-              revoked_at: certificate.revokedAt,
-              revocation_reason: certificate.revocationReason,
-              signed_payload: certificate.signedPayload,
-              signature: certificate.signature,
-            } as any)
+            .values({ ...certificate, checkScores: json(certificate.checkScores) })
             .execute();
-        }
       });
     },
 
     async findScan(id: string): Promise<StoredScan | undefined> {
-      const row = await db.selectFrom('verification_scans').selectAll().where('id', '=', id).executeTakeFirst();
-      return row && scanFromRow(row);
+      return db.selectFrom('verification_scans').selectAll().where('id', '=', id).executeTakeFirst();
     },
 
     async findCertificate(id: string): Promise<StoredCertificate | undefined> {
-      const row = await db.selectFrom('verification_certificates').selectAll().where('id', '=', id).executeTakeFirst();
-      return row && certificateFromRow(row);
+      return db.selectFrom('verification_certificates').selectAll().where('id', '=', id).executeTakeFirst();
     },
 
     /** One page of the registry, newest first, and whether more follow. */
     async certificates(filter: CertificateFilter): Promise<{ items: StoredCertificate[]; more: boolean }> {
       let q = db.selectFrom('verification_certificates').selectAll();
       for (const word of filter.words ?? []) {
-        q = q.where((eb) => eb.or([eb('title', 'ilike', likePattern(word)), eb('module_id', 'ilike', likePattern(word))]));
+        q = q.where((eb) =>
+          eb.or([eb('title', 'ilike', likePattern(word)), eb('moduleId', 'ilike', likePattern(word))]),
+        );
       }
-      if (filter.moduleId) q = q.where('module_id', '=', filter.moduleId);
+      if (filter.moduleId) q = q.where('moduleId', '=', filter.moduleId);
       if (filter.holder) q = q.where('holder', '=', filter.holder);
-      if (filter.contentHash) q = q.where('content_hash', '=', filter.contentHash);
+      if (filter.contentHash) q = q.where('contentHash', '=', filter.contentHash);
       if (filter.minScore !== undefined) q = q.where('score', '>=', filter.minScore);
-      if (filter.status === 'revoked') q = q.where('revoked_at', 'is not', null);
-      if (filter.status === 'valid') q = q.where('revoked_at', 'is', null).where('expires_at', '>', filter.now);
-      if (filter.status === 'expired') q = q.where('revoked_at', 'is', null).where('expires_at', '<=', filter.now);
+      if (filter.status === 'revoked') q = q.where('revokedAt', 'is not', null);
+      if (filter.status === 'valid') q = q.where('revokedAt', 'is', null).where('expiresAt', '>', filter.now);
+      if (filter.status === 'expired') q = q.where('revokedAt', 'is', null).where('expiresAt', '<=', filter.now);
       if (filter.after) {
         const { issuedAt, id } = filter.after;
-        q = q.where((eb) => eb.or([eb('issued_at', '<', issuedAt), eb.and([eb('issued_at', '=', issuedAt), eb('id', '<', id)])]));
+        q = q.where((eb) =>
+          eb.or([eb('issuedAt', '<', issuedAt), eb.and([eb('issuedAt', '=', issuedAt), eb('id', '<', id)])]),
+        );
       }
-      const rows = await q.orderBy('issued_at', 'desc').orderBy('id', 'desc').limit(filter.limit + 1).execute();
-      return { items: rows.slice(0, filter.limit).map(certificateFromRow), more: rows.length > filter.limit };
+      const rows = await q
+        .orderBy('issuedAt', 'desc')
+        .orderBy('id', 'desc')
+        .limit(filter.limit + 1)
+        .execute();
+      return { items: rows.slice(0, filter.limit), more: rows.length > filter.limit };
     },
 
     async stats(now: Date) {

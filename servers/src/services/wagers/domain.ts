@@ -1,5 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { atomicToUsd, base58Encode, type Challenge, type ChallengeStatus, type ConnectedWallet, type Wager, type WagerFlip, type WagerTransfer } from '@agent-economy/contracts';
+import {
+  atomicToUsd,
+  base58Encode,
+  type Challenge,
+  type ChallengeStatus,
+  type ConnectedWallet,
+  type Wager,
+  type WagerFlip,
+  type WagerTransfer,
+} from '@agent-economy/contracts';
 
 // The wager service's rules as plain functions over plain data: amounts, the house cut, the coin flip's inputs,
 // and the on-chain check of a stake transfer.
@@ -37,11 +46,19 @@ export function newSeed(): { seed: string; seedHash: string } {
 export const seedHashOf = (seed: string) => createHash('sha256').update(Buffer.from(seed, 'hex')).digest('hex');
 
 /** The flip's clientSeed: fixed by the committed seed and both stakes before the chain is harvested. */
-export function clientSeedOf(seed: string, challengeId: string, challengerStake: string, opponentStake: string): string {
-  return createHash('sha256').update(`${seed}:${challengeId}:${challengerStake}:${opponentStake}`, 'utf8').digest('hex');
+export function clientSeedOf(
+  seed: string,
+  challengeId: string,
+  challengerStake: string,
+  opponentStake: string,
+): string {
+  return createHash('sha256')
+    .update(`${seed}:${challengeId}:${challengerStake}:${opponentStake}`, 'utf8')
+    .digest('hex');
 }
 
-export const winnerOf = (outcome: 'heads' | 'tails'): 'challenger' | 'opponent' => (outcome === 'heads' ? 'challenger' : 'opponent');
+export const winnerOf = (outcome: 'heads' | 'tails'): 'challenger' | 'opponent' =>
+  outcome === 'heads' ? 'challenger' : 'opponent';
 
 // ---------------------------------------------------------------------------------------------------
 // The stake check: a confirmed transaction as getTransaction(jsonParsed) returns it
@@ -100,7 +117,8 @@ export function stakeProblem(tx: ParsedTransactionView | null, expected: StakeEx
     total += BigInt(amount);
   }
   if (seen === 0) return 'the transaction transfers nothing to the vault';
-  if (total !== expected.amount) return `the transaction pays the vault ${atomicToUsd(total)} USD, not the stake of ${atomicToUsd(expected.amount)} USD`;
+  if (total !== expected.amount)
+    return `the transaction pays the vault ${atomicToUsd(total)} USD, not the stake of ${atomicToUsd(expected.amount)} USD`;
   return null;
 }
 
@@ -239,7 +257,12 @@ export interface RecordFacts {
   won: bigint;
 }
 
-export function toConnectedWallet(user: StoredUser, network: string, balance: bigint | null, record: RecordFacts): ConnectedWallet {
+export function toConnectedWallet(
+  user: StoredUser,
+  network: string,
+  balance: bigint | null,
+  record: RecordFacts,
+): ConnectedWallet {
   return {
     username: user.username,
     address: user.address,

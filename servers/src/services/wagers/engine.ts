@@ -1,30 +1,56 @@
-import { address, createSolanaRpc, type Signature } from '@solana/kit';
+import { address, type Signature } from '@solana/kit';
 import { entropy } from '@agent-economy/contracts';
 import { ApiError, createServiceClient, walletFromSecretKey, type Signer } from '@agent-economy/sdk';
 import type { Logger } from 'pino';
-import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, associatedTokenAddress, decodeTokenAccount, isTokenProgram } from '../../ledger/programs';
+import {
+  TOKEN_2022_PROGRAM,
+  TOKEN_PROGRAM,
+  associatedTokenAddress,
+  decodeTokenAccount,
+  isTokenProgram,
+} from '../../solana/programs';
 import type { ServiceContext } from '../../runtime/context';
+import { tracedSolanaRpc } from '../../runtime/traced-rpc';
 import { HttpError, unavailable, unprocessable } from '../../runtime/errors';
 import type { Vault } from '../../runtime/vault';
-import { clientSeedOf, stakeProblem, type ParsedTransactionView, type StoredChallenge, type StoredFlip, type StoredWager } from './domain';
+import {
+  clientSeedOf,
+  stakeProblem,
+  type ParsedTransactionView,
+  type StoredChallenge,
+  type StoredFlip,
+  type StoredWager,
+} from './domain';
 import type { WagerStore } from './store';
 
 // What the wager service does on the chain and with the entropy service: checks stakes, refunds, flips and pays.
 
-const chainDown = () => unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; try again shortly', 5);
+const chainDown = () =>
+  unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; try again shortly', 5);
 
 /** The chain as the wager service reads it: stake transfers and stablecoin balances. */
 export interface StakeChain {
-  /** A confirmed stake transfer of exactly `amount` from `player` to the vault: its block time, or 422 STAKE_INVALID. */
+  /**
+   * A confirmed stake transfer of exactly `amount` from `player` to the vault: its block time, or 422 STAKE_INVALID.
+   */
   verifyStake(signature: string, player: string, amount: bigint): Promise<{ confirmedAt: Date }>;
-  /** A wallet's stablecoin balance (0 without a token account); 503 chain_unavailable when the chain does not answer. */
+  /**
+   * A wallet's stablecoin balance (0 without a token account); 503 chain_unavailable when the chain does not answer.
+   */
   balance(owner: string): Promise<bigint>;
 }
 
-export function stakeChain(context: Pick<ServiceContext, 'rpcUrl' | 'paywall'>, vault: string): StakeChain {
-  const rpc = createSolanaRpc(context.rpcUrl);
+export function stakeChain(
+  context: Pick<ServiceContext, 'rpcUrl' | 'paywall'>,
+  vault: string,
+  /** The service's clock: a stake's time when the chain gives no block time. */
+  now: () => Date,
+): StakeChain {
+  // Reads made for a request carry its trace to the chain.
+  const rpc = tracedSolanaRpc(context.rpcUrl);
   const mint = context.paywall.asset;
-  const accountsOf = (owner: string) => new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map((program) => associatedTokenAddress(owner, mint, program)));
+  const accountsOf = (owner: string) =>
+    new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map((program) => associatedTokenAddress(owner, mint, program)));
   const vaultAccounts = accountsOf(vault);
   let tokenProgram: string | undefined;
 
@@ -40,22 +66,41 @@ export function stakeChain(context: Pick<ServiceContext, 'rpcUrl' | 'paywall'>, 
   return {
     async verifyStake(signature, player, amount) {
       const tx = (await call(() =>
-        rpc.getTransaction(signature as Signature, { encoding: 'jsonParsed', commitment: 'confirmed', maxSupportedTransactionVersion: 0 }).send(),
+        rpc
+          .getTransaction(signature as Signature, {
+            encoding: 'jsonParsed',
+            commitment: 'confirmed',
+            maxSupportedTransactionVersion: 0,
+          })
+          .send(),
       )) as unknown as ParsedTransactionView | null;
       const problem = stakeProblem(tx, { player, sourceAccounts: accountsOf(player), vaultAccounts, mint, amount });
-      if (problem) throw unprocessable('STAKE_INVALID', `The stake transfer ${signature} does not count: ${problem}`, { stakeTxSignature: signature, reason: problem });
+      if (problem)
+        throw unprocessable('STAKE_INVALID', `The stake transfer ${signature} does not count: ${problem}`, {
+          stakeTxSignature: signature,
+          reason: problem,
+        });
       const blockTime = tx?.blockTime;
-      return { confirmedAt: blockTime ? new Date(Number(blockTime) * 1000) : new Date() };
+      return { confirmedAt: blockTime ? new Date(Number(blockTime) * 1000) : now() };
     },
 
     async balance(owner) {
       if (!tokenProgram) {
-        const { value } = await call(() => rpc.getAccountInfo(address(mint), { encoding: 'base64', commitment: 'confirmed' }).send());
-        if (!value || !isTokenProgram(value.owner)) throw unavailable('chain_unavailable', `The stablecoin mint ${mint} is not on the chain this service reads`, 30);
+        const { value } = await call(() =>
+          rpc.getAccountInfo(address(mint), { encoding: 'base64', commitment: 'confirmed' }).send(),
+        );
+        if (!value || !isTokenProgram(value.owner))
+          throw unavailable(
+            'chain_unavailable',
+            `The stablecoin mint ${mint} is not on the chain this service reads`,
+            30,
+          );
         tokenProgram = value.owner;
       }
       const ata = associatedTokenAddress(owner, mint, tokenProgram);
-      const { value } = await call(() => rpc.getAccountInfo(address(ata), { encoding: 'base64', commitment: 'confirmed' }).send());
+      const { value } = await call(() =>
+        rpc.getAccountInfo(address(ata), { encoding: 'base64', commitment: 'confirmed' }).send(),
+      );
       return value ? (decodeTokenAccount(value.owner, Buffer.from(value.data[0], 'base64'))?.amount ?? 0n) : 0n;
     },
   };
@@ -74,12 +119,23 @@ export function entropyFlipper(context: ServiceContext, entropyUrl: () => string
     const client = createServiceClient(entropy, entropyUrl(), {
       wallet: await signer,
       network: context.paywall.network,
-      payments: { maxPerCallUsd: MAX_FLIP_FEE_USD, rpcUrl: context.rpcUrl, allowedNetworks: [context.paywall.network], allowedAssets: [context.paywall.asset] },
+      payments: {
+        maxPerCallUsd: MAX_FLIP_FEE_USD,
+        rpcUrl: context.rpcUrl,
+        allowedNetworks: [context.paywall.network],
+        allowedAssets: [context.paywall.asset],
+      },
       maxRetries: 1,
       timeoutMs: 30_000,
     });
     try {
-      const { data, payment } = await client.coin.withResponse({ body: { count: 1, clientSeed } });
+      // One x402 payment identifier per wager's flip (derived from its clientSeed, signed by the vault, so it survives
+      // a restart): when an answer is lost after the fee settled, the retry is answered from that first payment, never
+      // charged again, and the fee recorded is the one paid.
+      const { data, payment } = await client.coin.withResponse(
+        { body: { count: 1, clientSeed } },
+        { idempotencyKey: `wagers-flip:${clientSeed}` },
+      );
       return {
         clientSeed,
         outcome: data.outcome,
@@ -89,8 +145,19 @@ export function entropyFlipper(context: ServiceContext, entropyUrl: () => string
         feeTx: payment?.transaction ?? null,
       };
     } catch (error) {
-      const reason = error instanceof ApiError ? `${error.status} ${error.code}` : error instanceof Error ? error.message : String(error);
-      throw new HttpError(502, 'entropy_unavailable', `The entropy service did not flip the coin: ${reason}`, undefined, { 'retry-after': '5' });
+      const reason =
+        error instanceof ApiError
+          ? `${error.status} ${error.code}`
+          : error instanceof Error
+            ? error.message
+            : String(error);
+      throw new HttpError(
+        502,
+        'entropy_unavailable',
+        `The entropy service did not flip the coin: ${reason}`,
+        undefined,
+        { 'retry-after': '5' },
+      );
     }
   };
 }
@@ -106,7 +173,13 @@ export interface Engine {
 
 const LEASE_MS = 120_000;
 
-export function wagerEngine(deps: { store: WagerStore; vault: Vault; flip: Flipper; now: () => Date; logger: Logger }): Engine {
+export function wagerEngine(deps: {
+  store: WagerStore;
+  vault: Vault;
+  flip: Flipper;
+  now: () => Date;
+  logger: Logger;
+}): Engine {
   const { store, vault, flip, now, logger } = deps;
 
   async function refund(challenge: StoredChallenge): Promise<StoredChallenge> {
@@ -122,7 +195,8 @@ export function wagerEngine(deps: { store: WagerStore; vault: Vault; flip: Flipp
 
   async function finish(wagerId: string): Promise<StoredWager> {
     const started = now();
-    if (!(await store.lease(wagerId, started, new Date(started.getTime() + LEASE_MS)))) return (await store.wager(wagerId))!;
+    if (!(await store.lease(wagerId, started, new Date(started.getTime() + LEASE_MS))))
+      return (await store.wager(wagerId))!;
     let wager = (await store.wager(wagerId))!;
     try {
       if (!wager.flip) {
@@ -130,7 +204,12 @@ export function wagerEngine(deps: { store: WagerStore; vault: Vault; flip: Flipp
         wager = await store.setFlip(wager.id, await flip(clientSeed));
       }
       const winner = wager.flip!.outcome === 'heads' ? wager.challenger : wager.opponent;
-      const { transaction } = await vault.transfer({ to: winner, amount: wager.payout, key: `wagers:${wager.id}:payout`, memo: `wager ${wager.id} payout` });
+      const { transaction } = await vault.transfer({
+        to: winner,
+        amount: wager.payout,
+        key: `wagers:${wager.id}:payout`,
+        memo: `wager ${wager.id} payout`,
+      });
       wager = await store.settle(wager, winner, transaction, vault.address, now());
     } catch (error) {
       // The wager stays active with its stakes in the vault; the next sweep (any replica) finishes it.

@@ -20,15 +20,25 @@ export interface WagerSettings {
 }
 
 export interface WagersOptions extends WagerSettings {
-  /** Base address of the entropy service that flips the coin (a function when known only later). Default: the deployment's. */
+  /**
+   * Base address of the entropy service that flips the coin (a function when known only later). Default: the
+   * deployment's.
+   */
   entropyUrl?: string | (() => string);
   /** The clock (tests move it past a challenge's expiry). */
   now?: () => Date;
-  /** How often this replica sweeps (expiries, refunds owed, unfinished wagers); 0: only when callers look. Default 15 s. */
+  /**
+   * How often this replica sweeps (expiries, refunds owed, unfinished wagers); 0: only when callers look. Default 15 s.
+   */
   sweepEveryMs?: number;
 }
 
-export const WAGER_DEFAULTS = { minWagerUsd: '1', maxWagerUsd: '25', houseCutBps: 500, challengeTtlSeconds: 600 } as const;
+export const WAGER_DEFAULTS = {
+  minWagerUsd: '1',
+  maxWagerUsd: '25',
+  houseCutBps: 500,
+  challengeTtlSeconds: 600,
+} as const;
 
 /**
  * The chat wager service: chat users connect wallets, challenge each other to a coin flip for a stake held in the
@@ -43,12 +53,17 @@ export async function createWagersApp(context: ServiceContext, options: WagersOp
     challengeTtlSeconds: options.challengeTtlSeconds ?? WAGER_DEFAULTS.challengeTtlSeconds,
   };
   // A pot must leave the winner something, and the range must hold at least one amount.
-  if (limits.min <= 0n || limits.min > limits.max) throw new Error(`wager limits: MIN_WAGER_USD must be above 0 and at most MAX_WAGER_USD`);
-  if (!Number.isInteger(limits.houseCutBps) || limits.houseCutBps < 0 || limits.houseCutBps >= 10_000) throw new Error('wager limits: HOUSE_CUT_PERCENT must be at least 0 and below 100');
-  // The vault pays each flip's entropy fee out of the house cut: a cut smaller than the fee would pay it with stakes the
+  if (limits.min <= 0n || limits.min > limits.max)
+    throw new Error(`wager limits: MIN_WAGER_USD must be above 0 and at most MAX_WAGER_USD`);
+  if (!Number.isInteger(limits.houseCutBps) || limits.houseCutBps < 0 || limits.houseCutBps >= 10_000)
+    throw new Error('wager limits: HOUSE_CUT_PERCENT must be at least 0 and below 100');
+  // The vault pays each flip's entropy fee out of the house cut: a cut smaller than the fee would pay it with stakes
+  // the
   // vault holds for other players.
   if (splitPot(limits.min, limits.houseCutBps).houseCut < usdToAtomic(MAX_FLIP_FEE_USD)) {
-    throw new Error(`wager limits: HOUSE_CUT_PERCENT of the smallest pot (twice MIN_WAGER_USD) must cover the flip fee of up to ${MAX_FLIP_FEE_USD} USD`);
+    throw new Error(
+      `wager limits: HOUSE_CUT_PERCENT of the smallest pot (twice MIN_WAGER_USD) must cover the flip fee of up to ${MAX_FLIP_FEE_USD} USD`,
+    );
   }
   const configured = options.entropyUrl ?? (() => context.serviceUrl('entropy'));
   const entropyUrl = typeof configured === 'function' ? configured : () => configured;
@@ -61,7 +76,7 @@ export async function createWagersApp(context: ServiceContext, options: WagersOp
     handlers: wagerHandlers({
       store,
       vault,
-      chain: stakeChain(context, vault.address),
+      chain: stakeChain(context, vault.address, now),
       engine,
       limits,
       network: context.paywall.network,
@@ -73,7 +88,10 @@ export async function createWagersApp(context: ServiceContext, options: WagersOp
   });
   const every = options.sweepEveryMs ?? 15_000;
   if (every > 0) {
-    const timer = setInterval(() => void engine.sweep().catch((error) => context.logger.warn({ err: error }, 'wager sweep failed')), every);
+    const timer = setInterval(
+      () => void engine.sweep().catch((error) => context.logger.warn({ err: error }, 'wager sweep failed')),
+      every,
+    );
     timer.unref();
   }
   return app;

@@ -2,6 +2,7 @@ import { sql, type Generated, type Kysely, type Migration, type Selectable, type
 import type { ChallengeStatus } from '@agent-economy/contracts';
 import { HttpError, conflict } from '../../runtime/errors';
 import type { StoredChallenge, StoredFlip, StoredTransfer, StoredUser, StoredWager, RecordFacts } from './domain';
+import type { SharedDb } from '../../db';
 
 export const migrations: Record<string, Migration> = {
   '001_wagers': {
@@ -37,10 +38,24 @@ export const migrations: Record<string, Migration> = {
         .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
         .addColumn('responded_at', 'timestamptz')
         .execute();
-      await sql`create unique index wagers_challenges_pending_pair_uq on wagers_challenges (pair_key) where status = 'pending'`.execute(db);
-      await db.schema.createIndex('wagers_challenges_status_idx').on('wagers_challenges').columns(['status', 'expires_at']).execute();
-      await db.schema.createIndex('wagers_challenges_opponent_idx').on('wagers_challenges').columns(['opponent', 'status']).execute();
-      await db.schema.createIndex('wagers_challenges_challenger_idx').on('wagers_challenges').columns(['challenger', 'status']).execute();
+      await sql`create unique index wagers_challenges_pending_pair_uq on wagers_challenges (pair_key) where status = 'pending'`.execute(
+        db,
+      );
+      await db.schema
+        .createIndex('wagers_challenges_status_idx')
+        .on('wagers_challenges')
+        .columns(['status', 'expires_at'])
+        .execute();
+      await db.schema
+        .createIndex('wagers_challenges_opponent_idx')
+        .on('wagers_challenges')
+        .columns(['opponent', 'status'])
+        .execute();
+      await db.schema
+        .createIndex('wagers_challenges_challenger_idx')
+        .on('wagers_challenges')
+        .columns(['challenger', 'status'])
+        .execute();
       await db.schema
         .createTable('wagers_wagers')
         .addColumn('id', 'text', (c) => c.primaryKey())
@@ -87,7 +102,11 @@ export const migrations: Record<string, Migration> = {
         // The order the service recorded them in: the challenger's stake, the opponent's, then the refund or payout.
         .addColumn('seq', 'serial', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('wagers_transfers_challenge_idx').on('wagers_transfers').column('challenge_id').execute();
+      await db.schema
+        .createIndex('wagers_transfers_challenge_idx')
+        .on('wagers_transfers')
+        .column('challenge_id')
+        .execute();
     },
   },
 };
@@ -167,9 +186,15 @@ interface Tables {
 
 const pairKey = (a: string, b: string) => (a < b ? `${a}|${b}` : `${b}|${a}`);
 const json = (value: unknown) => sql`${JSON.stringify(value)}::jsonb`;
-const lock = (tx: Transaction<Tables>, key: string) => sql`select pg_advisory_xact_lock(hashtext(${`wagers:${key}`}))`.execute(tx);
+const lock = (tx: Transaction<Tables>, key: string) =>
+  sql`select pg_advisory_xact_lock(hashtext(${`wagers:${key}`}))`.execute(tx);
 
-const toUser = (r: UserRow): StoredUser => ({ address: r.address, username: r.username, connected: r.connected, connectedAt: new Date(r.connected_at) });
+const toUser = (r: UserRow): StoredUser => ({
+  address: r.address,
+  username: r.username,
+  connected: r.connected,
+  connectedAt: new Date(r.connected_at),
+});
 const toChallenge = (r: ChallengeRow): StoredChallenge => ({
   id: r.id,
   status: r.status,
@@ -218,9 +243,16 @@ const toTransfer = (r: Selectable<TransferRow>): StoredTransfer => ({
   confirmedAt: new Date(r.confirmed_at),
 });
 
-const stakeUsed = (tx: string) => conflict('STAKE_ALREADY_USED', `The transfer ${tx} already funded a stake; transfer the stake again and name the new signature`, { stakeTxSignature: tx });
+const stakeUsed = (tx: string) =>
+  conflict(
+    'STAKE_ALREADY_USED',
+    `The transfer ${tx} already funded a stake; transfer the stake again and name the new signature`,
+    { stakeTxSignature: tx },
+  );
 export const wagerInProgress = (address: string) =>
-  conflict('WAGER_IN_PROGRESS', 'A player of this wager already has an active wager; wait until it is settled', { address });
+  conflict('WAGER_IN_PROGRESS', 'A player of this wager already has an active wager; wait until it is settled', {
+    address,
+  });
 
 export interface NewChallenge extends Omit<StoredChallenge, 'refundTx' | 'wagerId' | 'respondedAt' | 'status'> {
   stakeConfirmedAt: Date;
@@ -240,13 +272,21 @@ export interface Acceptance {
   now: Date;
 }
 
-export function wagerStore(database: Kysely<any>) {
+export function wagerStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
 
   const insertTransfer = async (q: Kysely<Tables>, t: StoredTransfer & { challengeId: string }) => {
     const inserted = await q
       .insertInto('wagers_transfers')
-      .values({ tx: t.tx, challenge_id: t.challengeId, kind: t.kind, from_address: t.from, to_address: t.to, amount: t.amount, confirmed_at: t.confirmedAt })
+      .values({
+        tx: t.tx,
+        challenge_id: t.challengeId,
+        kind: t.kind,
+        from_address: t.from,
+        to_address: t.to,
+        amount: t.amount,
+        confirmed_at: t.confirmedAt,
+      })
       .onConflict((oc) => oc.column('tx').doNothing())
       .executeTakeFirst();
     return (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n;
@@ -259,7 +299,11 @@ export function wagerStore(database: Kysely<any>) {
     },
 
     async userByName(username: string): Promise<StoredUser | undefined> {
-      const row = await db.selectFrom('wagers_users').selectAll().where('username_key', '=', username.toLowerCase()).executeTakeFirst();
+      const row = await db
+        .selectFrom('wagers_users')
+        .selectAll()
+        .where('username_key', '=', username.toLowerCase())
+        .executeTakeFirst();
       return row && toUser(row);
     },
 
@@ -268,8 +312,13 @@ export function wagerStore(database: Kysely<any>) {
       return db.transaction().execute(async (tx) => {
         const key = username.toLowerCase();
         await lock(tx, `user:${key}`);
-        const holder = await tx.selectFrom('wagers_users').select('address').where('username_key', '=', key).executeTakeFirst();
-        if (holder && holder.address !== address) throw conflict('USERNAME_TAKEN', `The username ${username} belongs to another wallet`, { username });
+        const holder = await tx
+          .selectFrom('wagers_users')
+          .select('address')
+          .where('username_key', '=', key)
+          .executeTakeFirst();
+        if (holder && holder.address !== address)
+          throw conflict('USERNAME_TAKEN', `The username ${username} belongs to another wallet`, { username });
         const row = await tx
           .insertInto('wagers_users')
           .values({ address, username, username_key: key, connected: true, connected_at: now, disconnected_at: null })
@@ -315,10 +364,32 @@ export function wagerStore(database: Kysely<any>) {
         const pair = pairKey(c.challenger, c.opponent);
         await lock(tx, `pair:${pair}`);
         // An expired challenge still pending (the sweep has not passed yet) no longer blocks the pair.
-        await tx.updateTable('wagers_challenges').set({ status: 'expired', responded_at: c.createdAt }).where('pair_key', '=', pair).where('status', '=', 'pending').where('expires_at', '<=', c.createdAt).execute();
-        const pending = await tx.selectFrom('wagers_challenges').select('id').where('pair_key', '=', pair).where('status', '=', 'pending').executeTakeFirst();
-        if (pending) throw conflict('CHALLENGE_EXISTS', 'A pending challenge between you two already exists', { challengeId: pending.id });
-        const claimed = await insertTransfer(tx, { challengeId: c.id, kind: 'stake', from: c.challenger, to: c.vault, amount: c.amount, tx: c.stakeTx, confirmedAt: c.stakeConfirmedAt });
+        await tx
+          .updateTable('wagers_challenges')
+          .set({ status: 'expired', responded_at: c.createdAt })
+          .where('pair_key', '=', pair)
+          .where('status', '=', 'pending')
+          .where('expires_at', '<=', c.createdAt)
+          .execute();
+        const pending = await tx
+          .selectFrom('wagers_challenges')
+          .select('id')
+          .where('pair_key', '=', pair)
+          .where('status', '=', 'pending')
+          .executeTakeFirst();
+        if (pending)
+          throw conflict('CHALLENGE_EXISTS', 'A pending challenge between you two already exists', {
+            challengeId: pending.id,
+          });
+        const claimed = await insertTransfer(tx, {
+          challengeId: c.id,
+          kind: 'stake',
+          from: c.challenger,
+          to: c.vault,
+          amount: c.amount,
+          tx: c.stakeTx,
+          confirmedAt: c.stakeConfirmedAt,
+        });
         if (!claimed) throw stakeUsed(c.stakeTx);
         const row = await tx
           .insertInto('wagers_challenges')
@@ -359,7 +430,37 @@ export function wagerStore(database: Kysely<any>) {
         .orderBy('id')
         .execute();
       const all = rows.map(toChallenge);
-      return { incoming: all.filter((c) => c.opponent === address), outgoing: all.filter((c) => c.challenger === address) };
+      return {
+        incoming: all.filter((c) => c.opponent === address),
+        outgoing: all.filter((c) => c.challenger === address),
+      };
+    },
+
+    /**
+     * Every active wager and unexpired pending challenge, newest first: the console's list (routes show only the
+     * caller's).
+     */
+    async open(now: Date, limit = 50): Promise<{ wagers: StoredWager[]; challenges: StoredChallenge[] }> {
+      const [wagers, challenges] = await Promise.all([
+        db
+          .selectFrom('wagers_wagers')
+          .selectAll()
+          .where('status', '=', 'active')
+          .orderBy('created_at', 'desc')
+          .orderBy('id')
+          .limit(limit)
+          .execute(),
+        db
+          .selectFrom('wagers_challenges')
+          .selectAll()
+          .where('status', '=', 'pending')
+          .where('expires_at', '>', now)
+          .orderBy('created_at', 'desc')
+          .orderBy('id')
+          .limit(limit)
+          .execute(),
+      ]);
+      return { wagers: wagers.map(toWager), challenges: challenges.map(toChallenge) };
     },
 
     /**
@@ -368,16 +469,38 @@ export function wagerStore(database: Kysely<any>) {
      */
     async accept(a: Acceptance): Promise<StoredWager> {
       return db.transaction().execute(async (tx) => {
-        const row = await tx.selectFrom('wagers_challenges').selectAll().where('id', '=', a.challengeId).forUpdate().executeTakeFirst();
+        const row = await tx
+          .selectFrom('wagers_challenges')
+          .selectAll()
+          .where('id', '=', a.challengeId)
+          .forUpdate()
+          .executeTakeFirst();
         if (!row || row.opponent !== a.opponent) throw notPending('CHALLENGE_NOT_FOUND', a.challengeId);
-        if (row.status !== 'pending' || new Date(row.expires_at) <= a.now) throw notPending('CHALLENGE_NOT_PENDING', a.challengeId, row.status === 'pending' ? 'expired' : row.status);
+        if (row.status !== 'pending' || new Date(row.expires_at) <= a.now)
+          throw notPending('CHALLENGE_NOT_PENDING', a.challengeId, row.status === 'pending' ? 'expired' : row.status);
         for (const address of [row.challenger, row.opponent]) {
-          const taken = await tx.insertInto('wagers_active').values({ address, wager_id: a.wagerId }).onConflict((oc) => oc.column('address').doNothing()).executeTakeFirst();
+          const taken = await tx
+            .insertInto('wagers_active')
+            .values({ address, wager_id: a.wagerId })
+            .onConflict((oc) => oc.column('address').doNothing())
+            .executeTakeFirst();
           if (!taken.numInsertedOrUpdatedRows) throw wagerInProgress(address);
         }
-        const claimed = await insertTransfer(tx, { challengeId: row.id, kind: 'stake', from: a.opponent, to: a.vault, amount: BigInt(row.amount), tx: a.stakeTx, confirmedAt: a.stakeConfirmedAt });
+        const claimed = await insertTransfer(tx, {
+          challengeId: row.id,
+          kind: 'stake',
+          from: a.opponent,
+          to: a.vault,
+          amount: BigInt(row.amount),
+          tx: a.stakeTx,
+          confirmedAt: a.stakeConfirmedAt,
+        });
         if (!claimed) throw stakeUsed(a.stakeTx);
-        await tx.updateTable('wagers_challenges').set({ status: 'accepted', wager_id: a.wagerId, responded_at: a.now }).where('id', '=', row.id).execute();
+        await tx
+          .updateTable('wagers_challenges')
+          .set({ status: 'accepted', wager_id: a.wagerId, responded_at: a.now })
+          .where('id', '=', row.id)
+          .execute();
         const wager = await tx
           .insertInto('wagers_wagers')
           .values({
@@ -416,11 +539,23 @@ export function wagerStore(database: Kysely<any>) {
         let query = tx.selectFrom('wagers_challenges').selectAll().where('opponent', '=', opponent);
         query = challengeId
           ? query.where('id', '=', challengeId)
-          : query.where('status', '=', 'pending').where('expires_at', '>', now).orderBy('created_at').orderBy('id').limit(1);
+          : query
+              .where('status', '=', 'pending')
+              .where('expires_at', '>', now)
+              .orderBy('created_at')
+              .orderBy('id')
+              .limit(1);
         const row = await query.forUpdate().executeTakeFirst();
-        if (!row) throw challengeId ? notPending('CHALLENGE_NOT_FOUND', challengeId) : notPending('CHALLENGE_NOT_FOUND');
-        if (row.status !== 'pending' || new Date(row.expires_at) <= now) throw notPending('CHALLENGE_NOT_PENDING', row.id, row.status === 'pending' ? 'expired' : row.status);
-        const updated = await tx.updateTable('wagers_challenges').set({ status: 'declined', responded_at: now }).where('id', '=', row.id).returningAll().executeTakeFirstOrThrow();
+        if (!row)
+          throw challengeId ? notPending('CHALLENGE_NOT_FOUND', challengeId) : notPending('CHALLENGE_NOT_FOUND');
+        if (row.status !== 'pending' || new Date(row.expires_at) <= now)
+          throw notPending('CHALLENGE_NOT_PENDING', row.id, row.status === 'pending' ? 'expired' : row.status);
+        const updated = await tx
+          .updateTable('wagers_challenges')
+          .set({ status: 'declined', responded_at: now })
+          .where('id', '=', row.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
         return toChallenge(updated);
       });
     },
@@ -429,22 +564,54 @@ export function wagerStore(database: Kysely<any>) {
      * Takes the wallet offline: its pending outgoing challenges cancelled, pending incoming ones declined (their
      * refunds follow); refused while it has an active wager.
      */
-    async disconnect(address: string, now: Date): Promise<{ cancelled: StoredChallenge[]; declined: StoredChallenge[] }> {
+    async disconnect(
+      address: string,
+      now: Date,
+    ): Promise<{ cancelled: StoredChallenge[]; declined: StoredChallenge[] }> {
       return db.transaction().execute(async (tx) => {
         // The user row is locked first so that an acceptance racing with this sees one order.
         await tx.selectFrom('wagers_users').select('address').where('address', '=', address).forUpdate().execute();
-        const active = await tx.selectFrom('wagers_active').select('wager_id').where('address', '=', address).executeTakeFirst();
-        if (active) throw conflict('WAGER_IN_PROGRESS', 'You have an active wager; disconnect once it is settled', { wagerId: active.wager_id });
-        const cancelled = await tx.updateTable('wagers_challenges').set({ status: 'cancelled', responded_at: now }).where('challenger', '=', address).where('status', '=', 'pending').returningAll().execute();
-        const declined = await tx.updateTable('wagers_challenges').set({ status: 'declined', responded_at: now }).where('opponent', '=', address).where('status', '=', 'pending').returningAll().execute();
-        await tx.updateTable('wagers_users').set({ connected: false, disconnected_at: now }).where('address', '=', address).execute();
+        const active = await tx
+          .selectFrom('wagers_active')
+          .select('wager_id')
+          .where('address', '=', address)
+          .executeTakeFirst();
+        if (active)
+          throw conflict('WAGER_IN_PROGRESS', 'You have an active wager; disconnect once it is settled', {
+            wagerId: active.wager_id,
+          });
+        const cancelled = await tx
+          .updateTable('wagers_challenges')
+          .set({ status: 'cancelled', responded_at: now })
+          .where('challenger', '=', address)
+          .where('status', '=', 'pending')
+          .returningAll()
+          .execute();
+        const declined = await tx
+          .updateTable('wagers_challenges')
+          .set({ status: 'declined', responded_at: now })
+          .where('opponent', '=', address)
+          .where('status', '=', 'pending')
+          .returningAll()
+          .execute();
+        await tx
+          .updateTable('wagers_users')
+          .set({ connected: false, disconnected_at: now })
+          .where('address', '=', address)
+          .execute();
         return { cancelled: cancelled.map(toChallenge), declined: declined.map(toChallenge) };
       });
     },
 
     /** Marks every pending challenge past its expiry expired (a conditional update: each is expired once). */
     async expireDue(now: Date): Promise<StoredChallenge[]> {
-      const rows = await db.updateTable('wagers_challenges').set({ status: 'expired', responded_at: now }).where('status', '=', 'pending').where('expires_at', '<=', now).returningAll().execute();
+      const rows = await db
+        .updateTable('wagers_challenges')
+        .set({ status: 'expired', responded_at: now })
+        .where('status', '=', 'pending')
+        .where('expires_at', '<=', now)
+        .returningAll()
+        .execute();
       return rows.map(toChallenge);
     },
 
@@ -464,9 +631,24 @@ export function wagerStore(database: Kysely<any>) {
     /** Records a confirmed refund (once: the vault's key makes a second call return the same transaction). */
     async refunded(c: StoredChallenge, tx: string, vault: string, at: Date): Promise<StoredChallenge> {
       return db.transaction().execute(async (t) => {
-        await insertTransfer(t, { challengeId: c.id, kind: 'refund', from: vault, to: c.challenger, amount: c.amount, tx, confirmedAt: at });
-        await t.updateTable('wagers_challenges').set({ refund_tx: tx }).where('id', '=', c.id).where('refund_tx', 'is', null).execute();
-        return toChallenge(await t.selectFrom('wagers_challenges').selectAll().where('id', '=', c.id).executeTakeFirstOrThrow());
+        await insertTransfer(t, {
+          challengeId: c.id,
+          kind: 'refund',
+          from: vault,
+          to: c.challenger,
+          amount: c.amount,
+          tx,
+          confirmedAt: at,
+        });
+        await t
+          .updateTable('wagers_challenges')
+          .set({ refund_tx: tx })
+          .where('id', '=', c.id)
+          .where('refund_tx', 'is', null)
+          .execute();
+        return toChallenge(
+          await t.selectFrom('wagers_challenges').selectAll().where('id', '=', c.id).executeTakeFirstOrThrow(),
+        );
       });
     },
 
@@ -476,16 +658,30 @@ export function wagerStore(database: Kysely<any>) {
     },
 
     async activeWagerOf(address: string): Promise<StoredWager | undefined> {
-      const row = await db.selectFrom('wagers_active as a').innerJoin('wagers_wagers as w', 'w.id', 'a.wager_id').selectAll('w').where('a.address', '=', address).executeTakeFirst();
+      const row = await db
+        .selectFrom('wagers_active as a')
+        .innerJoin('wagers_wagers as w', 'w.id', 'a.wager_id')
+        .selectAll('w')
+        .where('a.address', '=', address)
+        .executeTakeFirst();
       return row && toWager(row);
     },
 
     async hasActiveWager(address: string): Promise<boolean> {
-      return !!(await db.selectFrom('wagers_active').select('wager_id').where('address', '=', address).executeTakeFirst());
+      return !!(await db
+        .selectFrom('wagers_active')
+        .select('wager_id')
+        .where('address', '=', address)
+        .executeTakeFirst());
     },
 
     async transfers(challengeId: string): Promise<StoredTransfer[]> {
-      const rows = await db.selectFrom('wagers_transfers').selectAll().where('challenge_id', '=', challengeId).orderBy('seq').execute();
+      const rows = await db
+        .selectFrom('wagers_transfers')
+        .selectAll()
+        .where('challenge_id', '=', challengeId)
+        .orderBy('seq')
+        .execute();
       return rows.map(toTransfer);
     },
 
@@ -502,7 +698,12 @@ export function wagerStore(database: Kysely<any>) {
     },
 
     async release(id: string): Promise<void> {
-      await db.updateTable('wagers_wagers').set({ lease_until: null }).where('id', '=', id).where('status', '=', 'active').execute();
+      await db
+        .updateTable('wagers_wagers')
+        .set({ lease_until: null })
+        .where('id', '=', id)
+        .where('status', '=', 'active')
+        .execute();
     },
 
     /** Stores the flip once: the first drawn decides, whatever another replica drew later. */
@@ -510,7 +711,11 @@ export function wagerStore(database: Kysely<any>) {
       const { fee, ...rest } = flip;
       await db
         .updateTable('wagers_wagers')
-        .set({ flip: json(rest) as never, entropy_fee: fee, winner: flip.outcome === 'heads' ? 'challenger' : 'opponent' })
+        .set({
+          flip: json(rest) as never,
+          entropy_fee: fee,
+          winner: flip.outcome === 'heads' ? 'challenger' : 'opponent',
+        })
         .where('id', '=', id)
         .where('flip', 'is', null)
         .execute();
@@ -520,10 +725,25 @@ export function wagerStore(database: Kysely<any>) {
     /** Records the payout and settles the wager, freeing both players. */
     async settle(w: StoredWager, winner: string, tx: string, vault: string, at: Date): Promise<StoredWager> {
       return db.transaction().execute(async (t) => {
-        await insertTransfer(t, { challengeId: w.challengeId, kind: 'payout', from: vault, to: winner, amount: w.payout, tx, confirmedAt: at });
-        await t.updateTable('wagers_wagers').set({ status: 'settled', payout_tx: tx, settled_at: at, lease_until: null }).where('id', '=', w.id).where('status', '=', 'active').execute();
+        await insertTransfer(t, {
+          challengeId: w.challengeId,
+          kind: 'payout',
+          from: vault,
+          to: winner,
+          amount: w.payout,
+          tx,
+          confirmedAt: at,
+        });
+        await t
+          .updateTable('wagers_wagers')
+          .set({ status: 'settled', payout_tx: tx, settled_at: at, lease_until: null })
+          .where('id', '=', w.id)
+          .where('status', '=', 'active')
+          .execute();
         await t.deleteFrom('wagers_active').where('wager_id', '=', w.id).execute();
-        return toWager(await t.selectFrom('wagers_wagers').selectAll().where('id', '=', w.id).executeTakeFirstOrThrow());
+        return toWager(
+          await t.selectFrom('wagers_wagers').selectAll().where('id', '=', w.id).executeTakeFirstOrThrow(),
+        );
       });
     },
 
@@ -546,9 +766,13 @@ export function wagerStore(database: Kysely<any>) {
         .selectFrom('wagers_wagers')
         .select([
           sql<string>`count(*)`.as('wagers'),
-          sql<string>`count(*) filter (where (winner = 'challenger' and challenger = ${address}) or (winner = 'opponent' and opponent = ${address}))`.as('wins'),
+          sql<string>`count(*) filter (where (winner = 'challenger' and challenger = ${address}) or (winner = 'opponent' and opponent = ${address}))`.as(
+            'wins',
+          ),
           sql<string>`coalesce(sum(amount), 0)`.as('wagered'),
-          sql<string>`coalesce(sum(payout) filter (where (winner = 'challenger' and challenger = ${address}) or (winner = 'opponent' and opponent = ${address})), 0)`.as('won'),
+          sql<string>`coalesce(sum(payout) filter (where (winner = 'challenger' and challenger = ${address}) or (winner = 'opponent' and opponent = ${address})), 0)`.as(
+            'won',
+          ),
         ])
         .where('status', '=', 'settled')
         .where((eb) => eb.or([eb('challenger', '=', address), eb('opponent', '=', address)]))
@@ -557,14 +781,21 @@ export function wagerStore(database: Kysely<any>) {
     },
 
     /**
-     * The books: stakes the vault holds for others (pending or unrefunded challenges, active wagers), and what the house
-     * kept (house cuts of settled wagers less the entropy fees the vault paid). The vault's balance should be their sum.
+     * The books: stakes the vault holds for others (pending or unrefunded challenges, active wagers), and what the
+     * house
+     * kept (house cuts of settled wagers less the entropy fees the vault paid). The vault's balance should be their
+     * sum.
      */
     async books(): Promise<{ held: bigint; houseRetained: bigint }> {
       const challenges = await db
         .selectFrom('wagers_challenges')
         .select(sql<string>`coalesce(sum(amount), 0)`.as('held'))
-        .where((eb) => eb.or([eb('status', '=', 'pending'), eb.and([eb('status', 'in', ['declined', 'expired', 'cancelled']), eb('refund_tx', 'is', null)])]))
+        .where((eb) =>
+          eb.or([
+            eb('status', '=', 'pending'),
+            eb.and([eb('status', 'in', ['declined', 'expired', 'cancelled']), eb('refund_tx', 'is', null)]),
+          ]),
+        )
         .executeTakeFirstOrThrow();
       const wagers = await db
         .selectFrom('wagers_wagers')
@@ -574,14 +805,22 @@ export function wagerStore(database: Kysely<any>) {
           sql<string>`coalesce(sum(entropy_fee), 0)`.as('fees'),
         ])
         .executeTakeFirstOrThrow();
-      return { held: BigInt(challenges.held) + BigInt(wagers.held), houseRetained: BigInt(wagers.cut) - BigInt(wagers.fees) };
+      return {
+        held: BigInt(challenges.held) + BigInt(wagers.held),
+        houseRetained: BigInt(wagers.cut) - BigInt(wagers.fees),
+      };
     },
   };
 }
 
 function notPending(code: 'CHALLENGE_NOT_FOUND' | 'CHALLENGE_NOT_PENDING', challengeId?: string, status?: string) {
   if (code === 'CHALLENGE_NOT_FOUND') {
-    return new HttpError(404, code, challengeId ? `No challenge ${challengeId} to you` : 'You have no pending challenge', challengeId ? { challengeId } : undefined);
+    return new HttpError(
+      404,
+      code,
+      challengeId ? `No challenge ${challengeId} to you` : 'You have no pending challenge',
+      challengeId ? { challengeId } : undefined,
+    );
   }
   return new HttpError(409, code, `Challenge ${challengeId} is ${status}, no longer pending`, { challengeId, status });
 }

@@ -23,8 +23,11 @@ export const MAX_UNKNOWN_PROGRAMS = 20;
 
 /** The tier of a wallet with `count` transactions: light < 100 <= moderate < 1,000 <= heavy < 10,000 <= whale. */
 export function tierFor(count: number): WalletActivityTier {
-  if (!Number.isInteger(count) || count < 0) throw new RangeError(`a transaction count is a non-negative integer, not ${count}`);
-  const tier = WALLET_ACTIVITY_TIERS.find((t) => count >= t.minTransactions && (t.maxTransactions === null || count <= t.maxTransactions));
+  if (!Number.isInteger(count) || count < 0)
+    throw new RangeError(`a transaction count is a non-negative integer, not ${count}`);
+  const tier = WALLET_ACTIVITY_TIERS.find(
+    (t) => count >= t.minTransactions && (t.maxTransactions === null || count <= t.maxTransactions),
+  );
   return tier!.id;
 }
 
@@ -58,7 +61,11 @@ export function tierTable(payment: PaymentMeta): WalletTierDefinition[] {
  * The tier a paid call was charged at, from the amount it paid (the tiers' prices differ, so the amount
  * names the tier); the estimate's tier when nothing was paid or the amount matches no tier.
  */
-export function chargedTier(payment: PaymentMeta, estimated: WalletActivityTier, paidAtomic: bigint | undefined): WalletActivityTier {
+export function chargedTier(
+  payment: PaymentMeta,
+  estimated: WalletActivityTier,
+  paidAtomic: bigint | undefined,
+): WalletActivityTier {
   if (paidAtomic === undefined) return estimated;
   if (usdToAtomic(tierPriceUsd(payment, estimated)) === paidAtomic) return estimated;
   return WALLET_ACTIVITY_TIERS.find((t) => usdToAtomic(tierPriceUsd(payment, t.id)) === paidAtomic)?.id ?? estimated;
@@ -88,7 +95,10 @@ export interface WalletTransaction {
   tokenChanges: { mint: string; decimals: number; change: bigint }[];
 }
 
-export type ProtocolBreakdown = Omit<WalletProtocolHistory, 'wallet' | 'network' | 'tier' | 'chargedUsd' | 'truncated' | 'source'>;
+export type ProtocolBreakdown = Omit<
+  WalletProtocolHistory,
+  'wallet' | 'network' | 'tier' | 'chargedUsd' | 'truncated' | 'source'
+>;
 
 const iso = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
 const utcDay = (unixSeconds: number) => Math.floor(unixSeconds / 86_400);
@@ -100,7 +110,10 @@ const abs = (n: bigint) => (n < 0n ? -n : n);
  * (in micro-dollars); SOL and every other token have no price source here, so they only mark the
  * transaction as having moved unpriced value.
  */
-export function valueMoved(tx: WalletTransaction): { tokens: { pricedMicroUsd: bigint; unpriced: boolean }; sol: boolean } {
+export function valueMoved(tx: WalletTransaction): {
+  tokens: { pricedMicroUsd: bigint; unpriced: boolean };
+  sol: boolean;
+} {
   let pricedMicroUsd = 0n;
   let unpriced = false;
   for (const { mint, decimals, change } of tx.tokenChanges) {
@@ -162,7 +175,17 @@ export function analyse(transactions: readonly WalletTransaction[]): ProtocolBre
       }
       let tally = tallies.get(label.id);
       if (!tally) {
-        tally = { label, programIds: new Set(), count: 0, first: tx.blockTime, last: tx.blockTime, days: new Set(), pricedMicroUsd: 0n, priced: false, unpriced: false };
+        tally = {
+          label,
+          programIds: new Set(),
+          count: 0,
+          first: tx.blockTime,
+          last: tx.blockTime,
+          days: new Set(),
+          pricedMicroUsd: 0n,
+          priced: false,
+          unpriced: false,
+        };
         tallies.set(label.id, tally);
       }
       tally.programIds.add(program);
@@ -183,20 +206,18 @@ export function analyse(transactions: readonly WalletTransaction[]): ProtocolBre
 
   const total = transactions.length;
   const protocols = [...tallies.values()]
-    .map(
-      (t): WalletProtocolActivity => ({
-        protocol: t.label.id,
-        name: t.label.name,
-        category: t.label.category,
-        programIds: [...t.programIds].sort(),
-        transactionCount: t.count,
-        sharePercent: share(t.count, total),
-        firstInteractionAt: iso(t.first),
-        lastInteractionAt: iso(t.last),
-        activeDays: t.days.size,
-        volumeUsd: volumeOf(t),
-      }),
-    )
+    .map((t): WalletProtocolActivity => ({
+      protocol: t.label.id,
+      name: t.label.name,
+      category: t.label.category,
+      programIds: [...t.programIds].sort(),
+      transactionCount: t.count,
+      sharePercent: share(t.count, total),
+      firstInteractionAt: iso(t.first),
+      lastInteractionAt: iso(t.last),
+      activeDays: t.days.size,
+      volumeUsd: volumeOf(t),
+    }))
     .sort((a, b) => b.transactionCount - a.transactionCount || a.protocol.localeCompare(b.protocol));
   return {
     transactionCount: total,

@@ -18,7 +18,12 @@ export interface ProtocolLabel {
   moves: 'none' | 'sol' | 'tokens' | 'any';
 }
 
-const label = (id: string, name: string, category: ProtocolCategory, moves: ProtocolLabel['moves'] = 'any'): ProtocolLabel => ({ id, name, category, moves });
+const label = (
+  id: string,
+  name: string,
+  category: ProtocolCategory,
+  moves: ProtocolLabel['moves'] = 'any',
+): ProtocolLabel => ({ id, name, category, moves });
 
 const SYSTEM = label('system', 'System Program', 'system', 'sol');
 const COMPUTE_BUDGET = label('compute-budget', 'Compute Budget', 'system', 'none');

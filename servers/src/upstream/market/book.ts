@@ -16,7 +16,9 @@ export interface SpotBook {
   asks: BookLevel[];
 }
 
-/** One hour of trading, as an exchange's 1-hour kline reports it: taker buys are the aggressive buyers' quote volume. */
+/**
+ * One hour of trading, as an exchange's 1-hour kline reports it: taker buys are the aggressive buyers' quote volume.
+ */
 export interface HourBar {
   openTime: number;
   close: number;
@@ -110,7 +112,10 @@ export class SimulatedSpotMarket {
         const distance = half + 0.03 * (k / (SIMULATED_BOOK_LEVELS - 1)) ** 1.4;
         const n = index * SIMULATED_BOOK_LEVELS + k;
         const wall = uniform(subKey(sideKey, 1), n) < p.wallChance ? 4 + 12 * uniform(subKey(sideKey, 2), n) : 1;
-        levels.push({ price: mid * (1 + sign * distance), notional: Math.exp(p.sizeSigma * gaussian(sideKey, n)) * wall });
+        levels.push({
+          price: mid * (1 + sign * distance),
+          notional: Math.exp(p.sizeSigma * gaussian(sideKey, n)) * wall,
+        });
       }
       const within = levels.filter((l) => Math.abs(l.price / mid - 1) <= 0.02).reduce((a, l) => a + l.notional, 0);
       const scale = (target * Math.exp(s === 'bid' ? skew : -skew)) / within;
@@ -126,18 +131,28 @@ export class SimulatedSpotMarket {
     const end = Math.floor(timeMs / HOUR) * HOUR;
     const times = Array.from({ length: count + 1 }, (_, i) => end - (count - i) * HOUR);
     const closes = this.model.spotSeries(symbol, times);
-    const hourlySigma = (this.model.asset(symbol)!.volatility / Math.sqrt(365.25 * 24)) || 1e-6;
+    const hourlySigma = this.model.asset(symbol)!.volatility / Math.sqrt(365.25 * 24) || 1e-6;
     const bars: HourBar[] = [];
     for (let i = 1; i <= count; i++) {
       const openTime = times[i - 1]!;
       const hour = openTime / HOUR;
       const r = Math.log(closes[i]! / closes[i - 1]!);
-      const volume = (this.model.spotVolume24hUsd(symbol, openTime) / 24) * Math.exp(0.35 * gaussian(subKey(key, 1), hour)) * (1 + Math.min(3, Math.abs(r) / hourlySigma) * 0.3);
+      const volume =
+        (this.model.spotVolume24hUsd(symbol, openTime) / 24) *
+        Math.exp(0.35 * gaussian(subKey(key, 1), hour)) *
+        (1 + Math.min(3, Math.abs(r) / hourlySigma) * 0.3);
       // Takers lean with the slow imbalance parameter and with the hour's move (buyers lift offers in a rally).
-      const lean = 0.45 * p.flow.at(openTime) + 0.25 * Math.tanh(r / hourlySigma) + 0.1 * gaussian(subKey(key, 2), hour);
+      const lean =
+        0.45 * p.flow.at(openTime) + 0.25 * Math.tanh(r / hourlySigma) + 0.1 * gaussian(subKey(key, 2), hour);
       const buyShare = Math.min(0.98, Math.max(0.02, 0.5 + 0.5 * Math.tanh(lean)));
       const trades = Math.max(0, Math.round((volume / p.tradeUsd) * Math.exp(0.1 * gaussian(subKey(key, 3), hour))));
-      bars.push({ openTime, close: closes[i]!, quoteVolumeUsd: volume, takerBuyQuoteVolumeUsd: volume * buyShare, trades });
+      bars.push({
+        openTime,
+        close: closes[i]!,
+        quoteVolumeUsd: volume,
+        takerBuyQuoteVolumeUsd: volume * buyShare,
+        trades,
+      });
     }
     return bars;
   }

@@ -1,5 +1,14 @@
 import { buildUniverse, DEFAULT_ASSET_COUNT, PERP_EXCHANGES, type AssetProfile, type PerpExchange } from './assets';
-import { brownianAmplitudes, gaussian, geometricScales, hashString, ScaleNoise, stationaryAmplitudes, subKey, uniform } from './random';
+import {
+  brownianAmplitudes,
+  gaussian,
+  geometricScales,
+  hashString,
+  ScaleNoise,
+  stationaryAmplitudes,
+  subKey,
+  uniform,
+} from './random';
 import type { PerpQuote } from './types';
 
 const MINUTE = 60_000;
@@ -19,7 +28,17 @@ const VENUE_SCALES = [1 * HOUR, 4 * HOUR];
 const OI_SCALES = [6 * HOUR, 1 * DAY, 4 * DAY, 16 * DAY];
 
 /** Venue conventions: share of an asset's open interest, instrument naming, settlement currency. */
-const VENUE_WEIGHT: Record<PerpExchange, number> = { binance: 0.3, bybit: 0.17, okx: 0.12, bitget: 0.12, gate: 0.08, mexc: 0.06, hyperliquid: 0.1, dydx: 0.02, deribit: 0.03 };
+const VENUE_WEIGHT: Record<PerpExchange, number> = {
+  binance: 0.3,
+  bybit: 0.17,
+  okx: 0.12,
+  bitget: 0.12,
+  gate: 0.08,
+  mexc: 0.06,
+  hyperliquid: 0.1,
+  dydx: 0.02,
+  deribit: 0.03,
+};
 
 function instrumentOf(exchange: PerpExchange, asset: string): { symbol: string; quote: string } {
   switch (exchange) {
@@ -37,7 +56,9 @@ function instrumentOf(exchange: PerpExchange, asset: string): { symbol: string; 
     case 'dydx':
       return { symbol: `${asset}-USD`, quote: 'USD' };
     case 'deribit':
-      return asset === 'BTC' || asset === 'ETH' ? { symbol: `${asset}-PERPETUAL`, quote: 'USD' } : { symbol: `${asset}_USDC-PERPETUAL`, quote: 'USDC' };
+      return asset === 'BTC' || asset === 'ETH'
+        ? { symbol: `${asset}-PERPETUAL`, quote: 'USD' }
+        : { symbol: `${asset}_USDC-PERPETUAL`, quote: 'USDC' };
   }
 }
 
@@ -96,7 +117,10 @@ export class MarketModel {
   private readonly factors: { btc: ScaleNoise; eth: ScaleNoise; sol: ScaleNoise };
   private readonly factorCache = new Map<number, { btc: number; eth: number; sol: number }>();
   /** The last two settlement histories (the current one and, around a settlement, the previous one). */
-  private readonly historyCache: { at: number; history: Map<string, { fundingRate8h: number[]; openInterestUsd: number[] }> }[] = [];
+  private readonly historyCache: {
+    at: number;
+    history: Map<string, { fundingRate8h: number[]; openInterestUsd: number[] }>;
+  }[] = [];
 
   constructor(options: MarketModelOptions = {}) {
     this.seed = options.seed ?? 'agent-economy';
@@ -131,10 +155,15 @@ export class MarketModel {
     return this.stateOf(rt, timeMs).volume24hUsd * 0.8;
   }
 
-  /** Every perpetual contract at an instant, with its 24-hour-ago figures; `history` adds the last 30 days of settlements. */
+  /**
+   * Every perpetual contract at an instant, with its 24-hour-ago figures; `history` adds the last 30 days of
+   * settlements.
+   */
   perpetuals(timeMs: number, options: { history?: boolean; exchanges?: readonly PerpExchange[] } = {}): PerpQuote[] {
     const history = options.history ? this.settlementHistory(timeMs) : undefined;
-    return this.assets.flatMap((profile) => this.contractsOf(this.runtime(profile.symbol)!, timeMs, options.exchanges, history));
+    return this.assets.flatMap((profile) =>
+      this.contractsOf(this.runtime(profile.symbol)!, timeMs, options.exchanges, history),
+    );
   }
 
   /** One asset's perpetual contracts at an instant (no history): cheap enough for long series. */
@@ -179,7 +208,9 @@ export class MarketModel {
     for (const profile of this.assets) {
       const rt = this.runtime(profile.symbol)!;
       // Settlements are 8 h apart, so the price 24 h before settlement k is the price at settlement k − 3.
-      const prices = Array.from({ length: HISTORY_POINTS + 3 }, (_, i) => this.priceOf(rt, last - (HISTORY_POINTS + 2 - i) * 8 * HOUR));
+      const prices = Array.from({ length: HISTORY_POINTS + 3 }, (_, i) =>
+        this.priceOf(rt, last - (HISTORY_POINTS + 2 - i) * 8 * HOUR),
+      );
       const states = times.map((t, k) => this.stateOf(rt, t, prices[k + 3]!, prices[k]!));
       for (const venue of rt.venues.values()) {
         const funding = new Array<number>(HISTORY_POINTS);
@@ -209,7 +240,9 @@ export class MarketModel {
     if (!profile) return undefined;
     const key = hashString(`${this.seed}:process:${symbol}`);
     const venues = new Map<PerpExchange, VenueRuntime>();
-    const weights = profile.exchanges.map((ex) => VENUE_WEIGHT[ex] * Math.exp(0.5 * gaussian(subKey(key, 50), PERP_EXCHANGES.indexOf(ex))));
+    const weights = profile.exchanges.map(
+      (ex) => VENUE_WEIGHT[ex] * Math.exp(0.5 * gaussian(subKey(key, 50), PERP_EXCHANGES.indexOf(ex))),
+    );
     const total = weights.reduce((a, b) => a + b, 0);
     profile.exchanges.forEach((exchange, i) => {
       const vkey = subKey(key, 100 + PERP_EXCHANGES.indexOf(exchange));
@@ -221,9 +254,17 @@ export class MarketModel {
         intervalHours: intervalOf(exchange, profile.core, draw),
         offset8h: 0.00002 * gaussian(vkey, 1),
         share: weights[i]! / total,
-        funding: new ScaleNoise(subKey(vkey, 2), VENUE_SCALES, stationaryAmplitudes(VENUE_SCALES).map((a) => a * 0.00002 * fast)),
+        funding: new ScaleNoise(
+          subKey(vkey, 2),
+          VENUE_SCALES,
+          stationaryAmplitudes(VENUE_SCALES).map((a) => a * 0.00002 * fast),
+        ),
         index: new ScaleNoise(subKey(vkey, 3), [HOUR], [0.0001]),
-        premium: new ScaleNoise(subKey(vkey, 4), VENUE_SCALES, stationaryAmplitudes(VENUE_SCALES).map((a) => a * 0.0003)),
+        premium: new ScaleNoise(
+          subKey(vkey, 4),
+          VENUE_SCALES,
+          stationaryAmplitudes(VENUE_SCALES).map((a) => a * 0.0003),
+        ),
       });
     });
     const rt: AssetRuntime = {
@@ -257,7 +298,12 @@ export class MarketModel {
     return rt.profile.anchorPriceUsd * Math.exp(rt.profile.volatility * shock);
   }
 
-  private stateOf(rt: AssetRuntime, timeMs: number, price = this.priceOf(rt, timeMs), price24hAgo = this.priceOf(rt, timeMs - DAY)): AssetState {
+  private stateOf(
+    rt: AssetRuntime,
+    timeMs: number,
+    price = this.priceOf(rt, timeMs),
+    price24hAgo = this.priceOf(rt, timeMs - DAY),
+  ): AssetState {
     const p = rt.profile;
     const momentum = Math.log(price / price24hAgo);
     const g = rt.regime.at(timeMs);
@@ -266,7 +312,10 @@ export class MarketModel {
     const funding8h = BASELINE_FUNDING_8H + 0.001 * momentum + regime + p.noiseScale * rt.fast.at(timeMs);
     const crowding = Math.abs(regime) / p.regimeScale;
     const openInterestUsd =
-      p.anchorOpenInterestUsd * (price / p.anchorPriceUsd) ** 0.7 * Math.exp(0.3 * rt.oi.at(timeMs)) * (1 + 0.1 * Math.min(crowding, 10));
+      p.anchorOpenInterestUsd *
+      (price / p.anchorPriceUsd) ** 0.7 *
+      Math.exp(0.3 * rt.oi.at(timeMs)) *
+      (1 + 0.1 * Math.min(crowding, 10));
     const volume24hUsd = openInterestUsd * p.turnover * Math.exp(0.25 * rt.volume.at(timeMs) + 2 * Math.abs(momentum));
     const tilt = Math.tanh((regime + 0.001 * momentum) / (3 * p.regimeScale));
     const longShortRatio = Math.exp(0.05 + 0.8 * tilt + 0.05 * rt.crowd.at(timeMs));
@@ -282,7 +331,7 @@ export class MarketModel {
   private quoteOf(rt: AssetRuntime, venue: VenueRuntime, state: AssetState, timeMs: number): PerpQuote {
     const f8 = this.funding8hOf(rt, venue, state, timeMs);
     const index = state.price * (1 + venue.index.at(timeMs));
-    const premium = Math.max(-0.02, Math.min(0.02, (f8 - BASELINE_FUNDING_8H) + venue.premium.at(timeMs)));
+    const premium = Math.max(-0.02, Math.min(0.02, f8 - BASELINE_FUNDING_8H + venue.premium.at(timeMs)));
     const intervalMs = venue.intervalHours * HOUR;
     return {
       exchange: venue.exchange,
@@ -301,7 +350,10 @@ export class MarketModel {
   }
 }
 
-/** Funding interval conventions: hourly on Hyperliquid and dYdX, 8 h elsewhere with 4 h (and some 1 h) long-tail contracts. */
+/**
+ * Funding interval conventions: hourly on Hyperliquid and dYdX, 8 h elsewhere with 4 h (and some 1 h) long-tail
+ * contracts.
+ */
 function intervalOf(exchange: PerpExchange, core: boolean, draw: number): number {
   if (exchange === 'hyperliquid' || exchange === 'dydx') return 1;
   if (exchange === 'deribit' || exchange === 'okx' || core) return 8;

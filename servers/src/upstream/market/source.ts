@@ -4,7 +4,9 @@ import { MarketModel } from './model';
 import type { PerpQuote, PerpSnapshot, VenueRead } from './types';
 import { DEFAULT_VENUE_URLS, VENUE_ADAPTERS } from './venues';
 
-/** Where the perpetual-contract data of a deployment comes from: the seeded market model, or the venues' public APIs. */
+/**
+ * Where the perpetual-contract data of a deployment comes from: the seeded market model, or the venues' public APIs.
+ */
 export interface PerpSource {
   readonly mode: 'simulated' | 'live';
   readonly tracker: UpstreamTracker;
@@ -33,7 +35,9 @@ export function sharedMarketModel(seed = 'agent-economy'): MarketModel {
   return model;
 }
 
-/** Keeps one contract per (venue, asset): the one with the most open interest (e.g. Deribit's inverse BTC perpetual). */
+/**
+ * Keeps one contract per (venue, asset): the one with the most open interest (e.g. Deribit's inverse BTC perpetual).
+ */
 function onePerAsset(rows: PerpQuote[]): PerpQuote[] {
   const best = new Map<string, PerpQuote>();
   for (const r of rows) {
@@ -44,10 +48,18 @@ function onePerAsset(rows: PerpQuote[]): PerpQuote[] {
   return [...best.values()];
 }
 
-function byVenue(rows: PerpQuote[], venues: readonly PerpVenue[], failed: ReadonlySet<PerpVenue> = new Set()): VenueRead[] {
+function byVenue(
+  rows: PerpQuote[],
+  venues: readonly PerpVenue[],
+  failed: ReadonlySet<PerpVenue> = new Set(),
+): VenueRead[] {
   const groups = new Map<PerpVenue, PerpQuote[]>(venues.map((e) => [e, []]));
   for (const r of rows) groups.get(r.exchange)!.push(r);
-  return venues.map((exchange) => ({ exchange, status: failed.has(exchange) ? 'unavailable' : 'ok', contracts: groups.get(exchange)! }));
+  return venues.map((exchange) => ({
+    exchange,
+    status: failed.has(exchange) ? 'unavailable' : 'ok',
+    contracts: groups.get(exchange)!,
+  }));
 }
 
 /**
@@ -73,7 +85,9 @@ export function embeddedPerpSource(model: MarketModel = sharedMarketModel(), now
     async snapshot(options = {}) {
       const at = Math.floor((options.at ?? now()) / 60_000) * 60_000;
       if (cached?.asOf.getTime() === at) return cached;
-      const rows = await tracker.call(MARKET_MODEL_PROVIDER, async () => model.perpetuals(at, { history: true }).map(simulatedQuote));
+      const rows = await tracker.call(MARKET_MODEL_PROVIDER, async () =>
+        model.perpetuals(at, { history: true }).map(simulatedQuote),
+      );
       const snapshot: PerpSnapshot = { asOf: new Date(at), venues: byVenue(rows, SIMULATED_VENUES) };
       cached = snapshot;
       return snapshot;
@@ -130,7 +144,10 @@ export function livePerpSource(options: LivePerpOptions = {}): PerpSource {
     mode: 'live',
     tracker,
     venues: PERP_EXCHANGES,
-    providersOf: (snapshot) => snapshot.venues.filter((v) => v.status === 'ok' && (exchanges as readonly PerpVenue[]).includes(v.exchange)).map((v) => v.exchange),
+    providersOf: (snapshot) =>
+      snapshot.venues
+        .filter((v) => v.status === 'ok' && (exchanges as readonly PerpVenue[]).includes(v.exchange))
+        .map((v) => v.exchange),
     async snapshot() {
       if (cached && Date.now() - cached.at < cacheMs) return cached.snapshot;
       pending ??= read().finally(() => (pending = undefined));

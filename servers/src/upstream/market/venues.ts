@@ -1,5 +1,6 @@
 import type { PerpExchange } from './assets';
 import type { PerpQuote } from './types';
+import { tracedFetch } from '../../http/tracing';
 
 // Live adapters: each reads one venue's public, keyless endpoints (research/domain.md §3.1) and maps that venue's
 // documented response shape into PerpQuote. Numbers arrive as strings; a row that does not parse is left out,
@@ -20,7 +21,9 @@ export const DEFAULT_VENUE_URLS: Record<PerpExchange, string> = {
 export interface VenueOptions {
   baseUrl: string;
   timeoutMs: number;
-  /** Binance has no bulk open-interest endpoint: OI is read per symbol for this many contracts, largest volume first. */
+  /**
+   * Binance has no bulk open-interest endpoint: OI is read per symbol for this many contracts, largest volume first.
+   */
   binanceOpenInterestSymbols: number;
   now: () => number;
 }
@@ -30,7 +33,16 @@ export type VenueAdapter = (options: VenueOptions) => Promise<PerpQuote[]>;
 const HOUR = 3_600_000;
 
 async function getJson(url: string, timeoutMs: number, init: RequestInit = {}): Promise<unknown> {
-  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json', ...(init.headers ?? {}) } });
+  const response = await tracedFetch(
+    `GET ${new URL(url).host}`,
+    url,
+    {
+      ...init,
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { accept: 'application/json', ...(init.headers ?? {}) },
+    },
+    { propagate: false },
+  );
   if (!response.ok) throw new Error(`HTTP ${response.status} from ${new URL(url).pathname}`);
   try {
     return await response.json();
@@ -87,7 +99,8 @@ function row(
   },
 ): PerpQuote | null {
   const { asset, multiplier } = baseAsset(code);
-  if (values.mark === null || values.mark <= 0 || values.rate === null || values.oiUsd === null || values.oiUsd < 0) return null;
+  if (values.mark === null || values.mark <= 0 || values.rate === null || values.oiUsd === null || values.oiUsd < 0)
+    return null;
   if (!/^[A-Z0-9]{1,20}$/.test(asset)) return null;
   return {
     exchange,
@@ -113,10 +126,17 @@ const binance: VenueAdapter = async ({ baseUrl, timeoutMs, binanceOpenInterestSy
   ]);
   const ticker = new Map(arrayOf(tickers, 'ticker/24hr').map((t) => [String(t.symbol), t]));
   // fundingInfo lists only the symbols whose interval differs from the default 8 hours.
-  const interval = new Map(arrayOf(info, 'fundingInfo').map((i) => [String(i.symbol), num(i.fundingIntervalHours) ?? 8]));
+  const interval = new Map(
+    arrayOf(info, 'fundingInfo').map((i) => [String(i.symbol), num(i.fundingIntervalHours) ?? 8]),
+  );
   // Perpetuals only: dated contracts carry an underscore (BTCUSDT_250328) and no funding rate.
-  const perps = arrayOf(premium, 'premiumIndex').filter((p) => /^[A-Z0-9]+USDT$/.test(String(p.symbol)) && num(p.lastFundingRate) !== null);
-  const byVolume = [...perps].sort((a, b) => (num(ticker.get(String(b.symbol))?.quoteVolume) ?? 0) - (num(ticker.get(String(a.symbol))?.quoteVolume) ?? 0));
+  const perps = arrayOf(premium, 'premiumIndex').filter(
+    (p) => /^[A-Z0-9]+USDT$/.test(String(p.symbol)) && num(p.lastFundingRate) !== null,
+  );
+  const byVolume = [...perps].sort(
+    (a, b) =>
+      (num(ticker.get(String(b.symbol))?.quoteVolume) ?? 0) - (num(ticker.get(String(a.symbol))?.quoteVolume) ?? 0),
+  );
   const chosen = byVolume.slice(0, binanceOpenInterestSymbols);
   const openInterest = new Map<string, number | null>();
   for (let i = 0; i < chosen.length; i += 10) {
@@ -148,7 +168,8 @@ const binance: VenueAdapter = async ({ baseUrl, timeoutMs, binanceOpenInterestSy
 };
 
 function bybitList(body: unknown, what: string): Record<string, unknown>[] {
-  if (field(body, 'retCode') !== 0) throw new Error(`${what} answered retCode ${String(field(body, 'retCode'))}: ${String(field(body, 'retMsg'))}`);
+  if (field(body, 'retCode') !== 0)
+    throw new Error(`${what} answered retCode ${String(field(body, 'retCode'))}: ${String(field(body, 'retMsg'))}`);
   return arrayOf(field(field(body, 'result'), 'list'), `${what} result.list`);
 }
 
@@ -156,12 +177,19 @@ const bybit: VenueAdapter = async ({ baseUrl, timeoutMs }) => {
   const instruments: Record<string, unknown>[] = [];
   let cursor = '';
   for (let page = 0; page < 5; page++) {
-    const body = await getJson(`${baseUrl}/v5/market/instruments-info?category=linear&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, timeoutMs);
+    const body = await getJson(
+      `${baseUrl}/v5/market/instruments-info?category=linear&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      timeoutMs,
+    );
     instruments.push(...bybitList(body, 'instruments-info'));
     cursor = String(field(field(body, 'result'), 'nextPageCursor') ?? '');
     if (!cursor) break;
   }
-  const perps = new Map(instruments.filter((i) => i.contractType === 'LinearPerpetual' && (i.status === undefined || i.status === 'Trading')).map((i) => [String(i.symbol), i]));
+  const perps = new Map(
+    instruments
+      .filter((i) => i.contractType === 'LinearPerpetual' && (i.status === undefined || i.status === 'Trading'))
+      .map((i) => [String(i.symbol), i]),
+  );
   const tickers = bybitList(await getJson(`${baseUrl}/v5/market/tickers?category=linear`, timeoutMs), 'tickers');
   return tickers.flatMap((t) => {
     const instrument = perps.get(String(t.symbol));
@@ -183,7 +211,8 @@ const bybit: VenueAdapter = async ({ baseUrl, timeoutMs }) => {
 };
 
 function okxData(body: unknown, what: string): Record<string, unknown>[] {
-  if (field(body, 'code') !== '0') throw new Error(`${what} answered code ${String(field(body, 'code'))}: ${String(field(body, 'msg'))}`);
+  if (field(body, 'code') !== '0')
+    throw new Error(`${what} answered code ${String(field(body, 'code'))}: ${String(field(body, 'msg'))}`);
   return arrayOf(field(body, 'data'), `${what} data`);
 }
 
@@ -228,7 +257,11 @@ const gate: VenueAdapter = async ({ baseUrl, timeoutMs }) => {
     getJson(`${baseUrl}/api/v4/futures/usdt/contracts`, timeoutMs),
     getJson(`${baseUrl}/api/v4/futures/usdt/tickers`, timeoutMs),
   ]);
-  const contract = new Map(arrayOf(contracts, 'contracts').filter((c) => c.in_delisting !== true).map((c) => [String(c.name), c]));
+  const contract = new Map(
+    arrayOf(contracts, 'contracts')
+      .filter((c) => c.in_delisting !== true)
+      .map((c) => [String(c.name), c]),
+  );
   return arrayOf(tickers, 'tickers').flatMap((t) => {
     const name = String(t.contract);
     const c = contract.get(name);
@@ -255,7 +288,8 @@ const gate: VenueAdapter = async ({ baseUrl, timeoutMs }) => {
 
 const bitget: VenueAdapter = async ({ baseUrl, timeoutMs }) => {
   const body = await getJson(`${baseUrl}/api/v2/mix/market/tickers?productType=USDT-FUTURES`, timeoutMs);
-  if (field(body, 'code') !== '00000') throw new Error(`tickers answered code ${String(field(body, 'code'))}: ${String(field(body, 'msg'))}`);
+  if (field(body, 'code') !== '00000')
+    throw new Error(`tickers answered code ${String(field(body, 'code'))}: ${String(field(body, 'msg'))}`);
   return arrayOf(field(body, 'data'), 'tickers data').flatMap((t) => {
     const symbol = String(t.symbol);
     const m = /^([A-Z0-9]+)USDT$/.exec(symbol);
@@ -320,7 +354,8 @@ const hyperliquid: VenueAdapter = async ({ baseUrl, timeoutMs, now }) => {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ type: 'metaAndAssetCtxs' }),
   });
-  if (!Array.isArray(body) || body.length < 2) throw new Error('unexpected response shape: metaAndAssetCtxs is not [meta, assetCtxs]');
+  if (!Array.isArray(body) || body.length < 2)
+    throw new Error('unexpected response shape: metaAndAssetCtxs is not [meta, assetCtxs]');
   const universe = arrayOf(field(body[0], 'universe'), 'meta.universe');
   const contexts = arrayOf(body[1], 'assetCtxs');
   // The two lists are index-aligned; funding is hourly, paid on the hour.
@@ -347,7 +382,8 @@ const hyperliquid: VenueAdapter = async ({ baseUrl, timeoutMs, now }) => {
 const dydx: VenueAdapter = async ({ baseUrl, timeoutMs, now }) => {
   const body = await getJson(`${baseUrl}/v4/perpetualMarkets`, timeoutMs);
   const markets = field(body, 'markets');
-  if (typeof markets !== 'object' || markets === null) throw new Error('unexpected response shape: markets is not an object');
+  if (typeof markets !== 'object' || markets === null)
+    throw new Error('unexpected response shape: markets is not an object');
   return Object.values(markets as Record<string, Record<string, unknown>>).flatMap((mk) => {
     const ticker = String(mk.ticker);
     const m = /^([A-Z0-9]+)-USD$/.exec(ticker);
@@ -364,7 +400,8 @@ const dydx: VenueAdapter = async ({ baseUrl, timeoutMs, now }) => {
       next: nextHour(now()),
       oiUsd: oi !== null && oracle !== null ? oi * oracle : null,
       volumeUsd: num(mk.volume24H),
-      changePercent: change !== null && oracle !== null && oracle - change > 0 ? (change / (oracle - change)) * 100 : null,
+      changePercent:
+        change !== null && oracle !== null && oracle - change > 0 ? (change / (oracle - change)) * 100 : null,
     });
     return r ? [r] : [];
   });
@@ -373,7 +410,10 @@ const dydx: VenueAdapter = async ({ baseUrl, timeoutMs, now }) => {
 const deribit: VenueAdapter = async ({ baseUrl, timeoutMs }) => {
   const summaries = await Promise.all(
     ['BTC', 'ETH', 'USDC'].map(async (currency) => {
-      const body = await getJson(`${baseUrl}/api/v2/public/get_book_summary_by_currency?currency=${currency}&kind=future`, timeoutMs);
+      const body = await getJson(
+        `${baseUrl}/api/v2/public/get_book_summary_by_currency?currency=${currency}&kind=future`,
+        timeoutMs,
+      );
       if (field(body, 'error')) throw new Error(`get_book_summary_by_currency answered an error for ${currency}`);
       return arrayOf(field(body, 'result'), 'result');
     }),
@@ -400,4 +440,14 @@ const deribit: VenueAdapter = async ({ baseUrl, timeoutMs }) => {
   });
 };
 
-export const VENUE_ADAPTERS: Record<PerpExchange, VenueAdapter> = { binance, bybit, okx, bitget, gate, mexc, hyperliquid, dydx, deribit };
+export const VENUE_ADAPTERS: Record<PerpExchange, VenueAdapter> = {
+  binance,
+  bybit,
+  okx,
+  bitget,
+  gate,
+  mexc,
+  hyperliquid,
+  dydx,
+  deribit,
+};

@@ -10,14 +10,19 @@ export interface Wallet {
 }
 
 function publicKeyOf(seed: Uint8Array): Uint8Array {
-  const privateKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+  const privateKey = createPrivateKey({
+    key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]),
+    format: 'der',
+    type: 'pkcs8',
+  });
   return new Uint8Array(createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(-32));
 }
 
 export function walletFromSecretKey(secretKey: Uint8Array): Wallet {
   if (secretKey.length !== 64) throw new Error(`a Solana secret key has 64 bytes, not ${secretKey.length}`);
   const publicKey = publicKeyOf(secretKey.subarray(0, 32));
-  if (!publicKey.every((byte, i) => byte === secretKey[32 + i])) throw new Error('the secret key does not match its public half');
+  if (!publicKey.every((byte, i) => byte === secretKey[32 + i]))
+    throw new Error('the secret key does not match its public half');
   return { address: base58Encode(publicKey), secretKey };
 }
 
@@ -67,10 +72,16 @@ function cached<T>(cache: Map<string, T>, key: string, make: () => T): T {
   return value;
 }
 
-/** Ed25519 signature of `message` by the wallet (a Solana transaction signature when `message` is its message bytes). */
+/**
+ * Ed25519 signature of `message` by the wallet (a Solana transaction signature when `message` is its message bytes).
+ */
 export function signEd25519(wallet: Wallet, message: Uint8Array): Uint8Array {
   const key = cached(privateKeys, wallet.address, () =>
-    createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, wallet.secretKey.subarray(0, 32)]), format: 'der', type: 'pkcs8' }),
+    createPrivateKey({
+      key: Buffer.concat([ED25519_PKCS8_PREFIX, wallet.secretKey.subarray(0, 32)]),
+      format: 'der',
+      type: 'pkcs8',
+    }),
   );
   return new Uint8Array(sign(null, message, key));
 }

@@ -25,25 +25,43 @@ const DEFAULT_INSTRUCTION_COMPUTE_UNITS = 200_000n;
 const BUILTIN_INSTRUCTION_COMPUTE_UNITS = 3_000n;
 
 const SYSVARS = [
-  'SysvarC1ock11111111111111111111111111111111', 'SysvarEpochRewards1111111111111111111111111',
-  'SysvarEpochSchedu1e111111111111111111111111', 'SysvarFees111111111111111111111111111111111',
-  'Sysvar1nstructions1111111111111111111111111', 'SysvarLastRestartS1ot1111111111111111111111',
-  'SysvarRecentB1ockHashes11111111111111111111', 'SysvarRent111111111111111111111111111111111',
-  'SysvarRewards111111111111111111111111111111', 'SysvarS1otHashes111111111111111111111111111',
-  'SysvarS1otHistory11111111111111111111111111', 'SysvarStakeHistory1111111111111111111111111',
+  'SysvarC1ock11111111111111111111111111111111',
+  'SysvarEpochRewards1111111111111111111111111',
+  'SysvarEpochSchedu1e111111111111111111111111',
+  'SysvarFees111111111111111111111111111111111',
+  'Sysvar1nstructions1111111111111111111111111',
+  'SysvarLastRestartS1ot1111111111111111111111',
+  'SysvarRecentB1ockHashes11111111111111111111',
+  'SysvarRent111111111111111111111111111111111',
+  'SysvarRewards111111111111111111111111111111',
+  'SysvarS1otHashes111111111111111111111111111',
+  'SysvarS1otHistory11111111111111111111111111',
+  'SysvarStakeHistory1111111111111111111111111',
   'Sysvar1111111111111111111111111111111111111',
 ];
 const BUILTINS = [
-  SYSTEM_PROGRAM, COMPUTE_BUDGET_PROGRAM, ADDRESS_LOOKUP_TABLE_PROGRAM, BPF_LOADER_UPGRADEABLE,
-  'BPFLoader1111111111111111111111111111111111', 'BPFLoader2111111111111111111111111111111111',
-  'LoaderV411111111111111111111111111111111111', 'Vote111111111111111111111111111111111111111',
-  'Stake11111111111111111111111111111111111111', 'Config1111111111111111111111111111111111111',
-  ED25519_PROGRAM, SECP256K1_PROGRAM, SECP256R1_PROGRAM,
+  SYSTEM_PROGRAM,
+  COMPUTE_BUDGET_PROGRAM,
+  ADDRESS_LOOKUP_TABLE_PROGRAM,
+  BPF_LOADER_UPGRADEABLE,
+  'BPFLoader1111111111111111111111111111111111',
+  'BPFLoader2111111111111111111111111111111111',
+  'LoaderV411111111111111111111111111111111111',
+  'Vote111111111111111111111111111111111111111',
+  'Stake11111111111111111111111111111111111111',
+  'Config1111111111111111111111111111111111111',
+  ED25519_PROGRAM,
+  SECP256K1_PROGRAM,
+  SECP256R1_PROGRAM,
 ];
 /** Accounts a transaction may list as writable but never write (Agave demotes them to read-only). */
 export const RESERVED_KEYS = new Set([
-  ...SYSVARS, ...BUILTINS, 'Feature111111111111111111111111111111111111', 'NativeLoader1111111111111111111111111111111',
-  'ZkE1Gama1Proof11111111111111111111111111111', 'ZkTokenProof1111111111111111111111111111111',
+  ...SYSVARS,
+  ...BUILTINS,
+  'Feature111111111111111111111111111111111111',
+  'NativeLoader1111111111111111111111111111111',
+  'ZkE1Gama1Proof11111111111111111111111111111',
+  'ZkTokenProof1111111111111111111111111111111',
 ]);
 const BUILTIN_SET = new Set(BUILTINS);
 
@@ -155,7 +173,12 @@ export function decimalString(amount: bigint, decimals: number): string {
 
 export function uiTokenAmount(amount: bigint, decimals: number): UiTokenAmount {
   // uiAmount is informational and a double on the node too (amount as f64 / 10^decimals)
-  return { amount: amount.toString(), decimals, uiAmount: Number(amount) / 10 ** decimals, uiAmountString: decimalString(amount, decimals) };
+  return {
+    amount: amount.toString(),
+    decimals,
+    uiAmount: Number(amount) / 10 ** decimals,
+    uiAmountString: decimalString(amount, decimals),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -180,7 +203,10 @@ export function associatedTokenAddress(owner: string, mint: string, tokenProgram
   const key = `${owner}:${mint}:${tokenProgram}`;
   let ata = ataCache.get(key);
   if (!ata) {
-    ata = findProgramAddress([addressBytes(owner), addressBytes(tokenProgram), addressBytes(mint)], ASSOCIATED_TOKEN_PROGRAM)[0];
+    ata = findProgramAddress(
+      [addressBytes(owner), addressBytes(tokenProgram), addressBytes(mint)],
+      ASSOCIATED_TOKEN_PROGRAM,
+    )[0];
     if (ataCache.size > 50_000) ataCache.clear();
     ataCache.set(key, ata);
   }
@@ -254,9 +280,19 @@ function u64At(data: Uint8Array, at: number): bigint {
 }
 
 const EXTENSION_TYPES: Record<number, string> = {
-  1: 'transferFeeConfig', 2: 'transferFeeAmount', 3: 'mintCloseAuthority', 6: 'defaultAccountState',
-  7: 'immutableOwner', 8: 'memoTransfer', 9: 'nonTransferable', 10: 'interestBearingConfig', 11: 'cpiGuard',
-  12: 'permanentDelegate', 13: 'nonTransferableAccount', 14: 'transferHook', 15: 'transferHookAccount',
+  1: 'transferFeeConfig',
+  2: 'transferFeeAmount',
+  3: 'mintCloseAuthority',
+  6: 'defaultAccountState',
+  7: 'immutableOwner',
+  8: 'memoTransfer',
+  9: 'nonTransferable',
+  10: 'interestBearingConfig',
+  11: 'cpiGuard',
+  12: 'permanentDelegate',
+  13: 'nonTransferableAccount',
+  14: 'transferHook',
+  15: 'transferHookAccount',
 };
 
 function parseToken(data: Uint8Array, a: string[]): { type: string; info: object } {
@@ -267,16 +303,25 @@ function parseToken(data: Uint8Array, a: string[]): { type: string; info: object
       return { type: 'initializeAccount', info: { account: a[0], mint: a[1], owner: a[2], rentSysvar: a[3] } };
     case 3:
       need(a, 3);
-      return { type: 'transfer', info: { source: a[0], destination: a[1], authority: a[2], amount: u64At(data, 1).toString() } };
+      return {
+        type: 'transfer',
+        info: { source: a[0], destination: a[1], authority: a[2], amount: u64At(data, 1).toString() },
+      };
     case 4:
       need(a, 3);
-      return { type: 'approve', info: { source: a[0], delegate: a[1], owner: a[2], amount: u64At(data, 1).toString() } };
+      return {
+        type: 'approve',
+        info: { source: a[0], delegate: a[1], owner: a[2], amount: u64At(data, 1).toString() },
+      };
     case 5:
       need(a, 2);
       return { type: 'revoke', info: { source: a[0], owner: a[1] } };
     case 7:
       need(a, 3);
-      return { type: 'mintTo', info: { mint: a[0], account: a[1], mintAuthority: a[2], amount: u64At(data, 1).toString() } };
+      return {
+        type: 'mintTo',
+        info: { mint: a[0], account: a[1], mintAuthority: a[2], amount: u64At(data, 1).toString() },
+      };
     case 8:
       need(a, 3);
       return { type: 'burn', info: { account: a[0], mint: a[1], authority: a[2], amount: u64At(data, 1).toString() } };
@@ -290,9 +335,15 @@ function parseToken(data: Uint8Array, a: string[]): { type: string; info: object
       need(a, tag === 12 || tag === 13 ? 4 : 3);
       if (data.length < 10) throw new Unparsable();
       const tokenAmount = uiTokenAmount(u64At(data, 1), data[9]!);
-      if (tag === 12) return { type: 'transferChecked', info: { source: a[0], mint: a[1], destination: a[2], authority: a[3], tokenAmount } };
-      if (tag === 13) return { type: 'approveChecked', info: { source: a[0], mint: a[1], delegate: a[2], owner: a[3], tokenAmount } };
-      if (tag === 14) return { type: 'mintToChecked', info: { mint: a[0], account: a[1], mintAuthority: a[2], tokenAmount } };
+      if (tag === 12)
+        return {
+          type: 'transferChecked',
+          info: { source: a[0], mint: a[1], destination: a[2], authority: a[3], tokenAmount },
+        };
+      if (tag === 13)
+        return { type: 'approveChecked', info: { source: a[0], mint: a[1], delegate: a[2], owner: a[3], tokenAmount } };
+      if (tag === 14)
+        return { type: 'mintToChecked', info: { mint: a[0], account: a[1], mintAuthority: a[2], tokenAmount } };
       return { type: 'burnChecked', info: { account: a[0], mint: a[1], authority: a[2], tokenAmount } };
     }
     case 17:
@@ -301,11 +352,18 @@ function parseToken(data: Uint8Array, a: string[]): { type: string; info: object
     case 18:
       need(a, 2);
       if (data.length < 33) throw new Unparsable();
-      return { type: 'initializeAccount3', info: { account: a[0], mint: a[1], owner: base58Encode(data.subarray(1, 33)) } };
+      return {
+        type: 'initializeAccount3',
+        info: { account: a[0], mint: a[1], owner: base58Encode(data.subarray(1, 33)) },
+      };
     case 20: {
       need(a, 1);
       if (data.length < 35) throw new Unparsable();
-      const info: Record<string, unknown> = { mint: a[0], decimals: data[1], mintAuthority: base58Encode(data.subarray(2, 34)) };
+      const info: Record<string, unknown> = {
+        mint: a[0],
+        decimals: data[1],
+        mintAuthority: base58Encode(data.subarray(2, 34)),
+      };
       if (data[34] === 1 && data.length >= 67) info.freezeAuthority = base58Encode(data.subarray(35, 67));
       return { type: 'initializeMint2', info };
     }
@@ -338,7 +396,13 @@ function parseSystem(data: Uint8Array, a: string[]): { type: string; info: objec
       if (data.length < 52) throw new Unparsable();
       return {
         type: 'createAccount',
-        info: { source: a[0], newAccount: a[1], lamports: dv.getBigUint64(4, true), space: dv.getBigUint64(12, true), owner: base58Encode(data.subarray(20, 52)) },
+        info: {
+          source: a[0],
+          newAccount: a[1],
+          lamports: dv.getBigUint64(4, true),
+          space: dv.getBigUint64(12, true),
+          owner: base58Encode(data.subarray(20, 52)),
+        },
       };
     case 1:
       need(a, 1);
@@ -349,7 +413,10 @@ function parseSystem(data: Uint8Array, a: string[]): { type: string; info: objec
       return { type: 'transfer', info: { source: a[0], destination: a[1], lamports: u64At(data, 4) } };
     case 4:
       need(a, 3);
-      return { type: 'advanceNonce', info: { nonceAccount: a[0], recentBlockhashesSysvar: a[1], nonceAuthority: a[2] } };
+      return {
+        type: 'advanceNonce',
+        info: { nonceAccount: a[0], recentBlockhashesSysvar: a[1], nonceAuthority: a[2] },
+      };
     case 8:
       need(a, 1);
       return { type: 'allocate', info: { account: a[0], space: u64At(data, 4) } };
@@ -369,18 +436,34 @@ function parseAssociatedToken(data: Uint8Array, a: string[]): { type: string; in
 }
 
 /** The node's jsonParsed form of one instruction: parsed for the programs it knows, else partially decoded. */
-export function parseInstruction(programId: string, accounts: string[], data: Uint8Array, stackHeight: number | null): UiInstructionParsed {
+export function parseInstruction(
+  programId: string,
+  accounts: string[],
+  data: Uint8Array,
+  stackHeight: number | null,
+): UiInstructionParsed {
   try {
     if (programId === MEMO_PROGRAM || programId === MEMO_V1_PROGRAM) {
       const text = new TextDecoder('utf-8', { fatal: true }).decode(data);
       return { program: 'spl-memo', programId, parsed: text, stackHeight };
     }
-    if (programId === SYSTEM_PROGRAM) return { program: 'system', programId, parsed: parseSystem(data, accounts), stackHeight };
+    if (programId === SYSTEM_PROGRAM)
+      return { program: 'system', programId, parsed: parseSystem(data, accounts), stackHeight };
     if (isTokenProgram(programId)) {
-      return { program: programId === TOKEN_PROGRAM ? 'spl-token' : 'spl-token-2022', programId, parsed: parseToken(data, accounts), stackHeight };
+      return {
+        program: programId === TOKEN_PROGRAM ? 'spl-token' : 'spl-token-2022',
+        programId,
+        parsed: parseToken(data, accounts),
+        stackHeight,
+      };
     }
     if (programId === ASSOCIATED_TOKEN_PROGRAM) {
-      return { program: 'spl-associated-token-account', programId, parsed: parseAssociatedToken(data, accounts), stackHeight };
+      return {
+        program: 'spl-associated-token-account',
+        programId,
+        parsed: parseAssociatedToken(data, accounts),
+        stackHeight,
+      };
     }
   } catch (error) {
     if (!(error instanceof Unparsable) && !(error instanceof TypeError)) throw error;
@@ -412,17 +495,25 @@ export function computeBudgetOf(instructions: BudgetInstruction[]): ComputeBudge
       if (ix.data[0] === 2 && ix.data.length >= 5) limit = BigInt(dv.getUint32(1, true));
       else if (ix.data[0] === 3 && ix.data.length >= 9) price = dv.getBigUint64(1, true);
     }
-    defaultLimit += BUILTIN_SET.has(ix.programId) ? BUILTIN_INSTRUCTION_COMPUTE_UNITS : DEFAULT_INSTRUCTION_COMPUTE_UNITS;
+    defaultLimit += BUILTIN_SET.has(ix.programId)
+      ? BUILTIN_INSTRUCTION_COMPUTE_UNITS
+      : DEFAULT_INSTRUCTION_COMPUTE_UNITS;
   }
   const unitLimit = limit ?? defaultLimit;
-  return { unitLimit: unitLimit > MAX_COMPUTE_UNIT_LIMIT ? MAX_COMPUTE_UNIT_LIMIT : unitLimit, unitPriceMicroLamports: price };
+  return {
+    unitLimit: unitLimit > MAX_COMPUTE_UNIT_LIMIT ? MAX_COMPUTE_UNIT_LIMIT : unitLimit,
+    unitPriceMicroLamports: price,
+  };
 }
 
 /** The fee in lamports: 5000 per signature (precompile signatures included) plus the priority fee. */
 export function feeOf(numRequiredSignatures: number, instructions: BudgetInstruction[]): bigint {
   let signatures = BigInt(numRequiredSignatures);
   for (const ix of instructions) {
-    if ((ix.programId === ED25519_PROGRAM || ix.programId === SECP256K1_PROGRAM || ix.programId === SECP256R1_PROGRAM) && ix.data.length > 0) {
+    if (
+      (ix.programId === ED25519_PROGRAM || ix.programId === SECP256K1_PROGRAM || ix.programId === SECP256R1_PROGRAM) &&
+      ix.data.length > 0
+    ) {
       signatures += BigInt(ix.data[0]!);
     }
   }

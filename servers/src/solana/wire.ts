@@ -1,5 +1,5 @@
 import { base58Decode, base58Encode } from '@agent-economy/contracts';
-import { verifyEd25519 } from '../runtime/wallet';
+import { verifyEd25519 } from './keys';
 
 // Solana wire formats read by hand, so that every byte string handed to LiteSVM is one it can
 // deserialize: its native addon aborts the whole process on bytes it cannot parse.
@@ -243,7 +243,8 @@ export function decodeBase64(text: string): Uint8Array {
   }
   if (text.length % 4 !== 0) throw new WireError('InvalidPadding');
   const bytes = new Uint8Array(Buffer.from(text, 'base64'));
-  if (Buffer.from(bytes).toString('base64') !== text) throw new WireError(`InvalidLastSymbol(${body.length - 1}, ${body.charCodeAt(body.length - 1)})`);
+  if (Buffer.from(bytes).toString('base64') !== text)
+    throw new WireError(`InvalidLastSymbol(${body.length - 1}, ${body.charCodeAt(body.length - 1)})`);
   return bytes;
 }
 
