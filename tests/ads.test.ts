@@ -23,8 +23,7 @@ import {
   type Signer,
 } from '@agent-economy/sdk';
 import { createAdsApp } from '../servers/src/services/ads';
-import { globMatches, pickCampaign, type StoredCampaign } from '../servers/src/services/ads/domain';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
 
@@ -41,7 +40,11 @@ let clock = new Date();
 let advertiser: Signer, stranger: Signer, facilitatorSigner: Signer, buyer: Signer;
 let advertiserId: string;
 
-const fail = <T>(p: Promise<T>) => p.then(() => expect.unreachable('expected an error') as never, (e) => e);
+const fail = <T>(p: Promise<T>) =>
+  p.then(
+    () => expect.unreachable('expected an error') as never,
+    (e) => e,
+  );
 const fakeTx = () => base58Encode(randomBytes(64));
 const later = (ms: number) => new Date(clock.getTime() + ms).toISOString();
 /** A client of the ad network proving `wallet`; it pays (activations) within 100 USD when it may. */
@@ -92,7 +95,14 @@ async function fundedCampaign(overrides: Record<string, unknown> = {}): Promise<
 async function sponsoredSettlement(campaignUrl = lessonUrl(), payer = buyer.address) {
   const txHash = fakeTx();
   const match = await as(facilitatorSigner).ads.match({
-    body: { resourceUrl: campaignUrl, resourceDescription: 'A lesson', network: SOLANA_DEVNET, payerWallet: payer, settledAmount: '50000', txHash },
+    body: {
+      resourceUrl: campaignUrl,
+      resourceDescription: 'A lesson',
+      network: SOLANA_DEVNET,
+      payerWallet: payer,
+      settledAmount: '50000',
+      txHash,
+    },
   });
   return { txHash, match };
 }
@@ -133,86 +143,65 @@ beforeAll(async () => {
   ]);
   await economy.ledger.mintTo(advertiser.address, usdToAtomic('100'));
   await economy.ledger.airdrop(advertiser.address, 1_000_000_000n);
-  const created = await as(advertiser).ads.advertisers.create({ body: { name: 'Exercise Lab', wallet_address: advertiser.address, network: SOLANA_DEVNET } });
+  const created = await as(advertiser).ads.advertisers.create({
+    body: { name: 'Exercise Lab', wallet_address: advertiser.address, network: SOLANA_DEVNET },
+  });
   advertiserId = created.id;
 }, 60_000);
 afterAll(async () => {
   await economy?.close();
 });
 
-describe('domain', () => {
-  it('matches globs over addresses', () => {
-    expect(globMatches('https://*.example.com/api/*', 'https://data.example.com/api/v1/x')).toBe(true);
-    expect(globMatches('https://*.example.com/api/*', 'https://example.org/api/x')).toBe(false);
-    expect(globMatches('http://a.b/c?d', 'http://a.b/c?d')).toBe(true);
-    expect(globMatches('http://a.b/c', 'http://aXb/c')).toBe(false);
-  });
-
-  it('ranks by bid per delivery (cpa at a 1 % rate), then the campaign served least recently', () => {
-    const now = new Date('2026-03-02T12:00:00.000Z');
-    const base = {
-      advertiserId: 'adv_x',
-      advertiser: { id: 'adv_x', name: 'x', wallet: 'w', network: SOLANA_DEVNET },
-      name: 'c',
-      status: 'active',
-      budgetTotal: 10_000_000n,
-      budgetDaily: 10_000_000n,
-      scheduleStart: new Date('2026-01-01T00:00:00.000Z'),
-      scheduleEnd: null,
-      targetCategories: [],
-      targetNetworks: [],
-      targetTransports: [],
-      targetUrlPatterns: [],
-      recResourceUrl: 'http://rec.example/x',
-      recDescription: 'd',
-      recSponsorName: 's',
-      recCatalogId: null,
-      spentTotal: 0n,
-      spentToday: 0n,
-      spentDay: '2026-03-02',
-      funded: 10_000_000n,
-      refunded: 0n,
-      lastRefundTransaction: null,
-      matches: 0,
-      settlements: 0,
-      impressions: 0,
-      conversions: 0,
-      createdAt: now,
-      updatedAt: now,
-      activatedAt: now,
-    } satisfies Omit<StoredCampaign, 'id' | 'seq' | 'maxBid' | 'bidStrategy' | 'lastMatchedAt'>;
-    const cpm = { ...base, id: 'cmp_cpm', seq: 1, maxBid: 2_000_000n, bidStrategy: 'cpm' as const, lastMatchedAt: null };
-    const cpa = { ...base, id: 'cmp_cpa', seq: 2, maxBid: 300_000n, bidStrategy: 'cpa' as const, lastMatchedAt: null };
-    const settled = { resourceUrl: 'http://seller.example/api', network: SOLANA_DEVNET };
-    const facts = { category: null, transport: 'http' as const };
-    // cpm 2.00 per 1000 = 2000 per delivery; cpa 0.30 at 1 % = 3000 per delivery
-    expect(pickCampaign([cpm, cpa], settled, facts, now)?.id).toBe('cmp_cpa');
-    const tie = { ...cpm, id: 'cmp_tie', seq: 3, maxBid: 3_000_000n, lastMatchedAt: new Date('2026-03-02T11:00:00.000Z') };
-    const served = { ...cpa, lastMatchedAt: new Date('2026-03-02T11:30:00.000Z') };
-    expect(pickCampaign([served, tie], settled, facts, now)?.id).toBe('cmp_tie');
-    // unfunded, over today's budget, or its own resource: not eligible
-    expect(pickCampaign([{ ...cpa, funded: 0n }], settled, facts, now)).toBeUndefined();
-    expect(pickCampaign([{ ...cpa, spentToday: 10_000_000n }], settled, facts, now)).toBeUndefined();
-    expect(pickCampaign([cpa], { ...settled, resourceUrl: 'http://rec.example/x' }, facts, now)).toBeUndefined();
-  });
-});
-
 describe('advertisers', () => {
   it('registers an advertiser proven by its own wallet, once per wallet and network', async () => {
     const list = await as().ads.advertisers.list({ query: {} });
-    expect(list.items.find((a) => a.id === advertiserId)).toMatchObject({ name: 'Exercise Lab', wallet_address: advertiser.address, network: SOLANA_DEVNET });
-    expect((await fail(as(advertiser).ads.advertisers.create({ body: { name: 'Again', wallet_address: advertiser.address, network: SOLANA_DEVNET } }))).code).toBe('advertiser_exists');
-    const mismatch = await fail(as(stranger).ads.advertisers.create({ body: { name: 'Thief', wallet_address: advertiser.address, network: SOLANA_DEVNET } }));
+    expect(list.items.find((a) => a.id === advertiserId)).toMatchObject({
+      name: 'Exercise Lab',
+      wallet_address: advertiser.address,
+      network: SOLANA_DEVNET,
+    });
+    expect(
+      (
+        await fail(
+          as(advertiser).ads.advertisers.create({
+            body: { name: 'Again', wallet_address: advertiser.address, network: SOLANA_DEVNET },
+          }),
+        )
+      ).code,
+    ).toBe('advertiser_exists');
+    const mismatch = await fail(
+      as(stranger).ads.advertisers.create({
+        body: { name: 'Thief', wallet_address: advertiser.address, network: SOLANA_DEVNET },
+      }),
+    );
     expect(mismatch).toBeInstanceOf(PermissionDeniedError);
     expect(mismatch.code).toBe('wallet_mismatch');
-    expect((await fail(as(stranger).ads.advertisers.create({ body: { name: 'Elsewhere', wallet_address: stranger.address, network: OTHER_NETWORK } }))).code).toBe('unsupported_network');
-    expect(await fail(as().ads.advertisers.create({ body: { name: 'Anon', wallet_address: stranger.address, network: SOLANA_DEVNET } }))).toBeInstanceOf(AuthenticationError);
-    const bad = await fail(as(stranger).ads.advertisers.create({ body: { name: '', wallet_address: 'nope', network: SOLANA_DEVNET } }));
+    expect(
+      (
+        await fail(
+          as(stranger).ads.advertisers.create({
+            body: { name: 'Elsewhere', wallet_address: stranger.address, network: OTHER_NETWORK },
+          }),
+        )
+      ).code,
+    ).toBe('unsupported_network');
+    expect(
+      await fail(
+        as().ads.advertisers.create({
+          body: { name: 'Anon', wallet_address: stranger.address, network: SOLANA_DEVNET },
+        }),
+      ),
+    ).toBeInstanceOf(AuthenticationError);
+    const bad = await fail(
+      as(stranger).ads.advertisers.create({ body: { name: '', wallet_address: 'nope', network: SOLANA_DEVNET } }),
+    );
     expect(bad).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify(bad.details)).toContain('wallet_address');
     expect((await as().ads.advertisers.list({ query: {} })).items).toHaveLength(list.items.length);
     // Paged newest first.
-    await as(stranger).ads.advertisers.create({ body: { name: 'Second', wallet_address: stranger.address, network: SOLANA_DEVNET } });
+    await as(stranger).ads.advertisers.create({
+      body: { name: 'Second', wallet_address: stranger.address, network: SOLANA_DEVNET },
+    });
     const first = await as().ads.advertisers.list({ query: { limit: 1 } });
     expect(first.items[0]).toMatchObject({ name: 'Second', campaign_count: 0, spent_total: '0' });
     const second = await as().ads.advertisers.list({ query: { limit: 1, cursor: first.nextCursor! } });
@@ -256,38 +245,79 @@ describe('campaigns', () => {
     expect(drafts.items.map((c) => c.id)).toContain(created.id);
 
     const refuse = async (overrides: Record<string, unknown>, code: string) =>
-      expect((await fail(as(advertiser).ads.campaigns.create({ body: campaignBody(overrides) as never }))).code).toBe(code);
+      expect((await fail(as(advertiser).ads.campaigns.create({ body: campaignBody(overrides) as never }))).code).toBe(
+        code,
+      );
     await refuse({ budget_daily: '3000000' }, 'budget_daily_exceeds_total');
     await refuse({ max_bid_amount: '1000001' }, 'bid_exceeds_daily_budget');
     await refuse({ schedule_end: new Date(clock.getTime() - 120_000).toISOString() }, 'schedule_invalid');
     await refuse({ advertiser_id: 'adv_0000000000000000' }, 'advertiser_not_found');
     const notOwner = await fail(as(stranger).ads.campaigns.create({ body: campaignBody() as never }));
     expect(notOwner.code).toBe('not_advertiser_owner');
-    for (const overrides of [{ budget_total: '0' }, { budget_total: '1.5' }, { target_categories: ['Not A Slug'] }, { rec_resource_url: 'ftp://x' }, { bid_strategy: 'cpc' }]) {
-      expect(await fail(as(advertiser).ads.campaigns.create({ body: campaignBody(overrides) as never }))).toBeInstanceOf(BadRequestError);
+    for (const overrides of [
+      { budget_total: '0' },
+      { budget_total: '1.5' },
+      { target_categories: ['Not A Slug'] },
+      { rec_resource_url: 'ftp://x' },
+      { bid_strategy: 'cpc' },
+    ]) {
+      expect(
+        await fail(as(advertiser).ads.campaigns.create({ body: campaignBody(overrides) as never })),
+      ).toBeInstanceOf(BadRequestError);
     }
-    expect(await fail(as().ads.campaigns.get({ params: { id: 'cmp_0000000000000000' } }))).toBeInstanceOf(NotFoundError);
+    expect(await fail(as().ads.campaigns.get({ params: { id: 'cmp_0000000000000000' } }))).toBeInstanceOf(
+      NotFoundError,
+    );
   });
 
   it('updates fields (owner only), replacing target lists and clearing with null', async () => {
-    const created = await as(advertiser).ads.campaigns.create({ body: campaignBody({ schedule_end: later(DAY), rec_catalog_id: 'x' }) as never });
+    const created = await as(advertiser).ads.campaigns.create({
+      body: campaignBody({ schedule_end: later(DAY), rec_catalog_id: 'x' }) as never,
+    });
     const updated = await as(advertiser).ads.campaigns.update({
       params: { id: created.id },
-      body: { name: 'Renamed', target_categories: [], schedule_end: null, rec_catalog_id: null, budget_daily: '800000' },
+      body: {
+        name: 'Renamed',
+        target_categories: [],
+        schedule_end: null,
+        rec_catalog_id: null,
+        budget_daily: '800000',
+      },
     });
-    expect(updated).toMatchObject({ name: 'Renamed', target_categories: [], schedule_end: null, rec_catalog_id: null, budget_daily: '800000', status: 'draft' });
-    expect((await fail(as(stranger).ads.campaigns.update({ params: { id: created.id }, body: { name: 'Mine' } }))).code).toBe('not_advertiser_owner');
-    expect((await fail(as(advertiser).ads.campaigns.update({ params: { id: created.id }, body: { max_bid_amount: '900000' } }))).code).toBe('bid_exceeds_daily_budget');
-    expect(await fail(as(advertiser).ads.campaigns.update({ params: { id: created.id }, body: {} }))).toBeInstanceOf(BadRequestError);
+    expect(updated).toMatchObject({
+      name: 'Renamed',
+      target_categories: [],
+      schedule_end: null,
+      rec_catalog_id: null,
+      budget_daily: '800000',
+      status: 'draft',
+    });
+    expect(
+      (await fail(as(stranger).ads.campaigns.update({ params: { id: created.id }, body: { name: 'Mine' } }))).code,
+    ).toBe('not_advertiser_owner');
+    expect(
+      (
+        await fail(
+          as(advertiser).ads.campaigns.update({ params: { id: created.id }, body: { max_bid_amount: '900000' } }),
+        )
+      ).code,
+    ).toBe('bid_exceeds_daily_budget');
+    expect(await fail(as(advertiser).ads.campaigns.update({ params: { id: created.id }, body: {} }))).toBeInstanceOf(
+      BadRequestError,
+    );
     expect((await as().ads.campaigns.get({ params: { id: created.id } })).name).toBe('Renamed');
   });
 });
 
 describe('funding, activation and pause', () => {
   it('activation pays the budget into the network wallet on chain; pause pays the unspent part back', async () => {
-    const created = await as(advertiser).ads.campaigns.create({ body: campaignBody({ target_categories: ['no-such-category'] }) as never });
+    const created = await as(advertiser).ads.campaigns.create({
+      body: campaignBody({ target_categories: ['no-such-category'] }) as never,
+    });
     // A stranger cannot fund or activate someone else's campaign: refused before any quote.
-    expect((await fail(as(stranger, true).ads.campaigns.activate({ params: { id: created.id } }))).code).toBe('not_advertiser_owner');
+    expect((await fail(as(stranger, true).ads.campaigns.activate({ params: { id: created.id } }))).code).toBe(
+      'not_advertiser_owner',
+    );
     // Without paying, the quote is the whole budget.
     const quote = await fail(as(advertiser).ads.campaigns.activate({ params: { id: created.id } }));
     expect(quote).toBeInstanceOf(PaymentRequiredError);
@@ -307,10 +337,17 @@ describe('funding, activation and pause', () => {
     expect(paused.last_refund_transaction).toMatch(/^[1-9A-HJ-NP-Za-km-z]{80,90}$/);
     expect(balance(advertiser.address)).toBe(ownerBefore);
     // Pausing again refunds nothing more.
-    expect(await as(advertiser).ads.campaigns.pause({ params: { id: created.id } })).toMatchObject({ status: 'paused', budget_refunded: '2000000' });
+    expect(await as(advertiser).ads.campaigns.pause({ params: { id: created.id } })).toMatchObject({
+      status: 'paused',
+      budget_refunded: '2000000',
+    });
     expect(balance(advertiser.address)).toBe(ownerBefore);
     // Reactivating pays the budget in again.
-    expect(await as(advertiser, true).ads.campaigns.activate({ params: { id: created.id } })).toMatchObject({ status: 'active', budget_funded: '4000000', budget_held: '2000000' });
+    expect(await as(advertiser, true).ads.campaigns.activate({ params: { id: created.id } })).toMatchObject({
+      status: 'active',
+      budget_funded: '4000000',
+      budget_held: '2000000',
+    });
     await as(advertiser).ads.campaigns.pause({ params: { id: created.id } });
     expect(balance(advertiser.address)).toBe(ownerBefore);
 
@@ -319,18 +356,24 @@ describe('funding, activation and pause', () => {
     expect(notActive).toBeInstanceOf(ConflictError);
     expect(notActive.code).toBe('campaign_not_active');
     // Too large for one activation: refused before any quote.
-    const huge = await as(advertiser).ads.campaigns.create({ body: campaignBody({ budget_total: '2000000000000', budget_daily: '1000000' }) as never });
+    const huge = await as(advertiser).ads.campaigns.create({
+      body: campaignBody({ budget_total: '2000000000000', budget_daily: '1000000' }) as never,
+    });
     const tooLarge = await fail(as(advertiser, true).ads.campaigns.activate({ params: { id: huge.id } }));
     expect(tooLarge).toBeInstanceOf(UnprocessableEntityError);
     expect(tooLarge.code).toBe('budget_too_large');
     expect(balance(advertiser.address)).toBe(ownerBefore);
-    expect(await fail(as(advertiser).ads.campaigns.pause({ params: { id: 'cmp_0000000000000000' } }))).toBeInstanceOf(NotFoundError);
+    expect(await fail(as(advertiser).ads.campaigns.pause({ params: { id: 'cmp_0000000000000000' } }))).toBeInstanceOf(
+      NotFoundError,
+    );
   });
 });
 
 describe('activation refunds', () => {
   it('a budget raised between the quote and the payment: the payment no longer matches the price and moves nothing', async () => {
-    const draft = await as(advertiser).ads.campaigns.create({ body: campaignBody({ budget_total: '1000000', target_categories: ['no-such-category'] }) as never });
+    const draft = await as(advertiser).ads.campaigns.create({
+      body: campaignBody({ budget_total: '1000000', target_categories: ['no-such-category'] }) as never,
+    });
     const racing = axios.create();
     let raised = false;
     racing.interceptors.request.use(async (config) => {
@@ -342,14 +385,24 @@ describe('activation refunds', () => {
       return config;
     });
     const before = balance(advertiser.address);
-    const client = createClient({ baseUrls: { ads: adsUrl }, wallet: advertiser, axios: racing, payments: { maxPerCallUsd: '100', rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const client = createClient({
+      baseUrls: { ads: adsUrl },
+      wallet: advertiser,
+      axios: racing,
+      payments: { maxPerCallUsd: '100', rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const error = await fail(client.ads.campaigns.activate({ params: { id: draft.id } }));
     expect(raised).toBe(true);
     // The price is worked out again when the payment arrives (1.50 USD now): the 1.00 USD payment is refused unsettled.
     expect(error).toBeInstanceOf(PaymentRequiredError);
     expect(balance(advertiser.address)).toBe(before);
     // Paying the new price activates it.
-    expect(await as(advertiser, true).ads.campaigns.activate({ params: { id: draft.id } })).toMatchObject({ status: 'active', budget_funded: '1500000', budget_held: '1500000' });
+    expect(await as(advertiser, true).ads.campaigns.activate({ params: { id: draft.id } })).toMatchObject({
+      status: 'active',
+      budget_funded: '1500000',
+      budget_held: '1500000',
+    });
     expect(before - balance(advertiser.address)).toBe(1_500_000n);
     await as(advertiser).ads.campaigns.pause({ params: { id: draft.id } });
     expect(balance(advertiser.address)).toBe(before);
@@ -365,27 +418,54 @@ describe('match, events and the facilitator', () => {
   });
 
   it('only the facilitator may ask for a match', async () => {
-    const body = { resourceUrl: lessonUrl(), resourceDescription: '', network: SOLANA_DEVNET, payerWallet: buyer.address, settledAmount: '50000' };
+    const body = {
+      resourceUrl: lessonUrl(),
+      resourceDescription: '',
+      network: SOLANA_DEVNET,
+      payerWallet: buyer.address,
+      settledAmount: '50000',
+    };
     expect((await fail(as(stranger).ads.match({ body }))).code).toBe('not_facilitator');
     expect(await fail(as().ads.match({ body }))).toBeInstanceOf(AuthenticationError);
     const preview = await as(facilitatorSigner).ads.match({ body });
-    expect(preview).toMatchObject({ matched: true, campaignId: campaign.id, recommendation: { resourceUrl: exerciseUrl(), sponsor: 'Exercise Lab' } });
+    expect(preview).toMatchObject({
+      matched: true,
+      campaignId: campaign.id,
+      recommendation: { resourceUrl: exerciseUrl(), sponsor: 'Exercise Lab' },
+    });
     // Outside the targeting (category from the catalog, network, own resource): no match, and nothing else.
-    expect(await as(facilitatorSigner).ads.match({ body: { ...body, resourceUrl: 'http://127.0.0.1:9/unknown' } })).toEqual({ matched: false });
-    expect(await as(facilitatorSigner).ads.match({ body: { ...body, network: OTHER_NETWORK } })).toMatchObject({ matched: true });
-    expect(await as(facilitatorSigner).ads.match({ body: { ...body, resourceUrl: exerciseUrl() } })).toEqual({ matched: false });
-    expect(await fail(as(facilitatorSigner).ads.match({ body: { ...body, settledAmount: '-1' } }))).toBeInstanceOf(BadRequestError);
+    expect(
+      await as(facilitatorSigner).ads.match({ body: { ...body, resourceUrl: 'http://127.0.0.1:9/unknown' } }),
+    ).toEqual({ matched: false });
+    expect(await as(facilitatorSigner).ads.match({ body: { ...body, network: OTHER_NETWORK } })).toMatchObject({
+      matched: true,
+    });
+    expect(await as(facilitatorSigner).ads.match({ body: { ...body, resourceUrl: exerciseUrl() } })).toEqual({
+      matched: false,
+    });
+    expect(await fail(as(facilitatorSigner).ads.match({ body: { ...body, settledAmount: '-1' } }))).toBeInstanceOf(
+      BadRequestError,
+    );
   });
 
   it('a paid lesson carries the recommendation on its receipt; the settlement is charged, the beacon counted once', async () => {
     const before = await as().ads.campaigns.get({ params: { id: campaign.id } });
-    const client = createClient({ baseUrls: { education: economy.education.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
-    const lesson = await client.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } });
+    const client = createClient({
+      baseUrls: { education: economy.education.url },
+      wallet: buyer,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
+    const lesson = await client.education.lesson.withResponse({
+      body: { courseId: 'tool-use', lessonId: 'function-calling' },
+    });
     const receipt = lesson.payment!;
     expect(receipt.sponsoredAccess).toMatchObject({
       delivered: true,
       campaignId: campaign.id,
-      recommendations: [{ resourceUrl: exerciseUrl(), description: 'Practice what you just learned', sponsor: 'Exercise Lab' }],
+      recommendations: [
+        { resourceUrl: exerciseUrl(), description: 'Practice what you just learned', sponsor: 'Exercise Lab' },
+      ],
       tracking: { conversionResource: exerciseUrl() },
     });
     const events = await until(
@@ -394,7 +474,13 @@ describe('match, events and the facilitator', () => {
     );
     const event = events.items.find((e) => e.txHash === receipt.transaction)!;
     // cpm: 0.40 USD per 1000 sponsored settlements = 400 atomic units each
-    expect(event).toMatchObject({ campaignId: campaign.id, payer: buyer.address, settledAmount: '50000', chargedAmount: '400', resource: { url: lessonUrl() } });
+    expect(event).toMatchObject({
+      campaignId: campaign.id,
+      payer: buyer.address,
+      settledAmount: '50000',
+      chargedAmount: '400',
+      resource: { url: lessonUrl() },
+    });
     const beacon = receipt.sponsoredAccess!.tracking.impressionBeacon;
     expect(beacon).toBe(`${adsUrl}/v1/track/impression/${campaign.id}?tx=${receipt.transaction}`);
     for (let i = 0; i < 3; i++) {
@@ -406,7 +492,12 @@ describe('match, events and the facilitator', () => {
     await fetch(`${adsUrl}/v1/track/impression/${campaign.id}?tx=${fakeTx()}`);
     expect((await fetch(`${adsUrl}/v1/track/impression/cmp_0000000000000000`)).status).toBe(404);
     const after = await as().ads.campaigns.get({ params: { id: campaign.id } });
-    expect(after.stats).toEqual({ matches: before.stats.matches + 1, settlements: before.stats.settlements + 1, impressions: before.stats.impressions + 1, conversions: 0 });
+    expect(after.stats).toEqual({
+      matches: before.stats.matches + 1,
+      settlements: before.stats.settlements + 1,
+      impressions: before.stats.impressions + 1,
+      conversions: 0,
+    });
     expect(BigInt(after.spent_total) - BigInt(before.spent_total)).toBe(400n);
     expect(BigInt(after.budget_held)).toBe(2_000_000n - BigInt(after.spent_total));
 
@@ -427,9 +518,54 @@ describe('match, events and the facilitator', () => {
     // The exercise is the campaign's own resource: no recommendation for it.
     expect(exercise.payment!.sponsoredAccess).toBeUndefined();
     // The payer may report it too: the same conversion, not charged twice.
-    const { originalTxHash, conversionTxHash, campaignId, payerWallet, convertedResourceUrl, network, timestamp } = conversions.items[0]!;
-    const again = await as(buyer).ads.conversions.create({ body: { originalTxHash, conversionTxHash, campaignId, payerWallet, convertedResourceUrl, network, timestamp } });
+    const { originalTxHash, conversionTxHash, campaignId, payerWallet, convertedResourceUrl, network, timestamp } =
+      conversions.items[0]!;
+    const again = await as(buyer).ads.conversions.create({
+      body: { originalTxHash, conversionTxHash, campaignId, payerWallet, convertedResourceUrl, network, timestamp },
+    });
     expect(again).toMatchObject({ duplicate: true, conversionId: conversions.items[0]!.conversionId });
+
+    // A recommendation converts once: the next exercise converts only the lesson bought since.
+    const second = (
+      await client.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } })
+    ).payment!;
+    expect(second.sponsoredAccess).toMatchObject({ campaignId: campaign.id });
+    const next = await client.education.exercise.withResponse({ body: { courseId: 'rag', lessonId: 'chunking' } });
+    const both = await until(
+      () => as().ads.conversions.list({ params: { id: campaign.id }, query: {} }),
+      (page) => page.items.length > 1,
+    );
+    expect(both.items.map((c) => [c.originalTxHash, c.conversionTxHash])).toEqual([
+      [second.transaction, next.payment!.transaction],
+      [receipt.transaction, exercise.payment!.transaction],
+    ]);
+  });
+
+  it('a settlement reported again answers its first match and is counted once', async () => {
+    const before = await as().ads.campaigns.get({ params: { id: campaign.id } });
+    const body = {
+      resourceUrl: lessonUrl(),
+      resourceDescription: 'A lesson',
+      network: SOLANA_DEVNET,
+      payerWallet: buyer.address,
+      settledAmount: '50000',
+      txHash: fakeTx(),
+    };
+    const [first, raced] = await Promise.all([
+      as(facilitatorSigner).ads.match({ body }),
+      as(facilitatorSigner).ads.match({ body }),
+    ]);
+    expect(first).toMatchObject({ matched: true, campaignId: campaign.id });
+    expect(raced).toEqual(first);
+    expect(await as(facilitatorSigner).ads.match({ body })).toEqual(first);
+    // Recorded without a match (the campaign's own resource): reported again for a resource it targets, still none.
+    const unmatched = { ...body, resourceUrl: exerciseUrl(), txHash: fakeTx() };
+    expect(await as(facilitatorSigner).ads.match({ body: unmatched })).toEqual({ matched: false });
+    expect(await as(facilitatorSigner).ads.match({ body: { ...unmatched, resourceUrl: lessonUrl() } })).toEqual({
+      matched: false,
+    });
+    const after = await as().ads.campaigns.get({ params: { id: campaign.id } });
+    expect(after.stats.matches).toBe(before.stats.matches + 1);
   });
 
   it('a made-up settlement costs a campaign nothing: events and conversions are checked against what the facilitator reported', async () => {
@@ -438,12 +574,21 @@ describe('match, events and the facilitator', () => {
     expect(forged).toBeInstanceOf(NotFoundError);
     expect(forged.code).toBe('settlement_not_found');
     // Even the facilitator's key cannot charge a settlement that /v1/match never delivered for the campaign.
-    expect((await fail(as(facilitatorSigner).ads.events.create({ body: eventOf(fakeTx(), campaign.id) }))).code).toBe('settlement_not_found');
+    expect((await fail(as(facilitatorSigner).ads.events.create({ body: eventOf(fakeTx(), campaign.id) }))).code).toBe(
+      'settlement_not_found',
+    );
     // A delivered settlement reported with other fields is refused too.
     const { txHash } = await sponsoredSettlement();
-    expect((await fail(as(stranger).ads.events.create({ body: eventOf(txHash, campaign.id, stranger.address) }))).code).toBe('settlement_not_found');
-    expect((await fail(as(stranger).ads.events.create({ body: { ...eventOf(txHash, campaign.id), settledAmount: '1' } }))).code).toBe('event_invalid');
-    expect((await fail(as(stranger).ads.events.create({ body: eventOf(txHash, 'cmp_0000000000000000') }))).code).toBe('campaign_not_found');
+    expect(
+      (await fail(as(stranger).ads.events.create({ body: eventOf(txHash, campaign.id, stranger.address) }))).code,
+    ).toBe('settlement_not_found');
+    expect(
+      (await fail(as(stranger).ads.events.create({ body: { ...eventOf(txHash, campaign.id), settledAmount: '1' } })))
+        .code,
+    ).toBe('event_invalid');
+    expect((await fail(as(stranger).ads.events.create({ body: eventOf(txHash, 'cmp_0000000000000000') }))).code).toBe(
+      'campaign_not_found',
+    );
     // Reported by anyone, a delivered settlement is charged once.
     const first = await as(stranger).ads.events.create({ body: eventOf(txHash, campaign.id) });
     const second = await as(facilitatorSigner).ads.events.create({ body: eventOf(txHash, campaign.id) });
@@ -462,11 +607,22 @@ describe('match, events and the facilitator', () => {
     };
     expect((await fail(as(stranger).ads.conversions.create({ body: conversion }))).code).toBe('not_payer');
     expect((await fail(as(buyer).ads.conversions.create({ body: conversion }))).code).toBe('conversion_unverified');
-    expect((await fail(as(buyer).ads.conversions.create({ body: { ...conversion, originalTxHash: fakeTx() } }))).code).toBe('event_not_found');
-    expect((await fail(as(buyer).ads.conversions.create({ body: { ...conversion, conversionTxHash: txHash } }))).code).toBe('conversion_invalid');
-    expect((await fail(as(buyer).ads.conversions.create({ body: { ...conversion, convertedResourceUrl: lessonUrl() } }))).code).toBe('conversion_invalid');
-    expect((await fail(as(buyer).ads.conversions.create({ body: { ...conversion, timestamp: later(-DAY) } }))).code).toBe('conversion_invalid');
-    expect(await fail(as(buyer).ads.conversions.create({ body: { ...conversion, conversionTxHash: 'x' } }))).toBeInstanceOf(BadRequestError);
+    expect(
+      (await fail(as(buyer).ads.conversions.create({ body: { ...conversion, originalTxHash: fakeTx() } }))).code,
+    ).toBe('event_not_found');
+    expect(
+      (await fail(as(buyer).ads.conversions.create({ body: { ...conversion, conversionTxHash: txHash } }))).code,
+    ).toBe('conversion_invalid');
+    expect(
+      (await fail(as(buyer).ads.conversions.create({ body: { ...conversion, convertedResourceUrl: lessonUrl() } })))
+        .code,
+    ).toBe('conversion_invalid');
+    expect(
+      (await fail(as(buyer).ads.conversions.create({ body: { ...conversion, timestamp: later(-DAY) } }))).code,
+    ).toBe('conversion_invalid');
+    expect(
+      await fail(as(buyer).ads.conversions.create({ body: { ...conversion, conversionTxHash: 'x' } })),
+    ).toBeInstanceOf(BadRequestError);
 
     const after = await as().ads.campaigns.get({ params: { id: campaign.id } });
     expect(BigInt(after.spent_total) - BigInt(before.spent_total)).toBe(400n);
@@ -477,9 +633,16 @@ describe('match, events and the facilitator', () => {
     const saved = adsUrl;
     adsUrl = 'http://127.0.0.1:9';
     try {
-      const client = createClient({ baseUrls: { education: economy.education.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+      const client = createClient({
+        baseUrls: { education: economy.education.url },
+        wallet: buyer,
+        payments: { rpcUrl: economy.rpcUrl },
+        maxRetries: 0,
+      });
       const before = balance(economy.education.context.wallet.address);
-      const lesson = await client.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } });
+      const lesson = await client.education.lesson.withResponse({
+        body: { courseId: 'tool-use', lessonId: 'function-calling' },
+      });
       expect(lesson.payment!.transaction).toMatch(/^[1-9A-HJ-NP-Za-km-z]{80,90}$/);
       expect(lesson.payment!.sponsoredAccess).toBeUndefined();
       expect(balance(economy.education.context.wallet.address) - before).toBe(50_000n);
@@ -494,8 +657,15 @@ describe('match, events and the facilitator', () => {
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
     adsUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`;
     try {
-      const client = createClient({ baseUrls: { education: economy.education.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
-      const lesson = await client.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } });
+      const client = createClient({
+        baseUrls: { education: economy.education.url },
+        wallet: buyer,
+        payments: { rpcUrl: economy.rpcUrl },
+        maxRetries: 0,
+      });
+      const lesson = await client.education.lesson.withResponse({
+        body: { courseId: 'tool-use', lessonId: 'function-calling' },
+      });
       expect(lesson.payment!.transaction).toMatch(/^[1-9A-HJ-NP-Za-km-z]{80,90}$/);
       expect(lesson.payment!.sponsoredAccess).toBeUndefined();
     } finally {
@@ -507,12 +677,16 @@ describe('match, events and the facilitator', () => {
 
   it('lists events newest first, 50 by default, paged with a cursor', async () => {
     const settlements = await Promise.all(Array.from({ length: 52 }, () => sponsoredSettlement()));
-    await Promise.all(settlements.map((s) => as(facilitatorSigner).ads.events.create({ body: eventOf(s.txHash, campaign.id) })));
+    await Promise.all(
+      settlements.map((s) => as(facilitatorSigner).ads.events.create({ body: eventOf(s.txHash, campaign.id) })),
+    );
     const page = await as().ads.events.list({ query: {} });
     expect(page.items).toHaveLength(50);
     expect(page.nextCursor).not.toBeNull();
     const rest = await as().ads.events.list({ query: { cursor: page.nextCursor!, limit: 200 } });
-    expect(new Set([...page.items, ...rest.items].map((e) => e.eventId)).size).toBe(page.items.length + rest.items.length);
+    expect(new Set([...page.items, ...rest.items].map((e) => e.eventId)).size).toBe(
+      page.items.length + rest.items.length,
+    );
     expect(rest.nextCursor).toBeNull();
     const mine = await as().ads.events.list({ query: { campaignId: campaign.id, limit: 200 } });
     expect(mine.items.length).toBeGreaterThanOrEqual(53);
@@ -531,27 +705,45 @@ describe('match, events and the facilitator', () => {
 describe('budgets', () => {
   it('concurrent settlements never spend more than the budget; the campaign ends exhausted', async () => {
     // Pause every other education campaign so this one wins every match.
-    for (const c of (await as().ads.campaigns.list({ query: { status: 'active', advertiser_id: advertiserId } })).items) {
+    for (const c of (await as().ads.campaigns.list({ query: { status: 'active', advertiser_id: advertiserId } }))
+      .items) {
       await as(advertiser).ads.campaigns.pause({ params: { id: c.id } });
     }
     // cpa: 1000 per conversion; 3500 in all: three full charges and one of 500, however the reports interleave.
-    const small = await fundedCampaign({ budget_total: '3500', budget_daily: '3500', max_bid_amount: '1000', bid_strategy: 'cpa' });
+    const small = await fundedCampaign({
+      budget_total: '3500',
+      budget_daily: '3500',
+      max_bid_amount: '1000',
+      bid_strategy: 'cpa',
+    });
     const settlements = await Promise.all(Array.from({ length: 8 }, () => sponsoredSettlement()));
     expect(settlements.every((s) => s.match.matched && s.match.campaignId === small.id)).toBe(true);
     // A cpa campaign pays nothing per settlement.
-    const events = await Promise.all(settlements.map((s) => as(facilitatorSigner).ads.events.create({ body: eventOf(s.txHash, small.id) })));
+    const events = await Promise.all(
+      settlements.map((s) => as(facilitatorSigner).ads.events.create({ body: eventOf(s.txHash, small.id) })),
+    );
     expect(events.map((e) => e.chargedAmount)).toEqual(Array(8).fill('0'));
     // Two replicas of the ad network on one database take the reports at once.
-    const replica = await startService((context) => createAdsApp(context, { catalog: () => [economy.education.url], now: () => clock }), {
-      id: 'ads',
-      database: ads.database,
-      wallet: ads.context.wallet,
-      rpcUrl: economy.rpcUrl,
-      paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url },
+    const replica = await startService(
+      (context) => createAdsApp(context, { catalog: () => [economy.education.url], now: () => clock }),
+      {
+        id: 'ads',
+        database: ads.database,
+        wallet: ads.context.wallet,
+        rpcUrl: economy.rpcUrl,
+        paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url },
+      },
+    );
+    const onReplica = createClient({
+      baseUrls: { ads: replica.url },
+      wallet: facilitatorSigner,
+      payments: false,
+      maxRetries: 0,
     });
-    const onReplica = createClient({ baseUrls: { ads: replica.url }, wallet: facilitatorSigner, payments: false, maxRetries: 0 });
     const receipts = await Promise.all(
-      settlements.map((s, i) => (i % 2 ? onReplica : as(facilitatorSigner)).ads.conversions.create({ body: conversionOf(s.txHash, small.id) })),
+      settlements.map((s, i) =>
+        (i % 2 ? onReplica : as(facilitatorSigner)).ads.conversions.create({ body: conversionOf(s.txHash, small.id) }),
+      ),
     ).finally(() => replica.close());
     const charged = receipts.map((r) => BigInt(r.chargedAmount)).sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
     expect(charged).toEqual([1000n, 1000n, 1000n, 500n, 0n, 0n, 0n, 0n]);
@@ -559,22 +751,42 @@ describe('budgets', () => {
     expect(after).toMatchObject({ status: 'exhausted', spent_total: '3500', spent_today: '3500', budget_held: '0' });
     // Exhausted: it matches nothing, cannot be activated, and the manifest leaves it out.
     expect((await sponsoredSettlement()).match).toEqual({ matched: false });
-    expect((await fail(as(advertiser, true).ads.campaigns.activate({ params: { id: small.id } }))).code).toBe('campaign_ended');
+    expect((await fail(as(advertiser, true).ads.campaigns.activate({ params: { id: small.id } }))).code).toBe(
+      'campaign_ended',
+    );
     expect((await as().ads.manifest()).campaigns.map((c) => c.campaignId)).not.toContain(small.id);
     // Raising the budget makes it paused; activating pays only the difference.
-    expect(await as(advertiser).ads.campaigns.update({ params: { id: small.id }, body: { budget_total: '5500' } })).toMatchObject({ status: 'paused' });
+    expect(
+      await as(advertiser).ads.campaigns.update({ params: { id: small.id }, body: { budget_total: '5500' } }),
+    ).toMatchObject({ status: 'paused' });
     const before = balance(advertiser.address);
-    expect(await as(advertiser, true).ads.campaigns.activate({ params: { id: small.id } })).toMatchObject({ status: 'active', budget_funded: '5500', budget_held: '2000' });
+    expect(await as(advertiser, true).ads.campaigns.activate({ params: { id: small.id } })).toMatchObject({
+      status: 'active',
+      budget_funded: '5500',
+      budget_held: '2000',
+    });
     expect(before - balance(advertiser.address)).toBe(2000n);
-    expect((await fail(as(advertiser).ads.campaigns.update({ params: { id: small.id }, body: { budget_total: '3000' } }))).code).toBe('budget_below_spent');
+    expect(
+      (await fail(as(advertiser).ads.campaigns.update({ params: { id: small.id }, body: { budget_total: '3000' } })))
+        .code,
+    ).toBe('budget_below_spent');
     await as(advertiser).ads.campaigns.pause({ params: { id: small.id } });
   });
 
   it('the daily budget resets at 00:00 UTC and the schedule end completes the campaign', async () => {
-    const daily = await fundedCampaign({ budget_total: '3000', budget_daily: '1000', max_bid_amount: '1000', bid_strategy: 'cpa', schedule_end: later(3 * DAY) });
+    const daily = await fundedCampaign({
+      budget_total: '3000',
+      budget_daily: '1000',
+      max_bid_amount: '1000',
+      bid_strategy: 'cpa',
+      schedule_end: later(3 * DAY),
+    });
     const first = await sponsoredSettlement();
     expect(first.match).toMatchObject({ campaignId: daily.id });
-    expect((await as(facilitatorSigner).ads.conversions.create({ body: conversionOf(first.txHash, daily.id) })).chargedAmount).toBe('1000');
+    expect(
+      (await as(facilitatorSigner).ads.conversions.create({ body: conversionOf(first.txHash, daily.id) }))
+        .chargedAmount,
+    ).toBe('1000');
     // Today's budget is spent: no match until tomorrow.
     expect((await sponsoredSettlement()).match).toEqual({ matched: false });
     clock = new Date(clock.getTime() + DAY);
@@ -595,7 +807,11 @@ describe('budgets', () => {
     expect((await sponsoredSettlement()).match).toEqual({ matched: false });
     expect((await as().ads.manifest()).version).not.toBe(manifest.version);
     const before = balance(advertiser.address);
-    expect(await as(advertiser).ads.campaigns.pause({ params: { id: daily.id } })).toMatchObject({ status: 'completed', budget_held: '0', budget_refunded: '2000' });
+    expect(await as(advertiser).ads.campaigns.pause({ params: { id: daily.id } })).toMatchObject({
+      status: 'completed',
+      budget_held: '0',
+      budget_refunded: '2000',
+    });
     expect(balance(advertiser.address) - before).toBe(2000n);
   });
 });
@@ -618,7 +834,12 @@ describe('example', () => {
       writeFileSync(
         join(dataDir, 'services.json'),
         JSON.stringify({
-          chain: { rpcUrl: economy.rpcUrl, stablecoin: USDC_DEVNET, network: SOLANA_DEVNET, faucet: `${economy.rpcUrl}/faucet` },
+          chain: {
+            rpcUrl: economy.rpcUrl,
+            stablecoin: USDC_DEVNET,
+            network: SOLANA_DEVNET,
+            faucet: `${economy.rpcUrl}/faucet`,
+          },
           demoWallet: { address: economy.buyer.address, keyFile },
           services: [
             { id: 'ads', url: adsUrl, wallet: ads.context.wallet.address },
@@ -626,10 +847,14 @@ describe('example', () => {
           ],
         }),
       );
-      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--conditions=ae-source', 'examples/ads.ts'], {
-        cwd: fileURLToPath(new URL('..', import.meta.url)),
-        env: { ...process.env, DATA_DIR: dataDir },
-      });
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', '--conditions=ae-source', 'examples/ads.ts'],
+        {
+          cwd: fileURLToPath(new URL('..', import.meta.url)),
+          env: { ...process.env, DATA_DIR: dataDir },
+        },
+      );
       expect(stdout).toContain('funded with 10 USD by the faucet');
       expect(stdout).toContain('is active: paid 5 USD into the ad network');
       expect(stdout).toContain('Agent bought "Function Calling" for 0.05 USD');

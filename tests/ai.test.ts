@@ -1,33 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Bm25Index, builtinReasoner, openAiReasoner, reasonerFromEnv, sentences, tokenize } from '../servers/src/ai';
+import { builtinReasoner, openAiReasoner, reasonerFromEnv } from '../servers/src/ai';
 import { HttpError } from '../servers/src/runtime/errors';
 import { curriculum } from '../servers/src/services/education/curriculum';
 import { lessonTask, locateLesson, tutorTask, TutorIndex } from '../servers/src/services/education/domain';
-
-describe('BM25', () => {
-  const index = new Bm25Index([
-    { doc: 'd0', text: 'cat sat mat' },
-    { doc: 'd1', text: 'dog sat log' },
-    { doc: 'd2', text: 'cat cat dog' },
-  ]);
-
-  it('scores by the Okapi formula (k1 1.2, b 0.75)', () => {
-    // idf(cat) = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln 1.6; all lengths equal the average, so the norm is k1.
-    const idf = Math.log(1.6);
-    const hits = index.search('cat');
-    expect(hits.map((h) => h.doc)).toEqual(['d2', 'd0']);
-    expect(hits[0]!.score).toBeCloseTo(idf * ((2 * 2.2) / (2 + 1.2)), 10);
-    expect(hits[1]!.score).toBeCloseTo(idf * ((1 * 2.2) / (1 + 1.2)), 10);
-    expect(index.search('cat dog')[0]).toMatchObject({ doc: 'd2', matched: ['cat', 'dog'] });
-    expect(index.search('unicorn')).toEqual([]);
-  });
-
-  it('tokenizes with stopwords removed and light stemming', () => {
-    expect(tokenize('The agents are stopping; finishes loops, queries and retries!')).toEqual(['agent', 'stop', 'finish', 'loop', 'query', 'retry']);
-    expect(sentences('One two. Three four?\n\nFive six.')).toEqual(['One two.', 'Three four?', 'Five six.']);
-  });
-});
 
 /** A local server answering as the OpenAI Chat Completions API documents it. */
 function fakeProvider(reply: (body: any) => { status: number; content?: string; raw?: string }) {
@@ -51,7 +27,14 @@ function fakeProvider(reply: (body: any) => { status: number; content?: string; 
               object: 'chat.completion',
               created: 1_700_000_000,
               model: body.model,
-              choices: [{ index: 0, message: { role: 'assistant', content: answer.content ?? '' }, finish_reason: 'stop', logprobs: null }],
+              choices: [
+                {
+                  index: 0,
+                  message: { role: 'assistant', content: answer.content ?? '' },
+                  finish_reason: 'stop',
+                  logprobs: null,
+                },
+              ],
               usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
             }),
         );
@@ -71,7 +54,8 @@ describe('OpenAI-compatible adapter', () => {
   };
   let mode: 'ok' | 'not-json' | 'wrong-shape' | 'down' = 'ok';
   const provider = fakeProvider(() => {
-    if (mode === 'down') return { status: 500, raw: JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } }) };
+    if (mode === 'down')
+      return { status: 500, raw: JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } }) };
     if (mode === 'not-json') return { status: 200, content: 'Sure! Here is your lesson.' };
     if (mode === 'wrong-shape') return { status: 200, content: JSON.stringify({ introduction: 'x', sections: [] }) };
     return { status: 200, content: JSON.stringify(lessonBody) };
@@ -109,7 +93,9 @@ describe('OpenAI-compatible adapter', () => {
 
   it('answers 502 llm_unavailable with Retry-After when the provider fails', async () => {
     mode = 'down';
-    const error = await openAiReasoner({ baseUrl: provider.url(), model: 'test-model' }).run(lessonTask(location)).catch((e) => e);
+    const error = await openAiReasoner({ baseUrl: provider.url(), model: 'test-model' })
+      .run(lessonTask(location))
+      .catch((e) => e);
     expect(error).toMatchObject({ status: 502, code: 'llm_unavailable', headers: { 'retry-after': '10' } });
   });
 
@@ -118,11 +104,20 @@ describe('OpenAI-compatible adapter', () => {
     const passages = new TutorIndex(curriculum).retrieve('What do the BM25 parameters k1 and b control?');
     const tutorProvider = fakeProvider((body) => {
       const input = JSON.parse(body.messages[1].content);
-      return { status: 200, content: JSON.stringify({ answer: `k1 and b, per ${input.passages[0].lessonTitle}`, used: [0], excerpts: ['k1 saturates term frequency'] }) };
+      return {
+        status: 200,
+        content: JSON.stringify({
+          answer: `k1 and b, per ${input.passages[0].lessonTitle}`,
+          used: [0],
+          excerpts: ['k1 saturates term frequency'],
+        }),
+      };
     });
     await tutorProvider.start();
     try {
-      const { output } = await openAiReasoner({ baseUrl: tutorProvider.url(), model: 'm' }).run(tutorTask('What do the BM25 parameters k1 and b control?', passages));
+      const { output } = await openAiReasoner({ baseUrl: tutorProvider.url(), model: 'm' }).run(
+        tutorTask('What do the BM25 parameters k1 and b control?', passages),
+      );
       expect(output.answer).toBe(`k1 and b, per ${passages[0]!.lessonTitle}`);
       expect(output.used).toEqual([0]);
     } finally {
@@ -133,6 +128,9 @@ describe('OpenAI-compatible adapter', () => {
   it('is chosen from the environment only when both LLM_BASE_URL and LLM_MODEL are set', () => {
     expect(reasonerFromEnv({}).generator).toEqual(builtinReasoner().generator);
     expect(reasonerFromEnv({ LLM_BASE_URL: provider.url() }).generator.engine).toBe('builtin');
-    expect(reasonerFromEnv({ LLM_BASE_URL: provider.url(), LLM_MODEL: 'm1' }).generator).toEqual({ engine: 'llm', model: 'm1' });
+    expect(reasonerFromEnv({ LLM_BASE_URL: provider.url(), LLM_MODEL: 'm1' }).generator).toEqual({
+      engine: 'llm',
+      model: 'm1',
+    });
   });
 });

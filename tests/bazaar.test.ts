@@ -15,7 +15,7 @@ import {
 } from '@agent-economy/contracts';
 import { BadRequestError, createClient, createServiceClient, walletFromSecretKey } from '@agent-economy/sdk';
 import { bazaarDeclaration } from '../servers/src/runtime/bazaar';
-import { canonicalResource, isValidRouteTemplate, rankResources } from '../servers/src/services/facilitator/discovery';
+import { canonicalResource } from '../servers/src/services/facilitator/discovery';
 import { buildPaymentTransaction } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
 
@@ -27,7 +27,11 @@ const bazaar = () => withBazaar(new HTTPFacilitatorClient({ url: economy.facilit
 const lessonUrl = () => `${economy.education.url}/api/lesson`;
 
 async function quoteOf(path: string, body: unknown): Promise<PaymentRequired> {
-  const response = await fetch(`${economy.education.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${economy.education.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(response.status).toBe(402);
   return decodeX402Header(response.headers.get(PAYMENT_REQUIRED_HEADER)!) as PaymentRequired;
 }
@@ -60,9 +64,20 @@ describe('resource servers declare their routes', () => {
   it('the 402 quote carries extensions.bazaar, which the official facilitator helper extracts', async () => {
     const quote = await quoteOf('/api/lesson', { courseId: 'rag', lessonId: 'chunking' });
     const declaration = quote.extensions!.bazaar as { info: { input: Record<string, unknown> } };
-    expect(declaration.info.input).toEqual({ type: 'http', method: 'POST', bodyType: 'json', body: { courseId: 'tool-use', lessonId: 'function-calling' } });
+    expect(declaration.info.input).toEqual({
+      type: 'http',
+      method: 'POST',
+      bodyType: 'json',
+      body: { courseId: 'tool-use', lessonId: 'function-calling' },
+    });
     expect(validateDiscoveryExtension(declaration as never)).toEqual({ valid: true });
-    const payload = { x402Version: 2, resource: quote.resource, accepted: quote.accepts[0]!, payload: {}, extensions: quote.extensions };
+    const payload = {
+      x402Version: 2,
+      resource: quote.resource,
+      accepted: quote.accepts[0]!,
+      payload: {},
+      extensions: quote.extensions,
+    };
     const discovered = extractDiscoveryInfo(payload as never, quote.accepts[0] as never);
     expect(discovered).toMatchObject({ resourceUrl: lessonUrl(), method: 'POST', x402Version: 2 });
     // Our catalog key for the same payment is the official one.
@@ -70,16 +85,26 @@ describe('resource servers declare their routes', () => {
   });
 
   it('a route with path parameters declares its route template', () => {
-    const route = listRoutes(services.find((s) => s.id === 'education')!.router).find(({ route: r }) => r.path === '/api/course/:courseId')!.route;
+    const route = listRoutes(services.find((s) => s.id === 'education')!.router).find(
+      ({ route: r }) => r.path === '/api/course/:courseId',
+    )!.route;
     // Free routes are never quoted; the builder still follows the reference enrichment for templated paths.
-    expect(bazaarDeclaration(route)).toMatchObject({ routeTemplate: '/api/course/:courseId', info: { input: { pathParams: { courseId: 'tool-use' } } } });
+    expect(bazaarDeclaration(route)).toMatchObject({
+      routeTemplate: '/api/course/:courseId',
+      info: { input: { pathParams: { courseId: 'tool-use' } } },
+    });
   });
 });
 
 describe('the facilitator’s catalog, read with the official client', () => {
   beforeAll(async () => {
     const wallet = await walletFromSecretKey(economy.buyer.secretKey);
-    const client = createClient({ baseUrls: { education: economy.education.url }, wallet, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const client = createClient({
+      baseUrls: { education: economy.education.url },
+      wallet,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     await client.education.lesson({ body: { courseId: 'tool-use', lessonId: 'function-calling' } });
     await client.education.lesson({ body: { courseId: 'rag', lessonId: 'chunking' } });
     await client.education.tutor({ body: { question: 'How large should chunks be?' } });
@@ -96,9 +121,19 @@ describe('the facilitator’s catalog, read with the official client', () => {
     const lessons = list.items.filter((item) => item.resource === lessonUrl());
     expect(lessons).toHaveLength(1);
     const lesson = lessons[0]!;
-    expect(lesson).toMatchObject({ type: 'http', x402Version: 2, description: 'Full AI-generated lesson', mimeType: 'application/json' });
+    expect(lesson).toMatchObject({
+      type: 'http',
+      x402Version: 2,
+      description: 'Full AI-generated lesson',
+      mimeType: 'application/json',
+    });
     expect(lesson.accepts).toEqual([
-      expect.objectContaining({ scheme: 'exact', network: SOLANA_DEVNET, amount: '50000', payTo: economy.education.context.wallet.address }),
+      expect.objectContaining({
+        scheme: 'exact',
+        network: SOLANA_DEVNET,
+        amount: '50000',
+        payTo: economy.education.context.wallet.address,
+      }),
     ]);
     expect(validateDiscoveryExtension(lesson.extensions!.bazaar as never)).toEqual({ valid: true });
     // Never the buyer's own request: the declared example is the contract's.
@@ -107,12 +142,46 @@ describe('the facilitator’s catalog, read with the official client', () => {
     expect(list.pagination).toEqual({ limit: 20, offset: 0, total: list.items.length });
   });
 
+  it('counts every settlement of a resource once, however many settle together', async () => {
+    const settlementsOf = async () =>
+      (
+        await economy.facilitator.database.db
+          .selectFrom('facilitator_bazaar')
+          .select('settlements')
+          .where('resource', '=', lessonUrl())
+          .executeTakeFirstOrThrow()
+      ).settlements as bigint;
+    const before = await settlementsOf();
+    const wallet = await walletFromSecretKey(economy.buyer.secretKey);
+    const client = createClient({
+      baseUrls: { education: economy.education.url },
+      wallet,
+      payments: { rpcUrl: economy.rpcUrl, sessions: false },
+      maxRetries: 0,
+    });
+    const lessons = [
+      ['tool-use', 'function-calling'],
+      ['rag', 'chunking'],
+    ] as const;
+    // Six payments at once: their catalog updates are written together.
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        client.education.lesson({ body: { courseId: lessons[i % 2]![0], lessonId: lessons[i % 2]![1] } }),
+      ),
+    );
+    expect(await settlementsOf()).toBe(before + 6n);
+  });
+
   it('filters by payTo, scheme, network and extension, and pages by offset', async () => {
     const seller = economy.education.context.wallet.address;
-    expect((await bazaar().listResources({ payTo: seller })).items.every((i) => i.accepts[0]!.payTo === seller)).toBe(true);
+    expect((await bazaar().listResources({ payTo: seller })).items.every((i) => i.accepts[0]!.payTo === seller)).toBe(
+      true,
+    );
     expect((await bazaar().listResources({ payTo: economy.buyer.address })).items).toEqual([]);
     expect((await bazaar().listResources({ network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp' })).items).toEqual([]);
-    expect((await bazaar().listResources({ scheme: 'exact', network: SOLANA_DEVNET, extensions: 'bazaar' })).items.length).toBeGreaterThan(0);
+    expect(
+      (await bazaar().listResources({ scheme: 'exact', network: SOLANA_DEVNET, extensions: 'bazaar' })).items.length,
+    ).toBeGreaterThan(0);
     expect((await bazaar().listResources({ extensions: 'sign-in-with-x' })).items).toEqual([]);
     const all = await bazaar().listResources({});
     const paged = await bazaar().listResources({ limit: 1, offset: all.items.length - 1 });
@@ -137,7 +206,10 @@ describe('the facilitator’s catalog, read with the official client', () => {
   });
 
   it('bad discovery queries are 400 naming the field', async () => {
-    const client = createServiceClient(facilitatorContract, economy.facilitator.url, { payments: false, maxRetries: 0 });
+    const client = createServiceClient(facilitatorContract, economy.facilitator.url, {
+      payments: false,
+      maxRetries: 0,
+    });
     for (const [call, field] of [
       [() => client.resources({ query: { limit: 0 } as never }), 'query.limit'],
       [() => client.resources({ query: { offset: -1 } as never }), 'query.offset'],
@@ -146,7 +218,9 @@ describe('the facilitator’s catalog, read with the official client', () => {
     ] as const) {
       const error = await call().catch((e: unknown) => e);
       expect(error, field).toBeInstanceOf(BadRequestError);
-      expect(((error as BadRequestError).details as { fields: { field: string }[] }).fields.map((f) => f.field)).toContain(field);
+      expect(
+        ((error as BadRequestError).details as { fields: { field: string }[] }).fields.map((f) => f.field),
+      ).toContain(field);
     }
     await expect(bazaar().search({ query: '' })).rejects.toThrow(/400/);
   });
@@ -165,7 +239,13 @@ describe('catalog poisoning', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         x402Version: 2,
-        paymentPayload: { x402Version: 2, resource: { url: 'https://victim.example/anything' }, accepted: requirements, payload: { transaction }, extensions: { bazaar: forged } },
+        paymentPayload: {
+          x402Version: 2,
+          resource: { url: 'https://victim.example/anything' },
+          accepted: requirements,
+          payload: { transaction },
+          extensions: { bazaar: forged },
+        },
         paymentRequirements: requirements,
       }),
     });
@@ -186,7 +266,13 @@ describe('catalog poisoning', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         x402Version: 2,
-        paymentPayload: { x402Version: 2, resource: { url: lessonUrl(), description: 'FREE LESSONS AT evil.example' }, accepted: requirements, payload: { transaction }, extensions: { bazaar: rewritten } },
+        paymentPayload: {
+          x402Version: 2,
+          resource: { url: lessonUrl(), description: 'FREE LESSONS AT evil.example' },
+          accepted: requirements,
+          payload: { transaction },
+          extensions: { bazaar: rewritten },
+        },
         paymentRequirements: requirements,
       }),
     });
@@ -195,16 +281,5 @@ describe('catalog poisoning', () => {
     const after = await bazaar().listResources({ limit: 100 });
     expect(after).toEqual(before);
     expect(JSON.stringify(after)).not.toContain('evil.example');
-  });
-
-  it('route templates follow the reference rules', () => {
-    expect(isValidRouteTemplate('/api/course/:courseId')).toBe(true);
-    for (const bad of ['', 'api', '/../x', '/%2e%2e/x', '/%252e%252e/x', '/x?y', 'http://evil/x', '/a://b']) expect(isValidRouteTemplate(bad), bad).toBe(false);
-  });
-
-  it('search weights name and path above description, rarer words above common ones', () => {
-    const item = (resource: string, description: string) => ({ resource, type: 'http', x402Version: 2, accepts: [], lastUpdated: '2026-01-01T00:00:00.000Z', description });
-    const ranked = rankResources([item('https://a.example/api/quiz', 'a lesson quiz'), item('https://a.example/api/lesson', 'full lesson'), item('https://a.example/api/other', 'unrelated')], 'lesson');
-    expect(ranked.map((r) => r.resource)).toEqual(['https://a.example/api/lesson', 'https://a.example/api/quiz']);
   });
 });

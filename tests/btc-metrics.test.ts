@@ -1,15 +1,31 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BTC_CACHE_TTL_SECONDS, type BtcDailyMetrics, type BtcMetricStats, type DataServiceHealth } from '@agent-economy/contracts';
-import { ApiError, BadRequestError, InternalServerError, NotFoundError, PaymentOutcomeUnknownError, createClient, walletFromSecretKey } from '@agent-economy/sdk';
+import {
+  BTC_CACHE_TTL_SECONDS,
+  type BtcDailyMetrics,
+  type BtcMetricStats,
+  type DataServiceHealth,
+} from '@agent-economy/contracts';
+import {
+  ApiError,
+  BadRequestError,
+  InternalServerError,
+  NotFoundError,
+  PaymentOutcomeUnknownError,
+  createClient,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { createBtcMetricsApp, type BtcMetricsOptions } from '../servers/src/services/btc-metrics';
 import {
-  adjustedSopr, cyclePhase, mvrv, mvrvZScores, mvrvZone, nupl, nuplZone, populationStdDev, realizedCap, sopr, soprZone, statsOf, zScoreZone,
-  type SpentOutput,
+  cyclePhase,
+  mvrvZone,
+  populationStdDev,
+  soprZone,
+  zScoreZone,
 } from '../servers/src/services/btc-metrics/domain';
-import { ANCHORS, buildModel } from '../servers/src/services/btc-metrics/model';
+import { ANCHORS } from '../servers/src/services/btc-metrics/model';
 import { startEconomy, type Economy } from './support/economy';
-import { startService, type RunningService } from './support/servers';
+import { listenLocal, startService, type RunningService } from './support/servers';
 
 // Formulas against research/domain.md §1.4 (Coin Metrics reference rows and computed toy vectors); both
 // deployments over the embedded model; the live adapter against a local server replaying Coin Metrics' and
@@ -22,7 +38,8 @@ const ZERO = { metrics: FREE, range: FREE, latest: FREE };
 /** The service's /health body (not a contract route: the runtime serves it with the upstream tracker's view). */
 const healthOf = async (url: string) => (await (await fetch(`${url}/health`)).json()) as DataServiceHealth;
 
-const start = (options: BtcMetricsOptions) => startService((c) => createBtcMetricsApp({ ...c, prices: ZERO }, options), { id: 'btc-metrics' });
+const start = (options: BtcMetricsOptions) =>
+  startService((c) => createBtcMetricsApp({ ...c, prices: ZERO }, options), { id: 'btc-metrics' });
 
 /**
  * What the service sent back as an error. Even when the SDK sent its payment up front (it knows the price), the
@@ -37,87 +54,6 @@ async function failure(call: Promise<unknown>): Promise<ApiError> {
   expect(error).toBeInstanceOf(ApiError);
   return error as ApiError;
 }
-
-describe('formulas (pure) against the reference values', () => {
-  // Coin Metrics: CapMrktCurUSD, CapRealUSD, CapMVRVCur (8 decimals), NUPL = 1 − 1/MVRV and its band.
-  const rows = [
-    { date: '2015-04-15', mc: 3_139_171_565, rc: 4_134_472_766, mvrv: 0.75926768, nupl: -0.317, band: 'capitulation', phase: 'capitulation' },
-    { date: '2017-12-17', mc: 322_411_617_616, rc: 75_827_043_368, mvrv: 4.25193445, nupl: 0.7648, band: 'euphoria_greed', phase: 'euphoria' },
-    { date: '2018-01-18', mc: 189_059_547_788, rc: 90_306_893_903, mvrv: 2.09352287, nupl: 0.5223, band: 'belief_denial', phase: 'belief' },
-    { date: '2020-03-29', mc: 108_023_566_971, rc: 101_441_674_689, mvrv: 1.06488351, nupl: 0.0609, band: 'hope_fear', phase: 'accumulation' },
-  ] as const;
-
-  it('MVRV = MC / RC equals CapMVRVCur to its 8 decimals; NUPL = 1 − 1/MVRV, in its band', () => {
-    for (const r of rows) {
-      expect(Math.abs(mvrv(r.mc, r.rc) - r.mvrv)).toBeLessThan(5e-9);
-      expect(nupl(r.mc, r.rc)).toBeCloseTo(1 - 1 / mvrv(r.mc, r.rc), 12);
-      expect(Number(nupl(r.mc, r.rc).toFixed(r.date === '2015-04-15' ? 3 : 4))).toBe(r.nupl);
-      expect(nuplZone(nupl(r.mc, r.rc))).toBe(r.band);
-      expect(cyclePhase({ mvrv: mvrv(r.mc, r.rc), mvrvZScore: 1, nupl: nupl(r.mc, r.rc) })).toBe(r.phase);
-    }
-    // Realized price 2017-12-17 = RC / supply = 75.83e9 / 16,748,248.59 = 4,527.46.
-    expect((75_827_043_368 / 16_748_248.59).toFixed(2)).toBe('4527.46');
-    // Max MVRV of Dec-2017 (4.7166582 on 2017-12-07) is overvalued, 2015-04-15 undervalued.
-    expect([mvrvZone(4.7166582), mvrvZone(0.75926768), mvrvZone(2.09352287)]).toEqual(['overvalued', 'undervalued', 'neutral']);
-    expect(() => mvrv(1, 0)).toThrow(RangeError);
-  });
-
-  it('MVRV Z-Score uses the population σ of the market cap from the first day (toy vector 1.76256, not 1.57648)', () => {
-    const z = mvrvZScores([100, 120, 150, 200, 180], [90, 100, 110, 120, 115]);
-    expect(z[0]).toBeNull(); // no spread on the first day
-    expect(populationStdDev([100, 120, 150, 200, 180])).toBeCloseTo(36.8782, 4);
-    expect(z[4]).toBeCloseTo(1.76256, 5);
-    // each day's own expanding window: day 2 has σ = 10 and (120 − 100) / 10 = 2
-    expect(z[1]).toBeCloseTo(2, 12);
-  });
-
-  it('SOPR and aSOPR: the toy outputs give 1.75; a 10-minute output moves SOPR to 1.30261 but not aSOPR', () => {
-    const aged = (valueBtc: number, createdPriceUsd: number, spentPriceUsd: number): SpentOutput => ({ valueBtc, createdPriceUsd, spentPriceUsd, lifespanSeconds: 86_400 * 30 });
-    const outputs = [aged(1, 20_000, 30_000), aged(0.5, 40_000, 30_000), aged(2, 10_000, 30_000)];
-    expect(sopr(outputs)).toBe(1.75);
-    const withShort = [...outputs, { valueBtc: 3, createdPriceUsd: 29_900, spentPriceUsd: 30_000, lifespanSeconds: 600 }];
-    expect(sopr(withShort)).toBeCloseTo(1.30261, 5);
-    expect(adjustedSopr(withShort)).toBe(1.75);
-    expect(sopr([])).toBeNull();
-    expect(realizedCap([{ valueBtc: 1, createdPriceUsd: 20_000 }, { valueBtc: 0.5, createdPriceUsd: 40_000 }])).toBe(40_000);
-    expect([soprZone(0.98), soprZone(0.99), soprZone(1.01), soprZone(1.0101)]).toEqual(['loss_realization', 'break_even', 'break_even', 'profit_taking']);
-  });
-
-  it('zones and phase at the band edges', () => {
-    expect([zScoreZone(-0.01), zScoreZone(0), zScoreZone(6.99), zScoreZone(7)]).toEqual(['undervalued', 'neutral', 'neutral', 'overvalued']);
-    expect([mvrvZone(0.999), mvrvZone(1), mvrvZone(3.5)]).toEqual(['undervalued', 'neutral', 'overvalued']);
-    expect([0, 0.25, 0.5, 0.75].map(nuplZone)).toEqual(['hope_fear', 'optimism_anxiety', 'belief_denial', 'euphoria_greed']);
-    // Z ≥ 7 raises to euphoria; MVRV < 1 lowers to capitulation whatever else says
-    expect(cyclePhase({ mvrv: 2, mvrvZScore: 7, nupl: 0.3 })).toBe('euphoria');
-    expect(cyclePhase({ mvrv: 0.99, mvrvZScore: 8, nupl: -0.01 })).toBe('capitulation');
-  });
-
-  it('statistics: count, min/max with dates, mean, median, population σ, first, last, change', () => {
-    const s = statsOf(['a', 'b', 'c', 'd'].map((date, i) => ({ date, value: [2, 4, 4, 5][i]! })))!;
-    expect(s).toEqual({ count: 4, min: 2, minDate: 'a', max: 5, maxDate: 'd', mean: 3.75, median: 4, stdDev: Math.sqrt(1.1875), first: 2, last: 5, change: 3, changePercent: 150 });
-    expect(statsOf([])).toBeNull();
-    expect(statsOf([{ date: 'a', value: 0 }, { date: 'b', value: 1 }])!.changePercent).toBeNull();
-  });
-
-  it('the embedded model is deterministic and lands on every reference row', () => {
-    const a = buildModel();
-    const b = buildModel();
-    expect(a.market).toEqual(b.market);
-    expect(buildModel(7).market[100]!.priceUsd).not.toBe(a.market[100]!.priceUsd);
-    for (const anchor of ANCHORS) {
-      const day = a.market.find((d) => d.date === anchor.date)!;
-      expect([day.priceUsd.toFixed(2), day.marketCapUsd.toFixed(2), day.realizedCapUsd.toFixed(2)]).toEqual([
-        anchor.priceUsd.toFixed(2),
-        anchor.marketCapUsd.toFixed(2),
-        anchor.realizedCapUsd.toFixed(2),
-      ]);
-    }
-    // SOPR counts the short-lived outputs, aSOPR does not: they differ on days the realized P/L is not zero.
-    const spent = [...a.spent.values()];
-    expect(spent.every((s) => s.sopr! > 0 && s.asopr! > 0)).toBe(true);
-    expect(spent.filter((s) => s.sopr !== s.asopr).length).toBe(spent.length);
-  });
-});
 
 /** The statistics of a series, computed here independently of the service. */
 function expectedStats(days: readonly BtcDailyMetrics[], pick: (d: BtcDailyMetrics) => number): BtcMetricStats {
@@ -164,13 +100,22 @@ describe('both deployments over the embedded model', () => {
     expect(one).toMatchObject({ kind: 'date', startDate: '2017-12-17', endDate: '2017-12-17' });
     expect(one.days).toHaveLength(1);
     const day = one.days[0]!;
-    expect([day.priceUsd, day.marketCapUsd, day.realizedCapUsd, day.realizedPriceUsd]).toEqual(['19250.47', '322411617616.00', '75827043368.00', '4527.46']);
+    expect([day.priceUsd, day.marketCapUsd, day.realizedCapUsd, day.realizedPriceUsd]).toEqual([
+      '19250.47',
+      '322411617616.00',
+      '75827043368.00',
+      '4527.46',
+    ]);
     expect(day.mvrv).toBeCloseTo(4.25193445, 8);
     expect(day.nupl).toBeCloseTo(1 - 1 / 4.25193445, 8);
     expect(day.sopr).toBeGreaterThan(0);
     expect(day.asopr).toBeGreaterThan(0);
     expect(one.source).toMatchObject({ mode: 'simulated', providers: ['btc-market-model'] });
-    expect(one.cache).toEqual({ hit: false, cachedAt: new Date(clock).toISOString(), expiresAt: new Date(clock + 3_600_000).toISOString() });
+    expect(one.cache).toEqual({
+      hit: false,
+      cachedAt: new Date(clock).toISOString(),
+      expiresAt: new Date(clock + 3_600_000).toISOString(),
+    });
 
     clock += 3_599_000; // 59 min 59 s later: still cached
     const again = await first.client.btcMetrics.metrics({ body: { date: '2017-12-17' } });
@@ -192,17 +137,30 @@ describe('both deployments over the embedded model', () => {
     const window = caps.slice(0, k + 2);
     const day = all.days[k]!;
     // the USD strings are rounded to cents: the tolerance allows for it
-    expect(day.mvrvZScore).toBeCloseTo((Number(day.marketCapUsd) - Number(day.realizedCapUsd)) / populationStdDev(window), 6);
+    expect(day.mvrvZScore).toBeCloseTo(
+      (Number(day.marketCapUsd) - Number(day.realizedCapUsd)) / populationStdDev(window),
+      6,
+    );
   });
 
   it('metrics with a range, and with {} for the latest day', async () => {
     const range = await first.client.btcMetrics.metrics({ body: { startDate: '2020-03-25', endDate: '2020-03-29' } });
     expect(range).toMatchObject({ kind: 'range', startDate: '2020-03-25', endDate: '2020-03-29' });
-    expect(range.days.map((d) => d.date)).toEqual(['2020-03-25', '2020-03-26', '2020-03-27', '2020-03-28', '2020-03-29']);
+    expect(range.days.map((d) => d.date)).toEqual([
+      '2020-03-25',
+      '2020-03-26',
+      '2020-03-27',
+      '2020-03-28',
+      '2020-03-29',
+    ]);
     const latest = await first.client.btcMetrics.metrics({ body: {} });
     expect(latest).toMatchObject({ kind: 'latest', startDate: '2020-03-29', endDate: '2020-03-29' });
     expect(latest.days[0]).toEqual(range.days[4]);
-    expect([latest.days[0]!.priceUsd, latest.days[0]!.marketCapUsd, latest.days[0]!.realizedCapUsd]).toEqual(['5904.86', '108023566971.00', '101441674689.00']);
+    expect([latest.days[0]!.priceUsd, latest.days[0]!.marketCapUsd, latest.days[0]!.realizedCapUsd]).toEqual([
+      '5904.86',
+      '108023566971.00',
+      '101441674689.00',
+    ]);
   });
 
   it('range: no summary on the first deployment; exact statistics on the second', async () => {
@@ -252,7 +210,13 @@ describe('both deployments over the embedded model', () => {
     expect(i.phase).toBe(cyclePhase(m));
     expect(i.phase).toBe('accumulation');
     const zones = Object.fromEntries(i.signals.map((s) => [s.metric, s.zone]));
-    expect(zones).toEqual({ mvrv: mvrvZone(m.mvrv), mvrvZScore: zScoreZone(m.mvrvZScore), sopr: soprZone(m.sopr!), asopr: soprZone(m.asopr!), nupl: 'hope_fear' });
+    expect(zones).toEqual({
+      mvrv: mvrvZone(m.mvrv),
+      mvrvZScore: zScoreZone(m.mvrvZScore),
+      sopr: soprZone(m.sopr!),
+      asopr: soprZone(m.asopr!),
+      nupl: 'hope_fear',
+    });
     expect(zones.mvrv).toBe('neutral');
     expect(i.signals.map((s) => s.value)).toEqual([m.mvrv, m.mvrvZScore, m.sopr, m.asopr, m.nupl]);
     expect(i.summary).toContain('On 2020-03-29 the metrics point to accumulation');
@@ -265,21 +229,46 @@ describe('both deployments over the embedded model', () => {
     expect(a.dataMode).toBe('simulated');
     expect(a.limits).toEqual({ maxRangeDays: 366, cacheTtlSeconds: BTC_CACHE_TTL_SECONDS });
     expect(a.metrics.map((m) => m.id)).toEqual(['priceUsd', 'mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl']);
-    expect(a.availableDateRanges).toEqual(['priceUsd', 'mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl'].map((metric) => ({ metric, from: '2015-04-16', to: '2020-03-29' })));
+    expect(a.availableDateRanges).toEqual(
+      ['priceUsd', 'mvrv', 'mvrvZScore', 'sopr', 'asopr', 'nupl'].map((metric) => ({
+        metric,
+        from: '2015-04-16',
+        to: '2020-03-29',
+      })),
+    );
     const b = await second.client.btcMetrics.info();
     expect(b.deployment).toEqual({ summaryStatistics: true, sequentialUpstreamFetch: true });
     expect(b.availableDateRanges).toBeUndefined();
-    expect(a.usage.map((u) => `${u.method} ${u.path}`)).toEqual(['POST /api/metrics', 'POST /api/metrics/range', 'POST /api/metrics/latest', 'GET /api/info']);
+    expect(a.usage.map((u) => `${u.method} ${u.path}`)).toEqual([
+      'POST /api/metrics',
+      'POST /api/metrics/range',
+      'POST /api/metrics/latest',
+      'GET /api/info',
+    ]);
   });
 
   it('a day outside the data is 404 metrics_not_available with the bounds', async () => {
-    for (const body of [{ date: '2015-04-15' }, { date: '2024-03-14' }, { startDate: '2015-01-01', endDate: '2015-04-15' }, { startDate: '2020-03-30', endDate: '2020-04-30' }]) {
+    for (const body of [
+      { date: '2015-04-15' },
+      { date: '2024-03-14' },
+      { startDate: '2015-01-01', endDate: '2015-04-15' },
+      { startDate: '2020-03-30', endDate: '2020-04-30' },
+    ]) {
       const error = await failure(first.client.btcMetrics.metrics({ body }));
       expect(error).toBeInstanceOf(NotFoundError);
-      expect([error.code, error.details]).toEqual(['metrics_not_available', { earliest: '2015-04-16', latest: '2020-03-29' }]);
+      expect([error.code, error.details]).toEqual([
+        'metrics_not_available',
+        { earliest: '2015-04-16', latest: '2020-03-29' },
+      ]);
     }
-    const range = await failure(second.client.btcMetrics.range({ body: { startDate: '2021-01-01', endDate: '2021-12-31' } }));
-    expect([range.status, range.code, range.details]).toEqual([404, 'metrics_not_available', { earliest: '2015-04-16', latest: '2020-03-29' }]);
+    const range = await failure(
+      second.client.btcMetrics.range({ body: { startDate: '2021-01-01', endDate: '2021-12-31' } }),
+    );
+    expect([range.status, range.code, range.details]).toEqual([
+      404,
+      'metrics_not_available',
+      { earliest: '2015-04-16', latest: '2020-03-29' },
+    ]);
     // a range that overlaps the data keeps the days it has
     const edge = await second.client.btcMetrics.range({ body: { startDate: '2020-03-28', endDate: '2020-04-28' } });
     expect(edge.days.map((d) => d.date)).toEqual(['2020-03-28', '2020-03-29']);
@@ -290,13 +279,28 @@ describe('both deployments over the embedded model', () => {
     const cases: [() => Promise<unknown>, string][] = [
       [() => first.client.btcMetrics.metrics({ body: { date: '2020-02-30' } }), 'body.date'],
       [() => first.client.btcMetrics.metrics({ body: { date: '2020/03/01' } }), 'body.date'],
-      [() => first.client.btcMetrics.metrics({ body: { date: '2020-03-01', startDate: '2020-03-01', endDate: '2020-03-02' } }), 'body.date'],
+      [
+        () =>
+          first.client.btcMetrics.metrics({
+            body: { date: '2020-03-01', startDate: '2020-03-01', endDate: '2020-03-02' },
+          }),
+        'body.date',
+      ],
       [() => first.client.btcMetrics.metrics({ body: { startDate: '2020-03-01' } }), 'body.endDate'],
       [() => first.client.btcMetrics.metrics({ body: { endDate: '2020-03-01' } }), 'body.startDate'],
-      [() => first.client.btcMetrics.metrics({ body: { startDate: '2020-03-02', endDate: '2020-03-01' } }), 'body.endDate'],
-      [() => first.client.btcMetrics.range({ body: { startDate: '2019-01-01', endDate: '2020-01-02' } }), 'body.endDate'],
+      [
+        () => first.client.btcMetrics.metrics({ body: { startDate: '2020-03-02', endDate: '2020-03-01' } }),
+        'body.endDate',
+      ],
+      [
+        () => first.client.btcMetrics.range({ body: { startDate: '2019-01-01', endDate: '2020-01-02' } }),
+        'body.endDate',
+      ],
       [() => first.client.btcMetrics.range({ body: { startDate: '2019-01-01' } as never }), 'body.endDate'],
-      [() => first.client.btcMetrics.range({ body: { startDate: 20190101, endDate: '2019-02-01' } as never }), 'body.startDate'],
+      [
+        () => first.client.btcMetrics.range({ body: { startDate: 20190101, endDate: '2019-02-01' } as never }),
+        'body.startDate',
+      ],
       [() => first.client.btcMetrics.latest({ body: { date: '2020-03-29' } as never }), 'body.date'],
       [() => first.client.btcMetrics.metrics({ body: { days: 3 } as never }), 'body.days'],
     ];
@@ -313,13 +317,20 @@ describe('both deployments over the embedded model', () => {
 
   it('health: the embedded provider is ok once read', async () => {
     const health = await healthOf(first.url);
-    expect(health).toMatchObject({ status: 'ok', service: 'btc-metrics', database: 'ok', upstream: { mode: 'simulated', providers: [{ name: 'btc-market-model', status: 'ok' }] } });
+    expect(health).toMatchObject({
+      status: 'ok',
+      service: 'btc-metrics',
+      database: 'ok',
+      upstream: { mode: 'simulated', providers: [{ name: 'btc-market-model', status: 'ok' }] },
+    });
   });
 });
 
 // ---- the live adapter against a local replay of the providers' documented JSON ----------------------------
 
-/** Coin Metrics csv/btc.csv rows (time, PriceUSD, CapMrktCurUSD, CapMVRVCur, SplyCur) as the API returns them: strings. */
+/**
+ * Coin Metrics csv/btc.csv rows (time, PriceUSD, CapMrktCurUSD, CapMVRVCur, SplyCur) as the API returns them: strings.
+ */
 const CM_ROWS = [
   ['2020-03-24', '6775.05761893629', '123884332494.9688614881683857339', '1.21902362', '18285354.82099991'],
   ['2020-03-25', '6689.96901285798', '122336150605.9674601611104227818', '1.20405859', '18286504.82099991'],
@@ -327,7 +338,14 @@ const CM_ROWS = [
   ['2020-03-27', '6490.79541502046', '118719519155.5943182925382261774', '1.168733', '18290442.32096169'],
   ['2020-03-28', '6231.81989023963', '113993258453.1145417390111497747', '1.12273873', '18292129.82096169'],
   ['2020-03-29', '5904.85758679135', '108023566970.5730026188233733815', '1.06488351', '18294017.32096169'],
-].map(([time, PriceUSD, CapMrktCurUSD, CapMVRVCur, SplyCur]) => ({ asset: 'btc', time: `${time}T00:00:00.000000000Z`, PriceUSD, CapMrktCurUSD, CapMVRVCur, SplyCur }));
+].map(([time, PriceUSD, CapMrktCurUSD, CapMVRVCur, SplyCur]) => ({
+  asset: 'btc',
+  time: `${time}T00:00:00.000000000Z`,
+  PriceUSD,
+  CapMrktCurUSD,
+  CapMVRVCur,
+  SplyCur,
+}));
 /** BGeometrics /v1/sopr rows: { d, unixTs, sopr } with the value as a string (illustrative values). */
 const BG_ROWS = [
   { d: '2020-03-26', unixTs: '1585180800', sopr: '0.9861' },
@@ -365,24 +383,35 @@ async function startReplay(): Promise<Replay> {
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url!, state.url);
     if (url.pathname === '/v4/timeseries/asset-metrics') {
-      if (state.failing === 'coinmetrics') return send(res, 503, { error: { type: 'unavailable', message: 'Service unavailable' } });
+      if (state.failing === 'coinmetrics')
+        return send(res, 503, { error: { type: 'unavailable', message: 'Service unavailable' } });
       const end = url.searchParams.get('end_time');
       const rows = CM_ROWS.filter((r) => !end || r.time.slice(0, 10) <= end);
       // Two pages of at most 4 rows: the second is reached through next_page_url.
       const offset = Number(url.searchParams.get('next_page_token') ?? '0');
       const page = rows.slice(offset, offset + 4);
-      const next = offset + 4 < rows.length ? { next_page_token: String(offset + 4), next_page_url: `${state.url}/v4/timeseries/asset-metrics?${url.searchParams}&next_page_token=${offset + 4}` } : {};
+      const next =
+        offset + 4 < rows.length
+          ? {
+              next_page_token: String(offset + 4),
+              next_page_url: `${state.url}/v4/timeseries/asset-metrics?${url.searchParams}&next_page_token=${offset + 4}`,
+            }
+          : {};
       return send(res, 200, { data: page, ...next });
     }
     if (url.pathname === '/v1/sopr') {
       if (state.failing === 'bgeometrics') return send(res, 429, { error: 'Too many requests' });
       const from = url.searchParams.get('startday') ?? '0000';
       const to = url.searchParams.get('endday') ?? '9999';
-      return send(res, 200, BG_ROWS.filter((r) => r.d >= from && r.d <= to));
+      return send(
+        res,
+        200,
+        BG_ROWS.filter((r) => r.d >= from && r.d <= to),
+      );
     }
     send(res, 404, { error: 'not found' });
   };
-  const server: Server = createServer((req, res) => {
+  const local = await listenLocal((req, res) => {
     state.requests.push(new URL(req.url!, 'http://x').pathname);
     inFlight += 1;
     state.maxInFlight = Math.max(state.maxInFlight, inFlight);
@@ -406,9 +435,7 @@ async function startReplay(): Promise<Replay> {
       waiters.push(waiter);
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  state.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  state.url = local.url;
   return Object.assign(state, {
     reset() {
       state.requests = [];
@@ -416,11 +443,7 @@ async function startReplay(): Promise<Replay> {
       state.failing = 'none';
       state.holdUntil = 1;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: local.close,
   });
 }
 
@@ -449,7 +472,11 @@ describe('the live adapter (Coin Metrics + BGeometrics) against a local replay',
   it('reads price, MC and MVRV from Coin Metrics (two pages), RC = MC / MVRV, SOPR from BGeometrics; the hour after, from the cache', async () => {
     replay.reset();
     const one = await first.client.btcMetrics.metrics({ body: { date: '2020-03-29' } });
-    expect(replay.requests.sort()).toEqual(['/v1/sopr', '/v4/timeseries/asset-metrics', '/v4/timeseries/asset-metrics']);
+    expect(replay.requests.sort()).toEqual([
+      '/v1/sopr',
+      '/v4/timeseries/asset-metrics',
+      '/v4/timeseries/asset-metrics',
+    ]);
     const day = one.days[0]!;
     expect(day.priceUsd).toBe('5904.85758679135'); // the upstream's decimal, verbatim
     expect(day.marketCapUsd).toBe('108023566970.57');
@@ -473,10 +500,31 @@ describe('the live adapter (Coin Metrics + BGeometrics) against a local replay',
 
   it('a range, the latest day and info from the upstream; a day before the data is 404 with the bounds', async () => {
     const range = await second.client.btcMetrics.range({ body: { startDate: '2020-03-20', endDate: '2020-03-29' } });
-    expect(range.days.map((d) => d.date)).toEqual(['2020-03-25', '2020-03-26', '2020-03-27', '2020-03-28', '2020-03-29']);
+    expect(range.days.map((d) => d.date)).toEqual([
+      '2020-03-25',
+      '2020-03-26',
+      '2020-03-27',
+      '2020-03-28',
+      '2020-03-29',
+    ]);
     expect(range.days.map((d) => d.sopr)).toEqual([null, 0.9861, 0.9788, 0.9702, 0.9655]);
-    expect(range.summary!.sopr).toMatchObject({ count: 4, min: 0.9655, minDate: '2020-03-29', max: 0.9861, maxDate: '2020-03-26', first: 0.9861, last: 0.9655 });
-    expect(range.summary!.priceUsd).toMatchObject({ count: 5, min: '5904.86', max: '6754.46', first: '6689.97', last: '5904.86', change: '-785.11' });
+    expect(range.summary!.sopr).toMatchObject({
+      count: 4,
+      min: 0.9655,
+      minDate: '2020-03-29',
+      max: 0.9861,
+      maxDate: '2020-03-26',
+      first: 0.9861,
+      last: 0.9655,
+    });
+    expect(range.summary!.priceUsd).toMatchObject({
+      count: 5,
+      min: '5904.86',
+      max: '6754.46',
+      first: '6689.97',
+      last: '5904.86',
+      change: '-785.11',
+    });
     expect(range.summary!.asopr).toBeNull();
 
     const latest = await first.client.btcMetrics.latest({ body: {} });
@@ -495,14 +543,19 @@ describe('the live adapter (Coin Metrics + BGeometrics) against a local replay',
     ]);
 
     const before = await failure(first.client.btcMetrics.metrics({ body: { date: '2019-12-31' } }));
-    expect([before.status, before.code, before.details]).toEqual([404, 'metrics_not_available', { earliest: '2020-03-25', latest: '2020-03-29' }]);
+    expect([before.status, before.code, before.details]).toEqual([
+      404,
+      'metrics_not_available',
+      { earliest: '2020-03-25', latest: '2020-03-29' },
+    ]);
   });
 
   it('the second deployment has at most one upstream request in flight; the first sends its reads at once', async () => {
     replay.reset();
     const bodies = [{ date: '2020-03-25' }, { date: '2020-03-26' }, { date: '2020-03-27' }];
     await Promise.all(bodies.map((body) => second.client.btcMetrics.metrics({ body })));
-    expect(replay.requests).toHaveLength(6); // per request: one Coin Metrics page (≤ 4 rows through its date) and one SOPR read
+    // per request: one Coin Metrics page (≤ 4 rows through its date) and one SOPR read
+    expect(replay.requests).toHaveLength(6);
     expect(replay.maxInFlight).toBe(1);
 
     replay.reset();
@@ -524,10 +577,17 @@ describe('the live adapter (Coin Metrics + BGeometrics) against a local replay',
 
     replay.failing = 'bgeometrics';
     const partial = await second.client.btcMetrics.metrics({ body: { date: '2020-03-28' } });
-    expect([partial.days[0]!.sopr, partial.source.providers, partial.cache.hit]).toEqual([null, ['coinmetrics'], false]);
+    expect([partial.days[0]!.sopr, partial.source.providers, partial.cache.hit]).toEqual([
+      null,
+      ['coinmetrics'],
+      false,
+    ]);
     const health = await healthOf(second.url);
     expect(health.status).toBe('degraded');
-    expect(Object.fromEntries(health.upstream.providers.map((p) => [p.name, p.status]))).toEqual({ coinmetrics: 'ok', bgeometrics: 'failing' });
+    expect(Object.fromEntries(health.upstream.providers.map((p) => [p.name, p.status]))).toEqual({
+      coinmetrics: 'ok',
+      bgeometrics: 'failing',
+    });
 
     replay.failing = 'none';
     const whole = await second.client.btcMetrics.metrics({ body: { date: '2020-03-28' } });
@@ -545,7 +605,13 @@ describe('a paid call through the local economy', () => {
     economy = await startEconomy();
     replay = await startReplay();
     paid = await economy.startPaidService(
-      (c) => createBtcMetricsApp(c, { deployment: 'second', market: 'live', coinMetricsUrl: `${replay.url}/v4`, bgeometricsUrl: replay.url }),
+      (c) =>
+        createBtcMetricsApp(c, {
+          deployment: 'second',
+          market: 'live',
+          coinMetricsUrl: `${replay.url}/v4`,
+          bgeometricsUrl: replay.url,
+        }),
       { id: 'btc-metrics' },
     );
   }, 60_000);
@@ -555,12 +621,25 @@ describe('a paid call through the local economy', () => {
   });
 
   it('charges 0.005 USD for a range; a 404 day and a failing upstream charge nothing', async () => {
-    const client = createClient({ baseUrls: { 'btc-metrics': paid.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const client = createClient({
+      baseUrls: { 'btc-metrics': paid.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const seller = paid.context.wallet.address;
-    const balances = () => [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)] as const;
+    const balances = () =>
+      [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)] as const;
     const before = balances();
-    const response = await client.btcMetrics.range.withResponse({ body: { startDate: '2020-03-26', endDate: '2020-03-29' } });
-    expect(response.payment).toMatchObject({ amountUsd: '0.005', amount: '5000', payTo: seller, payer: economy.buyer.address });
+    const response = await client.btcMetrics.range.withResponse({
+      body: { startDate: '2020-03-26', endDate: '2020-03-29' },
+    });
+    expect(response.payment).toMatchObject({
+      amountUsd: '0.005',
+      amount: '5000',
+      payTo: seller,
+      payer: economy.buyer.address,
+    });
     expect(response.data.days).toHaveLength(4);
     expect(response.data.summary!.days).toBe(4);
     expect(balances()).toEqual([before[0] - 5000n, before[1] + 5000n]);

@@ -14,9 +14,7 @@ import {
 import { createServer, type Server } from 'node:http';
 import { openAiReasoner } from '../servers/src/ai';
 import { createCognitionApp } from '../servers/src/services/cognition';
-import { cusumChangePoint, welch } from '../servers/src/services/cognition/domain';
-import { incompleteBeta, studentTwoSidedP } from '../servers/src/services/cognition/stats';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import type { ServiceContext } from '../servers/src/runtime/context';
 import { startService, type RunningService } from './support/servers';
 
@@ -44,7 +42,8 @@ const freeApp = (c: ServiceContext) => createCognitionApp({ ...c, prices: FREE }
 let service: RunningService;
 let alice: Signer;
 let bob: Signer;
-const clientOf = (wallet?: Signer, url = service.url) => createClient({ baseUrls: { cognition: url }, ...(wallet ? { wallet } : {}), maxRetries: 0 }).cognition;
+const clientOf = (wallet?: Signer, url = service.url) =>
+  createClient({ baseUrls: { cognition: url }, ...(wallet ? { wallet } : {}), maxRetries: 0 }).cognition;
 const api = () => clientOf(alice);
 
 beforeAll(async () => {
@@ -55,7 +54,10 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 async function stateRows(): Promise<number> {
-  const row = await service.database.db.selectFrom('cognition_states').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const row = await service.database.db
+    .selectFrom('cognition_states')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -64,9 +66,25 @@ const ANCIENT = '1970-01-01T00:00:00.000Z'; // decades ago: recency weight 2^(�
 const day = (d: number) => `2026-04-${String(d + 10).padStart(2, '0')}T00:00:00.000Z`;
 
 const exampleTasks: Task[] = [
-  { id: 'embed-corpus', priority: 8, gpus: 2, cpus: 8, estimatedMinutes: 40, deadlineMinutes: 90, assignedTo: 'researcher-1' },
+  {
+    id: 'embed-corpus',
+    priority: 8,
+    gpus: 2,
+    cpus: 8,
+    estimatedMinutes: 40,
+    deadlineMinutes: 90,
+    assignedTo: 'researcher-1',
+  },
   { id: 'backtest', priority: 5, gpus: 0, cpus: 16, estimatedMinutes: 25, assignedTo: 'researcher-1' },
-  { id: 'fine-tune', priority: 3, gpus: 4, cpus: 8, estimatedMinutes: 180, requiredSkills: ['training'], assignedTo: 'trainer-1' },
+  {
+    id: 'fine-tune',
+    priority: 3,
+    gpus: 4,
+    cpus: 8,
+    estimatedMinutes: 180,
+    requiredSkills: ['training'],
+    assignedTo: 'trainer-1',
+  },
 ];
 const exampleTeam = [
   { id: 'researcher-1', capacityMinutes: 60, skills: ['research', 'training'] },
@@ -74,36 +92,30 @@ const exampleTeam = [
   { id: 'analyst-1', capacityMinutes: 90, skills: ['research'] },
 ];
 const models = {
-  light: { name: 'small-8b', inputUsdPerMTok: '0.05', outputUsdPerMTok: '0.08', expectedAccuracy: 0.78, latencyMs: 900 },
-  heavy: { name: 'frontier-large', inputUsdPerMTok: '3', outputUsdPerMTok: '15', expectedAccuracy: 0.93, latencyMs: 6500 },
+  light: {
+    name: 'small-8b',
+    inputUsdPerMTok: '0.05',
+    outputUsdPerMTok: '0.08',
+    expectedAccuracy: 0.78,
+    latencyMs: 900,
+  },
+  heavy: {
+    name: 'frontier-large',
+    inputUsdPerMTok: '3',
+    outputUsdPerMTok: '15',
+    expectedAccuracy: 0.93,
+    latencyMs: 6500,
+  },
 };
-const driftScores = [0.82, 0.84, 0.81, 0.83, 0.85, 0.8, 0.78, 0.74, 0.72, 0.7, 0.69, 0.66].map((score, d) => ({ at: day(d), score }));
+const driftScores = [0.82, 0.84, 0.81, 0.83, 0.85, 0.8, 0.78, 0.74, 0.72, 0.7, 0.69, 0.66].map((score, d) => ({
+  at: day(d),
+  score,
+}));
 const predictions = (groups: [confidence: number, correct: number, wrong: number][]) =>
   groups.flatMap(([confidence, correct, wrong]) => [
     ...Array.from({ length: correct }, () => ({ confidence, correct: true })),
     ...Array.from({ length: wrong }, () => ({ confidence, correct: false })),
   ]);
-
-describe('numerical building blocks', () => {
-  it('Student t two-sided p-values at table critical values', () => {
-    expect(studentTwoSidedP(2.228138852, 10)).toBeCloseTo(0.05, 8); // t(0.975, 10)
-    expect(studentTwoSidedP(12.70620474, 1)).toBeCloseTo(0.05, 8); // t(0.975, 1)
-    expect(studentTwoSidedP(3.169272673, 10)).toBeCloseTo(0.01, 8); // t(0.995, 10)
-    expect(studentTwoSidedP(0, 7)).toBe(1);
-    expect(incompleteBeta(0.5, 2, 3)).toBeCloseTo(0.6875, 12); // I_0.5(2, 3) = 11/16
-  });
-
-  it('Welch t and a CUSUM signal on a hand-sized series', () => {
-    // a = [1, 2, 3], b = [4, 5, 6]: both variances 1, se = sqrt(2/3), t = 3 / 0.816497 = 3.674235, df = 4
-    const w = welch([1, 2, 3], [4, 5, 6]);
-    expect(w.t).toBeCloseTo(3.674235, 5);
-    expect(w.df).toBeCloseTo(4, 10);
-    expect(w.p).toBeCloseTo(0.021311641, 6); // scipy.stats.ttest_ind(equal_var=False)
-    // target 0, σ 1: k = 0.5, h = 5; upper sums 0.5, 1.0, 1.5, … exceed 5 at the 11th point (index 10)
-    expect(cusumChangePoint(Array(20).fill(1), 0, 1)).toBe(10);
-    expect(cusumChangePoint(Array(20).fill(0.2), 0, 1)).toBeNull();
-  });
-});
 
 describe('info', () => {
   it('lists the ten analyses with their paths, prices and state groups, and the grade scale', async () => {
@@ -145,9 +157,13 @@ describe('info', () => {
 
 describe('compute allocation', () => {
   it('schedules the example queue: runs, waits for released units, and for units held outside the queue', async () => {
-    const r = await api().computeAllocation({ body: { compute: { gpus: { total: 4, available: 3 }, cpus: { total: 32, available: 20 } }, tasks: exampleTasks } });
+    const r = await api().computeAllocation({
+      body: { compute: { gpus: { total: 4, available: 3 }, cpus: { total: 32, available: 20 } }, tasks: exampleTasks },
+    });
     expect(r.strategy).toBe('priority');
-    expect(r.allocations.map((a) => [a.taskId, a.decision, a.startInMinutes, a.finishInMinutes, a.meetsDeadline])).toEqual([
+    expect(
+      r.allocations.map((a) => [a.taskId, a.decision, a.startInMinutes, a.finishInMinutes, a.meetsDeadline]),
+    ).toEqual([
       ['embed-corpus', 'run_now', 0, 40, true],
       // 12 CPUs free; 16 only once embed-corpus releases its 8 at minute 40
       ['backtest', 'queue', 40, 65, null],
@@ -181,7 +197,17 @@ describe('compute allocation', () => {
 
   it('priority strategy: the urgent big task first, a deadline it cannot meet, an infeasible task', async () => {
     const r = await api().computeAllocation({ body: { ...small, strategy: 'priority' } });
-    expect(r.allocations.map((a) => [a.taskId, a.decision, a.gpus, a.cpus, a.startInMinutes, a.finishInMinutes, a.meetsDeadline])).toEqual([
+    expect(
+      r.allocations.map((a) => [
+        a.taskId,
+        a.decision,
+        a.gpus,
+        a.cpus,
+        a.startInMinutes,
+        a.finishInMinutes,
+        a.meetsDeadline,
+      ]),
+    ).toEqual([
       ['big', 'run_now', 2, 4, 0, 60, false],
       ['huge', 'infeasible', 0, 0, null, null, null],
       ['small2', 'queue', 1, 2, 60, 80, null],
@@ -215,7 +241,9 @@ describe('compute allocation', () => {
 
   it('422 nothing_schedulable when no task needs a GPU or CPU', async () => {
     const error = await api()
-      .computeAllocation({ body: { compute: small.compute, tasks: [{ id: 'think', priority: 3, estimatedMinutes: 5 }] } })
+      .computeAllocation({
+        body: { compute: small.compute, tasks: [{ id: 'think', priority: 3, estimatedMinutes: 5 }] },
+      })
       .catch((e) => e);
     expect(error).toBeInstanceOf(UnprocessableEntityError);
     expect(error.code).toBe('nothing_schedulable');
@@ -223,15 +251,40 @@ describe('compute allocation', () => {
 });
 
 describe('inference cost', () => {
-  const task = { inputTokens: 12000, outputTokens: 800, minAccuracy: 0.85, valueUsd: '0.40', errorCostUsd: '0.10', latencyBudgetMs: 10000 };
+  const task = {
+    inputTokens: 12000,
+    outputTokens: 800,
+    minAccuracy: 0.85,
+    valueUsd: '0.40',
+    errorCostUsd: '0.10',
+    latencyBudgetMs: 10000,
+  };
 
   it('picks the heavy model when the light one misses the accuracy floor', async () => {
     const r = await api().inferenceCost({ body: { task, models } });
     // light: 12000 × 0.05 / 1e6 + 800 × 0.08 / 1e6 = 0.000664; heavy: 0.036 + 0.012 = 0.048
     // EV light 0.78 × 0.40 − 0.22 × 0.10 − 0.000664 = 0.289336; heavy 0.372 − 0.007 − 0.048 = 0.317
     expect(r.evaluations).toEqual([
-      { tier: 'light', name: 'small-8b', costUsd: '0.000664', expectedAccuracy: 0.78, expectedValueUsd: '0.289336', latencyMs: 900, meetsAccuracy: false, meetsLatency: true },
-      { tier: 'heavy', name: 'frontier-large', costUsd: '0.048', expectedAccuracy: 0.93, expectedValueUsd: '0.317', latencyMs: 6500, meetsAccuracy: true, meetsLatency: true },
+      {
+        tier: 'light',
+        name: 'small-8b',
+        costUsd: '0.000664',
+        expectedAccuracy: 0.78,
+        expectedValueUsd: '0.289336',
+        latencyMs: 900,
+        meetsAccuracy: false,
+        meetsLatency: true,
+      },
+      {
+        tier: 'heavy',
+        name: 'frontier-large',
+        costUsd: '0.048',
+        expectedAccuracy: 0.93,
+        expectedValueUsd: '0.317',
+        latencyMs: 6500,
+        meetsAccuracy: true,
+        meetsLatency: true,
+      },
     ]);
     expect(r.choice).toBe('heavy');
     expect(r.costRatio).toBe(72.2892); // 48000 / 664
@@ -241,15 +294,20 @@ describe('inference cost', () => {
   });
 
   it('picks the light model when both qualify and it has the higher expected value', async () => {
-    const r = await api().inferenceCost({ body: { task: { ...task, minAccuracy: 0.7, valueUsd: '0.01', errorCostUsd: undefined }, models } });
-    expect(r.evaluations.map((e) => e.expectedValueUsd)).toEqual(['0.007136', '-0.0387']); // 0.0078 − 0.000664; 0.0093 − 0.048
+    const r = await api().inferenceCost({
+      body: { task: { ...task, minAccuracy: 0.7, valueUsd: '0.01', errorCostUsd: undefined }, models },
+    });
+    // 0.0078 − 0.000664; 0.0093 − 0.048
+    expect(r.evaluations.map((e) => e.expectedValueUsd)).toEqual(['0.007136', '-0.0387']);
     expect(r.choice).toBe('light');
     expect(r.savingsUsd).toBe('0.047336');
     expect(r.breakEvenValueUsd).toBe('0.315574');
   });
 
   it('respects the latency budget', async () => {
-    const r = await api().inferenceCost({ body: { task: { ...task, minAccuracy: 0.7, latencyBudgetMs: 1000 }, models } });
+    const r = await api().inferenceCost({
+      body: { task: { ...task, minAccuracy: 0.7, latencyBudgetMs: 1000 }, models },
+    });
     expect(r.evaluations.map((e) => e.meetsLatency)).toEqual([true, false]);
     expect(r.choice).toBe('light');
   });
@@ -265,15 +323,21 @@ describe('inference cost', () => {
 describe('memory compression', () => {
   const items = [
     // retention = 0.5 × importance + 0.3 × recency + 0.2 × ln(1 + accesses) / ln(1 + 9)
-    { id: 'a', kind: 'semantic', tokens: 300, importance: 0.9, accessCount: 9, lastAccessedAt: FUTURE, pinned: true }, // 0.95
-    { id: 'b', kind: 'episodic', tokens: 200, importance: 0.4, accessCount: 3, lastAccessedAt: ANCIENT }, // 0.2 + 0.2 × log10(4) = 0.320412
-    { id: 'c', kind: 'working', tokens: 150, importance: 0.2, accessCount: 0, lastAccessedAt: FUTURE }, // 0.1 + 0.3 = 0.4
-    { id: 'd', kind: 'procedural', tokens: 100, importance: 0.1, accessCount: 1, lastAccessedAt: ANCIENT }, // 0.05 + 0.2 × log10(2) = 0.110206
+    // 0.95
+    { id: 'a', kind: 'semantic', tokens: 300, importance: 0.9, accessCount: 9, lastAccessedAt: FUTURE, pinned: true },
+    // 0.2 + 0.2 × log10(4) = 0.320412
+    { id: 'b', kind: 'episodic', tokens: 200, importance: 0.4, accessCount: 3, lastAccessedAt: ANCIENT },
+    // 0.1 + 0.3 = 0.4
+    { id: 'c', kind: 'working', tokens: 150, importance: 0.2, accessCount: 0, lastAccessedAt: FUTURE },
+    // 0.05 + 0.2 × log10(2) = 0.110206
+    { id: 'd', kind: 'procedural', tokens: 100, importance: 0.1, accessCount: 1, lastAccessedAt: ANCIENT },
     { id: 'e', kind: 'semantic', tokens: 250, importance: 0.1, accessCount: 0, lastAccessedAt: ANCIENT }, // 0.05
   ] as const;
 
   it('forgets the worst, summarizes middling episodic memory, keeps pinned and the best', async () => {
-    const r = await api().memoryCompression({ body: { capacityTokens: 1000, items: [...items], targetUtilization: 0.5 } });
+    const r = await api().memoryCompression({
+      body: { capacityTokens: 1000, items: [...items], targetUtilization: 0.5 },
+    });
     expect(r.decisions.map((d) => [d.id, d.action, d.retentionScore, d.tokensAfter])).toEqual([
       ['a', 'keep', 0.95, 300],
       ['b', 'summarize', 0.3204, 50], // ceil(200 × 0.25)
@@ -291,7 +355,9 @@ describe('memory compression', () => {
 
   it('forgets summarized items too when summaries alone do not fit', async () => {
     const pinnedC = items.map((i) => (i.id === 'c' ? { ...i, pinned: true } : i));
-    const r = await api().memoryCompression({ body: { capacityTokens: 1000, items: pinnedC, targetUtilization: 0.5, summaryRatio: 0.9 } });
+    const r = await api().memoryCompression({
+      body: { capacityTokens: 1000, items: pinnedC, targetUtilization: 0.5, summaryRatio: 0.9 },
+    });
     // forget e (750), forget d (650), summarize b to 180 (630 > 500), then forget b too (450)
     expect(r.decisions.map((d) => d.action)).toEqual(['keep', 'forget', 'keep', 'forget', 'forget']);
     expect(r.tokens.after).toBe(450);
@@ -302,6 +368,31 @@ describe('memory compression', () => {
     expect(r.counts).toEqual({ keep: 5, summarize: 0, forget: 0 });
     expect(r.tokens.freed).toBe(0);
     expect(r.score).toBe(100);
+  });
+
+  it('ages memory by the service clock: read one half-life before its now, an item keeps half its recency', async () => {
+    const readAt = '2026-04-10T00:00:00.000Z';
+    const pinned = await startService(
+      (c) => createCognitionApp({ ...c, prices: FREE }, { now: () => Date.parse(readAt) + 72 * 3_600_000 }),
+      { id: 'cognition' },
+    );
+    try {
+      const item = {
+        id: 'x',
+        kind: 'semantic',
+        tokens: 10,
+        importance: 0.5,
+        accessCount: 0,
+        lastAccessedAt: readAt,
+      } as const;
+      const r = await clientOf(alice, pinned.url).memoryCompression({
+        body: { capacityTokens: 10_000, items: [item] },
+      });
+      // 0.5 × 0.5 + 0.3 × 2^(−72 h / 72 h) + 0.2 × 0 (nothing was accessed) = 0.4
+      expect(r.decisions[0]!.retentionScore).toBe(0.4);
+    } finally {
+      await pinned.close();
+    }
   });
 
   it('422 pinned_exceeds_target', async () => {
@@ -333,8 +424,26 @@ describe('context relevance', () => {
     // x: 0.980829 + 0.470004 = 1.450833; z: 0.470004 × (2 × 2.2) / (2 + 1.2) = 0.646255
     // relevance x = 0.8 + 0.2 × 1 = 1; z = 0.8 × 0.646255 / 1.450833 = 0.356347 (no addedAt: no recency part)
     expect(r.ranking).toEqual([
-      { id: 'x', rank: 1, relevance: 1, bm25: 1.4508, recency: 1, matchedTerms: ['solana', 'module'], tokens: 5, include: true },
-      { id: 'z', rank: 2, relevance: 0.3563, bm25: 0.6463, recency: null, matchedTerms: ['module'], tokens: 10, include: false },
+      {
+        id: 'x',
+        rank: 1,
+        relevance: 1,
+        bm25: 1.4508,
+        recency: 1,
+        matchedTerms: ['solana', 'module'],
+        tokens: 5,
+        include: true,
+      },
+      {
+        id: 'z',
+        rank: 2,
+        relevance: 0.3563,
+        bm25: 0.6463,
+        recency: null,
+        matchedTerms: ['module'],
+        tokens: 10,
+        include: false,
+      },
       { id: 'y', rank: 3, relevance: 0, bm25: 0, recency: 1, matchedTerms: [], tokens: 5, include: false },
     ]);
     expect([r.includedTokens, r.includedItems, r.excludedItems]).toEqual([5, 1, 2]);
@@ -344,7 +453,11 @@ describe('context relevance', () => {
   });
 
   it('a goal of stop words cannot be scored: 422 goal_unscorable', async () => {
-    const r = await api().contextRelevance({ body: { goal: 'what is this about', items: [{ id: 'x', text: 'anything at all' }], tokenBudget: 100 } }).catch((e) => e);
+    const r = await api()
+      .contextRelevance({
+        body: { goal: 'what is this about', items: [{ id: 'x', text: 'anything at all' }], tokenBudget: 100 },
+      })
+      .catch((e) => e);
     expect(r).toBeInstanceOf(UnprocessableEntityError);
     expect(r).toMatchObject({ code: 'goal_unscorable', details: { field: 'body.goal' } });
   });
@@ -367,14 +480,29 @@ describe('decision complexity', () => {
     expect(r.complexityScore).toBe(70);
     expect(r.mode).toBe('system2');
     // steps round(1 + 9 × 0.7) = 7; tokens round(256 × 2^4.2) = 4705; 3 samples below 0.75; deadline 0.9 × 3600
-    expect(r.budget).toEqual({ reasoningSteps: 7, maxReasoningTokens: 4705, samples: 3, model: 'heavy', verify: true, deadlineSeconds: 3240 });
+    expect(r.budget).toEqual({
+      reasoningSteps: 7,
+      maxReasoningTokens: 4705,
+      samples: 3,
+      model: 'heavy',
+      verify: true,
+      deadlineSeconds: 3240,
+    });
     expect(r.timeSufficient).toBe(true); // 4705 / 50 × 1.5 = 141 s
     expect(r.score).toBe(100);
   });
 
   it('a routine, reversible choice under time pressure: System 1, and the time does not suffice', async () => {
     const r = await api().decisionComplexity({
-      body: { options: 2, stakesUsd: '10000', reversibility: 1, uncertainty: 0, novelty: 0, timeBudgetSeconds: 1, pastAccuracy: 0.4 },
+      body: {
+        options: 2,
+        stakesUsd: '10000',
+        reversibility: 1,
+        uncertainty: 0,
+        novelty: 0,
+        timeBudgetSeconds: 1,
+        pastAccuracy: 0.4,
+      },
     });
     const pressure = 1 - Math.log10(2) / Math.log10(3601);
     const complexity = 30 + 10 * 0.1 - 10 * pressure - 10 * 0.4; // stakes 1, log2(2) / 10, pressure, track record
@@ -383,7 +511,14 @@ describe('decision complexity', () => {
     expect(r.mode).toBe('system1');
     const tokens = Math.round(256 * 2 ** (6 * (complexity / 100)));
     expect(tokens).toBe(538);
-    expect(r.budget).toEqual({ reasoningSteps: 3, maxReasoningTokens: 538, samples: 1, model: 'light', verify: false, deadlineSeconds: 0.9 });
+    expect(r.budget).toEqual({
+      reasoningSteps: 3,
+      maxReasoningTokens: 538,
+      samples: 1,
+      model: 'light',
+      verify: false,
+      deadlineSeconds: 0.9,
+    });
     expect(r.timeSufficient).toBe(false); // 538 / 200 = 2.69 s > 0.9 s
     expect(r.score).toBe(33.5); // 100 × 0.9 / 2.69
   });
@@ -392,7 +527,13 @@ describe('decision complexity', () => {
 describe('explore versus exploit', () => {
   it('UCB1: the less-tried arm has the higher bound, so it explores', async () => {
     const r = await api().exploreExploit({
-      body: { arms: [{ id: 'a', trials: 10, meanReward: 0.6 }, { id: 'b', trials: 5, meanReward: 0.4 }], remainingDecisions: 1000 },
+      body: {
+        arms: [
+          { id: 'a', trials: 10, meanReward: 0.6 },
+          { id: 'b', trials: 5, meanReward: 0.4 },
+        ],
+        remainingDecisions: 1000,
+      },
     });
     // N = 15: bonus a = sqrt(2 ln 15 / 10) = 0.735942, b = sqrt(2 ln 15 / 5) = 1.040779
     expect(r.arms.map((a) => [a.id, a.index, a.explorationBonus])).toEqual([
@@ -409,14 +550,27 @@ describe('explore versus exploit', () => {
 
   it('tries an untried arm first', async () => {
     const r = await api().exploreExploit({
-      body: { arms: [{ id: 'a', trials: 10, meanReward: 0.6 }, { id: 'b', trials: 5, meanReward: 0.4 }, { id: 'c', trials: 0, meanReward: 0.9 }] },
+      body: {
+        arms: [
+          { id: 'a', trials: 10, meanReward: 0.6 },
+          { id: 'b', trials: 5, meanReward: 0.4 },
+          { id: 'c', trials: 0, meanReward: 0.9 },
+        ],
+      },
     });
     expect([r.chosenArm, r.decision]).toEqual(['c', 'explore']);
     expect(r.arms[2]).toMatchObject({ meanReward: 0, index: 4.2912, explorationBonus: 3.2912 }); // 1 + sqrt(4 ln 15)
   });
 
   it('Thompson: probability of being best matches the Beta posteriors, reproducibly', async () => {
-    const body = { arms: [{ id: 'won', trials: 1, meanReward: 1 }, { id: 'lost', trials: 1, meanReward: 0 }], strategy: 'thompson' as const, seed: 42 };
+    const body = {
+      arms: [
+        { id: 'won', trials: 1, meanReward: 1 },
+        { id: 'lost', trials: 1, meanReward: 0 },
+      ],
+      strategy: 'thompson' as const,
+      seed: 42,
+    };
     const r = await api().exploreExploit({ body });
     // P(X > Y) for X ~ Beta(2, 1), Y ~ Beta(1, 2) = ∫ 2x (1 − (1 − x)²) dx = 5/6
     expect(Math.abs(r.arms[0]!.probabilityBest - 5 / 6)).toBeLessThan(0.015);
@@ -428,7 +582,14 @@ describe('explore versus exploit', () => {
 
   it('epsilon-greedy with epsilon 0 always exploits the best mean', async () => {
     const r = await api().exploreExploit({
-      body: { arms: [{ id: 'a', trials: 10, meanReward: 0.6 }, { id: 'b', trials: 50, meanReward: 0.7 }], strategy: 'epsilon-greedy', epsilon: 0 },
+      body: {
+        arms: [
+          { id: 'a', trials: 10, meanReward: 0.6 },
+          { id: 'b', trials: 50, meanReward: 0.7 },
+        ],
+        strategy: 'epsilon-greedy',
+        epsilon: 0,
+      },
     });
     expect([r.chosenArm, r.decision]).toEqual(['b', 'exploit']);
     expect(r.arms.map((a) => a.index)).toEqual([0.6, 0.7]);
@@ -438,7 +599,15 @@ describe('explore versus exploit', () => {
 
 describe('confidence calibration', () => {
   it('ECE, MCE, Brier and log loss by hand; overconfident', async () => {
-    const r = await api().confidenceCalibration({ body: { predictions: predictions([[0.9, 3, 2], [0.3, 2, 3]]), bins: 5 } });
+    const r = await api().confidenceCalibration({
+      body: {
+        predictions: predictions([
+          [0.9, 3, 2],
+          [0.3, 2, 3],
+        ]),
+        bins: 5,
+      },
+    });
     expect([r.count, r.accuracy, r.meanConfidence, r.overconfidence]).toEqual([10, 0.5, 0.6, 0.1]);
     expect(r.ece).toBe(0.2); // 0.5 × |0.6 − 0.9| + 0.5 × |0.4 − 0.3|
     expect(r.mce).toBe(0.3);
@@ -490,11 +659,25 @@ describe('overthinking detector', () => {
 
   it('patience 4 finds no run of four low-gain steps', async () => {
     const r = await api().overthinking({ body: { steps, patience: 4 } });
-    expect([r.kneeStep, r.overthinking, r.tokensAfterKnee, r.recommendedTokenBudget, r.score]).toEqual([null, false, 0, 10450, 100]);
+    expect([r.kneeStep, r.overthinking, r.tokensAfterKnee, r.recommendedTokenBudget, r.score]).toEqual([
+      null,
+      false,
+      0,
+      10450,
+      100,
+    ]);
   });
 
   it('steady gains: no knee', async () => {
-    const r = await api().overthinking({ body: { steps: [{ step: 1, tokens: 1000, quality: 0.2 }, { step: 2, tokens: 1000, quality: 0.4 }, { step: 3, tokens: 1000, quality: 0.6 }] } });
+    const r = await api().overthinking({
+      body: {
+        steps: [
+          { step: 1, tokens: 1000, quality: 0.2 },
+          { step: 2, tokens: 1000, quality: 0.4 },
+          { step: 3, tokens: 1000, quality: 0.6 },
+        ],
+      },
+    });
     expect([r.kneeStep, r.qualityAtKnee, r.recommendedTokenBudget]).toEqual([null, 0.6, 3300]);
   });
 });
@@ -508,7 +691,9 @@ describe('cognitive load', () => {
       ['analyst-1', 0, 0, 'underloaded'],
     ]);
     // fine-tune (180 min, needs training) fits nobody; embed-corpus (40) goes to analyst-1: 40 / 90 ≤ 0.85
-    expect(r.moves.map((m) => [m.taskId, m.from, m.to, m.minutes])).toEqual([['embed-corpus', 'researcher-1', 'analyst-1', 40]]);
+    expect(r.moves.map((m) => [m.taskId, m.from, m.to, m.minutes])).toEqual([
+      ['embed-corpus', 'researcher-1', 'analyst-1', 40],
+    ]);
     expect(r.after.map((a) => [a.agentId, a.utilization, a.status])).toEqual([
       ['researcher-1', 0.4167, 'underloaded'],
       ['trainer-1', 1.5, 'overloaded'],
@@ -522,7 +707,10 @@ describe('cognitive load', () => {
   it('places unassigned tasks, largest first, and reports those nobody can take', async () => {
     const r = await api().cognitiveLoad({
       body: {
-        agents: [{ id: 'p', capacityMinutes: 100, skills: ['go'] }, { id: 'q', capacityMinutes: 100, skills: [] }],
+        agents: [
+          { id: 'p', capacityMinutes: 100, skills: ['go'] },
+          { id: 'q', capacityMinutes: 100, skills: [] },
+        ],
         tasks: [
           { id: 't1', priority: 5, estimatedMinutes: 30 },
           { id: 't2', priority: 5, estimatedMinutes: 50 },
@@ -532,15 +720,21 @@ describe('cognitive load', () => {
       },
     });
     // t2 (50) to p (tie at 0: more room, then order), t1 (30) to q (now the least loaded)
-    expect(r.moves.map((m) => [m.taskId, m.from, m.to])).toEqual([['t2', null, 'p'], ['t1', null, 'q']]);
+    expect(r.moves.map((m) => [m.taskId, m.from, m.to])).toEqual([
+      ['t2', null, 'p'],
+      ['t1', null, 'q'],
+    ]);
     expect(r.unplaced).toEqual(['t3']);
     expect(r.after.map((a) => a.utilization)).toEqual([0.5, 0.3]);
-    expect(r.score).toBe(50); // 100 − 30 × 3/3 unassigned = 70, capped at 50 while t3 is unplaced; nobody overloaded, imbalance 0 (mean 0)
+    // 100 − 30 × 3/3 unassigned = 70, capped at 50 while t3 is unplaced; nobody overloaded, imbalance 0 (mean 0)
+    expect(r.score).toBe(50);
   });
 
   it('422 unknown_agent when a task names an agent not in the team', async () => {
     const error = await api()
-      .cognitiveLoad({ body: { agents: exampleTeam, tasks: [{ id: 't', priority: 1, estimatedMinutes: 5, assignedTo: 'ghost' }] } })
+      .cognitiveLoad({
+        body: { agents: exampleTeam, tasks: [{ id: 't', priority: 1, estimatedMinutes: 5, assignedTo: 'ghost' }] },
+      })
       .catch((e) => e);
     expect(error).toBeInstanceOf(UnprocessableEntityError);
     expect(error.code).toBe('unknown_agent');
@@ -549,7 +743,9 @@ describe('cognitive load', () => {
 
 describe('performance drift', () => {
   it('detects a major degradation: Welch t-test, trend and CUSUM change point', async () => {
-    const r = await api().performanceDrift({ body: { scores: [...driftScores].reverse(), baselineSize: 6, recentSize: 6 } });
+    const r = await api().performanceDrift({
+      body: { scores: [...driftScores].reverse(), baselineSize: 6, recentSize: 6 },
+    });
     expect(r.baseline).toEqual({ from: day(0), to: day(5), count: 6, mean: 0.825, stdDev: 0.0187 });
     expect(r.recent).toEqual({ from: day(6), to: day(11), count: 6, mean: 0.715, stdDev: 0.0418 });
     expect([r.delta, r.relativeChange]).toEqual([-0.11, -0.1333]);
@@ -571,7 +767,9 @@ describe('performance drift', () => {
   });
 
   it('422 window_too_large', async () => {
-    const error = await api().performanceDrift({ body: { scores: driftScores, baselineSize: 8, recentSize: 5 } }).catch((e) => e);
+    const error = await api()
+      .performanceDrift({ body: { scores: driftScores, baselineSize: 8, recentSize: 5 } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(UnprocessableEntityError);
     expect(error.code).toBe('window_too_large');
   });
@@ -579,10 +777,18 @@ describe('performance drift', () => {
 
 describe('cognitive state', () => {
   it('writes groups, bumps the version, replaces only the groups sent, and reads them back', async () => {
-    const first = await api().updateState({ body: { agentId: 'planner-7', compute: { gpus: { total: 4, available: 3 }, cpus: { total: 32, available: 20 } }, tasks: { queue: exampleTasks } } });
+    const first = await api().updateState({
+      body: {
+        agentId: 'planner-7',
+        compute: { gpus: { total: 4, available: 3 }, cpus: { total: 32, available: 20 } },
+        tasks: { queue: exampleTasks },
+      },
+    });
     expect(first).toMatchObject({ agentId: 'planner-7', owner: alice.address, version: 1 });
     expect(Object.keys(first.groupUpdatedAt).sort()).toEqual(['compute', 'tasks']);
-    const second = await api().updateState({ body: { agentId: 'planner-7', expectedVersion: 1, tasks: { queue: [], team: exampleTeam } } });
+    const second = await api().updateState({
+      body: { agentId: 'planner-7', expectedVersion: 1, tasks: { queue: [], team: exampleTeam } },
+    });
     expect(second.version).toBe(2);
     expect(second.state.compute).toEqual(first.state.compute);
     expect(second.state.tasks).toEqual({ queue: [], team: exampleTeam });
@@ -596,8 +802,18 @@ describe('cognitive state', () => {
   });
 
   it('keeps each wallet’s agents apart', async () => {
-    await api().updateState({ body: { agentId: 'shared-name', memory: { capacityTokens: 100, items: [{ id: 'm', kind: 'working', tokens: 10, importance: 0.5, accessCount: 1, lastAccessedAt: FUTURE }] } } });
-    const error = await clientOf(bob).getState({ params: { agentId: 'shared-name' }, body: {} }).catch((e) => e);
+    await api().updateState({
+      body: {
+        agentId: 'shared-name',
+        memory: {
+          capacityTokens: 100,
+          items: [{ id: 'm', kind: 'working', tokens: 10, importance: 0.5, accessCount: 1, lastAccessedAt: FUTURE }],
+        },
+      },
+    });
+    const error = await clientOf(bob)
+      .getState({ params: { agentId: 'shared-name' }, body: {} })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect(error.code).toBe('state_not_found');
     const bobs = await clientOf(bob).updateState({ body: { agentId: 'shared-name', tasks: { queue: [] } } });
@@ -606,11 +822,15 @@ describe('cognitive state', () => {
 
   it('409 version_conflict on a stale expectedVersion, and nothing changes', async () => {
     await api().updateState({ body: { agentId: 'racer', tasks: { queue: [] } } });
-    const error = await api().updateState({ body: { agentId: 'racer', expectedVersion: 5, tasks: { queue: exampleTasks } } }).catch((e) => e);
+    const error = await api()
+      .updateState({ body: { agentId: 'racer', expectedVersion: 5, tasks: { queue: exampleTasks } } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(ConflictError);
     expect(error.code).toBe('version_conflict');
     expect(error.details).toEqual({ expectedVersion: 5, currentVersion: 1 });
-    const none = await api().updateState({ body: { agentId: 'newcomer', expectedVersion: 1, tasks: { queue: [] } } }).catch((e) => e);
+    const none = await api()
+      .updateState({ body: { agentId: 'newcomer', expectedVersion: 1, tasks: { queue: [] } } })
+      .catch((e) => e);
     expect(none).toBeInstanceOf(ConflictError);
     const state = await api().getState({ params: { agentId: 'racer' }, body: {} });
     expect([state.version, state.state.tasks]).toEqual([1, { queue: [] }]);
@@ -618,7 +838,9 @@ describe('cognitive state', () => {
   });
 
   it('needs SIGN-IN-WITH-X', async () => {
-    const error = await clientOf().updateState({ body: { agentId: 'anon', tasks: { queue: [] } } }).catch((e) => e);
+    const error = await clientOf()
+      .updateState({ body: { agentId: 'anon', tasks: { queue: [] } } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error.code).toBe('siwx_invalid');
   });
@@ -639,19 +861,43 @@ describe('full diagnostic', () => {
   const state: CognitiveState = {
     compute: { gpus: { total: 4, available: 3 }, cpus: { total: 32, available: 20 }, models },
     tasks: { queue: exampleTasks, team: exampleTeam },
-    performance: { predictions: predictions([[0.9, 3, 2], [0.3, 2, 3]]), qualityHistory: driftScores },
-    reasoning: { approaches: [{ id: 'a', trials: 10, meanReward: 0.6 }, { id: 'b', trials: 5, meanReward: 0.4 }] },
+    performance: {
+      predictions: predictions([
+        [0.9, 3, 2],
+        [0.3, 2, 3],
+      ]),
+      qualityHistory: driftScores,
+    },
+    reasoning: {
+      approaches: [
+        { id: 'a', trials: 10, meanReward: 0.6 },
+        { id: 'b', trials: 5, meanReward: 0.4 },
+      ],
+    },
   };
 
   it('runs every analysis the stored state allows, skips the others, and grades the mean score', async () => {
     const stored = await api().updateState({ body: { agentId: 'diag', ...state } });
     const report = await api().fullDiagnostic({ body: { agentId: 'diag' } });
     expect(report.stateVersion).toBe(stored.version);
-    const ran = ['compute-allocation', 'explore-exploit', 'confidence-calibration', 'cognitive-load', 'performance-drift'];
+    const ran = [
+      'compute-allocation',
+      'explore-exploit',
+      'confidence-calibration',
+      'cognitive-load',
+      'performance-drift',
+    ];
     expect(report.entries.filter((e) => e.status !== 'skipped').map((e) => e.analysis)).toEqual(ran);
     expect([report.analysesRun, report.analysesSkipped]).toEqual([5, 5]);
-    expect(report.entries.find((e) => e.analysis === 'memory-compression')).toMatchObject({ status: 'skipped', score: null, headline: 'skipped: missing memory', skippedReason: 'missing memory' });
-    expect(report.entries.find((e) => e.analysis === 'inference-cost')?.skippedReason).toBe('missing reasoning.nextInference');
+    expect(report.entries.find((e) => e.analysis === 'memory-compression')).toMatchObject({
+      status: 'skipped',
+      score: null,
+      headline: 'skipped: missing memory',
+      skippedReason: 'missing memory',
+    });
+    expect(report.entries.find((e) => e.analysis === 'inference-cost')?.skippedReason).toBe(
+      'missing reasoning.nextInference',
+    );
     // Default options of each route: the same numbers as the single analyses above.
     const scores = report.entries.map((e) => e.score).filter((s): s is number => s !== null);
     // explore-exploit without remainingDecisions: horizon max(N, K) = 15, advised (2/15)^(1/3) = 0.5109 → 82.2;
@@ -661,7 +907,13 @@ describe('full diagnostic', () => {
     expect(report.score).toBe(58.5);
     expect(report.grade).toBe('F'); // below 60
     expect(report.health).toBe('critical');
-    expect(Object.keys(report.results).sort()).toEqual(['cognitiveLoad', 'computeAllocation', 'confidenceCalibration', 'exploreExploit', 'performanceDrift']);
+    expect(Object.keys(report.results).sort()).toEqual([
+      'cognitiveLoad',
+      'computeAllocation',
+      'confidenceCalibration',
+      'exploreExploit',
+      'performanceDrift',
+    ]);
     expect(report.results.performanceDrift!.changePoint).toEqual({ index: 7, at: day(7) });
     expect(report.topActions.length).toBeGreaterThan(0);
     expect(report.topActions.length).toBeLessThanOrEqual(5);
@@ -681,23 +933,62 @@ describe('full diagnostic', () => {
   });
 
   it('runs on the request’s state alone when nothing is stored', async () => {
-    const report = await api().fullDiagnostic({ body: { agentId: 'ephemeral', state: { reasoning: { trace: [{ step: 1, tokens: 1000, quality: 0.2 }, { step: 2, tokens: 1000, quality: 0.4 }] } } } });
-    expect([report.stateVersion, report.analysesRun, report.score, report.grade, report.health]).toEqual([null, 1, 100, 'A', 'healthy']);
+    const report = await api().fullDiagnostic({
+      body: {
+        agentId: 'ephemeral',
+        state: {
+          reasoning: {
+            trace: [
+              { step: 1, tokens: 1000, quality: 0.2 },
+              { step: 2, tokens: 1000, quality: 0.4 },
+            ],
+          },
+        },
+      },
+    });
+    expect([report.stateVersion, report.analysesRun, report.score, report.grade, report.health]).toEqual([
+      null,
+      1,
+      100,
+      'A',
+      'healthy',
+    ]);
   });
 
   it('404 state_not_found without a stored state or a state; 422 state_incomplete when nothing can run', async () => {
-    const missing = await api().fullDiagnostic({ body: { agentId: 'nobody' } }).catch((e) => e);
+    const missing = await api()
+      .fullDiagnostic({ body: { agentId: 'nobody' } })
+      .catch((e) => e);
     expect(missing).toBeInstanceOf(NotFoundError);
     expect(missing.code).toBe('state_not_found');
-    const incomplete = await api().fullDiagnostic({ body: { agentId: 'nobody', state: { tasks: { queue: [] } } } }).catch((e) => e);
+    const incomplete = await api()
+      .fullDiagnostic({ body: { agentId: 'nobody', state: { tasks: { queue: [] } } } })
+      .catch((e) => e);
     expect(incomplete).toBeInstanceOf(UnprocessableEntityError);
     expect(incomplete.code).toBe('state_incomplete');
   });
 
   it('an analysis whose domain rule fails on the state is skipped with the reason', async () => {
-    const memory = { capacityTokens: 100, items: [{ id: 'm', kind: 'semantic' as const, tokens: 90, importance: 1, accessCount: 1, lastAccessedAt: FUTURE, pinned: true }] };
-    const report = await api().fullDiagnostic({ body: { agentId: 'nobody', state: { memory, reasoning: state.reasoning } } });
-    expect(report.entries.find((e) => e.analysis === 'memory-compression')?.skippedReason).toContain('Pinned items hold 90 tokens');
+    const memory = {
+      capacityTokens: 100,
+      items: [
+        {
+          id: 'm',
+          kind: 'semantic' as const,
+          tokens: 90,
+          importance: 1,
+          accessCount: 1,
+          lastAccessedAt: FUTURE,
+          pinned: true,
+        },
+      ],
+    };
+    const report = await api().fullDiagnostic({
+      body: { agentId: 'nobody', state: { memory, reasoning: state.reasoning } },
+    });
+    expect(report.entries.find((e) => e.analysis === 'memory-compression')?.skippedReason).toContain(
+      'Pinned items hold 90 tokens',
+    );
     expect(report.analysesRun).toBe(1);
   });
 });
@@ -713,26 +1004,63 @@ describe('advice through a configured LLM', () => {
       const body = JSON.parse(text);
       seen.push(body);
       const diagnostic = String(body.messages[0].content).includes('health report');
-      const content = diagnostic ? { summary: 'LLM summary.', topActions: ['LLM action.'] } : { recommendation: 'LLM recommendation.', actions: ['LLM step one.'] };
+      const content = diagnostic
+        ? { summary: 'LLM summary.', topActions: ['LLM action.'] }
+        : { recommendation: 'LLM recommendation.', actions: ['LLM step one.'] };
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify(content) }, finish_reason: 'stop', logprobs: null }] }));
+      res.end(
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 1,
+          model: body.model,
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: JSON.stringify(content) },
+              finish_reason: 'stop',
+              logprobs: null,
+            },
+          ],
+        }),
+      );
     });
     await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
   });
   afterAll(() => new Promise<void>((resolve) => provider.close(() => resolve())));
 
   it('the words come from the model, the numbers from the analysis; the answer names the model', async () => {
-    const reasoner = openAiReasoner({ baseUrl: `http://127.0.0.1:${(provider.address() as { port: number }).port}/v1`, model: 'advisor-1' });
+    const reasoner = openAiReasoner({
+      baseUrl: `http://127.0.0.1:${(provider.address() as { port: number }).port}/v1`,
+      model: 'advisor-1',
+    });
     const llm = await startService(freeApp, { id: 'cognition', reasoner });
     try {
-      const steps = [{ step: 1, tokens: 1000, quality: 0.2 }, { step: 2, tokens: 1000, quality: 0.4 }];
+      const steps = [
+        { step: 1, tokens: 1000, quality: 0.2 },
+        { step: 2, tokens: 1000, quality: 0.4 },
+      ];
       const r = await clientOf(alice, llm.url).overthinking({ body: { steps } });
-      expect([r.recommendation, r.actions, r.generator]).toEqual(['LLM recommendation.', ['LLM step one.'], { engine: 'llm', model: 'advisor-1' }]);
+      expect([r.recommendation, r.actions, r.generator]).toEqual([
+        'LLM recommendation.',
+        ['LLM step one.'],
+        { engine: 'llm', model: 'advisor-1' },
+      ]);
       expect([r.kneeStep, r.recommendedTokenBudget]).toEqual([null, 2200]);
       // The model was given the computed result to explain.
-      expect(JSON.parse(seen.at(-1).messages[1].content)).toMatchObject({ analysis: 'overthinking-detector', totalTokens: 2000 });
-      const report = await clientOf(alice, llm.url).fullDiagnostic({ body: { agentId: 'llm', state: { reasoning: { trace: steps } } } });
-      expect([report.summary, report.topActions, report.generator.engine, report.results.overthinkingDetector!.generator.model]).toEqual(['LLM summary.', ['LLM action.'], 'llm', 'advisor-1']);
+      expect(JSON.parse(seen.at(-1).messages[1].content)).toMatchObject({
+        analysis: 'overthinking-detector',
+        totalTokens: 2000,
+      });
+      const report = await clientOf(alice, llm.url).fullDiagnostic({
+        body: { agentId: 'llm', state: { reasoning: { trace: steps } } },
+      });
+      expect([
+        report.summary,
+        report.topActions,
+        report.generator.engine,
+        report.results.overthinkingDetector!.generator.model,
+      ]).toEqual(['LLM summary.', ['LLM action.'], 'llm', 'advisor-1']);
     } finally {
       await llm.close();
     }
@@ -741,45 +1069,134 @@ describe('advice through a configured LLM', () => {
 
 describe('bad input gets a 400 naming the field, and stores nothing', () => {
   const compute = { gpus: { total: 4, available: 3 }, cpus: { total: 32, available: 20 } };
-  const arms = [{ id: 'a', trials: 1, meanReward: 0.5 }, { id: 'b', trials: 1, meanReward: 0.5 }];
+  const arms = [
+    { id: 'a', trials: 1, meanReward: 0.5 },
+    { id: 'b', trials: 1, meanReward: 0.5 },
+  ];
   const memoryItem = { id: 'm', kind: 'working', tokens: 10, importance: 0.5, accessCount: 1, lastAccessedAt: FUTURE };
   const cases: [string, string, unknown, string[]][] = [
-    ['computeAllocation', 'available above total', { compute: { ...compute, gpus: { total: 1, available: 2 } }, tasks: exampleTasks }, ['body.compute.gpus.available']],
+    [
+      'computeAllocation',
+      'available above total',
+      { compute: { ...compute, gpus: { total: 1, available: 2 } }, tasks: exampleTasks },
+      ['body.compute.gpus.available'],
+    ],
     ['computeAllocation', 'no tasks', { compute, tasks: [] }, ['body.tasks']],
     ['computeAllocation', 'unknown strategy', { compute, tasks: exampleTasks, strategy: 'fastest' }, ['body.strategy']],
-    ['computeAllocation', 'priority 11', { compute, tasks: [{ ...exampleTasks[0], priority: 11 }] }, ['body.tasks.0.priority']],
+    [
+      'computeAllocation',
+      'priority 11',
+      { compute, tasks: [{ ...exampleTasks[0], priority: 11 }] },
+      ['body.tasks.0.priority'],
+    ],
     ['computeAllocation', 'duplicate task ids', { compute, tasks: [exampleTasks[0], exampleTasks[0]] }, ['body.tasks']],
-    ['inferenceCost', 'accuracy above 1', { task: { inputTokens: 1, outputTokens: 1, minAccuracy: 1.5, valueUsd: '1' }, models }, ['body.task.minAccuracy']],
-    ['inferenceCost', 'negative price', { task: { inputTokens: 1, outputTokens: 1, minAccuracy: 0.5, valueUsd: '1' }, models: { ...models, light: { ...models.light, inputUsdPerMTok: '-1' } } }, ['body.models.light.inputUsdPerMTok']],
-    ['memoryCompression', 'target too low', { capacityTokens: 100, items: [memoryItem], targetUtilization: 0.05 }, ['body.targetUtilization']],
+    [
+      'inferenceCost',
+      'accuracy above 1',
+      { task: { inputTokens: 1, outputTokens: 1, minAccuracy: 1.5, valueUsd: '1' }, models },
+      ['body.task.minAccuracy'],
+    ],
+    [
+      'inferenceCost',
+      'negative price',
+      {
+        task: { inputTokens: 1, outputTokens: 1, minAccuracy: 0.5, valueUsd: '1' },
+        models: { ...models, light: { ...models.light, inputUsdPerMTok: '-1' } },
+      },
+      ['body.models.light.inputUsdPerMTok'],
+    ],
+    [
+      'memoryCompression',
+      'target too low',
+      { capacityTokens: 100, items: [memoryItem], targetUtilization: 0.05 },
+      ['body.targetUtilization'],
+    ],
     ['memoryCompression', 'duplicate ids', { capacityTokens: 100, items: [memoryItem, memoryItem] }, ['body.items']],
-    ['memoryCompression', 'month 13', { capacityTokens: 100, items: [{ ...memoryItem, lastAccessedAt: '2026-13-01T00:00:00.000Z' }] }, ['body.items.0.lastAccessedAt']],
-    ['contextRelevance', 'goal too short', { goal: ' ab ', items: [{ id: 'x', text: 'y' }], tokenBudget: 10 }, ['body.goal']],
-    ['contextRelevance', 'zero budget', { goal: 'a goal', items: [{ id: 'x', text: 'y' }], tokenBudget: 0 }, ['body.tokenBudget']],
-    ['decisionComplexity', 'one option', { options: 1, stakesUsd: '1', reversibility: 0, uncertainty: 0, novelty: 0, timeBudgetSeconds: 1 }, ['body.options']],
-    ['decisionComplexity', 'seven decimals', { options: 2, stakesUsd: '1.1234567', reversibility: 0, uncertainty: 0, novelty: 0, timeBudgetSeconds: 1 }, ['body.stakesUsd']],
+    [
+      'memoryCompression',
+      'month 13',
+      { capacityTokens: 100, items: [{ ...memoryItem, lastAccessedAt: '2026-13-01T00:00:00.000Z' }] },
+      ['body.items.0.lastAccessedAt'],
+    ],
+    [
+      'contextRelevance',
+      'goal too short',
+      { goal: ' ab ', items: [{ id: 'x', text: 'y' }], tokenBudget: 10 },
+      ['body.goal'],
+    ],
+    [
+      'contextRelevance',
+      'zero budget',
+      { goal: 'a goal', items: [{ id: 'x', text: 'y' }], tokenBudget: 0 },
+      ['body.tokenBudget'],
+    ],
+    [
+      'decisionComplexity',
+      'one option',
+      { options: 1, stakesUsd: '1', reversibility: 0, uncertainty: 0, novelty: 0, timeBudgetSeconds: 1 },
+      ['body.options'],
+    ],
+    [
+      'decisionComplexity',
+      'seven decimals',
+      { options: 2, stakesUsd: '1.1234567', reversibility: 0, uncertainty: 0, novelty: 0, timeBudgetSeconds: 1 },
+      ['body.stakesUsd'],
+    ],
     ['exploreExploit', 'one arm', { arms: [arms[0]] }, ['body.arms']],
     ['exploreExploit', 'epsilon 2', { arms, epsilon: 2 }, ['body.epsilon']],
     ['exploreExploit', 'negative seed', { arms, seed: -1 }, ['body.seed']],
-    ['exploreExploit', 'trials beyond a billion', { arms: [{ ...arms[0], trials: 1e308 }, arms[1]] }, ['body.arms.0.trials']],
+    [
+      'exploreExploit',
+      'trials beyond a billion',
+      { arms: [{ ...arms[0], trials: 1e308 }, arms[1]] },
+      ['body.arms.0.trials'],
+    ],
     ['confidenceCalibration', 'nine predictions', { predictions: predictions([[0.5, 9, 0]]) }, ['body.predictions']],
     ['confidenceCalibration', 'four bins', { predictions: predictions([[0.5, 10, 0]]), bins: 4 }, ['body.bins']],
     ['overthinking', 'one step', { steps: [{ step: 1, tokens: 1, quality: 0.1 }] }, ['body.steps']],
-    ['overthinking', 'patience 0', { steps: [{ step: 1, tokens: 1, quality: 0.1 }, { step: 2, tokens: 1, quality: 0.2 }], patience: 0 }, ['body.patience']],
+    [
+      'overthinking',
+      'patience 0',
+      {
+        steps: [
+          { step: 1, tokens: 1, quality: 0.1 },
+          { step: 2, tokens: 1, quality: 0.2 },
+        ],
+        patience: 0,
+      },
+      ['body.patience'],
+    ],
     ['cognitiveLoad', 'one agent', { agents: [exampleTeam[0]], tasks: exampleTasks }, ['body.agents']],
-    ['cognitiveLoad', 'target 0.2', { agents: exampleTeam, tasks: exampleTasks, targetUtilization: 0.2 }, ['body.targetUtilization']],
+    [
+      'cognitiveLoad',
+      'target 0.2',
+      { agents: exampleTeam, tasks: exampleTasks, targetUtilization: 0.2 },
+      ['body.targetUtilization'],
+    ],
     ['performanceDrift', 'nine scores', { scores: driftScores.slice(0, 9) }, ['body.scores']],
     ['performanceDrift', 'threshold 0', { scores: driftScores, threshold: 0 }, ['body.threshold']],
     ['updateState', 'bad agent id', { agentId: 'bad id!', tasks: { queue: [] } }, ['body.agentId']],
     ['updateState', 'no group', { agentId: 'planner' }, ['body']],
     ['updateState', 'unknown field', { agentId: 'planner', tasks: { queue: [] }, mood: 'happy' }, ['body.mood']],
-    ['updateState', 'impossible time', { agentId: 'planner', performance: { qualityHistory: driftScores.map((s, i) => (i === 3 ? { ...s, at: '2026-04-10T25:00:00.000Z' } : s)) } }, ['body.performance.qualityHistory.3.at']],
+    [
+      'updateState',
+      'impossible time',
+      {
+        agentId: 'planner',
+        performance: {
+          qualityHistory: driftScores.map((s, i) => (i === 3 ? { ...s, at: '2026-04-10T25:00:00.000Z' } : s)),
+        },
+      },
+      ['body.performance.qualityHistory.3.at'],
+    ],
     ['fullDiagnostic', 'empty agent id', { agentId: '' }, ['body.agentId']],
   ];
   for (const [route, label, body, fields] of cases) {
     it(`${route}: ${label}`, async () => {
       const before = await stateRows();
-      const error: any = await (api()[route as 'updateState'] as (args: unknown) => Promise<unknown>)({ body }).catch((e) => e);
+      const error: any = await (api()[route as 'updateState'] as (args: unknown) => Promise<unknown>)({ body }).catch(
+        (e) => e,
+      );
       expect(error).toBeInstanceOf(BadRequestError);
       expect(error.fields.map((f: { field: string }) => f.field)).toEqual(fields);
       expect(await stateRows()).toBe(before);
@@ -787,7 +1204,9 @@ describe('bad input gets a 400 naming the field, and stores nothing', () => {
   }
 
   it('getState: a path parameter that is not an agent id', async () => {
-    const error = await api().getState({ params: { agentId: 'no spaces' }, body: {} }).catch((e) => e);
+    const error = await api()
+      .getState({ params: { agentId: 'no spaces' }, body: {} })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.fields.map((f: { field: string }) => f.field)).toEqual(['params.agentId']);
   });
@@ -798,16 +1217,45 @@ describe('payment', () => {
     const priced = await startService(createCognitionApp, { id: 'cognition' });
     try {
       const client = clientOf(alice, priced.url);
-      const quote = await client.computeAllocation({ body: { compute: { gpus: { total: 1, available: 1 }, cpus: { total: 1, available: 1 } }, tasks: exampleTasks } }).catch((e) => e);
+      const quote = await client
+        .computeAllocation({
+          body: {
+            compute: { gpus: { total: 1, available: 1 }, cpus: { total: 1, available: 1 } },
+            tasks: exampleTasks,
+          },
+        })
+        .catch((e) => e);
       expect(quote).toBeInstanceOf(PaymentRequiredError);
-      expect(quote.quote.accepts[0]).toMatchObject({ scheme: 'exact', amount: '20000', asset: USDC_DEVNET, network: SOLANA_DEVNET });
-      const diagnostic = await client.fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } } }).catch((e) => e);
+      expect(quote.quote.accepts[0]).toMatchObject({
+        scheme: 'exact',
+        amount: '20000',
+        asset: USDC_DEVNET,
+        network: SOLANA_DEVNET,
+      });
+      const diagnostic = await client
+        .fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } } })
+        .catch((e) => e);
       expect(diagnostic.quote.accepts[0].amount).toBe('8000'); // one analysis (drift) has its inputs: 0.008
       // 404, 409 and 422 come before any price is asked.
-      expect(await client.getState({ params: { agentId: 'nobody' }, body: {} }).catch((e) => e)).toBeInstanceOf(NotFoundError);
-      expect(await client.fullDiagnostic({ body: { agentId: 'nobody' } }).catch((e) => e)).toBeInstanceOf(NotFoundError);
-      expect(await client.updateState({ body: { agentId: 'nobody', expectedVersion: 3, tasks: { queue: [] } } }).catch((e) => e)).toBeInstanceOf(ConflictError);
-      const unschedulable = await client.computeAllocation({ body: { compute: { gpus: { total: 1, available: 1 }, cpus: { total: 1, available: 1 } }, tasks: [{ id: 't', priority: 1, estimatedMinutes: 1 }] } }).catch((e) => e);
+      expect(await client.getState({ params: { agentId: 'nobody' }, body: {} }).catch((e) => e)).toBeInstanceOf(
+        NotFoundError,
+      );
+      expect(await client.fullDiagnostic({ body: { agentId: 'nobody' } }).catch((e) => e)).toBeInstanceOf(
+        NotFoundError,
+      );
+      expect(
+        await client
+          .updateState({ body: { agentId: 'nobody', expectedVersion: 3, tasks: { queue: [] } } })
+          .catch((e) => e),
+      ).toBeInstanceOf(ConflictError);
+      const unschedulable = await client
+        .computeAllocation({
+          body: {
+            compute: { gpus: { total: 1, available: 1 }, cpus: { total: 1, available: 1 } },
+            tasks: [{ id: 't', priority: 1, estimatedMinutes: 1 }],
+          },
+        })
+        .catch((e) => e);
       expect(unschedulable).toBeInstanceOf(UnprocessableEntityError);
       expect(await priced.database.db.selectFrom('cognition_states').selectAll().execute()).toEqual([]);
     } finally {
@@ -822,11 +1270,23 @@ describe('payment', () => {
       const paid = await economy.startPaidService(createCognitionApp, { id: 'cognition' });
       const buyer = await walletFromSecretKey(economy.buyer.secretKey);
       const seller = paid.context.wallet.address;
-      const client = createClient({ baseUrls: { cognition: paid.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 }).cognition;
+      const client = createClient({
+        baseUrls: { cognition: paid.url },
+        wallet: buyer,
+        payments: { rpcUrl: economy.rpcUrl },
+        maxRetries: 0,
+      }).cognition;
       const balances = () => [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)];
       const [buyerBefore, sellerBefore] = balances();
 
-      const result = await client.overthinking.withResponse({ body: { steps: [{ step: 1, tokens: 1000, quality: 0.5 }, { step: 2, tokens: 1000, quality: 0.9 }] } });
+      const result = await client.overthinking.withResponse({
+        body: {
+          steps: [
+            { step: 1, tokens: 1000, quality: 0.5 },
+            { step: 2, tokens: 1000, quality: 0.9 },
+          ],
+        },
+      });
       expect(result.data.kneeStep).toBeNull();
       expect(result.payment).toMatchObject({ amount: '10000', payTo: seller, payer: buyer.address });
       expect(balances()).toEqual([buyerBefore! - 10_000n, sellerBefore! + 10_000n]);
@@ -847,37 +1307,78 @@ describe('integrity: a buyer pays for analyses that ran, on inputs they can scor
     try {
       const client = clientOf(alice, priced.url);
       // One analysis (performance drift) has its inputs: the quote is for one, not ten.
-      const one = await client.fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } } }).catch((e) => e);
+      const one = await client
+        .fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } } })
+        .catch((e) => e);
       expect(one).toBeInstanceOf(PaymentRequiredError);
       expect(one.quote.accepts[0].amount).toBe('8000');
       // Two (drift and explore-exploit): 0.016.
       const two = await client
-        .fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores }, reasoning: { approaches: [{ id: 'a', trials: 3, meanReward: 0.5 }, { id: 'b', trials: 2, meanReward: 0.4 }] } } } })
+        .fullDiagnostic({
+          body: {
+            agentId: 'x',
+            state: {
+              performance: { qualityHistory: driftScores },
+              reasoning: {
+                approaches: [
+                  { id: 'a', trials: 3, meanReward: 0.5 },
+                  { id: 'b', trials: 2, meanReward: 0.4 },
+                ],
+              },
+            },
+          },
+        })
         .catch((e) => e);
       expect(two.quote.accepts[0].amount).toBe('16000');
     } finally {
       await priced.close();
     }
     // A deployment charging nothing says so.
-    const report = await api().fullDiagnostic({ body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } } });
+    const report = await api().fullDiagnostic({
+      body: { agentId: 'x', state: { performance: { qualityHistory: driftScores } } },
+    });
     expect([report.analysesRun, report.chargedUsd]).toEqual([1, '0']);
   });
 
   it('refuses a goal made only of stopwords before payment (422 goal_unscorable), and the diagnostic skips it', async () => {
     const priced = await startService(createCognitionApp, { id: 'cognition' });
     try {
-      const body = { goal: 'what is it that the', items: [{ id: 'a', text: 'Priority fees on Solana', tokens: 10 }], tokenBudget: 100 };
-      const refused = await clientOf(alice, priced.url).contextRelevance({ body }).catch((e) => e);
+      const body = {
+        goal: 'what is it that the',
+        items: [{ id: 'a', text: 'Priority fees on Solana', tokens: 10 }],
+        tokenBudget: 100,
+      };
+      const refused = await clientOf(alice, priced.url)
+        .contextRelevance({ body })
+        .catch((e) => e);
       expect(refused).toBeInstanceOf(UnprocessableEntityError);
       expect(refused).toMatchObject({ code: 'goal_unscorable' });
     } finally {
       await priced.close();
     }
     const report = await api().fullDiagnostic({
-      body: { agentId: 'x', state: { reasoning: { goal: 'the of and', context: [{ id: 'a', text: 'fees', tokens: 5 }], tokenBudget: 10, approaches: [{ id: 'a', trials: 3, meanReward: 0.5 }, { id: 'b', trials: 2, meanReward: 0.4 }] } } },
+      body: {
+        agentId: 'x',
+        state: {
+          reasoning: {
+            goal: 'the of and',
+            context: [{ id: 'a', text: 'fees', tokens: 5 }],
+            tokenBudget: 10,
+            approaches: [
+              { id: 'a', trials: 3, meanReward: 0.5 },
+              { id: 'b', trials: 2, meanReward: 0.4 },
+            ],
+          },
+        },
+      },
     });
-    expect(report.entries.find((e) => e.analysis === 'context-relevance')).toMatchObject({ status: 'skipped', score: null });
-    expect(report.entries.find((e) => e.analysis === 'context-relevance')!.skippedReason).toContain('no word the analysis can score');
+    expect(report.entries.find((e) => e.analysis === 'context-relevance')).toMatchObject({
+      status: 'skipped',
+      score: null,
+    });
+    expect(report.entries.find((e) => e.analysis === 'context-relevance')!.skippedReason).toContain(
+      'no word the analysis can score',
+    );
   });
 
   it('does not call a plan with a task that can never run "ok"', async () => {
@@ -896,7 +1397,10 @@ describe('integrity: a buyer pays for analyses that ran, on inputs they can scor
     // A task needing a skill nobody on the team has: unplaceable, so the load cannot be "ok" either.
     const load = await api().cognitiveLoad({
       body: {
-        agents: [{ id: 'p', capacityMinutes: 100, skills: [] }, { id: 'q', capacityMinutes: 100, skills: [] }],
+        agents: [
+          { id: 'p', capacityMinutes: 100, skills: [] },
+          { id: 'q', capacityMinutes: 100, skills: [] },
+        ],
         tasks: [
           { id: 'ok', priority: 1, estimatedMinutes: 30, assignedTo: 'p' },
           { id: 'rust', priority: 1, estimatedMinutes: 10, requiredSkills: ['rust'] },

@@ -1,17 +1,27 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import fc from 'fast-check';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conviction as convictionContract, listRoutes, type RouteMeta } from '@agent-economy/contracts';
-import { BadRequestError, NotFoundError, UnprocessableEntityError, createClient, walletFromSecretKey } from '@agent-economy/sdk';
+import {
+  BadRequestError,
+  NotFoundError,
+  UnprocessableEntityError,
+  createClient,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { createConvictionApp, type ConvictionOptions } from '../servers/src/services/conviction';
-import { analyze, builtinSummary, composite, quickComposite, readingOf, usd, WEIGHTS } from '../servers/src/services/conviction/domain';
-import { simulatedSource } from '../servers/src/services/conviction/sources';
-import { depthWithin, gini, imbalance, logReturns, midAndSpread, pearson, priceImpact, standardDeviation, type BookLevel } from '../servers/src/upstream/measures';
+import {
+  builtinSummary,
+  composite,
+  quickComposite,
+  readingOf,
+  WEIGHTS,
+} from '../servers/src/services/conviction/domain';
+import { gini, logReturns, pearson, standardDeviation } from '../servers/src/upstream/measures';
 import { MarketModel } from '../servers/src/upstream/market';
 import { SimulatedSpotMarket } from '../servers/src/upstream/market/book';
 import type { ServiceContext } from '../servers/src/runtime/context';
 import { startEconomy, type Economy } from './support/economy';
-import { startService, type RunningService } from './support/servers';
+import { listenLocal, startService, type RunningService } from './support/servers';
 
 // The conviction index on the seeded spot market (read at a fixed instant, so figures are recomputed here from the raw
 // books and bars with the research's formulas), and on live adapters pointed at a local server that replays Binance's
@@ -22,129 +32,20 @@ const ZERO_PRICES = { analyze: FREE, quickScore: FREE, compare: FREE };
 const NOW = Date.parse('2026-11-22T09:00:30.000Z');
 const MINUTE_OF_NOW = Date.parse('2026-11-22T09:00:00.000Z');
 const HOUR = 3_600_000;
+// The live adapters' clock: mid-hour, after CoinGecko has stamped the last complete hour's price (37 s past it).
+const LIVE_NOW = Date.parse('2026-11-22T09:30:00.000Z');
 const SIMULATED: ConvictionOptions = { market: 'simulated', now: () => NOW };
 const BONK_MINT = 'DezXAZ8z7PnrnRJjz3wXBoRgixCa6xjnB7YaB1pPB263';
 
-const factory = (options: ConvictionOptions, prices: Record<string, typeof FREE> | undefined = ZERO_PRICES) => (c: ServiceContext) =>
-  createConvictionApp({ ...c, ...(prices ? { prices } : {}) }, options);
+const factory =
+  (options: ConvictionOptions, prices: Record<string, typeof FREE> | undefined = ZERO_PRICES) =>
+  (c: ServiceContext) =>
+    createConvictionApp({ ...c, ...(prices ? { prices } : {}) }, options);
 
 const round = (x: number, d = 6) => Math.round(x * 10 ** d) / 10 ** d;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Formulas on the research vectors (research/domain.md §4)
-
-describe('formulas', () => {
-  const bids: BookLevel[] = [
-    { price: 99.9, quantity: 5 },
-    { price: 99.0, quantity: 10 },
-    { price: 98.0, quantity: 20 },
-    { price: 97.0, quantity: 50 },
-  ];
-  const asks: BookLevel[] = [
-    { price: 100.1, quantity: 4 },
-    { price: 101.0, quantity: 8 },
-    { price: 102.0, quantity: 15 },
-    { price: 103.0, quantity: 40 },
-  ];
-
-  it('Gini of bid sizes', () => {
-    expect(gini([5, 10, 20, 50])).toBe(0.426471);
-    expect(gini([1, 1, 1, 1])).toBe(0);
-    expect(gini([0, 0, 0, 1])).toBe(0.75);
-    expect(gini([1, 2, 3, 4, 5])).toBe(0.266667);
-    expect(gini([10, 5, 3, 1, 1])).toBe(0.44);
-  });
-
-  it('the book example: mid 100, spread 20 bps, ±2 % depth 3,449.5 and 2,738.4, imbalance 0.114918', () => {
-    const top = midAndSpread(bids, asks)!;
-    expect(top.mid).toBeCloseTo(100, 12);
-    expect(top.spreadBps).toBeCloseTo(20, 6);
-    expect(depthWithin('bid', bids, top.mid)).toBeCloseTo(3449.5, 9);
-    expect(depthWithin('ask', asks, top.mid)).toBeCloseTo(2738.4, 9);
-    expect(imbalance(3449.5, 2738.4)).toBe(0.114918);
-    expect(midAndSpread([], asks)).toBeNull();
-  });
-
-  it('Pearson ρ of log returns: 0.933449', () => {
-    const a = [100, 102, 101, 105, 107];
-    const b = [50, 50.5, 50.2, 51.5, 52.6];
-    expect(logReturns(a).map((r) => round(r))).toEqual([0.019803, -0.009852, 0.03884, 0.018868]);
-    expect(pearson(logReturns(a), logReturns(b))).toBe(0.933449);
-    expect(pearson([1, 2, 3], [2, 2, 2])).toBeNull();
-    expect(pearson([1], [2])).toBeNull();
-    expect(standardDeviation([1, 3])).toBe(1);
-  });
-
-  it('price impact by walking the book', () => {
-    // A 1,000 USD buy takes 400.4 at 100.1 (4 units) and 599.6 at 101 (5.936634 units): average 100.637767.
-    const buy = priceImpact('buy', asks, 100, 1000);
-    expect(buy.averagePrice).toBeCloseTo(1000 / (4 + 599.6 / 101), 9);
-    expect(buy.impactPercent).toBe(round(((1000 / (4 + 599.6 / 101) - 100) / 100) * 100, 4));
-    expect(buy.filledFraction).toBe(1);
-    // A sell larger than the whole bid side fills what is there.
-    const bidTotal = bids.reduce((s, l) => s + l.price * l.quantity, 0);
-    const sell = priceImpact('sell', bids, 100, bidTotal * 2);
-    expect(sell.filledFraction).toBe(0.5);
-    expect(sell.averagePrice).toBeCloseTo(bidTotal / 85, 9);
-    expect(priceImpact('buy', [], 100, 1000)).toEqual({ averagePrice: null, impactPercent: 0, filledFraction: 0 });
-  });
-
-  it('properties: Gini within [0, (n−1)/n], ρ symmetric within [−1, 1], impact growing with the order', () => {
-    const positive = fc.array(fc.double({ min: 0.001, max: 1e6, noNaN: true }), { minLength: 1, maxLength: 40 });
-    fc.assert(
-      fc.property(positive, (xs) => {
-        const g = gini(xs);
-        expect(g).toBeGreaterThanOrEqual(0);
-        expect(g).toBeLessThanOrEqual((xs.length - 1) / xs.length + 1e-6);
-      }),
-    );
-    fc.assert(
-      fc.property(fc.array(fc.tuple(fc.double({ min: -1, max: 1, noNaN: true }), fc.double({ min: -1, max: 1, noNaN: true })), { minLength: 2, maxLength: 40 }), (pairs) => {
-        const a = pairs.map((p) => p[0]);
-        const b = pairs.map((p) => p[1]);
-        const r = pearson(a, b);
-        expect(r).toBe(pearson(b, a));
-        if (r !== null) expect(Math.abs(r)).toBeLessThanOrEqual(1);
-      }),
-    );
-    fc.assert(
-      fc.property(fc.double({ min: 1, max: 5000, noNaN: true }), fc.double({ min: 1, max: 5000, noNaN: true }), (x, y) => {
-        const [small, large] = x < y ? [x, y] : [y, x];
-        expect(priceImpact('buy', asks, 100, large).impactPercent).toBeGreaterThanOrEqual(priceImpact('buy', asks, 100, small).impactPercent);
-      }),
-    );
-  });
-
-  it('the simulated market is a model, not a constant: the universe reads thin and firm', async () => {
-    const source = simulatedSource(undefined, () => NOW);
-    const model = new MarketModel();
-    const composites: number[] = [];
-    for (const asset of model.assets.slice(60, 100)) {
-      const token = source.resolve(asset.symbol);
-      const a = analyze(token, await source.read(token, { hours: 25, majors: false }));
-      composites.push(quickComposite(a.quick));
-    }
-    expect(composites.some((c) => c < 50)).toBe(true);
-    expect(composites.some((c) => c >= 50)).toBe(true);
-    expect(new Set(composites).size).toBeGreaterThan(30);
-  });
-
-  it('composite, quick composite and reading', () => {
-    const scores = { liquidity: 80, bidConcentration: 40, volumeAsymmetry: 90, correlation: 60, firmness: 70 };
-    const dims = Object.fromEntries(Object.entries(scores).map(([k, s]) => [k, { score: s }])) as never;
-    expect(composite(dims)).toBe(round(0.25 * 80 + 0.2 * 40 + 0.15 * 90 + 0.15 * 60 + 0.25 * 70, 1));
-    expect(quickComposite({ liquidity: 80, bidConcentration: 40, volumeAsymmetry: 90, firmness: 70 })).toBe(round((0.25 * 80 + 0.2 * 40 + 0.15 * 90 + 0.25 * 70) / 0.85, 1));
-    expect(readingOf(50)).toEqual({ reading: 'firm', readingStrength: 'marginal' });
-    expect(readingOf(49.9)).toEqual({ reading: 'thin', readingStrength: 'marginal' });
-    expect(readingOf(60)).toEqual({ reading: 'firm', readingStrength: 'clear' });
-    expect(readingOf(25)).toEqual({ reading: 'thin', readingStrength: 'clear' });
-    expect(readingOf(75.1)).toEqual({ reading: 'firm', readingStrength: 'strong' });
-    expect(readingOf(10)).toEqual({ reading: 'thin', readingStrength: 'strong' });
-    expect(usd(3449.5)).toBe('3449.5');
-    expect(usd(0.001)).toBe('0');
-    expect(usd(1234567.891)).toBe('1234567.89');
-  });
-});
 
 // ---------------------------------------------------------------------------------------------------------------
 // The seeded spot market
@@ -163,7 +64,14 @@ describe('on the simulated market', () => {
     const r = await conviction().analyze({ body: { token: 'BONK' } });
     expect(r.token).toEqual({ symbol: 'BONK', name: 'Bonk', mint: BONK_MINT });
     expect(r.source).toEqual({ mode: 'simulated', providers: ['market-model'], asOf: '2026-11-22T09:00:00.000Z' });
-    expect(r.coverage).toEqual({ sourcesQueried: 6, sourcesAnswered: 6, venues: ['simulated-book-a', 'simulated-book-b'], bookLevels: 240, tradesSampled: r.coverage.tradesSampled, returnsCount: 168 });
+    expect(r.coverage).toEqual({
+      sourcesQueried: 6,
+      sourcesAnswered: 6,
+      venues: ['simulated-book-a', 'simulated-book-b'],
+      bookLevels: 240,
+      tradesSampled: r.coverage.tradesSampled,
+      returnsCount: 168,
+    });
     expect(r.generator).toEqual({ engine: 'builtin', model: 'builtin-rules-v1' });
 
     // Liquidity and concentration from the two books, each venue's depth against its own mid.
@@ -198,20 +106,42 @@ describe('on the simulated market', () => {
     expect(r.coverage.tradesSampled).toBe(day.reduce((s, b) => s + b.trades, 0));
 
     // Correlation: Pearson ρ of 168 hourly log returns with each major.
-    for (const [major, field] of [['SOL', 'withNative'], ['BTC', 'withBtc'], ['ETH', 'withEth']] as const) {
+    for (const [major, field] of [
+      ['SOL', 'withNative'],
+      ['BTC', 'withBtc'],
+      ['ETH', 'withEth'],
+    ] as const) {
       const other = market.bars(major, MINUTE_OF_NOW, 169);
-      expect(r.dimensions.correlation[field]).toBe(pearson(logReturns(bars.map((b) => b.close)), logReturns(other.map((b) => b.close))));
+      expect(r.dimensions.correlation[field]).toBe(
+        pearson(logReturns(bars.map((b) => b.close)), logReturns(other.map((b) => b.close))),
+      );
     }
-    const rhos = [r.dimensions.correlation.withNative!, r.dimensions.correlation.withBtc!, r.dimensions.correlation.withEth!];
+    const rhos = [
+      r.dimensions.correlation.withNative!,
+      r.dimensions.correlation.withBtc!,
+      r.dimensions.correlation.withEth!,
+    ];
     expect(r.dimensions.correlation.score).toBe(round((100 * rhos.reduce((s, x) => s + Math.max(0, x), 0)) / 3, 1));
     expect(r.dimensions.correlation.returnsCount).toBe(168);
-    expect(r.dimensions.firmness.volatilityPercent).toBe(round(standardDeviation(logReturns(bars.slice(-25).map((b) => b.close))) * 100, 4));
+    expect(r.dimensions.firmness.volatilityPercent).toBe(
+      round(standardDeviation(logReturns(bars.slice(-25).map((b) => b.close))) * 100, 4),
+    );
 
     // Weights, composite, reading.
     for (const [k, w] of Object.entries(WEIGHTS)) expect(r.dimensions[k as keyof typeof WEIGHTS].weight).toBe(w);
     expect(r.compositeScore).toBe(composite(r.dimensions));
     expect(readingOf(r.compositeScore)).toEqual({ reading: r.reading, readingStrength: r.readingStrength });
-    expect(r.summary).toBe(builtinSummary({ token: r.token, compositeScore: r.compositeScore, reading: r.reading, readingStrength: r.readingStrength, confidenceScore: r.confidenceScore, dimensions: r.dimensions, mode: 'simulated' }).summary);
+    expect(r.summary).toBe(
+      builtinSummary({
+        token: r.token,
+        compositeScore: r.compositeScore,
+        reading: r.reading,
+        readingStrength: r.readingStrength,
+        confidenceScore: r.confidenceScore,
+        dimensions: r.dimensions,
+        mode: 'simulated',
+      }).summary,
+    );
     expect(r.summary).toContain('simulated market data');
     // No real venue is named anywhere in a simulated answer.
     expect(JSON.stringify(r)).not.toMatch(/binance|okx|coingecko/i);
@@ -231,7 +161,10 @@ describe('on the simulated market', () => {
       conviction().quickScore({ body: { token: 'bonk' } }),
       conviction().analyze({ body: { token: 'BONK' } }),
     ]);
-    expect({ ...byMint, analyzedAt: '' }).toEqual({ ...byTicker, analyzedAt: '' });
+    // Both read at the service's clock, which also stamps the answers.
+    expect(byMint).toEqual(byTicker);
+    expect(byMint.analyzedAt).toBe(new Date(NOW).toISOString());
+    expect(full.analyzedAt).toBe(new Date(NOW).toISOString());
     expect(byMint.dimensionScores).toEqual({
       liquidity: full.dimensions.liquidity.score,
       bidConcentration: full.dimensions.bidConcentration.score,
@@ -248,7 +181,9 @@ describe('on the simulated market', () => {
     expect(c.ranking.map((x) => x.rank)).toEqual([1, 2, 3, 4]);
     const scores = c.ranking.map((x) => x.compositeScore);
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
-    const singles = await Promise.all(['BONK', 'WIF', 'JUP', 'BTC'].map((t) => conviction().analyze({ body: { token: t } })));
+    const singles = await Promise.all(
+      ['BONK', 'WIF', 'JUP', 'BTC'].map((t) => conviction().analyze({ body: { token: t } })),
+    );
     for (const s of singles) {
       const row = c.ranking.find((x) => x.token.symbol === s.token.symbol)!;
       expect(row.compositeScore).toBe(s.compositeScore);
@@ -260,19 +195,27 @@ describe('on the simulated market', () => {
   });
 
   it('compare: one unknown token fails the call with 404 naming it; a mint and its ticker are one token', async () => {
-    const unknown = await conviction().compare({ body: { tokens: ['BONK', 'NOTACOIN1'] } }).catch((e) => e);
+    const unknown = await conviction()
+      .compare({ body: { tokens: ['BONK', 'NOTACOIN1'] } })
+      .catch((e) => e);
     expect(unknown).toBeInstanceOf(NotFoundError);
     expect(unknown).toMatchObject({ code: 'token_not_found', details: { token: 'NOTACOIN1' } });
-    const twice = await conviction().compare({ body: { tokens: ['BONK', BONK_MINT] } }).catch((e) => e);
+    const twice = await conviction()
+      .compare({ body: { tokens: ['BONK', BONK_MINT] } })
+      .catch((e) => e);
     expect(twice).toBeInstanceOf(BadRequestError);
     expect((twice as BadRequestError).fields.map((f) => f.field)).toContain('body.tokens');
   });
 
   it('analyze and quickScore: 404 token_not_found for an unknown ticker or mint', async () => {
-    const a = await conviction().analyze({ body: { token: 'NOTACOIN1' } }).catch((e) => e);
+    const a = await conviction()
+      .analyze({ body: { token: 'NOTACOIN1' } })
+      .catch((e) => e);
     expect(a).toMatchObject({ status: 404, code: 'token_not_found', details: { token: 'NOTACOIN1' } });
     const unknownMint = '11111111111111111111111111111111';
-    const q = await conviction().quickScore({ body: { token: unknownMint } }).catch((e) => e);
+    const q = await conviction()
+      .quickScore({ body: { token: unknownMint } })
+      .catch((e) => e);
     expect(q).toMatchObject({ status: 404, code: 'token_not_found', details: { token: unknownMint } });
   });
 
@@ -300,7 +243,13 @@ describe('on the simulated market', () => {
 
   it('health: ok, reading the market model', async () => {
     const h = await conviction().health();
-    expect(h).toMatchObject({ status: 'ok', service: 'conviction', version: '1.0.0', database: 'ok', upstream: { mode: 'simulated', providers: [{ name: 'market-model', status: 'ok' }] } });
+    expect(h).toMatchObject({
+      status: 'ok',
+      service: 'conviction',
+      version: '1.0.0',
+      database: 'ok',
+      upstream: { mode: 'simulated', providers: [{ name: 'market-model', status: 'ok' }] },
+    });
   });
 
   it('every route’s contract example succeeds', async () => {
@@ -317,10 +266,22 @@ describe('on the simulated market', () => {
       ['analyze: a ticker with a dash', () => conviction().analyze({ body: { token: 'BO-NK' } }), 'body.token'],
       ['analyze: a 13-letter ticker', () => conviction().analyze({ body: { token: 'ABCDEFGHIJKLM' } }), 'body.token'],
       ['analyze: a number', () => conviction().analyze({ body: { token: 5 as unknown as string } }), 'body.token'],
-      ['analyze: an unknown field', () => conviction().analyze({ body: { token: 'BONK', depth: 1 } as never }), 'body.depth'],
-      ['quickScore: an address of the wrong length', () => conviction().quickScore({ body: { token: `${BONK_MINT}x` } }), 'body.token'],
+      [
+        'analyze: an unknown field',
+        () => conviction().analyze({ body: { token: 'BONK', depth: 1 } as never }),
+        'body.depth',
+      ],
+      [
+        'quickScore: an address of the wrong length',
+        () => conviction().quickScore({ body: { token: `${BONK_MINT}x` } }),
+        'body.token',
+      ],
       ['compare: one token', () => conviction().compare({ body: { tokens: ['BONK'] } }), 'body.tokens'],
-      ['compare: six tokens', () => conviction().compare({ body: { tokens: ['A', 'B', 'C', 'D', 'E', 'F'] } }), 'body.tokens'],
+      [
+        'compare: six tokens',
+        () => conviction().compare({ body: { tokens: ['A', 'B', 'C', 'D', 'E', 'F'] } }),
+        'body.tokens',
+      ],
       ['compare: a repeated ticker', () => conviction().compare({ body: { tokens: ['BONK', 'bonk'] } }), 'body.tokens'],
       ['compare: a bad ticker', () => conviction().compare({ body: { tokens: ['BONK', 'W$F'] } }), 'body.tokens.1'],
     ];
@@ -345,7 +306,7 @@ describe('determinism across replicas', () => {
     try {
       const body = { token: 'WIF' };
       const [x, y, z] = await Promise.all([a, b, c].map((s) => s.client.conviction.analyze({ body })));
-      expect({ ...y, analyzedAt: '' }).toEqual({ ...x, analyzedAt: '' });
+      expect(y).toEqual(x);
       expect(z!.dimensions).not.toEqual(x!.dimensions);
     } finally {
       await Promise.all([a, b, c].map((s) => s.close()));
@@ -356,12 +317,28 @@ describe('determinism across replicas', () => {
 // ---------------------------------------------------------------------------------------------------------------
 // Live adapters against a replay of Binance's and OKX's documented responses
 
-/** Binance kline rows ([openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBase, takerBuyQuote, ignore]), strings as Binance sends them. */
+/**
+ * Binance kline rows ([openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBase,
+ * takerBuyQuote, ignore]), strings as Binance sends them.
+ */
 function klines(closes: number[], lastOpen: number, volumeOf: (i: number) => number, buyShare: number) {
   return closes.map((close, i) => {
     const openTime = lastOpen - (closes.length - 1 - i) * HOUR;
     const quote = volumeOf(i);
-    return [openTime, String(close), String(close), String(close), String(close), String(quote / close), openTime + HOUR - 1, quote.toFixed(2), 100 + i, String((quote * buyShare) / close), (quote * buyShare).toFixed(2), '0'];
+    return [
+      openTime,
+      String(close),
+      String(close),
+      String(close),
+      String(close),
+      String(quote / close),
+      openTime + HOUR - 1,
+      quote.toFixed(2),
+      100 + i,
+      String((quote * buyShare) / close),
+      (quote * buyShare).toFixed(2),
+      '0',
+    ];
   });
 }
 
@@ -375,23 +352,42 @@ interface Replay {
 async function startReplay(): Promise<Replay> {
   const failing = new Set<string>();
   const requests: string[] = [];
-  // 172 hourly closes per symbol from simple deterministic paths; the last kline is the hour still trading.
-  const currentOpen = Math.floor(Date.now() / HOUR) * HOUR;
+  // 172 hourly closes per symbol from simple deterministic paths; the last kline is the hour still trading at the
+  // service's clock (LIVE pins it to LIVE_NOW), so no hour can end between this replay's start and a read.
+  const currentOpen = Math.floor(LIVE_NOW / HOUR) * HOUR;
   const path = (seed: number, beta: number) =>
     Array.from({ length: 172 }, (_, i) => 100 * Math.exp(beta * 0.01 * Math.sin(i * 0.7) + 0.004 * Math.sin(i * seed)));
-  const series: Record<string, number[]> = { TSTUSDT: path(1.3, 1), SOLUSDT: path(2.1, 0.8), BTCUSDT: path(0.9, 1.1), ETHUSDT: path(3.7, 0.5), THINUSDT: path(1.1, 1) };
+  const series: Record<string, number[]> = {
+    TSTUSDT: path(1.3, 1),
+    SOLUSDT: path(2.1, 0.8),
+    BTCUSDT: path(0.9, 1.1),
+    ETHUSDT: path(3.7, 0.5),
+    THINUSDT: path(1.1, 1),
+  };
   const binanceBook = {
     lastUpdateId: 1027024,
-    bids: [['99.90000000', '5.00000000'], ['99.00000000', '10.00000000'], ['98.00000000', '20.00000000'], ['97.00000000', '50.00000000']],
-    asks: [['100.10000000', '4.00000000'], ['101.00000000', '8.00000000'], ['102.00000000', '15.00000000'], ['103.00000000', '40.00000000']],
+    bids: [
+      ['99.90000000', '5.00000000'],
+      ['99.00000000', '10.00000000'],
+      ['98.00000000', '20.00000000'],
+      ['97.00000000', '50.00000000'],
+    ],
+    asks: [
+      ['100.10000000', '4.00000000'],
+      ['101.00000000', '8.00000000'],
+      ['102.00000000', '15.00000000'],
+      ['103.00000000', '40.00000000'],
+    ],
   };
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const { url, close } = await listenLocal((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://replay');
     const [, provider] = url.pathname.split('/');
     const rest = url.pathname.slice(provider!.length + 1);
     requests.push(`${provider}${rest}${url.search}`);
-    const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    if (failing.has(provider!) || failing.has(`${provider}${rest}?symbol=${url.searchParams.get('symbol')}`)) return void res.writeHead(503, { 'content-type': 'text/plain' }).end('Service Unavailable');
+    const send = (status: number, body: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (failing.has(provider!) || failing.has(`${provider}${rest}?symbol=${url.searchParams.get('symbol')}`))
+      return void res.writeHead(503, { 'content-type': 'text/plain' }).end('Service Unavailable');
     if (provider === 'binance') {
       const symbol = url.searchParams.get('symbol') ?? '';
       if (rest === '/api/v3/depth') {
@@ -405,37 +401,54 @@ async function startReplay(): Promise<Replay> {
       }
       return send(400, { code: -1121, msg: 'Invalid symbol.' });
     }
-    // CoinGecko's hourly market chart: prices a little after each hour, as CoinGecko stamps them; the open hour's is not out yet.
+    // CoinGecko's hourly market chart: prices a little after each hour, as CoinGecko stamps them; the open hour's is
+    // not out yet.
     const chart = /^\/api\/v3\/coins\/(solana|bitcoin|ethereum)\/market_chart$/.exec(rest);
     if (provider === 'coingecko' && chart && url.searchParams.get('vs_currency') === 'usd') {
       const closes = series[{ solana: 'SOLUSDT', bitcoin: 'BTCUSDT', ethereum: 'ETHUSDT' }[chart[1]!]!]!;
-      const prices = closes.slice(0, -1).map((close, i) => [currentOpen - (closes.length - 1 - i) * HOUR + HOUR + 37_000, close]);
-      return send(200, { prices, market_caps: prices.map(([t]) => [t, 1e9]), total_volumes: prices.map(([t]) => [t, 1e7]) });
+      const prices = closes
+        .slice(0, -1)
+        .map((close, i) => [currentOpen - (closes.length - 1 - i) * HOUR + HOUR + 37_000, close]);
+      return send(200, {
+        prices,
+        market_caps: prices.map(([t]) => [t, 1e9]),
+        total_volumes: prices.map(([t]) => [t, 1e7]),
+      });
     }
     if (provider === 'okx' && rest === '/api/v5/market/books') {
       if (url.searchParams.get('instId') === 'TST-USDT') {
-        return send(200, { code: '0', msg: '', data: [{ asks: [['100.2', '10', '0', '2']], bids: [['99.8', '10', '0', '3'], ['98.5', '100', '0', '1']], ts: '1700000000000' }] });
+        return send(200, {
+          code: '0',
+          msg: '',
+          data: [
+            {
+              asks: [['100.2', '10', '0', '2']],
+              bids: [
+                ['99.8', '10', '0', '3'],
+                ['98.5', '100', '0', '1'],
+              ],
+              ts: '1700000000000',
+            },
+          ],
+        });
       }
       return send(200, { code: '51001', msg: "Instrument ID doesn't exist", data: [] });
     }
     send(404, { msg: 'not found' });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   return {
     url,
     failing,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close,
   };
 }
 
-const LIVE = (base: string): ConvictionOptions => ({ market: 'live', live: { binanceUrl: `${base}/binance`, okxUrl: `${base}/okx`, coingeckoUrl: `${base}/coingecko`, cacheMs: 0 } });
+const LIVE = (base: string): ConvictionOptions => ({
+  market: 'live',
+  now: () => LIVE_NOW,
+  live: { binanceUrl: `${base}/binance`, okxUrl: `${base}/okx`, coingeckoUrl: `${base}/coingecko`, cacheMs: 0 },
+});
 
 describe('live adapters against replayed provider responses', () => {
   let replay: Replay;
@@ -456,7 +469,9 @@ describe('live adapters against replayed provider responses', () => {
     expect(r.source.mode).toBe('live');
     expect(r.source.providers).toEqual(['binance', 'okx']);
     // OKX's replayed book stops within 2 % of mid on both sides: the answer says its depth counts what was returned.
-    expect(r.source.note).toBe("okx's book as returned does not reach 2 % from mid: its depth counts the levels returned");
+    expect(r.source.note).toBe(
+      "okx's book as returned does not reach 2 % from mid: its depth counts the levels returned",
+    );
     expect(r.token).toEqual({ symbol: 'TST', name: null, mint: null });
     // Binance: the research's book (3,449.5 and 2,738.4); OKX: mid 100, bids 998 + 9,850 within 2 %, asks 1,002.
     expect(Number(r.dimensions.liquidity.bidDepthUsd)).toBeCloseTo(3449.5 + 998 + 9850, 6);
@@ -470,7 +485,9 @@ describe('live adapters against replayed provider responses', () => {
     const volume = Array.from({ length: 24 }, (_, k) => 1000 + 10 * (147 + k)).reduce((a, b) => a + b, 0);
     expect(r.dimensions.liquidity.volume24hUsd).toBe(String(volume));
     expect(r.dimensions.volumeAsymmetry.imbalance).toBe(0.2);
-    expect(r.coverage.tradesSampled).toBe(Array.from({ length: 24 }, (_, k) => 100 + 147 + k).reduce((a, b) => a + b, 0));
+    expect(r.coverage.tradesSampled).toBe(
+      Array.from({ length: 24 }, (_, k) => 100 + 147 + k).reduce((a, b) => a + b, 0),
+    );
     expect(r.dimensions.correlation.returnsCount).toBe(168);
     expect(r.coverage).toMatchObject({ sourcesQueried: 6, sourcesAnswered: 6 });
     expect(replay.requests).toContain('binance/api/v3/klines?symbol=BTCUSDT&interval=1h&limit=170');
@@ -480,7 +497,10 @@ describe('live adapters against replayed provider responses', () => {
   it('correlation equals Pearson ρ of the replayed closes’ log returns', async () => {
     const r = await conviction().analyze({ body: { token: 'TST' } });
     const closes = (seed: number, beta: number) =>
-      Array.from({ length: 172 }, (_, i) => 100 * Math.exp(beta * 0.01 * Math.sin(i * 0.7) + 0.004 * Math.sin(i * seed))).slice(2, 171);
+      Array.from(
+        { length: 172 },
+        (_, i) => 100 * Math.exp(beta * 0.01 * Math.sin(i * 0.7) + 0.004 * Math.sin(i * seed)),
+      ).slice(2, 171);
     const tst = logReturns(closes(1.3, 1));
     expect(r.dimensions.correlation.withNative).toBe(pearson(tst, logReturns(closes(2.1, 0.8))));
     expect(r.dimensions.correlation.withBtc).toBe(pearson(tst, logReturns(closes(0.9, 1.1))));
@@ -488,10 +508,14 @@ describe('live adapters against replayed provider responses', () => {
   });
 
   it('a ticker Binance does not list is 404 token_not_found; a book without bids is 422', async () => {
-    const missing = await conviction().quickScore({ body: { token: 'NOPE' } }).catch((e) => e);
+    const missing = await conviction()
+      .quickScore({ body: { token: 'NOPE' } })
+      .catch((e) => e);
     expect(missing).toBeInstanceOf(NotFoundError);
     expect(missing).toMatchObject({ code: 'token_not_found', details: { token: 'NOPE' } });
-    const thin = await conviction().quickScore({ body: { token: 'THIN' } }).catch((e) => e);
+    const thin = await conviction()
+      .quickScore({ body: { token: 'THIN' } })
+      .catch((e) => e);
     expect(thin).toBeInstanceOf(UnprocessableEntityError);
     expect(thin).toMatchObject({ code: 'insufficient_market_data' });
   });
@@ -535,7 +559,9 @@ describe('live adapters against replayed provider responses', () => {
   it('Binance failing: 502 upstream_unavailable', async () => {
     replay.failing.add('binance');
     try {
-      const error = await conviction().analyze({ body: { token: 'TST' } }).catch((e) => e);
+      const error = await conviction()
+        .analyze({ body: { token: 'TST' } })
+        .catch((e) => e);
       expect(error).toMatchObject({ status: 502, code: 'upstream_unavailable' });
     } finally {
       replay.failing.clear();
@@ -561,7 +587,12 @@ describe('paid for real through the facilitator', () => {
   it('charges 0.05, 0.01 and 0.08; nothing for info, health, an unknown token or a provider down', async () => {
     const paid = await economy.startPaidService((c) => createConvictionApp(c, SIMULATED), { id: 'conviction' });
     const buyer = await walletFromSecretKey(economy.buyer.secretKey);
-    const client = createClient({ baseUrls: { conviction: paid.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const client = createClient({
+      baseUrls: { conviction: paid.url },
+      wallet: buyer,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const seller = paid.context.wallet.address;
     const buyerBefore = economy.ledger.tokenBalance(economy.buyer.address);
     const sellerBefore = economy.ledger.tokenBalance(seller);
@@ -589,7 +620,12 @@ describe('paid for real through the facilitator', () => {
 
     replay.failing.add('binance');
     const dark = await economy.startPaidService((c) => createConvictionApp(c, LIVE(replay.url)), { id: 'conviction' });
-    const darkClient = createClient({ baseUrls: { conviction: dark.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const darkClient = createClient({
+      baseUrls: { conviction: dark.url },
+      wallet: buyer,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const error = await darkClient.conviction.analyze({ body: { token: 'TST' } }).catch((e) => e);
     expect(error).toMatchObject({ status: 502, code: 'upstream_unavailable' });
     expect(darkClient.payments.spentUsd()).toBe('0');

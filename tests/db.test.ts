@@ -35,6 +35,57 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
     }
   });
 
+  it('passes every kind of parameter the services use and reads it back the same on both engines', async () => {
+    const database = await testDatabase();
+    try {
+      await sql`create table demo_kinds (id text primary key, n int4, big int8, f float8, ok bool, at timestamptz,
+        note text, doc jsonb, raw bytea)`.execute(database.db);
+      const at = new Date('2026-11-26T10:00:00.123Z');
+      const values = {
+        id: 'k1',
+        n: -7,
+        big: 9_007_199_254_740_993n,
+        f: 0.1,
+        ok: false,
+        at,
+        note: null,
+        doc: JSON.stringify({ a: [1, 'two'] }),
+        raw: Buffer.from([0, 255, 16]),
+      };
+      await database.db
+        .insertInto('demo_kinds' as never)
+        .values(values as never)
+        .execute();
+      const row = (await database.db
+        .selectFrom('demo_kinds' as never)
+        .selectAll()
+        .where('id' as never, '=', 'k1' as never)
+        .where('at' as never, '=', at as never)
+        .where('big' as never, '>', 9_007_199_254_740_992n as never)
+        .where('ok' as never, '=', false as never)
+        .executeTakeFirstOrThrow()) as Record<string, unknown>;
+      // bytea comes back as a Buffer (PostgreSQL) or a Uint8Array (PGlite): the bytes are compared.
+      expect({ ...row, raw: [...(row.raw as Uint8Array)] }).toEqual({
+        ...values,
+        doc: { a: [1, 'two'] },
+        raw: [0, 255, 16],
+      });
+      // A number passed where text is expected: the parameter's type is inferred from the statement.
+      const { rows } = await sql<{ s: string }>`select ${42}::text as s`.execute(database.db);
+      expect(rows[0]!.s).toBe('42');
+      // Bad input is the database's error, with its code, and the connection goes on.
+      await expect(
+        sql`select * from demo_kinds where n = ${'not a number'}`.execute(database.db),
+      ).rejects.toMatchObject({
+        code: '22P02',
+      });
+      const { rows: after } = await sql<{ n: number }>`select n from demo_kinds`.execute(database.db);
+      expect(after).toEqual([{ n: -7 }]);
+    } finally {
+      await database.close();
+    }
+  });
+
   it('rolls back a failed transaction and serializes concurrent ones', async () => {
     const database = await testDatabase();
     try {
@@ -49,13 +100,22 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
       await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
           database.db.transaction().execute(async (tx) => {
-            const { n } = await tx.selectFrom('demo_entries').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
-            await tx.insertInto('demo_entries').values({ id: `t${i}`, amount: BigInt(n) }).execute();
+            const { n } = await tx
+              .selectFrom('demo_entries')
+              .select((eb) => eb.fn.countAll<string>().as('n'))
+              .executeTakeFirstOrThrow();
+            await tx
+              .insertInto('demo_entries')
+              .values({ id: `t${i}`, amount: BigInt(n) })
+              .execute();
           }),
         ),
       );
-      const amounts = (await database.db.selectFrom('demo_entries').select('amount').execute()).map((r) => r.amount as bigint);
-      if (database.engine === 'pglite') expect(amounts.sort((a, b) => Number(a - b))).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(i)));
+      const amounts = (await database.db.selectFrom('demo_entries').select('amount').execute()).map(
+        (r) => r.amount as bigint,
+      );
+      if (database.engine === 'pglite')
+        expect(amounts.sort((a, b) => Number(a - b))).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(i)));
       else expect(amounts).toHaveLength(10);
     } finally {
       await database.close();
@@ -93,4 +153,47 @@ describe('migrations beside another schema', () => {
       await second.close();
     }
   });
+
+  it.runIf(process.env.TEST_DATABASE_URL)(
+    'see only their own schema, so another tenant creating and dropping schemas cannot fail them',
+    async () => {
+      const own = await testDatabase();
+      const other = await testDatabase();
+      await migrate(other.db, 'demo', migrations);
+      let churning = true;
+      // Another deployment (or test file) busy with DDL: schemas with tables appear, grow columns and disappear.
+      const churn = (async () => {
+        for (let i = 0; churning; i++) {
+          const name = sql.id(`churn_${process.pid}_${i}`);
+          await sql`create schema ${name}`.execute(other.db);
+          await sql`create table ${name}.t (id int8 primary key)`.execute(other.db);
+          await sql`alter table ${name}.t add column created_at text`.execute(other.db);
+          await sql`drop schema ${name} cascade`.execute(other.db);
+        }
+      })();
+      try {
+        for (let i = 0; i < 15; i++) {
+          await migrate(own.db, `scope${i}`, {
+            '001': { up: (db: any) => db.schema.createTable(`entries_${i}`).addColumn('id', 'text').execute() },
+          });
+        }
+        await migrate(own.db, 'demo', migrations);
+        const tables = await own.db.introspection.getTables({ withInternalKyselyTables: true });
+        expect(tables.filter((t) => t.name.startsWith('entries_'))).toHaveLength(15);
+        expect(tables.filter((t) => t.name.endsWith('_migrations'))).toHaveLength(16);
+        const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(own.db);
+        expect(new Set(tables.map((t) => t.schema))).toEqual(new Set([rows[0]!.schema]));
+        const demo = tables.find((t) => t.name === 'demo_entries')!;
+        expect(demo.columns.map((c) => [c.name, c.dataType, c.isNullable])).toEqual([
+          ['id', 'text', false],
+          ['amount', 'int8', false],
+        ]);
+      } finally {
+        churning = false;
+        await churn;
+        await own.close();
+        await other.close();
+      }
+    },
+  );
 });

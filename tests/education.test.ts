@@ -17,14 +17,24 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 async function quizCount(): Promise<number> {
-  const row = await service.database.db.selectFrom('education_quizzes').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const row = await service.database.db
+    .selectFrom('education_quizzes')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 describe('free routes', () => {
   it('lists the six courses with their lessons', async () => {
     const catalog = await education().catalog();
-    expect(catalog.courses.map((c) => c.id)).toEqual(['foundations', 'tool-use', 'memory', 'multi-agent-systems', 'rag', 'deployment']);
+    expect(catalog.courses.map((c) => c.id)).toEqual([
+      'foundations',
+      'tool-use',
+      'memory',
+      'multi-agent-systems',
+      'rag',
+      'deployment',
+    ]);
     expect(catalog.totalCourses).toBe(6);
     expect(catalog.totalLessons).toBe(30);
     for (const course of catalog.courses) {
@@ -35,7 +45,10 @@ describe('free routes', () => {
       for (const lesson of course.lessons) expect(lesson.preview.length).toBeGreaterThan(20);
     }
     expect(catalog.courses.find((c) => c.id === 'foundations')?.difficulty).toBe('beginner');
-    expect(catalog.courses.find((c) => c.id === 'multi-agent-systems')?.prerequisites).toEqual(['foundations', 'tool-use']);
+    expect(catalog.courses.find((c) => c.id === 'multi-agent-systems')?.prerequisites).toEqual([
+      'foundations',
+      'tool-use',
+    ]);
   });
 
   it('shows a course with each lesson’s objectives', async () => {
@@ -52,7 +65,9 @@ describe('free routes', () => {
   });
 
   it('answers an unknown course with 404 course_not_found listing the courses', async () => {
-    const error = await education().course({ params: { courseId: 'cooking' } }).catch((e) => e);
+    const error = await education()
+      .course({ params: { courseId: 'cooking' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect(error.code).toBe('course_not_found');
     expect(error.details.available).toHaveLength(6);
@@ -73,30 +88,54 @@ describe('paid routes quote their spec prices and serve nothing unpaid', () => {
       expect(error).toBeInstanceOf(PaymentRequiredError);
       const quote = (error as PaymentRequiredError).quote!;
       expect(quote.resource.url).toBe(`${service.url}/api/${route}`);
-      expect(quote.accepts[0]).toMatchObject({ scheme: 'exact', amount, asset: USDC_DEVNET, network: SOLANA_DEVNET, payTo: service.context.paywall.payTo });
+      expect(quote.accepts[0]).toMatchObject({
+        scheme: 'exact',
+        amount,
+        asset: USDC_DEVNET,
+        network: SOLANA_DEVNET,
+        payTo: service.context.paywall.payTo,
+      });
       expect(await quizCount()).toBe(before);
     });
   }
 
   it('refuses before quoting what would fail anyway: unknown lessons 404, uncovered questions 422', async () => {
-    const lesson = await education().lesson({ body: { courseId: 'tool-use', lessonId: 'no-such-lesson' } }).catch((e) => e);
+    const lesson = await education()
+      .lesson({ body: { courseId: 'tool-use', lessonId: 'no-such-lesson' } })
+      .catch((e) => e);
     expect(lesson).toBeInstanceOf(NotFoundError);
     expect(lesson.code).toBe('lesson_not_found');
     expect(lesson.details.available).toContain('function-calling');
-    const exercise = await education().exercise({ body: { courseId: 'knitting', lessonId: 'chunking' } }).catch((e) => e);
+    const exercise = await education()
+      .exercise({ body: { courseId: 'knitting', lessonId: 'chunking' } })
+      .catch((e) => e);
     expect(exercise.code).toBe('course_not_found');
-    const quiz = await education().quiz({ body: { action: 'generate', courseId: 'rag', lessonId: 'nope' } }).catch((e) => e);
+    const quiz = await education()
+      .quiz({ body: { action: 'generate', courseId: 'rag', lessonId: 'nope' } })
+      .catch((e) => e);
     expect(quiz.code).toBe('lesson_not_found');
-    const tutor = await education().tutor({ body: { question: 'What is the capital of France?' } }).catch((e) => e);
+    const tutor = await education()
+      .tutor({ body: { question: 'What is the capital of France?' } })
+      .catch((e) => e);
     expect(tutor).toBeInstanceOf(UnprocessableEntityError);
     expect(tutor.code).toBe('question_out_of_scope');
-    const narrowed = await education().tutor({ body: { question: 'What do the BM25 parameters k1 and b control?', courseId: 'deployment' } }).catch((e) => e);
+    const narrowed = await education()
+      .tutor({ body: { question: 'What do the BM25 parameters k1 and b control?', courseId: 'deployment' } })
+      .catch((e) => e);
     expect(narrowed.code).toBe('question_out_of_scope');
-    expect((await education().tutor({ body: { question: 'What do the BM25 parameters k1 and b control?', courseId: 'rag' } }).catch((e) => e)).status).toBe(402);
+    expect(
+      (
+        await education()
+          .tutor({ body: { question: 'What do the BM25 parameters k1 and b control?', courseId: 'rag' } })
+          .catch((e) => e)
+      ).status,
+    ).toBe(402);
   });
 
   it('names the bad field before quoting', async () => {
-    const error = await education().lesson({ body: { courseId: 'Tool Use!', lessonId: 'x' } }).catch((e) => e);
+    const error = await education()
+      .lesson({ body: { courseId: 'Tool Use!', lessonId: 'x' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.fields).toEqual([{ field: 'body.courseId', message: 'must be a lowercase slug such as "tool-use"' }]);
   });
@@ -110,19 +149,39 @@ describe('quiz grading round trip', () => {
     const { output, generator } = await builtinReasoner().run(quizTask(location, 6, quizId));
     const questions = toStoredQuestions(output);
     expect(questions).toHaveLength(6);
-    await educationStore(service.database.db).saveQuiz({ id: quizId, courseId: 'foundations', lessonId: 'agent-loop', questions, generator, createdAt: new Date() });
+    await educationStore(service.database.db).saveQuiz({
+      id: quizId,
+      courseId: 'foundations',
+      lessonId: 'agent-loop',
+      questions,
+      generator,
+      createdAt: new Date(),
+    });
 
     // Four right, one wrong, one unanswered.
-    const answers = questions.slice(0, 5).map((q, i) => ({ questionId: q.id, choice: i === 4 ? (q.answer + 1) % q.choices.length : q.answer }));
+    const answers = questions
+      .slice(0, 5)
+      .map((q, i) => ({ questionId: q.id, choice: i === 4 ? (q.answer + 1) % q.choices.length : q.answer }));
     const result = await education().quiz({ body: { action: 'grade', quizId, answers } });
-    if (!('score' in result)) throw new Error('expected a graded result');
-    expect(result).toMatchObject({ quizId, courseId: 'foundations', lessonId: 'agent-loop', attempt: 1, score: 4, total: 6, percent: 67, passed: false });
+    expect(result).toMatchObject({
+      action: 'grade',
+      quizId,
+      courseId: 'foundations',
+      lessonId: 'agent-loop',
+      attempt: 1,
+      score: 4,
+      total: 6,
+      percent: 67,
+      passed: false,
+    });
     expect(result.results.map((r) => r.correct)).toEqual([true, true, true, true, false, false]);
     expect(result.results[5]!.chosen).toBeNull();
     expect(result.results[4]!.correctChoice).toBe(questions[4]!.answer);
     expect(result.results[0]!.explanation.length).toBeGreaterThan(10);
 
-    const perfect = await education().quiz({ body: { action: 'grade', quizId, answers: questions.map((q) => ({ questionId: q.id, choice: q.answer })) } });
+    const perfect = await education().quiz({
+      body: { action: 'grade', quizId, answers: questions.map((q) => ({ questionId: q.id, choice: q.answer })) },
+    });
     expect(perfect).toMatchObject({ attempt: 2, score: 6, percent: 100, passed: true });
   });
 
@@ -132,17 +191,38 @@ describe('quiz grading round trip', () => {
     const { output, generator } = await builtinReasoner().run(quizTask(location, 3, quizId));
     const questions = toStoredQuestions(output);
     const store = educationStore(service.database.db);
-    await store.saveQuiz({ id: quizId, courseId: 'rag', lessonId: 'chunking', questions, generator, createdAt: new Date() });
+    await store.saveQuiz({
+      id: quizId,
+      courseId: 'rag',
+      lessonId: 'chunking',
+      questions,
+      generator,
+      createdAt: new Date(),
+    });
 
-    const grade = (answers: { questionId: string; choice: number }[]) => education().quiz({ body: { action: 'grade', quizId, answers } }).catch((e) => e);
+    const grade = (answers: { questionId: string; choice: number }[]) =>
+      education()
+        .quiz({ body: { action: 'grade', quizId, answers } })
+        .catch((e) => e);
     const unknown = await grade([{ questionId: 'q9', choice: 0 }]);
     expect(unknown).toBeInstanceOf(UnprocessableEntityError);
     expect(unknown.code).toBe('unknown_question');
     expect((await grade([{ questionId: 'q1', choice: 7 }])).code).toBe('choice_out_of_range');
-    expect((await grade([{ questionId: 'q1', choice: 0 }, { questionId: 'q1', choice: 1 }])).code).toBe('duplicate_answer');
+    expect(
+      (
+        await grade([
+          { questionId: 'q1', choice: 0 },
+          { questionId: 'q1', choice: 1 },
+        ])
+      ).code,
+    ).toBe('duplicate_answer');
     expect(await store.attemptCount(quizId)).toBe(0);
 
-    const missing = await education().quiz({ body: { action: 'grade', quizId: 'quiz_00000000000000000000dead', answers: [{ questionId: 'q1', choice: 0 }] } }).catch((e) => e);
+    const missing = await education()
+      .quiz({
+        body: { action: 'grade', quizId: 'quiz_00000000000000000000dead', answers: [{ questionId: 'q1', choice: 0 }] },
+      })
+      .catch((e) => e);
     expect(missing).toBeInstanceOf(NotFoundError);
     expect(missing.code).toBe('quiz_not_found');
   });
@@ -154,10 +234,25 @@ describe('bad input gets a 400 naming the field, and stores nothing', () => {
     ['lesson', 'focus too short', { courseId: 'rag', lessonId: 'chunking', focus: 'a' }, ['body.focus']],
     ['lesson', 'unknown field', { courseId: 'rag', lessonId: 'chunking', level: 3 }, ['body.level']],
     ['quiz', 'no action', { courseId: 'rag', lessonId: 'chunking' }, ['body.action']],
-    ['quiz', 'too many questions', { action: 'generate', courseId: 'rag', lessonId: 'chunking', questionCount: 11 }, ['body.questionCount']],
-    ['quiz', 'malformed quiz id', { action: 'grade', quizId: 'abc', answers: [{ questionId: 'q1', choice: 0 }] }, ['body.quizId']],
+    [
+      'quiz',
+      'too many questions',
+      { action: 'generate', courseId: 'rag', lessonId: 'chunking', questionCount: 11 },
+      ['body.questionCount'],
+    ],
+    [
+      'quiz',
+      'malformed quiz id',
+      { action: 'grade', quizId: 'abc', answers: [{ questionId: 'q1', choice: 0 }] },
+      ['body.quizId'],
+    ],
     ['quiz', 'no answers', { action: 'grade', quizId: 'quiz_0123456789abcdef01234567', answers: [] }, ['body.answers']],
-    ['quiz', 'negative choice', { action: 'grade', quizId: 'quiz_0123456789abcdef01234567', answers: [{ questionId: 'q1', choice: -1 }] }, ['body.answers.0.choice']],
+    [
+      'quiz',
+      'negative choice',
+      { action: 'grade', quizId: 'quiz_0123456789abcdef01234567', answers: [{ questionId: 'q1', choice: -1 }] },
+      ['body.answers.0.choice'],
+    ],
     ['exercise', 'number for courseId', { courseId: 7, lessonId: 'chunking' }, ['body.courseId']],
     ['tutor', 'question too short', { question: 'hi' }, ['body.question']],
     ['tutor', 'question too long', { question: 'x'.repeat(2001) }, ['body.question']],
@@ -166,7 +261,9 @@ describe('bad input gets a 400 naming the field, and stores nothing', () => {
   for (const [route, label, body, fields] of cases) {
     it(`${route}: ${label}`, async () => {
       const before = await quizCount();
-      const error: any = await (education()[route as 'lesson'] as (args: unknown) => Promise<unknown>)({ body }).catch((e) => e);
+      const error: any = await (education()[route as 'lesson'] as (args: unknown) => Promise<unknown>)({ body }).catch(
+        (e) => e,
+      );
       expect(error).toBeInstanceOf(BadRequestError);
       expect(error.fields.map((f: { field: string }) => f.field)).toEqual(fields);
       expect(await quizCount()).toBe(before);
@@ -174,21 +271,36 @@ describe('bad input gets a 400 naming the field, and stores nothing', () => {
   }
 
   it('course: a path parameter that is not a slug', async () => {
-    const error = await education().course({ params: { courseId: 'Not A Slug' } }).catch((e) => e);
+    const error = await education()
+      .course({ params: { courseId: 'Not A Slug' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(BadRequestError);
-    expect(error.fields).toEqual([{ field: 'params.courseId', message: 'must be a lowercase slug such as "tool-use"' }]);
+    expect(error.fields).toEqual([
+      { field: 'params.courseId', message: 'must be a lowercase slug such as "tool-use"' },
+    ]);
   });
 });
 
 describe('a deployment with its own prices', () => {
   let repriced: RunningService;
   beforeAll(async () => {
-    repriced = await startService((context) => createEducationApp({ ...context, prices: { lesson: { kind: 'fixed', usd: '0.04' }, catalog: { kind: 'fixed', usd: '0.001' }, exercise: { kind: 'fixed', usd: '0.000' } } }));
+    repriced = await startService((context) =>
+      createEducationApp({
+        ...context,
+        prices: {
+          lesson: { kind: 'fixed', usd: '0.04' },
+          catalog: { kind: 'fixed', usd: '0.001' },
+          exercise: { kind: 'fixed', usd: '0.000' },
+        },
+      }),
+    );
   });
   afterAll(() => repriced?.close());
 
   it('quotes, describes and documents the overridden prices alike', async () => {
-    const lesson = await repriced.client.education.lesson({ body: { courseId: 'rag', lessonId: 'chunking' } }).catch((e) => e);
+    const lesson = await repriced.client.education
+      .lesson({ body: { courseId: 'rag', lessonId: 'chunking' } })
+      .catch((e) => e);
     expect(lesson.quote.accepts[0].amount).toBe('40000');
     const catalog = await repriced.client.education.catalog().catch((e) => e);
     expect(catalog).toBeInstanceOf(PaymentRequiredError);
@@ -201,7 +313,9 @@ describe('a deployment with its own prices', () => {
     const exercise = await repriced.client.education.exercise({ body: { courseId: 'rag', lessonId: 'chunking' } });
     expect(exercise.solution.length).toBeGreaterThan(0);
     // The contract itself is untouched: the default deployment still charges the spec's price.
-    const original = await education().lesson({ body: { courseId: 'rag', lessonId: 'chunking' } }).catch((e) => e);
+    const original = await education()
+      .lesson({ body: { courseId: 'rag', lessonId: 'chunking' } })
+      .catch((e) => e);
     expect(original.quote.accepts[0].amount).toBe('50000');
   });
 });
@@ -209,17 +323,23 @@ describe('a deployment with its own prices', () => {
 describe('integrity: the tutor finds the section that answers, whatever the word form', () => {
   let free: RunningService;
   beforeAll(async () => {
-    free = await startService((c) => createEducationApp({ ...c, prices: { tutor: { kind: 'fixed', usd: '0' } } }), { id: 'education' });
+    free = await startService((c) => createEducationApp({ ...c, prices: { tutor: { kind: 'fixed', usd: '0' } } }), {
+      id: 'education',
+    });
   });
   afterAll(() => free?.close());
 
   it('matches "share" with "shared" and cites the section that answers first', async () => {
     // The blackboard section reads "they read and write a shared, structured workspace": "share" must find it.
-    const answer = await free.client.education.tutor({ body: { question: 'Which architecture lets agents share a workspace?' } });
+    const answer = await free.client.education.tutor({
+      body: { question: 'Which architecture lets agents share a workspace?' },
+    });
     expect(answer.citations[0]).toMatchObject({ lessonTitle: 'Orchestration Patterns', section: 'Blackboard' });
     expect(answer.answer).toContain('shared, structured workspace');
     // And the other way round: "shared" finds "share".
-    const reverse = await free.client.education.tutor({ body: { question: 'Are the blind spots of a shared model shared by agents in a debate?' } });
+    const reverse = await free.client.education.tutor({
+      body: { question: 'Are the blind spots of a shared model shared by agents in a debate?' },
+    });
     expect(reverse.citations[0]).toMatchObject({ section: 'Debate and critique' });
   });
 });

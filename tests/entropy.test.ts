@@ -1,15 +1,20 @@
-import { createHash, createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SOLANA_DEVNET, USDC_DEVNET, type EntropyProof, type PaymentMeta } from '@agent-economy/contracts';
-import { BadRequestError, InternalServerError, PaymentRequiredError, createClient, walletFromSecretKey } from '@agent-economy/sdk';
+import {
+  BadRequestError,
+  InternalServerError,
+  PaymentRequiredError,
+  createClient,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { createEntropyApp } from '../servers/src/services/entropy';
-import { EntropyStream, drawInt, drawShuffle } from '../servers/src/services/entropy/domain';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import type { ServiceContext } from '../servers/src/runtime/context';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
+import { TWO_32, be, mac, refReader, refStream } from './support/entropy-reference';
 
 // The entropy oracle against the local ledger. Every draw is recomputed here from the proof's published inputs
 // with node:crypto and a base58 decoder of our own, independent of the service's code.
@@ -17,7 +22,6 @@ import { startService, type RunningService } from './support/servers';
 const ROUTES = ['bytes', 'int', 'shuffle', 'coin', 'dice', 'proof'] as const;
 const FREE: Record<string, PaymentMeta> = Object.fromEntries(ROUTES.map((r) => [r, { kind: 'fixed', usd: '0' }]));
 const free = (c: ServiceContext) => createEntropyApp({ ...c, prices: FREE });
-const TWO_32 = 2 ** 32;
 
 let economy: Economy;
 let service: RunningService;
@@ -37,14 +41,6 @@ function b58(text: string): Buffer {
   const zeros = text.match(/^1*/)![0].length;
   return Buffer.concat([Buffer.alloc(zeros), Buffer.from(hex, 'hex')]);
 }
-const be = (bits: 32 | 64, value: number, signed = false) => {
-  const b = Buffer.alloc(bits / 8);
-  if (bits === 32) b.writeUInt32BE(value);
-  else if (signed) b.writeBigInt64BE(BigInt(value));
-  else b.writeBigUInt64BE(BigInt(value));
-  return b;
-};
-const mac = (key: Buffer, msg: Buffer) => createHmac('sha512', key).update(msg).digest();
 
 /** Rebuilds every material from the raw values, runs the cascade, checks each published value; returns the seed. */
 function recomputeSeed(proof: EntropyProof): Buffer {
@@ -78,33 +74,12 @@ function recomputeSeed(proof: EntropyProof): Buffer {
   return key;
 }
 
-function refStream(seed: Buffer, label: string, bytes: number): Buffer {
-  const blocks: Buffer[] = [];
-  for (let j = 0; blocks.length * 64 < bytes; j++) blocks.push(mac(seed, Buffer.concat([Buffer.from(label, 'ascii'), be(32, j)])));
-  return Buffer.concat(blocks).subarray(0, bytes);
-}
-/** A word reader over the stream with the reference uniform(n); `words` is every word read. */
-function refReader(seed: Buffer, label: string) {
-  const stream = refStream(seed, label, 64 * 200);
-  const words: number[] = [];
-  let rejections = 0;
-  const word = () => {
-    const w = stream.readUInt32BE(words.length * 4);
-    words.push(w);
-    return w;
-  };
-  const uniform = (n: number) => {
-    const limit = Math.floor(TWO_32 / n) * n;
-    for (let w = word(); ; w = word()) {
-      if (w < limit) return w % n;
-      rejections++;
-    }
-  };
-  return { uniform, words, rejections: () => rejections, blocks: () => Math.ceil((words.length * 4) / 64) };
-}
-
 async function rpc(method: string, params: unknown[]): Promise<any> {
-  const response = await fetch(economy.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const response = await fetch(economy.rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const json = (await response.json()) as { result?: unknown; error?: unknown };
   if (json.error) throw new Error(`${method}: ${JSON.stringify(json.error)}`);
   return json.result;
@@ -139,58 +114,6 @@ beforeEach(async () => {
 });
 
 // --- tests -----------------------------------------------------------------------------------------
-
-describe('the algorithm against known vectors (research/domain.md §7)', () => {
-  const key = createHash('sha256').update('example-seed').digest();
-
-  it('the stream, its words and uniform(6) give the published values', () => {
-    expect(key.toString('hex')).toBe('cd139b161afd30dee3e1924f98dbae55ed2206c803f2a1dff5f4b6b62ce0d9f7');
-    const stream = new EntropyStream(key, 'draw');
-    expect(stream.bytes(8).toString('hex')).toBe('c6c828b5976ff18b');
-    const words = new EntropyStream(key, 'draw');
-    expect(Array.from({ length: 5 }, () => words.word())).toEqual([3335006389, 2540695947, 1069666157, 1893608054, 10333973]);
-    const dice = new EntropyStream(key, 'draw');
-    expect(Array.from({ length: 10 }, () => dice.uniform(6))).toEqual([1, 3, 5, 2, 5, 4, 0, 1, 1, 1]);
-    // and the test's own reference agrees with the vectors, so it can judge the service
-    const ref = refReader(key, 'draw');
-    expect(Array.from({ length: 10 }, () => ref.uniform(6))).toEqual([1, 3, 5, 2, 5, 4, 0, 1, 1, 1]);
-  });
-
-  it('Fisher-Yates of 0..9 over the "shuffle" stream gives the published order', () => {
-    const result = drawShuffle(key, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    expect(result.shuffled).toEqual([2, 1, 5, 3, 9, 4, 0, 6, 7, 8]);
-    expect(result.permutation).toEqual([2, 1, 5, 3, 9, 4, 0, 6, 7, 8]);
-    expect(result.derivation).toMatchObject({ label: 'shuffle', wordsDrawn: 9, blocksUsed: 1 });
-  });
-
-  it('rejection sampling rejects exactly the words at or above floor(2^32 / n) × n', () => {
-    const n = 2 ** 31 + 1; // limit = n: nearly half of all words are rejected
-    let seen = 0;
-    for (let i = 0; seen < 3 && i < 200; i++) {
-      const seed = createHash('sha512').update(`rejection-${i}`).digest();
-      const ref = refReader(seed, 'int');
-      const value = ref.uniform(n);
-      if (ref.rejections() === 0) continue;
-      seen++;
-      const drawn = drawInt(seed, 10, 10 + n - 1);
-      expect(drawn.value).toBe(10 + value);
-      expect(drawn.derivation.rawWords).toEqual(ref.words);
-      expect(drawn.derivation.rejections).toBe(ref.rejections());
-      expect(drawn.derivation.rawWords.slice(0, -1).every((w) => w >= n)).toBe(true);
-      expect(drawn.derivation.rawWords.at(-1)!).toBeLessThan(n);
-    }
-    expect(seen).toBe(3);
-    // at the limits: a range of one draws one word and answers it; the full 2^32 range never rejects
-    const seed = createHash('sha512').update('limits').digest();
-    expect(drawInt(seed, 7, 7)).toMatchObject({ value: 7, derivation: { wordsDrawn: 1, rejections: 0 } });
-    const full = drawInt(seed, -(2 ** 31), 2 ** 31 - 1);
-    expect(full.value).toBe(-(2 ** 31) + full.derivation.rawWords[0]!);
-    // uniform(n) for n outside [1, 2^32] is a programming error, never an answer
-    const stream = new EntropyStream(seed, 'x');
-    expect(() => stream.uniform(0)).toThrow(RangeError);
-    expect(() => stream.uniform(TWO_32 + 1)).toThrow(RangeError);
-  });
-});
 
 describe('random bytes', () => {
   it('gives the first `length` bytes of the "bytes" stream, recomputable from the proof', async () => {
@@ -250,7 +173,10 @@ describe('the harvest is the chain’s own data', () => {
     const s = proof.sources;
 
     // the block at the harvest slot
-    const block = await rpc('getBlock', [proof.slot, { commitment: 'confirmed', transactionDetails: 'signatures', rewards: false, maxSupportedTransactionVersion: 0 }]);
+    const block = await rpc('getBlock', [
+      proof.slot,
+      { commitment: 'confirmed', transactionDetails: 'signatures', rewards: false, maxSupportedTransactionVersion: 0 },
+    ]);
     expect(s.blockhash).toMatchObject({ slot: proof.slot, blockhash: block.blockhash });
     expect(s.blockDetails).toMatchObject({
       slot: proof.slot,
@@ -267,7 +193,10 @@ describe('the harvest is the chain’s own data', () => {
     expect(s.transactionSignatures.signatures.length).toBeGreaterThan(0);
     expect(s.transactionSignatures.signatures.length).toBeLessThanOrEqual(16);
     expect(s.transactionSignatures.slot).toBeLessThanOrEqual(proof.slot);
-    const signed = await rpc('getBlock', [s.transactionSignatures.slot, { commitment: 'confirmed', transactionDetails: 'signatures', rewards: false }]);
+    const signed = await rpc('getBlock', [
+      s.transactionSignatures.slot,
+      { commitment: 'confirmed', transactionDetails: 'signatures', rewards: false },
+    ]);
     expect(s.transactionSignatures.signatures).toEqual(signed.signatures.slice(0, 16));
     // timing: the 8 latest blocks up to the harvest slot, oldest first, with the chain's block times
     expect(s.blockTiming.samples.map((x) => x.slot)).toEqual(Array.from({ length: 8 }, (_, i) => proof.slot - 7 + i));
@@ -288,7 +217,12 @@ describe('the harvest is the chain’s own data', () => {
     expect(report.sampleHex).toBe(refStream(seed, 'proof', 64).toString('hex'));
     expect(report.derivation).toEqual({ label: 'proof', blocksUsed: 1, wordsDrawn: 0, rejections: 0, rawWords: [] });
     const materialBytes = 32 + 16 * 32 + 64 * s.transactionSignatures.signatures.length + 8 * 16 + (8 + 8 + 8 + 32 + 4);
-    expect(report.quality).toEqual({ sourcesHarvested: 5, materialBytes, distinctLeaders: 1, signaturesHarvested: s.transactionSignatures.signatures.length });
+    expect(report.quality).toEqual({
+      sourcesHarvested: 5,
+      materialBytes,
+      distinctLeaders: 1,
+      signaturesHarvested: s.transactionSignatures.signatures.length,
+    });
     expect(report.verification.steps.length).toBeGreaterThanOrEqual(5);
     expect(report.verification.algorithm).toContain('ae-entropy-v1');
     expect(proof.clientSeed).toBe('audit-2025-01');
@@ -322,7 +256,13 @@ describe('unbiased integers', () => {
     const ref = refReader(recomputeSeed(result.proof), 'int');
     expect(result.value).toBe(1 + ref.uniform(100));
     expect(result).toMatchObject({ min: 1, max: 100 });
-    expect(result.derivation).toEqual({ label: 'int', blocksUsed: ref.blocks(), wordsDrawn: ref.words.length, rejections: ref.rejections(), rawWords: ref.words });
+    expect(result.derivation).toEqual({
+      label: 'int',
+      blocksUsed: ref.blocks(),
+      wordsDrawn: ref.words.length,
+      rejections: ref.rejections(),
+      rawWords: ref.words,
+    });
   });
 
   it('rejects words at or above the limit for a range that is not a power of two, and shows them', async () => {
@@ -390,13 +330,22 @@ describe('shuffle', () => {
     expect(result.permutation).toEqual(order);
     expect(result.shuffled).toEqual(order.map((i) => items[i]));
     expect([...result.permutation].sort((a, b) => a - b)).toEqual(items.map((_, i) => i));
-    expect(result.derivation).toMatchObject({ label: 'shuffle', wordsDrawn: ref.words.length, rawWords: ref.words, rejections: ref.rejections() });
+    expect(result.derivation).toMatchObject({
+      label: 'shuffle',
+      wordsDrawn: ref.words.length,
+      rawWords: ref.words,
+      rejections: ref.rejections(),
+    });
     expect(ref.words.length).toBeGreaterThanOrEqual(items.length - 1);
   });
 
   it('leaves one item in place without drawing, and shuffles 1,000', async () => {
     const one = await entropy().shuffle({ body: { items: ['only'] } });
-    expect(one).toMatchObject({ shuffled: ['only'], permutation: [0], derivation: { wordsDrawn: 0, blocksUsed: 0, rawWords: [] } });
+    expect(one).toMatchObject({
+      shuffled: ['only'],
+      permutation: [0],
+      derivation: { wordsDrawn: 0, blocksUsed: 0, rawWords: [] },
+    });
     const items = Array.from({ length: 1000 }, (_, i) => i);
     const many = await entropy().shuffle({ body: { items } });
     expect([...many.shuffled].sort((a, b) => Number(a) - Number(b))).toEqual(items);
@@ -543,20 +492,43 @@ describe('when the chain answers without a source', () => {
 describe('paid for real through the facilitator', () => {
   it('quotes each route at its contract price', async () => {
     const paid = await economy.startPaidService(createEntropyApp, { id: 'entropy' });
-    const bodies = { bytes: {}, int: { min: 1, max: 6 }, shuffle: { items: ['a', 'b'] }, coin: {}, dice: {}, proof: {} };
+    const bodies = {
+      bytes: {},
+      int: { min: 1, max: 6 },
+      shuffle: { items: ['a', 'b'] },
+      coin: {},
+      dice: {},
+      proof: {},
+    };
     const amounts = { bytes: '1000', int: '1000', shuffle: '2000', coin: '1000', dice: '1000', proof: '3000' };
     for (const route of ROUTES) {
-      const error = await rejection((paid.client.entropy[route] as (a: unknown) => Promise<unknown>)({ body: bodies[route] }));
+      const error = await rejection(
+        (paid.client.entropy[route] as (a: unknown) => Promise<unknown>)({ body: bodies[route] }),
+      );
       expect(error).toBeInstanceOf(PaymentRequiredError);
-      expect(error.quote.accepts[0]).toMatchObject({ scheme: 'exact', amount: amounts[route], asset: USDC_DEVNET, network: SOLANA_DEVNET, payTo: paid.context.paywall.payTo });
+      expect(error.quote.accepts[0]).toMatchObject({
+        scheme: 'exact',
+        amount: amounts[route],
+        asset: USDC_DEVNET,
+        network: SOLANA_DEVNET,
+        payTo: paid.context.paywall.payTo,
+      });
     }
   });
 
   it('charges the buyer the price of a dice roll, pays the seller, and the roll verifies', async () => {
     const paid = await economy.startPaidService(createEntropyApp, { id: 'entropy' });
-    const buyer = createClient({ baseUrls: { entropy: paid.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const buyer = createClient({
+      baseUrls: { entropy: paid.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const seller = paid.context.wallet.address;
-    const [buyerBefore, sellerBefore] = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)];
+    const [buyerBefore, sellerBefore] = [
+      economy.ledger.tokenBalance(economy.buyer.address),
+      economy.ledger.tokenBalance(seller),
+    ];
     const roll = await buyer.entropy.dice({ body: { sides: 20, count: 2 } });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - 1_000n);
     expect(economy.ledger.tokenBalance(seller)).toBe(sellerBefore + 1_000n);
@@ -574,7 +546,12 @@ describe('paid for real through the facilitator', () => {
     try {
       await economy.ledger.openTokenAccount(dead.context.wallet.address);
       economy.sellers.add(dead.context.wallet.address);
-      const buyer = createClient({ baseUrls: { entropy: dead.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+      const buyer = createClient({
+        baseUrls: { entropy: dead.url },
+        wallet: await walletFromSecretKey(economy.buyer.secretKey),
+        payments: { rpcUrl: economy.rpcUrl },
+        maxRetries: 0,
+      });
       const before = economy.ledger.tokenBalance(economy.buyer.address);
       const error = await rejection(buyer.entropy.proof({ body: {} }));
       expect(error.status).toBe(502);

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { usdToAtomic, type Escrow } from '@agent-economy/contracts';
+import { ESCROW_MILESTONE_IDS, usdToAtomic, type Escrow } from '@agent-economy/contracts';
 import { ApiError, createClient, walletFromSecretKey, type Signer } from '@agent-economy/sdk';
 import { createEscrowService, type EscrowService } from '../servers/src/services/escrow';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 import type { RunningService } from './support/servers';
 
@@ -28,8 +28,15 @@ const now = () => new Date(Date.now() + offset);
 const escrows: { id: string; buyer: Signer; seller: Signer; milestones: number }[] = [];
 
 const balance = (address: string) => economy.ledger.tokenBalance(address);
-const client = (wallet: Signer) => createClient({ baseUrls: { escrow: running.url }, wallet, payments: { rpcUrl: economy.rpcUrl, maxPerCallUsd: '100' }, maxRetries: 0 }).escrow;
-const total = () => [...buyers, ...sellers].reduce((sum, w) => sum + balance(w.address), 0n) + balance(running.context.wallet.address);
+const client = (wallet: Signer) =>
+  createClient({
+    baseUrls: { escrow: running.url },
+    wallet,
+    payments: { rpcUrl: economy.rpcUrl, maxPerCallUsd: '100' },
+    maxRetries: 0,
+  }).escrow;
+const total = () =>
+  [...buyers, ...sellers].reduce((sum, w) => sum + balance(w.address), 0n) + balance(running.context.wallet.address);
 
 beforeAll(async () => {
   economy = await startEconomy();
@@ -69,7 +76,12 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   }),
   fc.record({ kind: fc.constant('deliver' as const), escrow: fc.nat(20), milestone: fc.nat(2) }),
   fc.record({ kind: fc.constant('confirm' as const), escrow: fc.nat(20), milestone: fc.option(fc.nat(2)) }),
-  fc.record({ kind: fc.constant('dispute' as const), escrow: fc.nat(20), bySeller: fc.boolean(), milestone: fc.option(fc.nat(2)) }),
+  fc.record({
+    kind: fc.constant('dispute' as const),
+    escrow: fc.nat(20),
+    bySeller: fc.boolean(),
+    milestone: fc.option(fc.nat(2)),
+  }),
   fc.record({ kind: fc.constant('resolve' as const), escrow: fc.nat(20), bySeller: fc.boolean() }),
   fc.record({ kind: fc.constant('wait' as const), hours: fc.integer({ min: 1, max: 400 }) }),
 );
@@ -82,7 +94,7 @@ const CONTENT = {
 
 async function run(c: Command): Promise<void> {
   const pick = (i: number) => escrows[i % Math.max(escrows.length, 1)];
-  const milestoneId = (e: { milestones: number }, m: number) => `m${(m % e.milestones) + 1}`;
+  const milestoneId = (e: { milestones: number }, m: number) => ESCROW_MILESTONE_IDS[m % e.milestones]!;
   switch (c.kind) {
     case 'create': {
       const amounts = c.amounts.map(BigInt);
@@ -93,7 +105,9 @@ async function run(c: Command): Promise<void> {
         amount: String(amount),
         reviewPeriodHours: c.reviewHours,
         timeoutHours: 24 * (1 + (c.reviewHours % 5)),
-        ...(amounts.length > 1 ? { milestones: amounts.map((a, i) => ({ title: `Part ${i + 1}`, amount: String(a) })) } : {}),
+        ...(amounts.length > 1
+          ? { milestones: amounts.map((a, i) => ({ title: `Part ${i + 1}`, amount: String(a) })) }
+          : {}),
       };
       const escrow: Escrow = await client(buyers[c.buyer]!).create({ body });
       escrows.push({ id: escrow.id, buyer: buyers[c.buyer]!, seller: sellers[c.seller]!, milestones: amounts.length });
@@ -101,17 +115,28 @@ async function run(c: Command): Promise<void> {
     }
     case 'deliver': {
       const e = pick(c.escrow);
-      if (e) await client(e.seller).deliver({ body: { escrowId: e.id, milestoneId: milestoneId(e, c.milestone), content: CONTENT } });
+      if (e)
+        await client(e.seller).deliver({
+          body: { escrowId: e.id, milestoneId: milestoneId(e, c.milestone), content: CONTENT },
+        });
       return;
     }
     case 'confirm': {
       const e = pick(c.escrow);
-      if (e) await client(e.buyer).confirm({ body: { escrowId: e.id, ...(c.milestone === null ? {} : { milestoneIds: [milestoneId(e, c.milestone)] }) } });
+      if (e)
+        await client(e.buyer).confirm({
+          body: { escrowId: e.id, ...(c.milestone === null ? {} : { milestoneIds: [milestoneId(e, c.milestone)] }) },
+        });
       return;
     }
     case 'dispute': {
       const e = pick(c.escrow);
-      const body = { escrowId: e?.id ?? '', reason: 'other' as const, statement: 'Random dispute statement.', ...(c.milestone === null || !e ? {} : { milestoneIds: [milestoneId(e, c.milestone)] }) };
+      const body = {
+        escrowId: e?.id ?? '',
+        reason: 'other' as const,
+        statement: 'Random dispute statement.',
+        ...(c.milestone === null || !e ? {} : { milestoneIds: [milestoneId(e, c.milestone)] }),
+      };
       if (e) await client(c.bySeller ? e.seller : e.buyer).dispute({ body });
       return;
     }
@@ -132,7 +157,9 @@ async function assertBooks(vaultStart: bigint, constant: bigint): Promise<void> 
   const vault = balance(running.context.wallet.address);
   expect(vault - vaultStart).toBe(BigInt(stats.volumeLocked) + BigInt(stats.volume.fees));
   expect(total()).toBe(constant);
-  expect(BigInt(stats.volume.escrowed)).toBe(BigInt(stats.volumeLocked) + BigInt(stats.volume.released) + BigInt(stats.volume.refunded));
+  expect(BigInt(stats.volume.escrowed)).toBe(
+    BigInt(stats.volumeLocked) + BigInt(stats.volume.released) + BigInt(stats.volume.refunded),
+  );
   for (const e of escrows) {
     const escrow = await client(e.buyer).get({ params: { escrowId: e.id } });
     const b = escrow.balances;

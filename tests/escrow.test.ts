@@ -17,10 +17,9 @@ import {
   type Signer,
 } from '@agent-economy/sdk';
 import { createEscrowService, type EscrowOptions, type EscrowService } from '../servers/src/services/escrow';
-import { ruleMediator, weigh } from '../servers/src/services/escrow/mediator';
 import { createReputationApp } from '../servers/src/services/reputation';
 import { createVerificationApp } from '../servers/src/services/verification';
-import { generateWallet, type Wallet } from '../servers/src/runtime/wallet';
+import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import type { Database } from '../servers/src/db';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, testDatabase, type RunningService } from './support/servers';
@@ -50,10 +49,22 @@ async function startEscrow(options: EscrowOptions = {}, database?: Database): Pr
   let service!: EscrowService;
   const running = await startService(
     async (c) => {
-      service = await createEscrowService(c, { tickMs: false, now, reputationUrl: () => reputation.url, verificationUrl: () => verification.url, ...options });
+      service = await createEscrowService(c, {
+        tickMs: false,
+        now,
+        reputationUrl: () => reputation.url,
+        verificationUrl: () => verification.url,
+        ...options,
+      });
       return service.app;
     },
-    { id: 'escrow', wallet: escrowWallet, rpcUrl: economy.rpcUrl, paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url }, ...(database ? { database } : {}) },
+    {
+      id: 'escrow',
+      wallet: escrowWallet,
+      rpcUrl: economy.rpcUrl,
+      paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url },
+      ...(database ? { database } : {}),
+    },
   );
   return Object.assign(running, { service });
 }
@@ -61,8 +72,17 @@ async function startEscrow(options: EscrowOptions = {}, database?: Database): Pr
 const balance = (address: string) => economy.ledger.tokenBalance(address);
 const vault = () => balance(escrowWallet.address);
 const client = (wallet: Signer | undefined, url = main.url) =>
-  createClient({ baseUrls: { escrow: url }, ...(wallet ? { wallet } : {}), payments: { rpcUrl: economy.rpcUrl, maxPerCallUsd: '100' }, maxRetries: 0 }).escrow;
-const fail = <T>(p: Promise<T>) => p.then(() => expect.unreachable('expected an error') as never, (e: ApiError) => e);
+  createClient({
+    baseUrls: { escrow: url },
+    ...(wallet ? { wallet } : {}),
+    payments: { rpcUrl: economy.rpcUrl, maxPerCallUsd: '100' },
+    maxRetries: 0,
+  }).escrow;
+const fail = <T>(p: Promise<T>) =>
+  p.then(
+    () => expect.unreachable('expected an error') as never,
+    (e: ApiError) => e,
+  );
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
 const TERMS = 'Markdown module covering chunking, embedding and retrieval, with runnable TypeScript examples.';
@@ -99,10 +119,17 @@ beforeAll(async () => {
   await economy.ledger.openTokenAccount(escrowWallet.address);
   // The vault pays its own transaction fees when it sends.
   await economy.ledger.airdrop(escrowWallet.address, 2_000_000_000n);
-  reputation = await economy.startPaidService((c) => createReputationApp(c, { trustedReporters: [escrowWallet.address] }), { id: 'reputation' });
-  verification = await economy.startPaidService((c) => createVerificationApp(c, { marketUrl: DEAD }), { id: 'verification' });
+  reputation = await economy.startPaidService(
+    (c) => createReputationApp(c, { trustedReporters: [escrowWallet.address] }),
+    { id: 'reputation' },
+  );
+  verification = await economy.startPaidService((c) => createVerificationApp(c, { marketUrl: DEAD }), {
+    id: 'verification',
+  });
   main = await startEscrow();
-  [buyer, seller, stranger] = (await Promise.all([0, 1, 2].map(() => walletFromSecretKey(generateWallet().secretKey)))) as [Signer, Signer, Signer];
+  [buyer, seller, stranger] = (await Promise.all(
+    [0, 1, 2].map(() => walletFromSecretKey(generateWallet().secretKey)),
+  )) as [Signer, Signer, Signer];
   await economy.ledger.mintTo(buyer.address, usdToAtomic('200'));
   await economy.ledger.mintTo(seller.address, usdToAtomic('5'));
   await economy.ledger.mintTo(stranger.address, usdToAtomic('5'));
@@ -116,9 +143,16 @@ describe('create', () => {
   it('is priced at the amount plus the fee, and that payment funds the vault', async () => {
     expect(escrowFee(2_500_000n)).toBe(25_000n);
     expect(escrowFee(10_000n)).toBe(10_000n);
-    const quoted = await fail(createClient({ baseUrls: { escrow: main.url }, wallet: buyer, payments: false, maxRetries: 0 }).escrow.create({ body: body(seller.address) }));
+    const quoted = await fail(
+      createClient({ baseUrls: { escrow: main.url }, wallet: buyer, payments: false, maxRetries: 0 }).escrow.create({
+        body: body(seller.address),
+      }),
+    );
     expect(quoted).toBeInstanceOf(PaymentRequiredError);
-    expect((quoted as PaymentRequiredError).quote?.accepts[0]).toMatchObject({ amount: '2525000', payTo: escrowWallet.address });
+    expect((quoted as PaymentRequiredError).quote?.accepts[0]).toMatchObject({
+      amount: '2525000',
+      payTo: escrowWallet.address,
+    });
 
     const [buyerBefore, vaultBefore] = [balance(buyer.address), vault()];
     const result = await client(buyer).create.withResponse({ body: body(seller.address) });
@@ -148,13 +182,26 @@ describe('create', () => {
     expect(escrow.timeline).toHaveLength(1);
     expect(escrow.timeline[0]).toMatchObject({
       event: 'funded',
-      transfer: { purpose: 'funding', from: buyer.address, to: escrowWallet.address, amount: '2525000', signature: result.payment!.transaction },
+      transfer: {
+        purpose: 'funding',
+        from: buyer.address,
+        to: escrowWallet.address,
+        amount: '2525000',
+        signature: result.payment!.transaction,
+      },
     });
   });
 
   it('makes a single-release escrow of one milestone m1', async () => {
-    const escrow = await client(buyer).create({ body: { seller: seller.address, title: 'One module', amount: '10000', reviewPeriodHours: 1, timeoutHours: 2160 } });
-    expect(escrow).toMatchObject({ kind: 'single', fee: '10000', reviewTimer: { periodHours: 1 }, timeoutRelease: { timeoutHours: 2160 } });
+    const escrow = await client(buyer).create({
+      body: { seller: seller.address, title: 'One module', amount: '10000', reviewPeriodHours: 1, timeoutHours: 2160 },
+    });
+    expect(escrow).toMatchObject({
+      kind: 'single',
+      fee: '10000',
+      reviewTimer: { periodHours: 1 },
+      timeoutRelease: { timeoutHours: 2160 },
+    });
     expect(escrow.milestones).toMatchObject([{ id: 'm1', amount: '10000', title: 'One module' }]);
   });
 
@@ -166,7 +213,9 @@ describe('create', () => {
     const sum = await fail(client(buyer).create({ body: body(seller.address, { amount: '2400000' }) }));
     expect(sum).toBeInstanceOf(BadRequestError);
     expect(sum.message).toContain('milestone amounts add up to 2500000, not to amount 2400000');
-    const small = await fail(client(buyer).create({ body: body(seller.address, { amount: '9999', milestones: undefined }) }));
+    const small = await fail(
+      client(buyer).create({ body: body(seller.address, { amount: '9999', milestones: undefined }) }),
+    );
     expect(small).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify(small.details)).toContain('body.amount');
     const toVault = await fail(client(buyer).create({ body: body(escrowWallet.address) }));
@@ -198,20 +247,36 @@ describe('lifecycle', () => {
     const before = balance(buyer.address);
     const byBuyer = await fail(client(buyer).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } }));
     expect(byBuyer.code).toBe('not_seller');
-    const byStranger = await fail(client(stranger).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } }));
+    const byStranger = await fail(
+      client(stranger).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } }),
+    );
     expect(byStranger.code).toBe('not_a_party');
     expect(balance(buyer.address)).toBe(before);
 
     const content = chapter('Chunking');
     const [sellerBefore, vaultBefore] = [balance(seller.address), vault()];
-    const delivered = await client(seller).deliver({ body: { escrowId: escrow.id, content, notes: 'Chapter one as agreed.' } });
+    const delivered = await client(seller).deliver({
+      body: { escrowId: escrow.id, content, notes: 'Chapter one as agreed.' },
+    });
     expect(balance(seller.address)).toBe(sellerBefore - 5_000n);
     expect(vault()).toBe(vaultBefore + 5_000n);
     expect(delivered.milestoneId).toBe('m1');
-    expect(delivered.delivery).toMatchObject({ contentHash: sha256(content.body), sizeBytes: Buffer.byteLength(content.body), notes: 'Chapter one as agreed.', scanId: null });
+    expect(delivered.delivery).toMatchObject({
+      contentHash: sha256(content.body),
+      sizeBytes: Buffer.byteLength(content.body),
+      notes: 'Chapter one as agreed.',
+      scanId: null,
+    });
     expect(Date.parse(delivered.reviewEndsAt) - Date.parse(delivered.delivery.deliveredAt)).toBe(72 * HOUR);
-    expect(delivered.escrow).toMatchObject({ state: 'delivered', nextAction: { party: 'buyer', action: 'review', deadline: delivered.reviewEndsAt } });
-    expect(delivered.escrow.timeline.at(-1)).toMatchObject({ event: 'delivered', actor: 'seller', milestoneIds: ['m1'] });
+    expect(delivered.escrow).toMatchObject({
+      state: 'delivered',
+      nextAction: { party: 'buyer', action: 'review', deadline: delivered.reviewEndsAt },
+    });
+    expect(delivered.escrow.timeline.at(-1)).toMatchObject({
+      event: 'delivered',
+      actor: 'seller',
+      milestoneIds: ['m1'],
+    });
     // The buyer sees the content.
     const seen = await client(buyer).get({ params: { escrowId: escrow.id } });
     expect(seen.milestones[0]!.delivery!.content.body).toBe(content.body);
@@ -225,13 +290,26 @@ describe('lifecycle', () => {
 
   it('checks an attached scan against the delivered content', async () => {
     const content = chapter('Retrieval');
-    const scan = await createClient({ baseUrls: { verification: verification.url }, wallet: seller, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 }).verification.scan({
-      body: { content: { title: 'Tomatoes', format: 'text', body: 'A different text altogether: growing tomatoes in a small garden, watering them in the evening.' } },
+    const scan = await createClient({
+      baseUrls: { verification: verification.url },
+      wallet: seller,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    }).verification.scan({
+      body: {
+        content: {
+          title: 'Tomatoes',
+          format: 'text',
+          body: 'A different text altogether: growing tomatoes in a small garden, watering them in the evening.',
+        },
+      },
     });
     const mismatch = await fail(client(seller).deliver({ body: { escrowId: escrow.id, content, scanId: scan.id } }));
     expect(mismatch).toBeInstanceOf(UnprocessableEntityError);
     expect(mismatch.code).toBe('scan_content_mismatch');
-    const missing = await fail(client(seller).deliver({ body: { escrowId: escrow.id, content, scanId: 'scn_0000000000000000' } }));
+    const missing = await fail(
+      client(seller).deliver({ body: { escrowId: escrow.id, content, scanId: 'scn_0000000000000000' } }),
+    );
     expect(missing.code).toBe('scan_not_found');
   });
 
@@ -243,22 +321,40 @@ describe('lifecycle', () => {
     expect(byStranger.code).toBe('not_a_party');
 
     const [sellerBefore, vaultBefore, buyerBefore] = [balance(seller.address), vault(), balance(buyer.address)];
-    const confirmed = await client(buyer).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'], rating: 5, comment: 'Clear.' } });
+    const confirmed = await client(buyer).confirm({
+      body: { escrowId: escrow.id, milestoneIds: ['m1'], rating: 5, comment: 'Clear.' },
+    });
     expect(balance(seller.address)).toBe(sellerBefore + 1_000_000n);
     // The vault paid 1 USD out, took the 0.001 confirm fee and paid the reputation service 0.001 for the report.
     expect(vault()).toBe(vaultBefore - 1_000_000n + 1_000n - 1_000n);
     expect(balance(buyer.address)).toBe(buyerBefore - 1_000n);
     expect(confirmed.releasedMilestoneIds).toEqual(['m1']);
     expect(confirmed.transfers).toHaveLength(1);
-    expect(confirmed.transfers[0]).toMatchObject({ purpose: 'release', from: escrowWallet.address, to: seller.address, amount: '1000000' });
-    expect(confirmed.escrow.milestones[0]).toMatchObject({ state: 'released', settledBy: 'buyer', toSeller: '1000000', toBuyer: '0', reviewEndsAt: null });
+    expect(confirmed.transfers[0]).toMatchObject({
+      purpose: 'release',
+      from: escrowWallet.address,
+      to: seller.address,
+      amount: '1000000',
+    });
+    expect(confirmed.escrow.milestones[0]).toMatchObject({
+      state: 'released',
+      settledBy: 'buyer',
+      toSeller: '1000000',
+      toBuyer: '0',
+      reviewEndsAt: null,
+    });
     expect(confirmed.escrow.balances).toEqual({ locked: '1500000', frozen: '0', released: '1000000', refunded: '0' });
     expect(confirmed.escrow.state).toBe('funded');
     const released = confirmed.escrow.timeline.find((e) => e.event === 'released')!;
     expect(released.transfer!.signature).toBe(confirmed.transfers[0]!.signature);
     expect(confirmed.reputationReport.status).toBe('sent');
 
-    const profile = await createClient({ baseUrls: { reputation: reputation.url }, wallet: stranger, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 }).reputation.get({
+    const profile = await createClient({
+      baseUrls: { reputation: reputation.url },
+      wallet: stranger,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    }).reputation.get({
       params: { agentId: seller.address },
       query: {},
     });
@@ -280,22 +376,57 @@ describe('lifecycle', () => {
   });
 
   it('freezes the funds on a dispute and lets the counterparty answer', async () => {
-    await client(seller).deliver({ body: { escrowId: escrow.id, content: { title: 'Retrieval', format: 'markdown', body: 'todo' } } });
-    const byStranger = await fail(client(stranger).dispute({ body: { escrowId: escrow.id, reason: 'other', statement: 'I want that money.' } }));
+    await client(seller).deliver({
+      body: { escrowId: escrow.id, content: { title: 'Retrieval', format: 'markdown', body: 'todo' } },
+    });
+    const byStranger = await fail(
+      client(stranger).dispute({ body: { escrowId: escrow.id, reason: 'other', statement: 'I want that money.' } }),
+    );
     expect(byStranger.code).toBe('not_a_party');
-    const settled = await fail(client(buyer).dispute({ body: { escrowId: escrow.id, milestoneIds: ['m1'], reason: 'low_quality', statement: 'Too short to be useful.' } }));
+    const settled = await fail(
+      client(buyer).dispute({
+        body: {
+          escrowId: escrow.id,
+          milestoneIds: ['m1'],
+          reason: 'low_quality',
+          statement: 'Too short to be useful.',
+        },
+      }),
+    );
     expect(settled.code).toBe('milestone_not_disputable');
 
     const disputed = await client(buyer).dispute({
-      body: { escrowId: escrow.id, milestoneIds: ['m2'], reason: 'not_as_described', statement: 'The retrieval chapter is one word long.', evidence: [{ type: 'text', text: 'The body is "todo".' }] },
+      body: {
+        escrowId: escrow.id,
+        milestoneIds: ['m2'],
+        reason: 'not_as_described',
+        statement: 'The retrieval chapter is one word long.',
+        evidence: [{ type: 'text', text: 'The body is "todo".' }],
+      },
     });
-    expect(disputed.escrow).toMatchObject({ state: 'disputed', balances: { locked: '0', frozen: '1500000', released: '1000000', refunded: '0' }, nextAction: { party: 'seller', action: 'respond_to_dispute' } });
+    expect(disputed.escrow).toMatchObject({
+      state: 'disputed',
+      balances: { locked: '0', frozen: '1500000', released: '1000000', refunded: '0' },
+      nextAction: { party: 'seller', action: 'respond_to_dispute' },
+    });
     expect(disputed.escrow.timersPausedAt).not.toBeNull();
-    expect(disputed.dispute).toMatchObject({ status: 'open', openedBy: 'buyer', milestoneIds: ['m2'], frozenAmount: '1500000', decision: null });
+    expect(disputed.dispute).toMatchObject({
+      status: 'open',
+      openedBy: 'buyer',
+      milestoneIds: ['m2'],
+      frozenAmount: '1500000',
+      decision: null,
+    });
     expect(Date.parse(disputed.dispute.respondBy) - Date.parse(disputed.dispute.openedAt)).toBe(48 * HOUR);
     expect(Date.parse(disputed.dispute.autoResolveAt) - Date.parse(disputed.dispute.respondBy)).toBe(72 * HOUR);
     const inv = disputed.dispute.investigation;
-    expect(inv).toMatchObject({ status: 'complete', unavailable: [], milestonesDelivered: 1, milestonesDisputed: 1, deliveredBeforeTimeout: true });
+    expect(inv).toMatchObject({
+      status: 'complete',
+      unavailable: [],
+      milestonesDelivered: 1,
+      milestonesDisputed: 1,
+      deliveredBeforeTimeout: true,
+    });
     expect(inv.scans).toHaveLength(1);
     expect(inv.reputation.seller!.agentId).toBe(seller.address);
     expect(inv.reputation.seller!.tradeCount).toBe(1);
@@ -303,9 +434,17 @@ describe('lifecycle', () => {
     // Frozen: no confirm, no delivery; the opener may not cut the answer short.
     expect((await fail(client(buyer).confirm({ body: { escrowId: escrow.id } }))).code).toBe('escrow_disputed');
     expect((await fail(client(buyer).resolve({ body: { escrowId: escrow.id } }))).code).toBe('awaiting_counterparty');
-    expect((await fail(client(buyer).dispute({ body: { escrowId: escrow.id, reason: 'other', statement: 'Saying it twice now.' } }))).code).toBe('dispute_already_stated');
+    expect(
+      (
+        await fail(
+          client(buyer).dispute({ body: { escrowId: escrow.id, reason: 'other', statement: 'Saying it twice now.' } }),
+        )
+      ).code,
+    ).toBe('dispute_already_stated');
 
-    const answered = await client(seller).dispute({ body: { escrowId: escrow.id, reason: 'other', statement: 'The chapter was delivered on time as agreed.' } });
+    const answered = await client(seller).dispute({
+      body: { escrowId: escrow.id, reason: 'other', statement: 'The chapter was delivered on time as agreed.' },
+    });
     expect(answered.dispute.statements.map((s) => s.party)).toEqual(['buyer', 'seller']);
     expect(answered.escrow.timeline.some((e) => e.event === 'dispute_response')).toBe(true);
     expect(answered.escrow.nextAction).toMatchObject({ party: 'mediator', action: 'resolve' });
@@ -322,7 +461,9 @@ describe('lifecycle', () => {
     // A one-word delivery against the terms: refunded to the buyer.
     expect(decision.outcome).toBe('refund_to_buyer');
     expect(decision.distribution).toEqual({ total: '1500000', toSeller: '0', toBuyer: '1500000' });
-    expect(decision.factors.map((f) => f.factor)).toEqual(expect.arrayContaining(['delivery', 'terms', 'quality', 'reputation', 'evidence']));
+    expect(decision.factors.map((f) => f.factor)).toEqual(
+      expect.arrayContaining(['delivery', 'terms', 'quality', 'reputation', 'evidence']),
+    );
     const scanId = resolved.dispute.investigation.scans[0]!.scanId;
     expect(decision.factors.find((f) => f.factor === 'quality')!.finding).toContain(scanId);
     expect(decision.transfers).toHaveLength(1);
@@ -331,16 +472,31 @@ describe('lifecycle', () => {
     expect(balance(seller.address)).toBe(sellerBefore - 50_000n);
     // 1.5 USD out, the 0.05 resolve fee in, the reads (2 × 0.002) and the two reports (2 × 0.001) paid out.
     expect(vault()).toBe(vaultBefore - 1_500_000n + 50_000n - 4_000n - 2_000n);
-    expect(resolved.escrow).toMatchObject({ state: 'resolved', balances: { locked: '0', frozen: '0', released: '1000000', refunded: '1500000' }, nextAction: { party: 'none' } });
+    expect(resolved.escrow).toMatchObject({
+      state: 'resolved',
+      balances: { locked: '0', frozen: '0', released: '1000000', refunded: '1500000' },
+      nextAction: { party: 'none' },
+    });
     expect(resolved.escrow.closedAt).not.toBeNull();
-    expect(resolved.escrow.milestones[1]).toMatchObject({ state: 'resolved', settledBy: 'mediator', toSeller: '0', toBuyer: '1500000' });
+    expect(resolved.escrow.milestones[1]).toMatchObject({
+      state: 'resolved',
+      settledBy: 'mediator',
+      toSeller: '0',
+      toBuyer: '1500000',
+    });
     expect(resolved.dispute.investigation.observations).toContain('Final statement of the seller: I delivered.');
 
     expect((await fail(client(stranger).resolve({ body: { escrowId: escrow.id } }))).code).toBe('not_a_party');
     const twice = await fail(client(buyer).resolve({ body: { escrowId: escrow.id } }));
     expect(twice).toBeInstanceOf(ConflictError);
     expect(twice.code).toBe('not_disputed');
-    expect((await fail(client(buyer).dispute({ body: { escrowId: escrow.id, reason: 'other', statement: 'After the decision.' } }))).code).toBe('escrow_closed');
+    expect(
+      (
+        await fail(
+          client(buyer).dispute({ body: { escrowId: escrow.id, reason: 'other', statement: 'After the decision.' } }),
+        )
+      ).code,
+    ).toBe('escrow_closed');
     expect((await fail(client(buyer).confirm({ body: { escrowId: escrow.id } }))).code).toBe('escrow_closed');
     expect(balance(buyer.address)).toBe(buyerBefore + 1_500_000n);
   });
@@ -349,13 +505,24 @@ describe('lifecycle', () => {
     const list = await client(buyer).list({ params: { agentId: buyer.address }, query: {} });
     expect(list.completed.map((s) => s.id)).toContain(escrow.id);
     const summary = list.completed.find((s) => s.id === escrow.id)!;
-    expect(summary).toMatchObject({ role: 'buyer', counterparty: seller.address, released: '1000000', refunded: '1500000', milestones: 2, milestonesSettled: 2, actionRequired: false });
+    expect(summary).toMatchObject({
+      role: 'buyer',
+      counterparty: seller.address,
+      released: '1000000',
+      refunded: '1500000',
+      milestones: 2,
+      milestonesSettled: 2,
+      actionRequired: false,
+    });
     expect(list.summary.total).toBe(list.active.length + list.completed.length + list.disputed.length);
     expect(list.summary.asBuyer).toBe(list.summary.total);
     expect(list.summary.disputesOpened).toBeGreaterThanOrEqual(1);
     const forbidden = await fail(client(stranger).list({ params: { agentId: buyer.address }, query: {} }));
     expect(forbidden.code).toBe('not_your_escrows');
-    const asSeller = await client(seller).list({ params: { agentId: seller.address }, query: { role: 'seller', limit: 1 } });
+    const asSeller = await client(seller).list({
+      params: { agentId: seller.address },
+      query: { role: 'seller', limit: 1 },
+    });
     expect(asSeller.summary.asSeller).toBe(list.summary.total);
     expect(asSeller.active.length).toBeLessThanOrEqual(1);
 
@@ -386,7 +553,9 @@ describe('timers', () => {
     expect(after.milestones[0]).toMatchObject({ state: 'released', settledBy: 'review_timer', toSeller: '1000000' });
     expect(after.timeline.some((e) => e.event === 'review_timer_expired')).toBe(true);
     // Too late to confirm it now.
-    expect((await fail(client(buyer).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } }))).code).toBe('milestone_not_releasable');
+    expect((await fail(client(buyer).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } }))).code).toBe(
+      'milestone_not_releasable',
+    );
   });
 
   it('refunds what was never delivered at the timeout, and refuses later deliveries', async () => {
@@ -400,7 +569,10 @@ describe('timers', () => {
     await main.service.scheduler.tick();
     expect(balance(buyer.address)).toBe(buyerBefore + 1_500_000n);
     const after = await client(buyer).get({ params: { escrowId: escrow.id } });
-    expect(after).toMatchObject({ state: 'expired', balances: { locked: '0', frozen: '0', released: '1000000', refunded: '1500000' } });
+    expect(after).toMatchObject({
+      state: 'expired',
+      balances: { locked: '0', frozen: '0', released: '1000000', refunded: '1500000' },
+    });
     expect(after.milestones[1]).toMatchObject({ state: 'refunded', settledBy: 'timeout' });
     const refund = after.timeline.find((e) => e.event === 'refunded')!;
     expect(refund.transfer).toMatchObject({ purpose: 'refund', to: buyer.address, amount: '1500000' });
@@ -424,7 +596,14 @@ describe('timers', () => {
   it('pauses the timers during a dispute, and the mediator decides at autoResolveAt', async () => {
     const escrow = await open({ reviewPeriodHours: 10 });
     const delivered = await client(seller).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } });
-    const disputed = await client(seller).dispute({ body: { escrowId: escrow.id, milestoneIds: ['m1'], reason: 'unresponsive_buyer', statement: 'The buyer does not answer at all.' } });
+    const disputed = await client(seller).dispute({
+      body: {
+        escrowId: escrow.id,
+        milestoneIds: ['m1'],
+        reason: 'unresponsive_buyer',
+        statement: 'The buyer does not answer at all.',
+      },
+    });
     expect(disputed.escrow.reviewTimer.nextReleaseAt).toBeNull();
     offset += 48 * HOUR + 72 * HOUR - HOUR;
     await main.service.scheduler.tick();
@@ -439,7 +618,9 @@ describe('timers', () => {
     expect(decision.outcome).toBe('release_to_seller');
     expect(balance(seller.address)).toBe(sellerBefore + 1_000_000n);
     // m2 was never delivered: its timeout moved on by the paused time.
-    expect(Date.parse(after.timeoutRelease.at) - Date.parse(escrow.timeoutRelease.at)).toBeGreaterThanOrEqual(121 * HOUR - 5_000);
+    expect(Date.parse(after.timeoutRelease.at) - Date.parse(escrow.timeoutRelease.at)).toBeGreaterThanOrEqual(
+      121 * HOUR - 5_000,
+    );
     expect(after.timeline.some((e) => e.event === 'timers_resumed')).toBe(true);
     expect(delivered.reviewEndsAt).toBeTruthy();
   });
@@ -476,7 +657,14 @@ describe('attacks and failures', () => {
     expect(nul).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify(nul.details)).toContain('body.title');
     const surrogate = await fail(
-      client(buyer).create({ body: body(seller.address, { milestones: [{ title: 'Chunking \ud800', amount: '1000000' }, { title: 'Retrieval', amount: '1500000' }] }) }),
+      client(buyer).create({
+        body: body(seller.address, {
+          milestones: [
+            { title: 'Chunking \ud800', amount: '1000000' },
+            { title: 'Retrieval', amount: '1500000' },
+          ],
+        }),
+      }),
     );
     expect(surrogate).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify(surrogate.details)).toContain('body.milestones.0.title');
@@ -485,10 +673,18 @@ describe('attacks and failures', () => {
 
     const escrow = await open();
     const afterOpen = vault();
-    const delivery = await fail(client(seller).deliver({ body: { escrowId: escrow.id, content: { ...chapter('Chunking'), body: `${chapter('Chunking').body}\u0000` } } }));
+    const delivery = await fail(
+      client(seller).deliver({
+        body: { escrowId: escrow.id, content: { ...chapter('Chunking'), body: `${chapter('Chunking').body}\u0000` } },
+      }),
+    );
     expect(delivery).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify(delivery.details)).toContain('body.content.body');
-    const statement = await fail(client(buyer).dispute({ body: { escrowId: escrow.id, reason: 'not_delivered', statement: 'Nothing arrived\u0000 at all, as agreed.' } }));
+    const statement = await fail(
+      client(buyer).dispute({
+        body: { escrowId: escrow.id, reason: 'not_delivered', statement: 'Nothing arrived\u0000 at all, as agreed.' },
+      }),
+    );
     expect(statement).toBeInstanceOf(BadRequestError);
     expect(balance(seller.address)).toBe(sellerBefore);
     expect(vault()).toBe(afterOpen);
@@ -514,8 +710,12 @@ describe('attacks and failures', () => {
     await client(seller).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } });
     const sellerBefore = balance(seller.address);
     offset += 2 * HOUR;
-    const [confirmed] = await Promise.allSettled([client(buyer).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } }), main.service.scheduler.tick()]);
-    if (confirmed.status === 'rejected') expect(['milestone_not_releasable', 'operation_in_progress']).toContain((confirmed.reason as ApiError).code);
+    const [confirmed] = await Promise.allSettled([
+      client(buyer).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } }),
+      main.service.scheduler.tick(),
+    ]);
+    if (confirmed.status === 'rejected')
+      expect(['milestone_not_releasable', 'operation_in_progress']).toContain((confirmed.reason as ApiError).code);
     await main.service.scheduler.tick();
     expect(balance(seller.address)).toBe(sellerBefore + 1_000_000n);
     const after = await client(buyer).get({ params: { escrowId: escrow.id } });
@@ -537,7 +737,9 @@ describe('attacks and failures', () => {
       const escrow = await client(buyer, fragile.url).create({ body: body(seller.address) });
       await client(seller, fragile.url).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } });
       const sellerBefore = balance(seller.address);
-      const crashed = await fail(client(buyer, fragile.url).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } }));
+      const crashed = await fail(
+        client(buyer, fragile.url).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } }),
+      );
       expect(crashed.status).toBe(500);
       // The transfer landed, the state did not move: m1 still shows delivered, nothing released on the books.
       expect(balance(seller.address)).toBe(sellerBefore + 1_000_000n);
@@ -563,8 +765,14 @@ describe('attacks and failures', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', async () => {
-        const answer = await fetch(economy.rpcUrl + (req.url ?? '/'), { method: req.method, headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
-        res.writeHead(answer.status, { 'content-type': 'application/json' }).end(Buffer.from(await answer.arrayBuffer()));
+        const answer = await fetch(economy.rpcUrl + (req.url ?? '/'), {
+          method: req.method,
+          headers: { 'content-type': 'application/json' },
+          body: Buffer.concat(chunks),
+        });
+        res
+          .writeHead(answer.status, { 'content-type': 'application/json' })
+          .end(Buffer.from(await answer.arrayBuffer()));
       });
     });
     await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
@@ -572,21 +780,35 @@ describe('attacks and failures', () => {
     let service!: EscrowService;
     const cut = await startService(
       async (c) => {
-        service = await createEscrowService({ ...c, rpcUrl: relayUrl }, { tickMs: false, now, reputationUrl: DEAD, verificationUrl: DEAD });
+        service = await createEscrowService(
+          { ...c, rpcUrl: relayUrl },
+          { tickMs: false, now, reputationUrl: DEAD, verificationUrl: DEAD },
+        );
         return service.app;
       },
-      { id: 'escrow', wallet: escrowWallet, rpcUrl: economy.rpcUrl, paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url } },
+      {
+        id: 'escrow',
+        wallet: escrowWallet,
+        rpcUrl: economy.rpcUrl,
+        paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url },
+      },
     );
     try {
       const escrow = await client(buyer, cut.url).create({ body: body(seller.address) });
       await client(seller, cut.url).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } });
       const [sellerBefore, buyerBefore, vaultBefore] = [balance(seller.address), balance(buyer.address), vault()];
       down = true;
-      const refused = await fail(client(buyer, cut.url).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } }));
+      const refused = await fail(
+        client(buyer, cut.url).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } }),
+      );
       expect(refused.status).toBe(503);
       expect(refused.code).toBe('chain_unavailable');
       // Nothing moved, nothing was charged, the escrow is as it was.
-      expect([balance(seller.address), balance(buyer.address), vault()]).toEqual([sellerBefore, buyerBefore, vaultBefore]);
+      expect([balance(seller.address), balance(buyer.address), vault()]).toEqual([
+        sellerBefore,
+        buyerBefore,
+        vaultBefore,
+      ]);
       const between = await client(buyer, cut.url).get({ params: { escrowId: escrow.id } });
       expect(between.milestones[0]!.state).toBe('delivered');
       expect(between.timeline.some((e) => e.event === 'released')).toBe(false);
@@ -617,7 +839,9 @@ describe('attacks and failures', () => {
       offset += 2 * HOUR;
       await fragile.service.scheduler.tick();
       expect(balance(seller.address)).toBe(sellerBefore + 1_000_000n);
-      expect((await client(buyer, fragile.url).get({ params: { escrowId: escrow.id } })).milestones[0]!.state).toBe('delivered');
+      expect((await client(buyer, fragile.url).get({ params: { escrowId: escrow.id } })).milestones[0]!.state).toBe(
+        'delivered',
+      );
       offset += 2 * 60_000;
       await fragile.service.scheduler.tick();
       const after = await client(buyer, fragile.url).get({ params: { escrowId: escrow.id } });
@@ -633,50 +857,29 @@ describe('attacks and failures', () => {
     try {
       const escrow = await client(buyer, isolated.url).create({ body: body(seller.address) });
       await client(seller, isolated.url).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } });
-      const confirmed = await client(buyer, isolated.url).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'] } });
+      const confirmed = await client(buyer, isolated.url).confirm({
+        body: { escrowId: escrow.id, milestoneIds: ['m1'] },
+      });
       expect(confirmed.reputationReport).toEqual({ status: 'queued', reportId: null });
-      const disputed = await client(buyer, isolated.url).dispute({ body: { escrowId: escrow.id, reason: 'not_delivered', statement: 'Nothing arrived for m2 at all.' } });
-      expect(disputed.dispute.investigation).toMatchObject({ status: 'partial', unavailable: ['reputation'], scans: [] });
-      expect(disputed.dispute.investigation.observations.join(' ')).toContain('reputation service could not be reached');
+      const disputed = await client(buyer, isolated.url).dispute({
+        body: { escrowId: escrow.id, reason: 'not_delivered', statement: 'Nothing arrived for m2 at all.' },
+      });
+      expect(disputed.dispute.investigation).toMatchObject({
+        status: 'partial',
+        unavailable: ['reputation'],
+        scans: [],
+      });
+      expect(disputed.dispute.investigation.observations.join(' ')).toContain(
+        'reputation service could not be reached',
+      );
       const resolved = await client(seller, isolated.url).resolve({ body: { escrowId: escrow.id } });
       expect(resolved.decision.outcome).toBe('refund_to_buyer');
-      expect(resolved.decision.factors.find((f) => f.factor === 'reputation')!.finding).toContain('could not be reached');
+      expect(resolved.decision.factors.find((f) => f.factor === 'reputation')!.finding).toContain(
+        'could not be reached',
+      );
       expect(resolved.decision.rationale).toContain('Not weighed: reputation');
     } finally {
       await isolated.close();
     }
-  });
-});
-
-describe('rule engine', () => {
-  const investigation = (over: Record<string, unknown> = {}) => ({
-    status: 'complete' as const,
-    scans: [],
-    reputation: { buyer: null, seller: null },
-    milestonesDelivered: 1,
-    milestonesDisputed: 1,
-    deliveredBeforeTimeout: true,
-    observations: [],
-    leaning: 'neutral' as const,
-    unavailable: [],
-    generator: { engine: 'builtin' as const, model: 'builtin-rules-v1' },
-    updatedAt: new Date().toISOString(),
-    ...over,
-  });
-  it('refunds what was never delivered', () => {
-    const out = ruleMediator({ terms: null, termWords: [], milestones: [{ id: 'm1', amount: '1', delivered: false, wordCount: 0, contentWords: [] }], statements: [], investigation: investigation({ milestonesDelivered: 0, deliveredBeforeTimeout: null }) });
-    expect(out.sellerPercent).toBe(0);
-  });
-  it('splits in proportion when the facts disagree', () => {
-    const input = {
-      terms: 'chunking embedding retrieval evaluation',
-      termWords: ['chunking', 'embedding', 'retrieval', 'evaluation'],
-      milestones: [{ id: 'm1', amount: '1', delivered: true, wordCount: 500, contentWords: ['chunking', 'embedding'] }],
-      statements: [],
-      investigation: investigation({ scans: [{ scanId: 'scn_x', milestoneId: 'm1', score: 40, verdict: 'fail', findingCount: 3, highestSeverity: 'medium', plagiarismSimilarity: 0, certificateId: null }] }),
-    };
-    // delivery +0.2, terms 50 % covered +0.5, quality fail −0.6, on time +0.1: (0.2 + 0.5 − 0.6 + 0.1) / 1.4.
-    expect(weigh(input).score).toBeCloseTo(0.2 / 1.4, 6);
-    expect(ruleMediator(input).sellerPercent).toBe(57);
   });
 });

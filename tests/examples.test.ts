@@ -19,10 +19,14 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 it('education-tour browses the catalog and reads a lesson price from its 402 quote', async () => {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--conditions=ae-source', 'examples/education-tour.ts'], {
-    cwd: root,
-    env: { ...process.env, AGENT_ECONOMY_EDUCATION_URL: service.url },
-  });
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=ae-source', 'examples/education-tour.ts'],
+    {
+      cwd: root,
+      env: { ...process.env, AGENT_ECONOMY_EDUCATION_URL: service.url },
+    },
+  );
   expect(stdout).toContain('6 courses, 30 lessons');
   expect(stdout).toContain('1. Function Calling');
   expect(stdout).toContain(`costs 0.05 USD: 50000 atomic units of 4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU`);
@@ -45,10 +49,14 @@ it('buy-lesson pays for a lesson with the demo wallet and prints the receipt and
         services: [{ id: 'education', url: economy.education.url, wallet: seller }],
       }),
     );
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', '--conditions=ae-source', 'examples/buy-lesson.ts'], {
-      cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir, AGENT_ECONOMY_WALLET: '' },
-    });
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', '--conditions=ae-source', 'examples/buy-lesson.ts'],
+      {
+        cwd: root,
+        env: { ...process.env, DATA_DIR: dataDir, AGENT_ECONOMY_WALLET: '' },
+      },
+    );
     expect(stdout).toContain(`Agent wallet   ${economy.buyer.address}: 10 USD`);
     expect(stdout).toContain('Bought "Function Calling"');
     expect(stdout).toContain(`Receipt: 0.05 USD (50000 atomic units of ${USDC_DEVNET})`);
@@ -71,9 +79,19 @@ it('escrow opens a two-milestone escrow, confirms one milestone, disputes the ot
   const dataDir = mkdtempSync(join(tmpdir(), 'ae-example-'));
   try {
     let reputationUrl = '';
-    const verification = await economy.startPaidService((c) => createVerificationApp(c, { marketUrl: 'http://127.0.0.1:9' }), { id: 'verification' });
-    const escrow = await economy.startPaidService((c) => createEscrowApp(c, { tickMs: false, reputationUrl: () => reputationUrl, verificationUrl: verification.url }), { id: 'escrow', sol: true });
-    const reputation = await economy.startPaidService((c) => createReputationApp(c, { trustedReporters: [escrow.context.wallet.address] }), { id: 'reputation' });
+    const verification = await economy.startPaidService(
+      (c) => createVerificationApp(c, { marketUrl: 'http://127.0.0.1:9' }),
+      { id: 'verification' },
+    );
+    const escrow = await economy.startPaidService(
+      (c) =>
+        createEscrowApp(c, { tickMs: false, reputationUrl: () => reputationUrl, verificationUrl: verification.url }),
+      { id: 'escrow', sol: true },
+    );
+    const reputation = await economy.startPaidService(
+      (c) => createReputationApp(c, { trustedReporters: [escrow.context.wallet.address] }),
+      { id: 'reputation' },
+    );
     reputationUrl = reputation.url;
     const keyFile = join(dataDir, 'demo-agent.json');
     writeFileSync(keyFile, JSON.stringify([...economy.buyer.secretKey]));
@@ -81,15 +99,24 @@ it('escrow opens a two-milestone escrow, confirms one milestone, disputes the ot
     writeFileSync(
       join(dataDir, 'services.json'),
       JSON.stringify({
-        chain: { rpcUrl: economy.rpcUrl, stablecoin: USDC_DEVNET, network: SOLANA_DEVNET, faucet: `${economy.rpcUrl}/faucet` },
+        chain: {
+          rpcUrl: economy.rpcUrl,
+          stablecoin: USDC_DEVNET,
+          network: SOLANA_DEVNET,
+          faucet: `${economy.rpcUrl}/faucet`,
+        },
         demoWallet: { address: economy.buyer.address, keyFile },
         services: [{ id: 'escrow', url: escrow.url, wallet: vault }],
       }),
     );
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', '--conditions=ae-source', 'examples/escrow.ts'], {
-      cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir, AGENT_ECONOMY_WALLET: '' },
-    });
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', '--conditions=ae-source', 'examples/escrow.ts'],
+      {
+        cwd: root,
+        env: { ...process.env, DATA_DIR: dataDir, AGENT_ECONOMY_WALLET: '' },
+      },
+    );
     expect(stdout).toContain(`Buyer  ${economy.buyer.address}: 10 USD`);
     expect(stdout).toContain('2.5 USD + fee 0.025 USD paid into the vault');
     expect(stdout).toContain('The buyer confirmed m1: 1 USD released to the seller');

@@ -1,16 +1,35 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import fc from 'fast-check';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exchangeFlows, listRoutes, type DataServiceHealth, type FlowAnalysis, type RouteMeta } from '@agent-economy/contracts';
-import { ApiError, BadRequestError, PaymentOutcomeUnknownError, PaymentRequiredError, createClient, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
+import {
+  exchangeFlows,
+  listRoutes,
+  type DataServiceHealth,
+  type FlowAnalysis,
+  type RouteMeta,
+} from '@agent-economy/contracts';
+import {
+  ApiError,
+  BadRequestError,
+  PaymentOutcomeUnknownError,
+  PaymentRequiredError,
+  createClient,
+  walletFromSecretKey,
+  type AgentEconomyClient,
+} from '@agent-economy/sdk';
 import { openAiReasoner } from '../servers/src/ai';
 import { createExchangeFlowsApp, type ExchangeFlowsOptions } from '../servers/src/services/exchange-flows';
 import {
-  btcText, combineSignal, directionOf, netflowZScore, populationStdDev, satsOf, sentimentOf, signalFactors, usdText,
+  btcText,
+  combineSignal,
+  directionOf,
+  netflowZScore,
+  sentimentOf,
+  signalFactors,
+  usdText,
 } from '../servers/src/services/exchange-flows/domain';
-import { coinGeckoSummary, coinMetricsFlowDays, supplyAtHeight } from '../servers/src/services/exchange-flows/sources';
+import { coinGeckoSummary, coinMetricsFlowDays } from '../servers/src/services/exchange-flows/sources';
 import { startEconomy, type Economy } from './support/economy';
-import type { RunningService } from './support/servers';
+import { listenLocal, type RunningService } from './support/servers';
 
 // Formulas on known vectors; every route through the SDK, paid on the local ledger, over the seeded model (the
 // default deployment) and over the live adapters against a local server replaying Coin Metrics', CoinGecko's and an
@@ -46,88 +65,6 @@ const sats = (btc: string) => {
   return negative ? -v : v;
 };
 
-describe('formulas on known vectors', () => {
-  it('BTC amounts: satoshis ↔ 8-decimal strings, rounded half up; USD at the day’s price, exact', () => {
-    expect([btcText(0n), btcText(1n), btcText(-150_000_000n), btcText(2_100_000_000_000_000n)]).toEqual(['0', '0.00000001', '-1.5', '21000000']);
-    expect([satsOf('31234.567891234567'), satsOf('0.000000005'), satsOf('0.0000000049'), satsOf(12.5), satsOf('-3.1')]).toEqual([3_123_456_789_123n, 1n, 0n, 1_250_000_000n, -310_000_000n]);
-    expect(satsOf('abc')).toBeNull();
-    // 1.23456789 BTC at 67 000.0000000001 USD = 82 716.04863 + 0.000000000123456789
-    expect(usdText(123_456_789n, '67000.0000000001')).toBe('82716.048630000123456789');
-    expect(usdText(-100_000_000n, '95000.5')).toBe('-95000.5');
-  });
-
-  it('direction: netflow beyond ±1 % of the gross flow', () => {
-    // gross 200: net 2 is exactly 1 % (balanced), 2.00000002 just over
-    expect(directionOf(101n, 99n)).toBe('balanced');
-    expect(directionOf(10_100_000_001n, 9_900_000_000n)).toBe('inflow');
-    expect(directionOf(99n, 101n)).toBe('balanced');
-    expect(directionOf(9_899_999_999n, 10_100_000_000n)).toBe('outflow');
-    expect(directionOf(0n, 0n)).toBe('balanced');
-  });
-
-  it('netflow z-score: (mean of the period − mean of the history) / population σ of the history', () => {
-    const history = [2, 4, 4, 4, 5, 5, 7, 9]; // mean 5, σ 2
-    expect(populationStdDev(history)).toBe(2);
-    expect(netflowZScore([9, 11], history)).toBe(2.5); // mean 10
-    expect(netflowZScore([-1], history)).toBe(-3);
-    expect(netflowZScore([1], [3])).toBeNull(); // one day of history
-    expect(netflowZScore([1], [3, 3, 3])).toBeNull(); // no spread
-    expect([sentimentOf('outflow', -1), sentimentOf('outflow', -0.99), sentimentOf('inflow', 1), sentimentOf('balanced', 3), sentimentOf('inflow', null)]).toEqual([
-      'bullish', 'neutral', 'bearish', 'neutral', 'neutral',
-    ]);
-  });
-
-  it('signal: weights 0.3/0.25/0.2/0.15/0.1 sum to 1, a missing factor’s weight goes to the others; graded score and confidence', () => {
-    const all = signalFactors({ netflowPercent: -5, netflowZScore: -1.5, reserveChangePercent: -1, priceChangePercent: 4, topVenueSharePercent: 40 });
-    expect(all.map((f) => [f.name, f.weight, f.reading])).toEqual([
-      ['netflow', 0.3, 'bullish'],
-      ['netflow_zscore', 0.25, 'bullish'],
-      ['reserve_trend', 0.2, 'bullish'],
-      ['price_momentum', 0.15, 'bullish'],
-      ['exchange_concentration', 0.1, 'bullish'],
-    ]);
-    // graded: 0.5, 0.75, 0.5, 0.4, 0.5 × 0.6 = 0.3 → S = 0.15 + 0.1875 + 0.1 + 0.06 + 0.03 = 0.5275
-    expect(all.map((f) => f.graded)).toEqual([0.5, 0.75, 0.5, 0.4, 0.3]);
-    const s = combineSignal(all);
-    expect(s).toEqual({ signal: 'bullish', score: 0.5275, confidence: Number((0.5 + (0.5 * (0.5275 - 0.15)) / 0.85).toFixed(4)) });
-
-    // Live: no per-exchange data, no z-score history: their weights go to the others, in proportion.
-    const live = signalFactors({ netflowPercent: 3, netflowZScore: null, reserveChangePercent: 0.1, priceChangePercent: -25, topVenueSharePercent: null });
-    expect(live.map((f) => f.weight)).toEqual([0.461538, 0, 0.307692, 0.23077, 0]);
-    expect(live.reduce((a, f) => a + f.weight, 0)).toBeCloseTo(1, 12);
-    expect(live.map((f) => f.reading)).toEqual(['bearish', 'neutral', 'neutral', 'bearish', 'neutral']);
-    // S = 0.461538 × −0.3 + 0.307692 × −0.05 + 0.23077 × −1 = −0.384616
-    expect(combineSignal(live)).toMatchObject({ signal: 'bearish', score: -0.384616 });
-
-    // Neutral: confidence is the weight reading neutral, scaled by how near S is to 0.
-    const flat = signalFactors({ netflowPercent: 0, netflowZScore: 0, reserveChangePercent: 0, priceChangePercent: 0, topVenueSharePercent: 20 });
-    expect(combineSignal(flat)).toEqual({ signal: 'neutral', score: 0, confidence: 1 });
-  });
-
-  it('properties: BTC strings round-trip; direction is antisymmetric and follows the 1 % rule exactly', () => {
-    fc.assert(
-      fc.property(fc.bigInt({ min: -(21n * 10n ** 14n), max: 21n * 10n ** 14n }), (x) => {
-        expect(satsOf(btcText(x))).toBe(x);
-        expect(btcText(x)).toMatch(/^-?(0|[1-9]\d*)(\.\d{1,8})?$/);
-      }),
-    );
-    fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: 10n ** 16n }), fc.bigInt({ min: 0n, max: 10n ** 16n }), (a, b) => {
-        const mirrored = { inflow: 'outflow', outflow: 'inflow', balanced: 'balanced' } as const;
-        expect(directionOf(b, a)).toBe(mirrored[directionOf(a, b)]);
-        const ratio = a + b === 0n ? 0 : Number(a - b) / Number(a + b);
-        if (Math.abs(Math.abs(ratio) - 0.01) > 1e-9) expect(directionOf(a, b)).toBe(ratio > 0.01 ? 'inflow' : ratio < -0.01 ? 'outflow' : 'balanced');
-      }),
-    );
-  });
-
-  it('supply follows the subsidy schedule: 19 687 503.125 BTC after block 840 000', () => {
-    expect(btcText(supplyAtHeight(840_000))).toBe('19687503.125');
-    expect(btcText(supplyAtHeight(0))).toBe('50');
-    expect(btcText(supplyAtHeight(10_000_000))).toBe('20999999.9769');
-  });
-});
-
 // ---- the default deployment: the seeded model, paid on the local ledger ------------------------------------
 
 const NOW = Date.parse('2026-01-15T12:00:00.000Z');
@@ -138,14 +75,27 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
   let replica: RunningService;
   let client: AgentEconomyClient;
   let clock = NOW;
-  const balances = () => [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(service.context.wallet.address)] as const;
+  const balances = () =>
+    [
+      economy.ledger.tokenBalance(economy.buyer.address),
+      economy.ledger.tokenBalance(service.context.wallet.address),
+    ] as const;
 
   beforeAll(async () => {
     economy = await startEconomy();
-    service = await economy.startPaidService((c) => createExchangeFlowsApp(c, { now: () => clock }), { id: 'exchange-flows' });
+    service = await economy.startPaidService((c) => createExchangeFlowsApp(c, { now: () => clock }), {
+      id: 'exchange-flows',
+    });
     // A second replica of the same seed: one simulated market.
-    replica = await economy.startPaidService((c) => createExchangeFlowsApp(c, { now: () => clock }), { id: 'exchange-flows' });
-    client = createClient({ baseUrls: { 'exchange-flows': service.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    replica = await economy.startPaidService((c) => createExchangeFlowsApp(c, { now: () => clock }), {
+      id: 'exchange-flows',
+    });
+    client = createClient({
+      baseUrls: { 'exchange-flows': service.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
   }, 120_000);
   afterAll(async () => {
     await economy?.close();
@@ -155,7 +105,11 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
     const before = balances();
     const s = await client.exchangeFlows.summary();
     expect(balances()).toEqual(before);
-    expect(s.source).toEqual({ mode: 'simulated', providers: ['exchange-flow-model'], asOf: new Date(NOW).toISOString() });
+    expect(s.source).toEqual({
+      mode: 'simulated',
+      providers: ['exchange-flow-model'],
+      asOf: new Date(NOW).toISOString(),
+    });
     expect(s.lastUpdated).toBe(new Date(NOW).toISOString());
     expect(Number(s.low24hUsd)).toBeLessThanOrEqual(Number(s.priceUsd));
     expect(Number(s.high24hUsd)).toBeGreaterThanOrEqual(Number(s.priceUsd));
@@ -163,7 +117,10 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
     // ~19.97 M BTC in January 2026 on the 10-minute schedule
     expect(Number(s.circulatingSupplyBtc)).toBeGreaterThan(19_900_000);
     expect(Number(s.circulatingSupplyBtc)).toBeLessThan(20_100_000);
-    expect(s.change24hPercent).toBeCloseTo((Number(s.change24hUsd) / (Number(s.priceUsd) - Number(s.change24hUsd))) * 100, 2);
+    expect(s.change24hPercent).toBeCloseTo(
+      (Number(s.change24hUsd) / (Number(s.priceUsd) - Number(s.change24hUsd))) * 100,
+      2,
+    );
     expect(s.dominancePercent).toBeGreaterThanOrEqual(35);
     expect(s.dominancePercent).toBeLessThanOrEqual(75);
     // not a fixed number: the model moves with the clock, and two replicas agree
@@ -180,11 +137,20 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
   it('flows (0.01 USD): days, totals, direction, z-score, reserve change, sentiment and a breakdown over simulated venues', async () => {
     const before = balances();
     const response = await client.exchangeFlows.flows.withResponse({ body: { days: 7 } });
-    expect(response.payment).toMatchObject({ amountUsd: '0.01', amount: '10000', payTo: service.context.wallet.address, payer: economy.buyer.address });
+    expect(response.payment).toMatchObject({
+      amountUsd: '0.01',
+      amount: '10000',
+      payTo: service.context.wallet.address,
+      payer: economy.buyer.address,
+    });
     expect(balances()).toEqual([before[0] - 10_000n, before[1] + 10_000n]);
     const f = (seven = response.data);
     expect([f.startDate, f.endDate, f.days.length]).toEqual(['2026-01-08', '2026-01-14', 7]);
-    expect(f.source).toEqual({ mode: 'simulated', providers: ['exchange-flow-model'], asOf: new Date(NOW).toISOString() });
+    expect(f.source).toEqual({
+      mode: 'simulated',
+      providers: ['exchange-flow-model'],
+      asOf: new Date(NOW).toISOString(),
+    });
     let inflow = 0n;
     let outflow = 0n;
     let inflowUsd = 0;
@@ -197,16 +163,34 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
       outflow += sats(d.outflowBtc);
       inflowUsd += Number(d.inflowUsd);
     }
-    expect([sats(f.totals.inflowBtc), sats(f.totals.outflowBtc), sats(f.totals.netflowBtc)]).toEqual([inflow, outflow, inflow - outflow]);
+    expect([sats(f.totals.inflowBtc), sats(f.totals.outflowBtc), sats(f.totals.netflowBtc)]).toEqual([
+      inflow,
+      outflow,
+      inflow - outflow,
+    ]);
     expect(Number(f.totals.inflowUsd)).toBeCloseTo(inflowUsd, 3);
     expect(f.direction).toBe(directionOf(inflow, outflow));
-    // the model's reserves and flows agree to the satoshi: reserve change = Σ netflow; each day's reserve = the day before + its netflow
+    // the model's reserves and flows agree to the satoshi: reserve change = Σ netflow; each day's reserve = the day
+    // before + its netflow
     expect(sats(f.reserveChangeBtc!)).toBe(inflow - outflow);
-    for (let i = 1; i < 7; i++) expect(sats(f.days[i]!.reserveBtc!) - sats(f.days[i - 1]!.reserveBtc!)).toBe(sats(f.days[i]!.netflowBtc));
-    expect(f.reserveChangePercent).toBeCloseTo((Number(inflow - outflow) / (Number(sats(f.days[6]!.reserveBtc!) - (inflow - outflow)))) * 100, 5);
+    for (let i = 1; i < 7; i++)
+      expect(sats(f.days[i]!.reserveBtc!) - sats(f.days[i - 1]!.reserveBtc!)).toBe(sats(f.days[i]!.netflowBtc));
+    expect(f.reserveChangePercent).toBeCloseTo(
+      (Number(inflow - outflow) / Number(sats(f.days[6]!.reserveBtc!) - (inflow - outflow))) * 100,
+      5,
+    );
     expect(f.sentiment).toBe(sentimentOf(f.direction, f.netflowZScore));
     // breakdown: the 8 simulated venues, largest gross first, summing to the totals
-    expect(f.breakdown.map((b) => b.exchange).sort()).toEqual(['venue-a', 'venue-b', 'venue-c', 'venue-d', 'venue-e', 'venue-f', 'venue-g', 'venue-h']);
+    expect(f.breakdown.map((b) => b.exchange).sort()).toEqual([
+      'venue-a',
+      'venue-b',
+      'venue-c',
+      'venue-d',
+      'venue-e',
+      'venue-f',
+      'venue-g',
+      'venue-h',
+    ]);
     const gross = f.breakdown.map((b) => sats(b.inflowBtc) + sats(b.outflowBtc));
     expect([...gross].sort((a, b) => (b > a ? 1 : b < a ? -1 : 0))).toEqual(gross);
     expect(f.breakdown.reduce((s, b) => s + sats(b.inflowBtc), 0n)).toBe(inflow);
@@ -227,7 +211,12 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
     const weekEarlier = await client.exchangeFlows.flows({ body: { days: 90 } });
     clock = NOW;
     expect(weekEarlier.endDate).toBe('2026-01-07');
-    expect(seven.netflowZScore).toBe(netflowZScore(seven.days.map((d) => Number(d.netflowBtc)), weekEarlier.days.map((d) => Number(d.netflowBtc))));
+    expect(seven.netflowZScore).toBe(
+      netflowZScore(
+        seven.days.map((d) => Number(d.netflowBtc)),
+        weekEarlier.days.map((d) => Number(d.netflowBtc)),
+      ),
+    );
 
     const picked = await client.exchangeFlows.flows({ body: { days: 7, exchanges: ['venue-b', 'venue-e'] } });
     const fromBreakdown = seven.breakdown.filter((b) => b.exchange === 'venue-b' || b.exchange === 'venue-e');
@@ -245,7 +234,10 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
     expect(list.map((e) => e.rank)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     for (let i = 1; i < list.length; i++) expect(sats(list[i - 1]!.reserveBtc) >= sats(list[i]!.reserveBtc)).toBe(true);
     expect(sats(byReserve.totalReserveBtc)).toBe(list.reduce((s, e) => s + sats(e.reserveBtc), 0n));
-    expect(Number(byReserve.totalVolume24hUsd)).toBeCloseTo(list.reduce((s, e) => s + Number(e.volume24hUsd), 0), 2);
+    expect(Number(byReserve.totalVolume24hUsd)).toBeCloseTo(
+      list.reduce((s, e) => s + Number(e.volume24hUsd), 0),
+      2,
+    );
     expect(list.reduce((s, e) => s + e.volumeSharePercent, 0)).toBeCloseTo(100, 4);
     const summary = await client.exchangeFlows.summary();
     for (const e of list) {
@@ -254,13 +246,22 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
       expect(sats(e.netflowBtc)).toBe(sats(e.inflowBtc) - sats(e.outflowBtc));
       expect(e.direction).toBe(directionOf(sats(e.inflowBtc), sats(e.outflowBtc)));
       // the reserve change over the period is its netflow over the reserve 30 days ago
-      expect(e.reserveChangePercent).toBeCloseTo((Number(sats(e.netflowBtc)) / Number(sats(e.reserveBtc) - sats(e.netflowBtc))) * 100, 5);
+      expect(e.reserveChangePercent).toBeCloseTo(
+        (Number(sats(e.netflowBtc)) / Number(sats(e.reserveBtc) - sats(e.netflowBtc))) * 100,
+        5,
+      );
     }
     const byVolume = await client.exchangeFlows.exchanges({ body: { days: 30 } });
-    for (let i = 1; i < 8; i++) expect(Number(byVolume.exchanges[i - 1]!.volume24hUsd)).toBeGreaterThanOrEqual(Number(byVolume.exchanges[i]!.volume24hUsd));
+    for (let i = 1; i < 8; i++)
+      expect(Number(byVolume.exchanges[i - 1]!.volume24hUsd)).toBeGreaterThanOrEqual(
+        Number(byVolume.exchanges[i]!.volume24hUsd),
+      );
     const byNetflow = await client.exchangeFlows.exchanges({ body: { days: 30, sortBy: 'netflow' } });
-    for (let i = 1; i < 8; i++) expect(sats(byNetflow.exchanges[i - 1]!.netflowBtc) >= sats(byNetflow.exchanges[i]!.netflowBtc)).toBe(true);
-    expect([...byNetflow.exchanges].map((e) => e.exchange).sort()).toEqual([...byReserve.exchanges].map((e) => e.exchange).sort());
+    for (let i = 1; i < 8; i++)
+      expect(sats(byNetflow.exchanges[i - 1]!.netflowBtc) >= sats(byNetflow.exchanges[i]!.netflowBtc)).toBe(true);
+    expect([...byNetflow.exchanges].map((e) => e.exchange).sort()).toEqual(
+      [...byReserve.exchanges].map((e) => e.exchange).sort(),
+    );
     expect(JSON.stringify(byReserve)).not.toMatch(new RegExp(REAL_EXCHANGES.join('|'), 'i'));
   });
 
@@ -272,7 +273,13 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
     const s = response.data;
     expect(s.generator).toEqual({ engine: 'builtin', model: 'builtin-rules-v1' });
     expect([s.lookbackDays, s.generatedAt]).toEqual([7, new Date(NOW).toISOString()]);
-    expect(s.factors.map((f) => f.name)).toEqual(['netflow', 'netflow_zscore', 'reserve_trend', 'price_momentum', 'exchange_concentration']);
+    expect(s.factors.map((f) => f.name)).toEqual([
+      'netflow',
+      'netflow_zscore',
+      'reserve_trend',
+      'price_momentum',
+      'exchange_concentration',
+    ]);
     expect(s.factors.map((f) => f.weight)).toEqual([0.3, 0.25, 0.2, 0.15, 0.1]);
     const by = Object.fromEntries(s.factors.map((f) => [f.name, f.value]));
     // the factors are the 7-day flow analysis' figures
@@ -284,7 +291,15 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
     const prices = seven.days.map((d) => Number(d.inflowUsd) / Number(d.inflowBtc));
     expect(by.price_momentum).toBeCloseTo(((prices[6]! - prices[0]!) / prices[0]!) * 100, 3);
     // the signal is the rule over these factors
-    const recomputed = combineSignal(signalFactors({ netflowPercent: by.netflow!, netflowZScore: by.netflow_zscore!, reserveChangePercent: by.reserve_trend!, priceChangePercent: by.price_momentum!, topVenueSharePercent: by.exchange_concentration! }));
+    const recomputed = combineSignal(
+      signalFactors({
+        netflowPercent: by.netflow!,
+        netflowZScore: by.netflow_zscore!,
+        reserveChangePercent: by.reserve_trend!,
+        priceChangePercent: by.price_momentum!,
+        topVenueSharePercent: by.exchange_concentration!,
+      }),
+    );
     expect([s.signal, s.confidence]).toEqual([recomputed.signal, recomputed.confidence]);
     expect(s.reasoning).toContain('Over the last 7 days');
     expect(s.reasoning).toContain(`: ${s.signal}, confidence`);
@@ -311,7 +326,10 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
   });
 
   it('every route’s contract example succeeds against the default deployment', async () => {
-    const api = client.exchangeFlows as unknown as Record<string, (args?: unknown) => Promise<{ source: { mode: string } }>>;
+    const api = client.exchangeFlows as unknown as Record<
+      string,
+      (args?: unknown) => Promise<{ source: { mode: string } }>
+    >;
     for (const { key, route } of listRoutes(exchangeFlows.router)) {
       const example = (route.metadata as RouteMeta).example ?? {};
       const answer = await api[key]!(Object.keys(example).length ? example : undefined);
@@ -348,13 +366,21 @@ describe('the default deployment (simulated) through the SDK, paid on the local 
 
   it('health: the model provider is ok', async () => {
     const health = (await (await fetch(`${service.url}/health`)).json()) as DataServiceHealth;
-    expect(health).toMatchObject({ status: 'ok', service: 'exchange-flows', database: 'ok', upstream: { mode: 'simulated', providers: [{ name: 'exchange-flow-model', status: 'ok' }] } });
+    expect(health).toMatchObject({
+      status: 'ok',
+      service: 'exchange-flows',
+      database: 'ok',
+      upstream: { mode: 'simulated', providers: [{ name: 'exchange-flow-model', status: 'ok' }] },
+    });
   });
 });
 
 // ---- the live adapters against a local replay of the providers -----------------------------------------------
 
-/** Coin Metrics /timeseries/asset-metrics rows as the API sends them (values as strings); 200 illustrative days through 2024-11-29. */
+/**
+ * Coin Metrics /timeseries/asset-metrics rows as the API sends them (values as strings); 200 illustrative days through
+ * 2024-11-29.
+ */
 const CM_ROWS = Array.from({ length: 200 }, (_, i) => {
   const date = new Date(Date.parse('2024-05-14T00:00:00.000Z') + i * 86_400_000).toISOString().slice(0, 10);
   const inflow = 30_000 + ((i * 7919) % 9000) + (i % 7) * 0.12345678;
@@ -388,7 +414,13 @@ const COIN = {
     last_updated: '2024-11-30T11:58:03.512Z',
   },
 };
-const GLOBAL = { data: { active_cryptocurrencies: 15_000, market_cap_percentage: { btc: 56.9123, eth: 12.1 }, updated_at: 1_732_967_880 } };
+const GLOBAL = {
+  data: {
+    active_cryptocurrencies: 15_000,
+    market_cap_percentage: { btc: 56.9123, eth: 12.1 },
+    updated_at: 1_732_967_880,
+  },
+};
 
 interface Replay {
   url: string;
@@ -407,7 +439,8 @@ async function startReplay(): Promise<Replay> {
     const url = new URL(req.url!, state.url);
     state.requests.push(url.pathname);
     if (url.pathname === '/v4/timeseries/asset-metrics') {
-      if (state.failing.has('coinmetrics')) return send(res, 503, { error: { type: 'unavailable', message: 'Service unavailable' } });
+      if (state.failing.has('coinmetrics'))
+        return send(res, 503, { error: { type: 'unavailable', message: 'Service unavailable' } });
       const metrics = url.searchParams.get('metrics')!.split(',');
       const start = url.searchParams.get('start_time')!;
       const end = url.searchParams.get('end_time')!;
@@ -418,36 +451,45 @@ async function startReplay(): Promise<Replay> {
       }));
       // pages of 120 rows, the next reached through next_page_url
       const offset = Number(url.searchParams.get('next_page_token') ?? '0');
-      const next = offset + 120 < rows.length ? { next_page_token: String(offset + 120), next_page_url: `${state.url}/v4/timeseries/asset-metrics?${url.searchParams}&next_page_token=${offset + 120}` } : {};
+      const next =
+        offset + 120 < rows.length
+          ? {
+              next_page_token: String(offset + 120),
+              next_page_url: `${state.url}/v4/timeseries/asset-metrics?${url.searchParams}&next_page_token=${offset + 120}`,
+            }
+          : {};
       return send(res, 200, { data: rows.slice(offset, offset + 120), ...next });
     }
     if (url.pathname === '/api/v3/coins/bitcoin' || url.pathname === '/api/v3/global') {
-      if (state.failing.has('coingecko')) return send(res, 429, { status: { error_code: 429, error_message: "You've exceeded the Rate Limit." } });
+      if (state.failing.has('coingecko'))
+        return send(res, 429, { status: { error_code: 429, error_message: "You've exceeded the Rate Limit." } });
       return send(res, 200, url.pathname.endsWith('global') ? GLOBAL : COIN);
     }
     if (url.pathname === '/v1/chat/completions') {
       if (state.failing.has('llm')) return send(res, 500, { error: { message: 'overloaded' } });
       const request = JSON.parse(text) as { model: string; messages: { content: string }[] };
       const input = JSON.parse(request.messages[1]!.content) as { signal: string; factors: { name: string }[] };
-      const content = JSON.stringify({ reasoning: `LLM: ${input.signal} from ${input.factors.map((f) => f.name).join(', ')}.` });
-      return send(res, 200, { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: request.model, choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] });
+      const content = JSON.stringify({
+        reasoning: `LLM: ${input.signal} from ${input.factors.map((f) => f.name).join(', ')}.`,
+      });
+      return send(res, 200, {
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        created: 1,
+        model: request.model,
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      });
     }
     send(res, 404, { error: 'not found' });
   };
-  const server: Server = createServer((req, res) => {
+  const local = await listenLocal((req, res) => {
     let text = '';
     req.on('data', (chunk) => (text += chunk));
     req.on('end', () => handle(req, res, text));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  state.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  state.url = local.url;
   return Object.assign(state, {
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: local.close,
   });
 }
 
@@ -457,8 +499,17 @@ describe('MARKET_DATA=live: Coin Metrics and CoinGecko (replayed), paid on the l
   let service: RunningService;
   let client: AgentEconomyClient;
   let clock = Date.parse('2024-11-30T12:00:00.000Z');
-  const balances = () => [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(service.context.wallet.address)] as const;
-  const live = (): ExchangeFlowsOptions => ({ market: 'live', coinMetricsUrl: `${replay.url}/v4`, coinGeckoUrl: `${replay.url}/api/v3`, now: () => clock });
+  const balances = () =>
+    [
+      economy.ledger.tokenBalance(economy.buyer.address),
+      economy.ledger.tokenBalance(service.context.wallet.address),
+    ] as const;
+  const live = (): ExchangeFlowsOptions => ({
+    market: 'live',
+    coinMetricsUrl: `${replay.url}/v4`,
+    coinGeckoUrl: `${replay.url}/api/v3`,
+    now: () => clock,
+  });
 
   beforeAll(async () => {
     economy = await startEconomy();
@@ -467,7 +518,12 @@ describe('MARKET_DATA=live: Coin Metrics and CoinGecko (replayed), paid on the l
       id: 'exchange-flows',
       reasoner: openAiReasoner({ baseUrl: `${replay.url}/v1`, model: 'test-model', apiKey: 'sk-test' }),
     });
-    client = createClient({ baseUrls: { 'exchange-flows': service.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    client = createClient({
+      baseUrls: { 'exchange-flows': service.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
   }, 120_000);
   afterAll(async () => {
     await economy?.close();
@@ -475,7 +531,11 @@ describe('MARKET_DATA=live: Coin Metrics and CoinGecko (replayed), paid on the l
   });
 
   it('the adapters map the documented responses', () => {
-    const days = coinMetricsFlowDays([CM_ROWS[199], CM_ROWS[0], { asset: 'btc', time: '2024-01-01T00:00:00.000000000Z', PriceUSD: '1' }]);
+    const days = coinMetricsFlowDays([
+      CM_ROWS[199],
+      CM_ROWS[0],
+      { asset: 'btc', time: '2024-01-01T00:00:00.000000000Z', PriceUSD: '1' },
+    ]);
     expect(days.map((d) => d.date)).toEqual(['2024-05-14', '2024-11-29']); // sorted; a row without flows is no day
     expect(days[1]!.inflowSats).toBe(3_333_312_345_679n);
     expect(() => coinMetricsFlowDays([{ FlowInExNtv: '1' }])).toThrow(/without a time/);
@@ -495,14 +555,22 @@ describe('MARKET_DATA=live: Coin Metrics and CoinGecko (replayed), paid on the l
       circulatingSupplyBtc: '19790518',
       lastUpdated: '2024-11-30T11:58:03.512Z',
     });
-    expect(() => coinGeckoSummary({ market_data: { ...COIN.market_data, current_price: {} } }, GLOBAL)).toThrow(/current_price/);
+    expect(() => coinGeckoSummary({ market_data: { ...COIN.market_data, current_price: {} } }, GLOBAL)).toThrow(
+      /current_price/,
+    );
     expect(() => coinGeckoSummary(COIN, { data: {} })).toThrow(/market_cap_percentage/);
   });
 
   it('summary: CoinGecko’s figures, provider named, read once a minute', async () => {
     replay.requests = [];
     const s = await client.exchangeFlows.summary();
-    expect(s).toMatchObject({ priceUsd: '96512.34', change24hUsd: '-1234.56789', dominancePercent: 56.9123, marketCapUsd: '1910123456789', circulatingSupplyBtc: '19790518' });
+    expect(s).toMatchObject({
+      priceUsd: '96512.34',
+      change24hUsd: '-1234.56789',
+      dominancePercent: 56.9123,
+      marketCapUsd: '1910123456789',
+      circulatingSupplyBtc: '19790518',
+    });
     expect(s.source).toEqual({ mode: 'live', providers: ['coingecko'], asOf: new Date(clock).toISOString() });
     await client.exchangeFlows.summary();
     expect(replay.requests.sort()).toEqual(['/api/v3/coins/bitcoin', '/api/v3/global']);
@@ -528,7 +596,12 @@ describe('MARKET_DATA=live: Coin Metrics and CoinGecko (replayed), paid on the l
     expect(sats(f.totals.netflowBtc)).toBe(net.reduce((a, b) => a + b, 0n));
     // z against the 90 rows before the period
     const history = CM_ROWS.slice(-97, -7).map((r) => Number(sats(r.FlowInExNtv) - sats(r.FlowOutExNtv)) / 1e8);
-    expect(f.netflowZScore).toBe(netflowZScore(net.map((n) => Number(n) / 1e8), history));
+    expect(f.netflowZScore).toBe(
+      netflowZScore(
+        net.map((n) => Number(n) / 1e8),
+        history,
+      ),
+    );
     // reserve change: the last reserve against the day before the period
     expect(f.reserveChangeBtc).toBe(btcText(sats(rows[6]!.SplyExNtv) - sats(CM_ROWS[192]!.SplyExNtv)));
     expect(f.breakdown).toEqual([]);
@@ -556,7 +629,9 @@ describe('MARKET_DATA=live: Coin Metrics and CoinGecko (replayed), paid on the l
   it('signal: four factors weighed (no per-exchange data), reasoning written by the LLM', async () => {
     const s = await client.exchangeFlows.signal({ body: { lookbackDays: 30 } });
     expect(s.generator).toEqual({ engine: 'llm', model: 'test-model' });
-    expect(s.reasoning).toBe(`LLM: ${s.signal} from netflow, netflow_zscore, reserve_trend, price_momentum, exchange_concentration.`);
+    expect(s.reasoning).toBe(
+      `LLM: ${s.signal} from netflow, netflow_zscore, reserve_trend, price_momentum, exchange_concentration.`,
+    );
     const concentration = s.factors.find((f) => f.name === 'exchange_concentration')!;
     expect([concentration.weight, concentration.reading]).toEqual([0, 'neutral']);
     expect(s.factors.map((f) => f.weight)).toEqual([0.333333, 0.277778, 0.222222, 0.166667, 0]);
@@ -565,7 +640,10 @@ describe('MARKET_DATA=live: Coin Metrics and CoinGecko (replayed), paid on the l
     expect(reserve.value).toBeCloseTo(((-30 * 850.5) / Number(CM_ROWS[169]!.SplyExNtv)) * 100, 5);
     expect(reserve.reading).toBe('bullish');
     const momentum = s.factors.find((f) => f.name === 'price_momentum')!;
-    expect(momentum.value).toBeCloseTo(((Number(CM_ROWS[199]!.PriceUSD) - Number(CM_ROWS[170]!.PriceUSD)) / Number(CM_ROWS[170]!.PriceUSD)) * 100, 5);
+    expect(momentum.value).toBeCloseTo(
+      ((Number(CM_ROWS[199]!.PriceUSD) - Number(CM_ROWS[170]!.PriceUSD)) / Number(CM_ROWS[170]!.PriceUSD)) * 100,
+      5,
+    );
     expect(s.source.note).toMatch(/Per-exchange/);
   });
 
@@ -573,7 +651,11 @@ describe('MARKET_DATA=live: Coin Metrics and CoinGecko (replayed), paid on the l
     const before = balances();
     clock += 11 * 60_000; // past the 10-minute reuse of Coin Metrics' read
     replay.failing.add('coinmetrics');
-    for (const call of [() => client.exchangeFlows.flows({ body: { days: 7 } }), () => client.exchangeFlows.signal({ body: {} }), () => client.exchangeFlows.exchanges({ body: {} })]) {
+    for (const call of [
+      () => client.exchangeFlows.flows({ body: { days: 7 } }),
+      () => client.exchangeFlows.signal({ body: {} }),
+      () => client.exchangeFlows.exchanges({ body: {} }),
+    ]) {
       const error = await failure(call());
       expect([error.status, error.code, error.headers['retry-after']]).toEqual([502, 'upstream_unavailable', '5']);
     }

@@ -1,11 +1,17 @@
-import { SOLANA_DEVNET, USDC_DEVNET, type MppChargeRequest, type MppPreparedCharge, type PaymentRequirements } from '@agent-economy/contracts';
+import {
+  SOLANA_DEVNET,
+  USDC_DEVNET,
+  type MppChargeRequest,
+  type MppPreparedCharge,
+  type PaymentRequirements,
+} from '@agent-economy/contracts';
 import { BadRequestError, ConflictError, RateLimitError, UnprocessableEntityError } from '@agent-economy/sdk';
 import { getTransferCheckedInstruction } from '@solana-program/token';
 import { AccountRole, address, createNoopSigner, createSolanaRpc, type Instruction } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MEMO_PROGRAM, SYSTEM_PROGRAM, TOKEN_PROGRAM } from '../servers/src/ledger/programs';
+import { MEMO_PROGRAM, SYSTEM_PROGRAM, TOKEN_PROGRAM } from '../servers/src/solana/programs';
 import { createFacilitatorApp } from '../servers/src/services/facilitator';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { ata, buildPaymentTransaction, type PaymentShape } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, testDatabase, type RunningService } from './support/servers';
@@ -32,17 +38,37 @@ const terms = (payTo = seller): PaymentRequirements => ({
   extra: { feePayer: economy.feePayer.address },
 });
 
-const lifetime = (p: MppPreparedCharge) => ({ blockhash: p.recentBlockhash, lastValidBlockHeight: BigInt(p.lastValidBlockHeight) });
+const lifetime = (p: MppPreparedCharge) => ({
+  blockhash: p.recentBlockhash,
+  lastValidBlockHeight: BigInt(p.lastValidBlockHeight),
+});
 
 /** A charge built as a client does: fee payer and blockhash from /mpp/prepare, signed by the buyer only. */
-async function chargeTransaction(overrides: Partial<PaymentShape> = {}, service: RunningService = economy.facilitator): Promise<string> {
+async function chargeTransaction(
+  overrides: Partial<PaymentShape> = {},
+  service: RunningService = economy.facilitator,
+): Promise<string> {
   const prepared = await service.client.facilitator.prepare({ body: {} });
-  return buildPaymentTransaction({ payer: economy.buyer, requirements: terms(), blockhash: lifetime(prepared), ...overrides });
+  return buildPaymentTransaction({
+    payer: economy.buyer,
+    requirements: terms(),
+    blockhash: lifetime(prepared),
+    ...overrides,
+  });
 }
 
-const body = (transaction: string, payTo = seller): MppChargeRequest => ({ transaction, network: 'devnet', recipient: payTo, amount: AMOUNT.toString(), asset: USDC_DEVNET });
+const body = (transaction: string, payTo = seller): MppChargeRequest => ({
+  transaction,
+  network: 'devnet',
+  recipient: payTo,
+  amount: AMOUNT.toString(),
+  asset: USDC_DEVNET,
+});
 
-const balances = () => ({ buyer: economy.ledger.tokenBalance(economy.buyer.address), seller: economy.ledger.tokenBalance(seller) });
+const balances = () => ({
+  buyer: economy.ledger.tokenBalance(economy.buyer.address),
+  seller: economy.ledger.tokenBalance(seller),
+});
 
 async function settlementRows(service: RunningService = economy.facilitator) {
   return service.database.db.selectFrom('facilitator_settlements').selectAll().execute();
@@ -52,7 +78,9 @@ async function settlementRows(service: RunningService = economy.facilitator) {
 async function expectPolicyRefusal(request: MppChargeRequest, reason: string) {
   const before = balances();
   const rows = (await settlementRows()).length;
-  const error = await facilitator().settleCharge({ body: request }).catch((e) => e);
+  const error = await facilitator()
+    .settleCharge({ body: request })
+    .catch((e) => e);
   expect(error, String(error)).toBeInstanceOf(UnprocessableEntityError);
   expect(error.code).toBe('invalid_transaction');
   expect(error.details.reason).toBe(reason);
@@ -89,7 +117,9 @@ describe('POST /mpp/prepare', () => {
       tokenProgram: TOKEN_PROGRAM,
     });
     expect(prepared.blockhash).toBe(prepared.recentBlockhash);
-    const { value: valid } = await rpc.isBlockhashValid(prepared.recentBlockhash as never, { commitment: 'confirmed' }).send();
+    const { value: valid } = await rpc
+      .isBlockhashValid(prepared.recentBlockhash as never, { commitment: 'confirmed' })
+      .send();
     expect(valid).toBe(true);
     const height = await rpc.getBlockHeight().send();
     expect(BigInt(prepared.lastValidBlockHeight)).toBeGreaterThanOrEqual(height);
@@ -101,7 +131,9 @@ describe('POST /mpp/prepare', () => {
       expect((await facilitator().prepare({ body: { network } })).cluster).toBe('devnet');
     }
     expect((await facilitator().prepare({ body: {} })).cluster).toBe('devnet');
-    const error = await facilitator().prepare({ body: { network: 'mainnet-beta' } }).catch((e) => e);
+    const error = await facilitator()
+      .prepare({ body: { network: 'mainnet-beta' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(UnprocessableEntityError);
     expect(error.code).toBe('unsupported_network');
     expect(error.details.supported).toEqual(['devnet']);
@@ -112,7 +144,10 @@ describe('POST /mpp/settle', () => {
   it('settles a buyer-signed charge once, moving exactly the amount to the seller', async () => {
     const before = balances();
     const feesBefore = economy.ledger.lamports(economy.feePayer.address);
-    const request = { ...body(await chargeTransaction()), resource: { url: `${economy.education.url}/api/lesson`, description: 'a lesson' } };
+    const request = {
+      ...body(await chargeTransaction()),
+      resource: { url: `${economy.education.url}/api/lesson`, description: 'a lesson' },
+    };
 
     const settled = await facilitator().settleCharge({ body: request });
     expect(settled).toMatchObject({
@@ -135,10 +170,20 @@ describe('POST /mpp/settle', () => {
     expect(Date.parse(settled.confirmedAt)).not.toBeNaN();
 
     const row = (await settlementRows()).find((r) => r.transaction === settled.signature);
-    expect(row).toMatchObject({ kind: 'charge', status: 'settled', payer: economy.buyer.address, pay_to: seller, amount: AMOUNT, asset: USDC_DEVNET, resource: request.resource.url });
+    expect(row).toMatchObject({
+      kind: 'charge',
+      status: 'settled',
+      payer: economy.buyer.address,
+      pay_to: seller,
+      amount: AMOUNT,
+      asset: USDC_DEVNET,
+      resource: request.resource.url,
+    });
 
     // The same transaction again: never settled, nor reported settled, twice.
-    const replay = await facilitator().settleCharge({ body: request }).catch((e) => e);
+    const replay = await facilitator()
+      .settleCharge({ body: request })
+      .catch((e) => e);
     expect(replay).toBeInstanceOf(UnprocessableEntityError);
     expect(replay.code).toBe('invalid_transaction');
     expect(replay.details).toMatchObject({ reason: 'duplicate_settlement', signature: settled.signature });
@@ -159,9 +204,15 @@ describe('POST /mpp/settle', () => {
   });
 
   it('refuses the wrong recipient', async () => {
-    await expectPolicyRefusal(body(await chargeTransaction({ destination: ata(generateWallet().address, USDC_DEVNET) })), 'recipient_mismatch');
+    await expectPolicyRefusal(
+      body(await chargeTransaction({ destination: ata(generateWallet().address, USDC_DEVNET) })),
+      'recipient_mismatch',
+    );
     // Without a named recipient, a destination that is no open token account.
-    await expectPolicyRefusal({ transaction: await chargeTransaction({ destination: ata(generateWallet().address, USDC_DEVNET) }) }, 'recipient_mismatch');
+    await expectPolicyRefusal(
+      { transaction: await chargeTransaction({ destination: ata(generateWallet().address, USDC_DEVNET) }) },
+      'recipient_mismatch',
+    );
   });
 
   it('refuses an amount other than the one named, below or above', async () => {
@@ -179,9 +230,15 @@ describe('POST /mpp/settle', () => {
       ],
       data: Uint8Array.of(2, 0, 0, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0),
     };
-    await expectPolicyRefusal(body(await chargeTransaction({ extraInstruction: systemTransfer })), 'program_not_allowed');
+    await expectPolicyRefusal(
+      body(await chargeTransaction({ extraInstruction: systemTransfer })),
+      'program_not_allowed',
+    );
     // A token instruction other than TransferChecked (Approve).
-    const approve: Instruction = { programAddress: address(TOKEN_PROGRAM), data: Uint8Array.of(4, 1, 0, 0, 0, 0, 0, 0, 0) };
+    const approve: Instruction = {
+      programAddress: address(TOKEN_PROGRAM),
+      data: Uint8Array.of(4, 1, 0, 0, 0, 0, 0, 0, 0),
+    };
     await expectPolicyRefusal(body(await chargeTransaction({ extraInstruction: approve })), 'program_not_allowed');
     const second = getTransferCheckedInstruction({
       source: address(ata(economy.buyer.address, USDC_DEVNET)),
@@ -202,11 +259,17 @@ describe('POST /mpp/settle', () => {
     };
     await expectPolicyRefusal(body(await chargeTransaction({ extraInstruction: memo })), 'fee_payer_not_isolated');
     await expectPolicyRefusal(body(await chargeTransaction({ authority: economy.feePayer })), 'fee_payer_not_isolated');
-    await expectPolicyRefusal(body(await chargeTransaction({ feePayer: generateWallet().address })), 'fee_payer_mismatch');
+    await expectPolicyRefusal(
+      body(await chargeTransaction({ feePayer: generateWallet().address })),
+      'fee_payer_mismatch',
+    );
   });
 
   it('refuses a priority fee above the cap', async () => {
-    await expectPolicyRefusal(body(await chargeTransaction({ computeUnitPrice: 5_000_001n })), 'compute_price_too_high');
+    await expectPolicyRefusal(
+      body(await chargeTransaction({ computeUnitPrice: 5_000_001n })),
+      'compute_price_too_high',
+    );
   });
 
   it('refuses a transaction the buyer did not sign, or signed by someone else', async () => {
@@ -215,14 +278,19 @@ describe('POST /mpp/settle', () => {
   });
 
   it('refuses bytes that are not a transaction', async () => {
-    await expectPolicyRefusal(body(Buffer.from('not a transaction at all').toString('base64')), 'invalid_transaction_encoding');
+    await expectPolicyRefusal(
+      body(Buffer.from('not a transaction at all').toString('base64')),
+      'invalid_transaction_encoding',
+    );
   });
 
   it('refuses a payer without the funds, naming what is needed and what is there', async () => {
     const poor = generateWallet();
     await economy.ledger.mintTo(poor.address, 10n);
     const before = balances();
-    const error = await facilitator().settleCharge({ body: body(await chargeTransaction({ payer: poor })) }).catch((e) => e);
+    const error = await facilitator()
+      .settleCharge({ body: body(await chargeTransaction({ payer: poor })) })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(UnprocessableEntityError);
     expect(error.code).toBe('insufficient_balance');
     expect(error.details).toEqual({ required: '50000', available: '10' });
@@ -234,7 +302,9 @@ describe('POST /mpp/settle', () => {
     const stale = await chargeTransaction();
     economy.ledger.warp(151);
     const before = balances();
-    const error = await facilitator().settleCharge({ body: body(stale) }).catch((e) => e);
+    const error = await facilitator()
+      .settleCharge({ body: body(stale) })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(ConflictError);
     expect(error.code).toBe('blockhash_expired');
     expect(balances()).toEqual(before);
@@ -246,7 +316,14 @@ describe('POST /mpp/settle', () => {
   it('settles one of two concurrent requests for the same charge', async () => {
     const before = balances();
     const request = body(await chargeTransaction());
-    const results = await Promise.all([facilitator().settleCharge({ body: request }).catch((e) => e), facilitator().settleCharge({ body: request }).catch((e) => e)]);
+    const results = await Promise.all([
+      facilitator()
+        .settleCharge({ body: request })
+        .catch((e) => e),
+      facilitator()
+        .settleCharge({ body: request })
+        .catch((e) => e),
+    ]);
     const winner = results.find((r) => r.success === true);
     const loser = results.find((r) => r !== winner);
     expect(winner).toBeDefined();
@@ -258,7 +335,9 @@ describe('POST /mpp/settle', () => {
   });
 
   it('refuses a network it does not serve', async () => {
-    const error = await facilitator().settleCharge({ body: { ...body(await chargeTransaction()), network: 'mainnet-beta' } }).catch((e) => e);
+    const error = await facilitator()
+      .settleCharge({ body: { ...body(await chargeTransaction()), network: 'mainnet-beta' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(UnprocessableEntityError);
     expect(error.code).toBe('unsupported_network');
   });
@@ -280,14 +359,23 @@ describe('POST /mpp/settle', () => {
       [{ network: 'devnet' }, 'body.transaction'],
     ];
     for (const [request, field] of cases) {
-      const error = await facilitator().settleCharge({ body: request as never }).catch((e) => e);
+      const error = await facilitator()
+        .settleCharge({ body: request as never })
+        .catch((e) => e);
       expect(error, field).toBeInstanceOf(BadRequestError);
       expect(error.code).toBe('invalid_request');
-      expect(error.fields.map((f: { field: string }) => f.field), JSON.stringify(request)).toContain(field);
+      expect(
+        error.fields.map((f: { field: string }) => f.field),
+        JSON.stringify(request),
+      ).toContain(field);
     }
-    const unknown = await facilitator().settleCharge({ body: { ...body(transaction), payTo: seller } as never }).catch((e) => e);
+    const unknown = await facilitator()
+      .settleCharge({ body: { ...body(transaction), payTo: seller } as never })
+      .catch((e) => e);
     expect(unknown).toBeInstanceOf(BadRequestError);
-    const prepare = await facilitator().prepare({ body: { network: 'moonnet' } as never }).catch((e) => e);
+    const prepare = await facilitator()
+      .prepare({ body: { network: 'moonnet' } as never })
+      .catch((e) => e);
     expect(prepare).toBeInstanceOf(BadRequestError);
     expect(prepare.fields.map((f: { field: string }) => f.field)).toContain('body.network');
 
@@ -303,7 +391,11 @@ describe('charges without the chain', () => {
     const transaction = await chargeTransaction();
     const database = await testDatabase();
     // No rpcUrl: nothing listens where this facilitator looks for its chain.
-    const orphan = await startService((c) => createFacilitatorApp(c, { sellers: economy.sellers }), { id: 'facilitator', wallet: economy.feePayer, database });
+    const orphan = await startService((c) => createFacilitatorApp(c, { sellers: economy.sellers }), {
+      id: 'facilitator',
+      wallet: economy.feePayer,
+      database,
+    });
     try {
       const prepare = await orphan.client.facilitator.prepare({ body: {} }).catch((e) => e);
       expect(prepare.status).toBe(503);
@@ -313,7 +405,12 @@ describe('charges without the chain', () => {
       expect(settle.status).toBe(503);
       expect(settle.code).toBe('chain_unavailable');
       expect(await settlementRows(orphan)).toEqual([]);
-      expect((await orphan.client.facilitator.stats()).settle).toMatchObject({ total: 1, success: 0, fail: 1, successRate: 0 });
+      expect((await orphan.client.facilitator.stats()).settle).toMatchObject({
+        total: 1,
+        success: 0,
+        fail: 1,
+        successRate: 0,
+      });
     } finally {
       await orphan.close();
       await database.close();
@@ -327,12 +424,19 @@ describe('settle caps and statistics', () => {
 
   beforeAll(async () => {
     database = await testDatabase();
-    capped = await startService((c) => createFacilitatorApp(c, { sellers: economy.sellers, settleCaps: { global: 3, perSeller: 2, windowSeconds: 60 } }), {
-      id: 'facilitator',
-      wallet: economy.feePayer,
-      rpcUrl: economy.rpcUrl,
-      database,
-    });
+    capped = await startService(
+      (c) =>
+        createFacilitatorApp(c, {
+          sellers: economy.sellers,
+          settleCaps: { global: 3, perSeller: 2, windowSeconds: 60 },
+        }),
+      {
+        id: 'facilitator',
+        wallet: economy.feePayer,
+        rpcUrl: economy.rpcUrl,
+        database,
+      },
+    );
   });
   afterAll(async () => {
     await capped?.close();
@@ -359,7 +463,11 @@ describe('settle caps and statistics', () => {
     const sellerBefore = economy.ledger.tokenBalance(seller);
     const pay = async (payTo: string) => {
       const prepared = await client.prepare({ body: {} });
-      const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements: terms(payTo), blockhash: lifetime(prepared) });
+      const transaction = await buildPaymentTransaction({
+        payer: economy.buyer,
+        requirements: terms(payTo),
+        blockhash: lifetime(prepared),
+      });
       return client.settleCharge({ body: body(transaction, payTo) }).catch((e) => e);
     };
 
@@ -384,7 +492,11 @@ describe('settle caps and statistics', () => {
     expect(economy.ledger.tokenBalance(second)).toBe(AMOUNT);
 
     // x402 verifications through the same facilitator count too: one valid, one not.
-    const x402 = await buildPaymentTransaction({ payer: economy.buyer, requirements: terms(), blockhash: lifetime(await client.prepare({ body: {} })) });
+    const x402 = await buildPaymentTransaction({
+      payer: economy.buyer,
+      requirements: terms(),
+      blockhash: lifetime(await client.prepare({ body: {} })),
+    });
     const payload = (requirements: PaymentRequirements) => ({
       x402Version: 2 as const,
       paymentPayload: { x402Version: 2 as const, accepted: requirements, payload: { transaction: x402 } },
@@ -401,7 +513,11 @@ describe('settle caps and statistics', () => {
     expect(stats.volumeAtomic).toBe((3n * AMOUNT).toString());
     expect(stats.volumeTodayAtomic).toBe((3n * AMOUNT).toString());
     expect(stats.sessions).toEqual({ open: 0, openedToday: 0, closedToday: 0, settledAtomic: '0' });
-    expect(stats.recentSettlements.map((r) => r.signature)).toEqual([other.signature, again.signature, first.signature]);
+    expect(stats.recentSettlements.map((r) => r.signature)).toEqual([
+      other.signature,
+      again.signature,
+      first.signature,
+    ]);
     expect(stats.recentSettlements[0]).toEqual({
       signature: other.signature,
       kind: 'charge',
@@ -420,7 +536,12 @@ describe('settle caps and statistics', () => {
     const after = await client.stats();
     expect(after.x402.settle).toEqual({ total: 1, today: 1, success: 1, fail: 0, successRate: 1 });
     expect(after.volumeAtomic).toBe((4n * AMOUNT).toString());
-    expect(after.lastSettlement).toMatchObject({ signature: settled.transaction, kind: 'x402', recipient: seller, amount: '50000' });
+    expect(after.lastSettlement).toMatchObject({
+      signature: settled.transaction,
+      kind: 'x402',
+      recipient: seller,
+      amount: '50000',
+    });
     expect(after.settle).toEqual(stats.settle);
   });
 });

@@ -1,4 +1,11 @@
-import { SOLANA_DEVNET, USDC_DEVNET, base58Decode, base58Encode, type MppOpenSessionInput, type SmartWalletOnboarding } from '@agent-economy/contracts';
+import {
+  SOLANA_DEVNET,
+  USDC_DEVNET,
+  base58Decode,
+  base58Encode,
+  type MppOpenSessionInput,
+  type SmartWalletOnboarding,
+} from '@agent-economy/contracts';
 import {
   AuthenticationError,
   BadRequestError,
@@ -11,7 +18,8 @@ import {
   createClient,
   walletFromSecretKey,
 } from '@agent-economy/sdk';
-import { getRevokeInstruction } from '@solana-program/token';
+import { getCloseAccountInstruction, getRevokeInstruction } from '@solana-program/token';
+import { sendInstructions } from '../servers/src/solana/send';
 import {
   address,
   appendTransactionMessageInstructions,
@@ -28,8 +36,8 @@ import {
   type Base64EncodedWireTransaction,
 } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOKEN_PROGRAM, MEMO_PROGRAM } from '../servers/src/ledger/programs';
-import { generateWallet, signEd25519, verifyEd25519, type Wallet } from '../servers/src/runtime/wallet';
+import { TOKEN_PROGRAM, MEMO_PROGRAM } from '../servers/src/solana/programs';
+import { generateWallet, signEd25519, verifyEd25519, type Wallet } from '../servers/src/solana/keys';
 import { createFacilitatorApp } from '../servers/src/services/facilitator';
 import { ata } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
@@ -51,12 +59,19 @@ async function as(wallet?: Wallet, url = economy.facilitator.url): Promise<Facil
   const key = `${wallet?.address ?? 'anonymous'}@${url}`;
   if (!clients.has(key)) {
     const signer = wallet ? await walletFromSecretKey(wallet.secretKey) : undefined;
-    clients.set(key, createClient({ baseUrls: { facilitator: url }, ...(signer ? { wallet: signer } : {}), maxRetries: 0 }).facilitator);
+    clients.set(
+      key,
+      createClient({ baseUrls: { facilitator: url }, ...(signer ? { wallet: signer } : {}), maxRetries: 0 })
+        .facilitator,
+    );
   }
   return clients.get(key)!;
 }
 
-/** A transaction signed in `wallet`'s slot (by `signer`, the wallet itself unless a forger), every other slot as it came. */
+/**
+ * A transaction signed in `wallet`'s slot (by `signer`, the wallet itself unless a forger), every other slot as it
+ * came.
+ */
 function sign(transaction: string, wallet: Wallet, signer: Wallet = wallet): string {
   const tx = getTransactionDecoder().decode(Buffer.from(transaction, 'base64'));
   const signatures = { ...tx.signatures, [wallet.address]: signEd25519(signer, new Uint8Array(tx.messageBytes)) };
@@ -64,7 +79,9 @@ function sign(transaction: string, wallet: Wallet, signer: Wallet = wallet): str
 }
 
 /** The buyer's stablecoin account as the chain's jsonParsed view shows it. */
-async function tokenAccount(owner: string): Promise<{ delegate?: string; delegatedAmount?: { amount: string }; tokenAmount: { amount: string } } | null> {
+async function tokenAccount(
+  owner: string,
+): Promise<{ delegate?: string; delegatedAmount?: { amount: string }; tokenAmount: { amount: string } } | null> {
   const { value } = await rpc.getAccountInfo(address(ata(owner, USDC_DEVNET)), { encoding: 'jsonParsed' }).send();
   if (!value) return null;
   return (value.data as unknown as { parsed: { info: never } }).parsed.info;
@@ -72,10 +89,16 @@ async function tokenAccount(owner: string): Promise<{ delegate?: string; delegat
 
 async function onboard(buyer: Wallet, spendLimitAtomic = '5000000', ttlSeconds = 3600, url?: string) {
   const client = await as(buyer, url);
-  const started = await client.onboard({ body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic, ttlSeconds } });
+  const started = await client.onboard({
+    body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic, ttlSeconds },
+  });
   if (started.status === 'ready') return { started, confirmed: undefined };
   const confirmed = await client.confirmOnboarding({
-    body: { buyerWallet: buyer.address, network: 'devnet', signedTransactions: started.transactions.map((t) => sign(t.transaction, buyer)) },
+    body: {
+      buyerWallet: buyer.address,
+      network: 'devnet',
+      signedTransactions: started.transactions.map((t) => sign(t.transaction, buyer)),
+    },
   });
   return { started, confirmed };
 }
@@ -88,17 +111,32 @@ async function fundedBuyer(atomic = 2_000_000n): Promise<Wallet> {
 }
 
 function openBody(buyer: Wallet, sessionKey: Wallet, extra: Partial<MppOpenSessionInput> = {}): MppOpenSessionInput {
-  return { buyerWallet: buyer.address, sellerWallet: seller.address, depositAtomic: '1000000', sessionKey: sessionKey.address, network: 'devnet', ...extra };
+  return {
+    buyerWallet: buyer.address,
+    sellerWallet: seller.address,
+    depositAtomic: '1000000',
+    sessionKey: sessionKey.address,
+    network: 'devnet',
+    ...extra,
+  };
 }
 
 /** The request the buyer's session key signs, its JSON written out with keys in sorted order. */
-function voucherRequest(key: Wallet, channelId: string, cumulativeAmount: string, units = 1, extra: { meter?: string; serverNonce?: string } = {}) {
+function voucherRequest(
+  key: Wallet,
+  channelId: string,
+  cumulativeAmount: string,
+  units = 1,
+  extra: { meter?: string; serverNonce?: string } = {},
+) {
   const json =
     `{"channelId":${JSON.stringify(channelId)},"cumulativeAmount":${JSON.stringify(cumulativeAmount)}` +
     (extra.meter !== undefined ? `,"meter":${JSON.stringify(extra.meter)}` : '') +
     (extra.serverNonce !== undefined ? `,"serverNonce":${JSON.stringify(extra.serverNonce)}` : '') +
     `,"units":${units}}`;
-  const signature = base58Encode(signEd25519(key, new TextEncoder().encode(`solana-mpp-session-voucher-request-v1:${json}`)));
+  const signature = base58Encode(
+    signEd25519(key, new TextEncoder().encode(`solana-mpp-session-voucher-request-v1:${json}`)),
+  );
   return { channelId, cumulativeAmount, units, ...extra, signer: key.address, signature };
 }
 
@@ -110,7 +148,11 @@ function sortedJson(value: unknown): string {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function expectError(promise: Promise<unknown>, type: new (...args: never[]) => Error, code: string): Promise<any> {
+async function expectError(
+  promise: Promise<unknown>,
+  type: new (...args: never[]) => Error,
+  code: string,
+): Promise<any> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const error: any = await promise.catch((e) => e);
   expect(error, String(error)).toBeInstanceOf(type);
@@ -119,7 +161,12 @@ async function expectError(promise: Promise<unknown>, type: new (...args: never[
 }
 
 const sessionRows = () => economy.facilitator.database.db.selectFrom('facilitator_sessions').selectAll().execute();
-const settlementRows = () => economy.facilitator.database.db.selectFrom('facilitator_settlements').selectAll().where('kind', '=', 'session').execute();
+const settlementRows = () =>
+  economy.facilitator.database.db
+    .selectFrom('facilitator_settlements')
+    .selectAll()
+    .where('kind', '=', 'session')
+    .execute();
 
 beforeAll(async () => {
   economy = await startEconomy();
@@ -133,6 +180,27 @@ afterAll(async () => {
 });
 
 describe('onboarding', () => {
+  it('makes the fee payer the close authority of a wallet it creates, so its owner cannot close it and keep the rent', async () => {
+    const buyer = generateWallet();
+    expect(await tokenAccount(buyer.address)).toBeNull();
+    const { started, confirmed } = await onboard(buyer, '1000');
+    expect(started.transactions.map((t) => t.type)).toEqual(['create_wallet', 'grant_role']);
+    expect(confirmed?.status).toBe('ready');
+    expect(await tokenAccount(buyer.address)).toMatchObject({
+      closeAuthority: economy.feePayer.address,
+      tokenAmount: { amount: '0' },
+    });
+    // The owner (with SOL of its own for the fee) tries to close it to itself: the token program refuses.
+    await economy.ledger.airdrop(buyer.address, 100_000_000n);
+    const close = getCloseAccountInstruction({
+      account: address(ata(buyer.address, USDC_DEVNET)),
+      destination: address(buyer.address),
+      owner: address(buyer.address),
+    });
+    await expect(sendInstructions(rpc, [buyer], [close])).rejects.toThrow();
+    expect(await tokenAccount(buyer.address)).not.toBeNull();
+  });
+
   let confirmation: SmartWalletOnboarding & { signatures: string[] };
   let signedGrant: string;
 
@@ -147,14 +215,23 @@ describe('onboarding', () => {
       chainId: SOLANA_DEVNET,
     });
 
-    const started = await client.onboard({ body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '5000000', ttlSeconds: 3600 } });
+    const started = await client.onboard({
+      body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '5000000', ttlSeconds: 3600 },
+    });
     expect(started).toMatchObject({
       status: 'transactions_required',
       buyerWallet: buyer.address,
       network: 'devnet',
       chainId: SOLANA_DEVNET,
       smartWallet: ata(buyer.address, USDC_DEVNET),
-      role: { roleId: null, spendLimitAtomic: '5000000', ttlSeconds: 3600, asset: USDC_DEVNET, programs: [TOKEN_PROGRAM], expiresAt: null },
+      role: {
+        roleId: null,
+        spendLimitAtomic: '5000000',
+        ttlSeconds: 3600,
+        asset: USDC_DEVNET,
+        programs: [TOKEN_PROGRAM],
+        expiresAt: null,
+      },
     });
     // The buyer already holds the stablecoin: only the grant is needed, with the facilitator as fee payer.
     expect(started.transactions.map((t) => t.type)).toEqual(['grant_role']);
@@ -162,12 +239,21 @@ describe('onboarding', () => {
     expect(Object.keys(decoded.signatures)).toEqual([economy.feePayer.address, buyer.address]);
     expect(started.role.delegate).not.toBe(economy.feePayer.address);
     expect(Date.parse(started.transactionsExpireAt!)).toBeGreaterThan(Date.now());
-    expect((await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })).status).toBe('pending');
+    expect((await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })).status).toBe(
+      'pending',
+    );
 
     const feesBefore = economy.ledger.lamports(economy.feePayer.address);
     signedGrant = sign(started.transactions[0]!.transaction, buyer);
-    confirmation = await client.confirmOnboarding({ body: { buyerWallet: buyer.address, network: 'devnet', signedTransactions: [signedGrant] } });
-    expect(confirmation).toMatchObject({ status: 'ready', transactions: [], transactionsExpireAt: null, role: { roleId: 1, spendLimitAtomic: '5000000', spendLimitRemaining: '5000000' } });
+    confirmation = await client.confirmOnboarding({
+      body: { buyerWallet: buyer.address, network: 'devnet', signedTransactions: [signedGrant] },
+    });
+    expect(confirmation).toMatchObject({
+      status: 'ready',
+      transactions: [],
+      transactionsExpireAt: null,
+      role: { roleId: 1, spendLimitAtomic: '5000000', spendLimitRemaining: '5000000' },
+    });
     expect(confirmation.signatures).toHaveLength(1);
     expect(economy.ledger.lamports(economy.feePayer.address)).toBeLessThan(feesBefore);
 
@@ -178,16 +264,27 @@ describe('onboarding', () => {
     expect(value[0]?.err).toBeNull();
 
     const status = await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } });
-    expect(status).toMatchObject({ status: 'active', smartWallet: ata(buyer.address, USDC_DEVNET), roleId: 1, spendLimitAtomic: '5000000', spendLimitRemaining: '5000000', roleExpiresAt: confirmation.role.expiresAt });
+    expect(status).toMatchObject({
+      status: 'active',
+      smartWallet: ata(buyer.address, USDC_DEVNET),
+      roleId: 1,
+      spendLimitAtomic: '5000000',
+      spendLimitRemaining: '5000000',
+      roleExpiresAt: confirmation.role.expiresAt,
+    });
     expect(Date.parse(status.roleExpiresAt!) - Date.now()).toBeGreaterThan(3500_000);
   });
 
   it('answers ready for the same limits, and recognises transactions already confirmed', async () => {
     const buyer = economy.buyer;
     const client = await as(buyer);
-    const again = await client.onboard({ body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '5000000', ttlSeconds: 3600 } });
+    const again = await client.onboard({
+      body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '5000000', ttlSeconds: 3600 },
+    });
     expect(again).toMatchObject({ status: 'ready', transactions: [], role: { roleId: 1 } });
-    const repeat = await client.confirmOnboarding({ body: { buyerWallet: buyer.address, network: 'devnet', signedTransactions: [signedGrant] } });
+    const repeat = await client.confirmOnboarding({
+      body: { buyerWallet: buyer.address, network: 'devnet', signedTransactions: [signedGrant] },
+    });
     expect(repeat).toMatchObject({ status: 'ready', signatures: confirmation.signatures, role: { roleId: 1 } });
     expect((await tokenAccount(buyer.address))?.delegatedAmount?.amount).toBe('5000000');
   });
@@ -196,16 +293,36 @@ describe('onboarding', () => {
     const buyer = generateWallet();
     const client = await as(buyer);
     expect(await tokenAccount(buyer.address)).toBeNull();
-    const started = await client.onboard({ body: { buyer_wallet: buyer.address, network: 'solana-devnet', spend_limit_atomic: '700000', ttl_seconds: 600 } as never });
+    const started = await client.onboard({
+      body: {
+        buyer_wallet: buyer.address,
+        network: 'solana-devnet',
+        spend_limit_atomic: '700000',
+        ttl_seconds: 600,
+      } as never,
+    });
     expect(started.transactions.map((t) => t.type)).toEqual(['create_wallet', 'grant_role']);
     const confirmed = await client.confirmOnboarding({
-      body: { buyer_wallet: buyer.address, network: SOLANA_DEVNET, signed_transactions: started.transactions.map((t) => sign(t.transaction, buyer)) } as never,
+      body: {
+        buyer_wallet: buyer.address,
+        network: SOLANA_DEVNET,
+        signed_transactions: started.transactions.map((t) => sign(t.transaction, buyer)),
+      } as never,
     });
-    expect(confirmed).toMatchObject({ status: 'ready', role: { roleId: 1, spendLimitAtomic: '700000', ttlSeconds: 600 } });
+    expect(confirmed).toMatchObject({
+      status: 'ready',
+      role: { roleId: 1, spendLimitAtomic: '700000', ttlSeconds: 600 },
+    });
     expect(confirmed.signatures).toHaveLength(2);
     const account = await tokenAccount(buyer.address);
-    expect(account).toMatchObject({ delegate: started.role.delegate, delegatedAmount: { amount: '700000' }, tokenAmount: { amount: '0' } });
-    expect((await client.onboardingStatus({ query: { buyer_wallet: buyer.address, network: 'devnet' } as never })).status).toBe('active');
+    expect(account).toMatchObject({
+      delegate: started.role.delegate,
+      delegatedAmount: { amount: '700000' },
+      tokenAmount: { amount: '0' },
+    });
+    expect(
+      (await client.onboardingStatus({ query: { buyer_wallet: buyer.address, network: 'devnet' } as never })).status,
+    ).toBe('active');
   });
 
   it('renews the role with new limits as the next role id', async () => {
@@ -219,29 +336,65 @@ describe('onboarding', () => {
   it('confirms only the transactions it issued, unaltered and signed, in a live round', async () => {
     const buyer = await fundedBuyer();
     const client = await as(buyer);
-    const confirm = (signedTransactions: string[]) => client.confirmOnboarding({ body: { buyerWallet: buyer.address, network: 'devnet', signedTransactions } });
+    const confirm = (signedTransactions: string[]) =>
+      client.confirmOnboarding({ body: { buyerWallet: buyer.address, network: 'devnet', signedTransactions } });
 
     // Nothing issued yet.
     const other = await fundedBuyer();
-    const foreign = await (await as(other)).onboard({ body: { buyerWallet: other.address, network: 'devnet', spendLimitAtomic: '1000', ttlSeconds: 600 } });
-    await expectError(confirm([sign(foreign.transactions[0]!.transaction, buyer)]), NotFoundError, 'onboarding_not_found');
+    const foreign = await (
+      await as(other)
+    ).onboard({ body: { buyerWallet: other.address, network: 'devnet', spendLimitAtomic: '1000', ttlSeconds: 600 } });
+    await expectError(
+      confirm([sign(foreign.transactions[0]!.transaction, buyer)]),
+      NotFoundError,
+      'onboarding_not_found',
+    );
 
-    const first = await client.onboard({ body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '1000', ttlSeconds: 600 } });
-    const round = await client.onboard({ body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '2000', ttlSeconds: 600 } });
+    const first = await client.onboard({
+      body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '1000', ttlSeconds: 600 },
+    });
+    const round = await client.onboard({
+      body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '2000', ttlSeconds: 600 },
+    });
     const issued = round.transactions[0]!.transaction;
 
     // Altered: one byte of the message changed (in its memo), then signed by the buyer.
     const bytes = Buffer.from(issued, 'base64');
     bytes[bytes.length - 5] = bytes[bytes.length - 5]! ^ 1;
-    const altered = await expectError(confirm([sign(bytes.toString('base64'), buyer)]), UnprocessableEntityError, 'invalid_transaction');
+    const altered = await expectError(
+      confirm([sign(bytes.toString('base64'), buyer)]),
+      UnprocessableEntityError,
+      'invalid_transaction',
+    );
     expect(altered.details).toMatchObject({ index: 0, reason: 'not_issued' });
     // Issued to another wallet.
-    expect((await expectError(confirm([sign(foreign.transactions[0]!.transaction, other)]), UnprocessableEntityError, 'invalid_transaction')).details.reason).toBe('not_issued');
+    expect(
+      (
+        await expectError(
+          confirm([sign(foreign.transactions[0]!.transaction, other)]),
+          UnprocessableEntityError,
+          'invalid_transaction',
+        )
+      ).details.reason,
+    ).toBe('not_issued');
     // Not signed, or signed by someone else.
-    expect((await expectError(confirm([issued]), UnprocessableEntityError, 'invalid_transaction')).details.reason).toBe('not_signed');
-    expect((await expectError(confirm([sign(issued, buyer, other)]), UnprocessableEntityError, 'invalid_transaction')).details.reason).toBe('not_signed');
+    expect((await expectError(confirm([issued]), UnprocessableEntityError, 'invalid_transaction')).details.reason).toBe(
+      'not_signed',
+    );
+    expect(
+      (await expectError(confirm([sign(issued, buyer, other)]), UnprocessableEntityError, 'invalid_transaction'))
+        .details.reason,
+    ).toBe('not_signed');
     // From the round the second call replaced.
-    expect((await expectError(confirm([sign(first.transactions[0]!.transaction, buyer)]), UnprocessableEntityError, 'invalid_transaction')).details.reason).toBe('superseded');
+    expect(
+      (
+        await expectError(
+          confirm([sign(first.transactions[0]!.transaction, buyer)]),
+          UnprocessableEntityError,
+          'invalid_transaction',
+        )
+      ).details.reason,
+    ).toBe('superseded');
     // Nothing of that reached the chain.
     expect((await tokenAccount(buyer.address))?.delegate).toBeUndefined();
 
@@ -256,13 +409,33 @@ describe('onboarding', () => {
   it('refuses a network it does not serve, and the facilitator’s own keys', async () => {
     const buyer = await fundedBuyer();
     const client = await as(buyer);
-    const error = await expectError(client.onboard({ body: { buyerWallet: buyer.address, network: 'mainnet-beta' } }), UnprocessableEntityError, 'unsupported_network');
+    const error = await expectError(
+      client.onboard({ body: { buyerWallet: buyer.address, network: 'mainnet-beta' } }),
+      UnprocessableEntityError,
+      'unsupported_network',
+    );
     expect(error.details.supported).toEqual(['devnet']);
-    // Without a network, the facilitator's own cluster is meant (the spec's mainnet-beta default would be refused here).
-    expect(await client.onboardingStatus({ query: { wallet: buyer.address } })).toMatchObject({ network: 'devnet', status: 'not_onboarded' });
-    await expectError(client.onboardingStatus({ query: { wallet: buyer.address, network: 'mainnet-beta' } }), UnprocessableEntityError, 'unsupported_network');
+    // Without a network, the facilitator's own cluster is meant (the spec's mainnet-beta default would be refused
+    // here).
+    expect(await client.onboardingStatus({ query: { wallet: buyer.address } })).toMatchObject({
+      network: 'devnet',
+      status: 'not_onboarded',
+    });
+    await expectError(
+      client.onboardingStatus({ query: { wallet: buyer.address, network: 'mainnet-beta' } }),
+      UnprocessableEntityError,
+      'unsupported_network',
+    );
     const own = await as(economy.feePayer);
-    expect((await expectError(own.onboard({ body: { buyerWallet: economy.feePayer.address, network: 'devnet' } }), UnprocessableEntityError, 'not_eligible')).details.reason).toBe('facilitator_key');
+    expect(
+      (
+        await expectError(
+          own.onboard({ body: { buyerWallet: economy.feePayer.address, network: 'devnet' } }),
+          UnprocessableEntityError,
+          'not_eligible',
+        )
+      ).details.reason,
+    ).toBe('facilitator_key');
   });
 });
 
@@ -273,16 +446,44 @@ describe('SIGN-IN-WITH-X', () => {
     const stranger = await as(generateWallet());
     const body = { buyerWallet: buyer.address, network: 'devnet' as const };
     await expectError(anonymous.onboard({ body }), AuthenticationError, 'siwx_invalid');
-    await expectError(anonymous.confirmOnboarding({ body: { ...body, signedTransactions: ['AAAA'] } }), AuthenticationError, 'siwx_invalid');
-    await expectError(anonymous.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } }), AuthenticationError, 'siwx_invalid');
-    await expectError(anonymous.openSession({ body: openBody(buyer, generateWallet()) }), AuthenticationError, 'siwx_invalid');
-    await expectError(anonymous.closeSession({ body: { channelId: 'chn_AAAAAAAAAAAAAAAAAAAAAAAA' } }), AuthenticationError, 'siwx_invalid');
+    await expectError(
+      anonymous.confirmOnboarding({ body: { ...body, signedTransactions: ['AAAA'] } }),
+      AuthenticationError,
+      'siwx_invalid',
+    );
+    await expectError(
+      anonymous.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } }),
+      AuthenticationError,
+      'siwx_invalid',
+    );
+    await expectError(
+      anonymous.openSession({ body: openBody(buyer, generateWallet()) }),
+      AuthenticationError,
+      'siwx_invalid',
+    );
+    await expectError(
+      anonymous.closeSession({ body: { channelId: 'chn_AAAAAAAAAAAAAAAAAAAAAAAA' } }),
+      AuthenticationError,
+      'siwx_invalid',
+    );
 
     await expectError(stranger.onboard({ body }), PermissionDeniedError, 'wallet_mismatch');
-    await expectError(stranger.confirmOnboarding({ body: { ...body, signedTransactions: ['AAAA'] } }), PermissionDeniedError, 'wallet_mismatch');
-    await expectError(stranger.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } }), PermissionDeniedError, 'wallet_mismatch');
+    await expectError(
+      stranger.confirmOnboarding({ body: { ...body, signedTransactions: ['AAAA'] } }),
+      PermissionDeniedError,
+      'wallet_mismatch',
+    );
+    await expectError(
+      stranger.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } }),
+      PermissionDeniedError,
+      'wallet_mismatch',
+    );
     const before = (await sessionRows()).length;
-    await expectError(stranger.openSession({ body: openBody(buyer, generateWallet()) }), PermissionDeniedError, 'wallet_mismatch');
+    await expectError(
+      stranger.openSession({ body: openBody(buyer, generateWallet()) }),
+      PermissionDeniedError,
+      'wallet_mismatch',
+    );
     expect(await sessionRows()).toHaveLength(before);
   });
 });
@@ -293,11 +494,16 @@ describe('payment sessions', () => {
     const key = generateWallet();
     const client = await as(buyer);
     const sellerClient = await as(seller);
-    const balances = () => ({ buyer: economy.ledger.tokenBalance(buyer.address), seller: economy.ledger.tokenBalance(seller.address) });
+    const balances = () => ({
+      buyer: economy.ledger.tokenBalance(buyer.address),
+      seller: economy.ledger.tokenBalance(seller.address),
+    });
     const delegatedBefore = BigInt((await tokenAccount(buyer.address))!.delegatedAmount!.amount);
     const before = balances();
 
-    const session = await client.openSession({ body: openBody(buyer, key, { pricePerUnit: '1000', idleTimeoutSeconds: 600, metadata: { order: '42' } }) });
+    const session = await client.openSession({
+      body: openBody(buyer, key, { pricePerUnit: '1000', idleTimeoutSeconds: 600, metadata: { order: '42' } }),
+    });
     expect(session).toMatchObject({
       success: true,
       ok: true,
@@ -320,10 +526,14 @@ describe('payment sessions', () => {
     expect(Date.parse(session.expiresAt) - Date.parse(session.openedAt)).toBe(600_000);
     // Nothing moves at open; the deposit is reserved from the role.
     expect(balances()).toEqual(before);
-    expect((await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })).spendLimitRemaining).toBe((delegatedBefore - 1_000_000n).toString());
+    expect(
+      (await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })).spendLimitRemaining,
+    ).toBe((delegatedBefore - 1_000_000n).toString());
 
     const channel = session.channelId;
-    const first = await client.signVoucher({ body: voucherRequest(key, channel, '3000', 1, { meter: 'requests', serverNonce: 'req_1' }) });
+    const first = await client.signVoucher({
+      body: voucherRequest(key, channel, '3000', 1, { meter: 'requests', serverNonce: 'req_1' }),
+    });
     expect(first).toMatchObject({
       success: true,
       signer: session.voucherSigner,
@@ -352,9 +562,20 @@ describe('payment sessions', () => {
     // The other client's spellings: amount for cumulativeAmount, channel_id, server_nonce.
     const second = voucherRequest(key, channel, '5000', 2, { serverNonce: 'req_2' });
     const secondVoucher = await client.signVoucher({
-      body: { channel_id: channel, amount: '5000', units: 2, server_nonce: 'req_2', signer: key.address, signature: second.signature } as never,
+      body: {
+        channel_id: channel,
+        amount: '5000',
+        units: 2,
+        server_nonce: 'req_2',
+        signer: key.address,
+        signature: second.signature,
+      } as never,
     });
-    expect(secondVoucher).toMatchObject({ acceptedCumulative: '5000', deltaAtomic: '2000', voucher: { sequence: 2, units: 2 } });
+    expect(secondVoucher).toMatchObject({
+      acceptedCumulative: '5000',
+      deltaAtomic: '2000',
+      voucher: { sequence: 2, units: 2 },
+    });
     expect(secondVoucher.signer).toBe(first.signer);
     // A retry of the same request: the same voucher, not a new one.
     const retry = await client.signVoucher({ body: second });
@@ -362,19 +583,47 @@ describe('payment sessions', () => {
     expect(retry.signature).toBe(secondVoucher.signature);
 
     // Refusals, each with its code; none changes the session.
-    await expectError(client.signVoucher({ body: voucherRequest(key, channel, '5000', 1, { serverNonce: 'other' }) }), ConflictError, 'amount_not_monotonic');
-    const lower = await expectError(client.signVoucher({ body: voucherRequest(key, channel, '4000') }), ConflictError, 'amount_not_monotonic');
+    await expectError(
+      client.signVoucher({ body: voucherRequest(key, channel, '5000', 1, { serverNonce: 'other' }) }),
+      ConflictError,
+      'amount_not_monotonic',
+    );
+    const lower = await expectError(
+      client.signVoucher({ body: voucherRequest(key, channel, '4000') }),
+      ConflictError,
+      'amount_not_monotonic',
+    );
     expect(lower.details.acceptedCumulative).toBe('5000');
-    const under = await expectError(client.signVoucher({ body: voucherRequest(key, channel, '7000', 3) }), UnprocessableEntityError, 'underpayment');
+    const under = await expectError(
+      client.signVoucher({ body: voucherRequest(key, channel, '7000', 3) }),
+      UnprocessableEntityError,
+      'underpayment',
+    );
     expect(under.details.minimum).toBe('3000');
-    const over = await expectError(client.signVoucher({ body: voucherRequest(key, channel, '1000001') }), UnprocessableEntityError, 'insufficient_balance');
+    const over = await expectError(
+      client.signVoucher({ body: voucherRequest(key, channel, '1000001') }),
+      UnprocessableEntityError,
+      'insufficient_balance',
+    );
     expect(over.details).toMatchObject({ reason: 'deposit', available: '1000000' });
     const intruder = generateWallet();
-    await expectError(client.signVoucher({ body: voucherRequest(intruder, channel, '9000') }), PermissionDeniedError, 'signer_mismatch');
+    await expectError(
+      client.signVoucher({ body: voucherRequest(intruder, channel, '9000') }),
+      PermissionDeniedError,
+      'signer_mismatch',
+    );
     const forged = { ...voucherRequest(key, channel, '9000'), cumulativeAmount: '90000' };
     await expectError(client.signVoucher({ body: forged }), AuthenticationError, 'voucher_signature_invalid');
-    await expectError(client.signVoucher({ body: voucherRequest(key, 'chn_AAAAAAAAAAAAAAAAAAAAAAAA', '9000') }), NotFoundError, 'session_not_found');
-    await expectError((await as(generateWallet())).closeSession({ body: { channelId: channel } }), PermissionDeniedError, 'not_session_party');
+    await expectError(
+      client.signVoucher({ body: voucherRequest(key, 'chn_AAAAAAAAAAAAAAAAAAAAAAAA', '9000') }),
+      NotFoundError,
+      'session_not_found',
+    );
+    await expectError(
+      (await as(generateWallet())).closeSession({ body: { channelId: channel } }),
+      PermissionDeniedError,
+      'not_session_party',
+    );
     const row = (await sessionRows()).find((r) => r.channel_id === channel)!;
     expect(row).toMatchObject({ state: 'open', accepted: 5000n, sequence: 2 });
 
@@ -384,22 +633,56 @@ describe('payment sessions', () => {
       success: true,
       state: 'closed',
       closedBy: 'seller',
-      settlement: { seller: seller.address, buyer: buyer.address, amountSettled: '5000', buyerRefund: '995000', voucherCount: 2, network: SOLANA_DEVNET, asset: USDC_DEVNET },
+      settlement: {
+        seller: seller.address,
+        buyer: buyer.address,
+        amountSettled: '5000',
+        buyerRefund: '995000',
+        voucherCount: 2,
+        network: SOLANA_DEVNET,
+        asset: USDC_DEVNET,
+      },
     });
     expect(balances()).toEqual({ buyer: before.buyer - 5000n, seller: before.seller + 5000n });
     expect((await tokenAccount(buyer.address))?.delegatedAmount?.amount).toBe((delegatedBefore - 5000n).toString());
-    const value = await rpc.getTransaction(closed.settlement.signature as never, { encoding: 'jsonParsed', maxSupportedTransactionVersion: 0, commitment: 'confirmed' }).send();
-    const instructions = (value!.transaction.message.instructions as unknown as { programId: string; parsed?: { type: string; info: Record<string, unknown> } }[]);
+    const value = await rpc
+      .getTransaction(closed.settlement.signature as never, {
+        encoding: 'jsonParsed',
+        maxSupportedTransactionVersion: 0,
+        commitment: 'confirmed',
+      })
+      .send();
+    const instructions = value!.transaction.message.instructions as unknown as {
+      programId: string;
+      parsed?: { type: string; info: Record<string, unknown> };
+    }[];
     const transfer = instructions.find((ix) => ix.parsed?.type === 'transferChecked')!;
-    expect(transfer.parsed!.info).toMatchObject({ source: ata(buyer.address, USDC_DEVNET), destination: ata(seller.address, USDC_DEVNET), tokenAmount: { amount: '5000' } });
+    expect(transfer.parsed!.info).toMatchObject({
+      source: ata(buyer.address, USDC_DEVNET),
+      destination: ata(seller.address, USDC_DEVNET),
+      tokenAmount: { amount: '5000' },
+    });
     expect(transfer.parsed!.info.authority).toBe((await tokenAccount(buyer.address))?.delegate);
     expect(instructions.some((ix) => ix.programId === MEMO_PROGRAM)).toBe(true);
 
     const settlements = (await settlementRows()).filter((r) => r.transaction === closed.settlement.signature);
-    expect(settlements).toMatchObject([{ kind: 'session', status: 'settled', payer: buyer.address, pay_to: seller.address, amount: 5000n, asset: USDC_DEVNET }]);
+    expect(settlements).toMatchObject([
+      {
+        kind: 'session',
+        status: 'settled',
+        payer: buyer.address,
+        pay_to: seller.address,
+        amount: 5000n,
+        asset: USDC_DEVNET,
+      },
+    ]);
 
     // Closed: no more vouchers, no second close.
-    const late = await expectError(client.signVoucher({ body: voucherRequest(key, channel, '6000') }), ConflictError, 'session_not_open');
+    const late = await expectError(
+      client.signVoucher({ body: voucherRequest(key, channel, '6000') }),
+      ConflictError,
+      'session_not_open',
+    );
     expect(late.details).toMatchObject({ state: 'closed', signature: closed.settlement.signature });
     await expectError(client.closeSession({ body: { channelId: channel } }), ConflictError, 'session_not_open');
     expect(balances()).toEqual({ buyer: before.buyer - 5000n, seller: before.seller + 5000n });
@@ -411,7 +694,10 @@ describe('payment sessions', () => {
     const before = economy.ledger.tokenBalance(seller.address);
     const session = await client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '1000' }) });
     const closed = await client.closeSession({ body: { channel_id: session.channelId } as never });
-    expect(closed).toMatchObject({ closedBy: 'buyer', settlement: { amountSettled: '0', buyerRefund: '1000', voucherCount: 0, signature: null } });
+    expect(closed).toMatchObject({
+      closedBy: 'buyer',
+      settlement: { amountSettled: '0', buyerRefund: '1000', voucherCount: 0, signature: null },
+    });
     expect(economy.ledger.tokenBalance(seller.address)).toBe(before);
   });
 
@@ -440,28 +726,48 @@ describe('payment sessions', () => {
   it('refuses to open without a usable role or enough funds', async () => {
     const client = await as(economy.buyer);
     const stranger = await fundedBuyer();
-    const none = await expectError((await as(stranger)).openSession({ body: openBody(stranger, generateWallet()) }), UnprocessableEntityError, 'wallet_role_not_found');
+    const none = await expectError(
+      (await as(stranger)).openSession({ body: openBody(stranger, generateWallet()) }),
+      UnprocessableEntityError,
+      'wallet_role_not_found',
+    );
     expect(none.details.reason).toBe('none');
     const wrongWallet = await expectError(
-      client.openSession({ body: openBody(economy.buyer, generateWallet(), { smartWallet: ata(stranger.address, USDC_DEVNET) }) }),
+      client.openSession({
+        body: openBody(economy.buyer, generateWallet(), { smartWallet: ata(stranger.address, USDC_DEVNET) }),
+      }),
       UnprocessableEntityError,
       'wallet_role_not_found',
     );
     expect(wrongWallet.details.reason).toBe('smart_wallet_mismatch');
-    await expectError(client.openSession({ body: openBody(economy.buyer, generateWallet(), { network: 'testnet' }) }), UnprocessableEntityError, 'unsupported_network');
+    await expectError(
+      client.openSession({ body: openBody(economy.buyer, generateWallet(), { network: 'testnet' }) }),
+      UnprocessableEntityError,
+      'unsupported_network',
+    );
 
     // A small buyer: 300000 held, a role of 400000.
     const small = await fundedBuyer(300_000n);
     await onboard(small, '400000');
     const smallClient = await as(small);
-    const balance = await expectError(smallClient.openSession({ body: openBody(small, generateWallet(), { depositAtomic: '300001' }) }), UnprocessableEntityError, 'insufficient_balance');
+    const balance = await expectError(
+      smallClient.openSession({ body: openBody(small, generateWallet(), { depositAtomic: '300001' }) }),
+      UnprocessableEntityError,
+      'insufficient_balance',
+    );
     expect(balance.details).toEqual({ reason: 'balance', required: '300001', available: '300000' });
     // Open sessions reserve their deposits: the second cannot take what the first holds.
     await smallClient.openSession({ body: openBody(small, generateWallet(), { depositAtomic: '200000' }) });
-    const reserved = await expectError(smallClient.openSession({ body: openBody(small, generateWallet(), { depositAtomic: '100001' }) }), UnprocessableEntityError, 'insufficient_balance');
+    const reserved = await expectError(
+      smallClient.openSession({ body: openBody(small, generateWallet(), { depositAtomic: '100001' }) }),
+      UnprocessableEntityError,
+      'insufficient_balance',
+    );
     expect(reserved.details).toMatchObject({ required: '100001', available: '100000' });
     await smallClient.openSession({ body: openBody(small, generateWallet(), { depositAtomic: '100000' }) });
-    expect((await smallClient.onboardingStatus({ query: { wallet: small.address, network: 'devnet' } })).openSessions).toBe(2);
+    expect(
+      (await smallClient.onboardingStatus({ query: { wallet: small.address, network: 'devnet' } })).openSessions,
+    ).toBe(2);
   });
 
   it('stops at a revoked role: open refused, close refused with the session kept open, then settled once restored', async () => {
@@ -479,18 +785,54 @@ describe('payment sessions', () => {
       createTransactionMessage({ version: 0 }),
       (m) => setTransactionMessageFeePayer(address(buyer.address), m),
       (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
-      (m) => appendTransactionMessageInstructions([getRevokeInstruction({ source: address(ata(buyer.address, USDC_DEVNET)), owner: createNoopSigner(address(buyer.address)) })], m),
+      (m) =>
+        appendTransactionMessageInstructions(
+          [
+            getRevokeInstruction({
+              source: address(ata(buyer.address, USDC_DEVNET)),
+              owner: createNoopSigner(address(buyer.address)),
+            }),
+          ],
+          m,
+        ),
     );
     const compiled = compileTransaction(message);
-    const wire = getTransactionEncoder().encode({ ...compiled, signatures: { [buyer.address]: signEd25519(buyer, new Uint8Array(compiled.messageBytes)) } as never });
-    await rpc.sendTransaction(getBase64Decoder().decode(wire) as Base64EncodedWireTransaction, { encoding: 'base64' }).send();
+    const wire = getTransactionEncoder().encode({
+      ...compiled,
+      signatures: { [buyer.address]: signEd25519(buyer, new Uint8Array(compiled.messageBytes)) } as never,
+    });
+    await rpc
+      .sendTransaction(getBase64Decoder().decode(wire) as Base64EncodedWireTransaction, { encoding: 'base64' })
+      .send();
     expect((await tokenAccount(buyer.address))?.delegate).toBeUndefined();
 
-    expect((await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })).status).toBe('revoked');
-    expect((await expectError(client.openSession({ body: openBody(buyer, generateWallet()) }), UnprocessableEntityError, 'wallet_role_not_found')).details.reason).toBe('revoked');
-    expect((await expectError(client.signVoucher({ body: voucherRequest(key, session.channelId, '30000') }), UnprocessableEntityError, 'wallet_role_not_found')).details.reason).toBe('revoked');
+    expect((await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })).status).toBe(
+      'revoked',
+    );
+    expect(
+      (
+        await expectError(
+          client.openSession({ body: openBody(buyer, generateWallet()) }),
+          UnprocessableEntityError,
+          'wallet_role_not_found',
+        )
+      ).details.reason,
+    ).toBe('revoked');
+    expect(
+      (
+        await expectError(
+          client.signVoucher({ body: voucherRequest(key, session.channelId, '30000') }),
+          UnprocessableEntityError,
+          'wallet_role_not_found',
+        )
+      ).details.reason,
+    ).toBe('revoked');
     const before = economy.ledger.tokenBalance(seller.address);
-    await expectError(client.closeSession({ body: { channelId: session.channelId } }), UnprocessableEntityError, 'wallet_role_not_found');
+    await expectError(
+      client.closeSession({ body: { channelId: session.channelId } }),
+      UnprocessableEntityError,
+      'wallet_role_not_found',
+    );
     expect((await sessionRows()).find((r) => r.channel_id === session.channelId)?.state).toBe('open');
     expect(economy.ledger.tokenBalance(seller.address)).toBe(before);
 
@@ -506,7 +848,10 @@ describe('payment sessions', () => {
     const key = generateWallet();
     const session = await client.openSession({ body: openBody(buyer, key, { depositAtomic: '1000' }) });
     const sessionsBefore = await sessionRows();
-    const onboardingBefore = await economy.facilitator.database.db.selectFrom('facilitator_onboarding_txs').selectAll().execute();
+    const onboardingBefore = await economy.facilitator.database.db
+      .selectFrom('facilitator_onboarding_txs')
+      .selectAll()
+      .execute();
     const badOpens: [Record<string, unknown>, string][] = [
       [{ depositAtomic: '0' }, 'body.depositAtomic'],
       [{ depositAtomic: '1.5' }, 'body.depositAtomic'],
@@ -519,8 +864,15 @@ describe('payment sessions', () => {
       [{ surprise: true }, 'body.surprise'],
     ];
     for (const [change, field] of badOpens) {
-      const error = await expectError(client.openSession({ body: { ...openBody(buyer, key), ...change } as never }), BadRequestError, 'invalid_request');
-      expect(error.fields.map((f: { field: string }) => f.field), JSON.stringify(change)).toContain(field);
+      const error = await expectError(
+        client.openSession({ body: { ...openBody(buyer, key), ...change } as never }),
+        BadRequestError,
+        'invalid_request',
+      );
+      expect(
+        error.fields.map((f: { field: string }) => f.field),
+        JSON.stringify(change),
+      ).toContain(field);
     }
     const good = voucherRequest(key, session.channelId, '500');
     const badVouchers: [Record<string, unknown>, string][] = [
@@ -532,19 +884,71 @@ describe('payment sessions', () => {
       [{ signature: 'abc' }, 'body.signature'],
     ];
     for (const [change, field] of badVouchers) {
-      const error = await expectError(client.signVoucher({ body: { ...good, ...change } as never }), BadRequestError, 'invalid_request');
-      expect(error.fields.map((f: { field: string }) => f.field), JSON.stringify(change)).toContain(field);
+      const error = await expectError(
+        client.signVoucher({ body: { ...good, ...change } as never }),
+        BadRequestError,
+        'invalid_request',
+      );
+      expect(
+        error.fields.map((f: { field: string }) => f.field),
+        JSON.stringify(change),
+      ).toContain(field);
     }
-    expect((await expectError(client.closeSession({ body: {} as never }), BadRequestError, 'invalid_request')).fields[0].field).toBe('body.channelId');
+    expect(
+      (await expectError(client.closeSession({ body: {} as never }), BadRequestError, 'invalid_request')).fields[0]
+        .field,
+    ).toBe('body.channelId');
     const onboardBody = { buyerWallet: buyer.address, network: 'devnet' };
-    expect((await expectError(client.onboard({ body: { ...onboardBody, spendLimitAtomic: '0' } as never }), BadRequestError, 'invalid_request')).fields[0].field).toBe('body.spendLimitAtomic');
-    expect((await expectError(client.onboard({ body: { ...onboardBody, ttlSeconds: 60 } as never }), BadRequestError, 'invalid_request')).fields[0].field).toBe('body.ttlSeconds');
-    expect((await expectError(client.confirmOnboarding({ body: { ...onboardBody, signedTransactions: [] } as never }), BadRequestError, 'invalid_request')).fields[0].field).toBe('body.signedTransactions');
-    expect((await expectError(client.confirmOnboarding({ body: { ...onboardBody, signedTransactions: ['not base64!'] } as never }), BadRequestError, 'invalid_request')).fields[0].field).toBe('body.signedTransactions.0');
-    expect((await expectError(client.onboardingStatus({ query: { network: 'devnet' } as never }), BadRequestError, 'invalid_request')).fields[0].field).toBe('query.wallet');
+    expect(
+      (
+        await expectError(
+          client.onboard({ body: { ...onboardBody, spendLimitAtomic: '0' } as never }),
+          BadRequestError,
+          'invalid_request',
+        )
+      ).fields[0].field,
+    ).toBe('body.spendLimitAtomic');
+    expect(
+      (
+        await expectError(
+          client.onboard({ body: { ...onboardBody, ttlSeconds: 60 } as never }),
+          BadRequestError,
+          'invalid_request',
+        )
+      ).fields[0].field,
+    ).toBe('body.ttlSeconds');
+    expect(
+      (
+        await expectError(
+          client.confirmOnboarding({ body: { ...onboardBody, signedTransactions: [] } as never }),
+          BadRequestError,
+          'invalid_request',
+        )
+      ).fields[0].field,
+    ).toBe('body.signedTransactions');
+    expect(
+      (
+        await expectError(
+          client.confirmOnboarding({ body: { ...onboardBody, signedTransactions: ['not base64!'] } as never }),
+          BadRequestError,
+          'invalid_request',
+        )
+      ).fields[0].field,
+    ).toBe('body.signedTransactions.0');
+    expect(
+      (
+        await expectError(
+          client.onboardingStatus({ query: { network: 'devnet' } as never }),
+          BadRequestError,
+          'invalid_request',
+        )
+      ).fields[0].field,
+    ).toBe('query.wallet');
 
     expect(await sessionRows()).toEqual(sessionsBefore);
-    expect(await economy.facilitator.database.db.selectFrom('facilitator_onboarding_txs').selectAll().execute()).toEqual(onboardingBefore);
+    expect(
+      await economy.facilitator.database.db.selectFrom('facilitator_onboarding_txs').selectAll().execute(),
+    ).toEqual(onboardingBefore);
     // The good voucher still works: none of the refusals touched the session.
     expect((await client.signVoucher({ body: good })).voucher.sequence).toBe(1);
   });
@@ -557,7 +961,11 @@ describe('payment sessions', () => {
     const session = await client.openSession({ body: openBody(buyer, key) });
     await client.signVoucher({ body: voucherRequest(key, session.channelId, '2500') });
     const opened = await client.stats();
-    expect(opened.sessions).toMatchObject({ open: before.sessions.open + 1, openedToday: before.sessions.openedToday + 1, closedToday: before.sessions.closedToday });
+    expect(opened.sessions).toMatchObject({
+      open: before.sessions.open + 1,
+      openedToday: before.sessions.openedToday + 1,
+      closedToday: before.sessions.closedToday,
+    });
     const closed = await client.closeSession({ body: { channelId: session.channelId } });
     const after = await client.stats();
     expect(after.sessions).toEqual({
@@ -567,7 +975,48 @@ describe('payment sessions', () => {
       settledAtomic: (BigInt(before.sessions.settledAtomic) + 2500n).toString(),
     });
     expect(BigInt(after.volumeAtomic)).toBe(BigInt(before.volumeAtomic) + 2500n);
-    expect(after.lastSettlement).toMatchObject({ signature: closed.settlement.signature, kind: 'session', payer: buyer.address, recipient: seller.address, amount: '2500' });
+    expect(after.lastSettlement).toMatchObject({
+      signature: closed.settlement.signature,
+      kind: 'session',
+      payer: buyer.address,
+      recipient: seller.address,
+      amount: '2500',
+    });
+  });
+});
+
+describe('reading a session', () => {
+  it('shows it to its buyer and its seller only, as it stands', async () => {
+    const buyer = await fundedBuyer();
+    await onboard(buyer);
+    const key = generateWallet();
+    const session = await (await as(buyer)).openSession({ body: openBody(buyer, key, { depositAtomic: '40000' }) });
+    await (await as(buyer)).signVoucher({ body: voucherRequest(key, session.channelId, '1500') });
+    for (const party of [buyer, seller]) {
+      const seen = await (await as(party)).getSession({ params: { channelId: session.channelId } });
+      expect(seen).toMatchObject({
+        channelId: session.channelId,
+        state: 'open',
+        buyerWallet: buyer.address,
+        sellerWallet: seller.address,
+        sessionKey: key.address,
+        depositAtomic: '40000',
+        acceptedCumulative: '1500',
+        remainingAtomic: '38500',
+      });
+    }
+    await expectError(
+      (await as(generateWallet())).getSession({ params: { channelId: session.channelId } }),
+      PermissionDeniedError,
+      'not_session_party',
+    );
+    await expectError(
+      (await as(buyer)).getSession({ params: { channelId: 'chn_NoSuchChannel0000000000' } }),
+      NotFoundError,
+      'session_not_found',
+    );
+    await (await as(buyer)).closeSession({ body: { channelId: session.channelId } });
+    expect((await (await as(seller)).getSession({ params: { channelId: session.channelId } })).state).toBe('closed');
   });
 });
 
@@ -580,8 +1029,15 @@ describe('state in the database', () => {
     const key = generateWallet();
     const session = await (await as(buyer)).openSession({ body: openBody(buyer, key) });
     await (await as(buyer)).signVoucher({ body: voucherRequest(key, session.channelId, '1500') });
-    replica = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers }), { id: 'facilitator', wallet: economy.feePayer, rpcUrl: economy.rpcUrl, database: economy.facilitator.database });
-    const next = await (await as(buyer, replica.url)).signVoucher({ body: voucherRequest(key, session.channelId, '2500') });
+    replica = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers }), {
+      id: 'facilitator',
+      wallet: economy.feePayer,
+      rpcUrl: economy.rpcUrl,
+      database: economy.facilitator.database,
+    });
+    const next = await (
+      await as(buyer, replica.url)
+    ).signVoucher({ body: voucherRequest(key, session.channelId, '2500') });
     expect(next).toMatchObject({ signer: session.voucherSigner, acceptedCumulative: '2500', voucher: { sequence: 2 } });
     const before = economy.ledger.tokenBalance(seller.address);
     const closed = await (await as(seller, replica.url)).closeSession({ body: { channelId: session.channelId } });
@@ -596,34 +1052,60 @@ describe('time', () => {
   afterAll(async () => clocked?.close());
 
   it('closes an idle session itself, and stops using an expired role', async () => {
-    clocked = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers, now: () => new Date(Date.now() + offsetMs) }), {
-      id: 'facilitator',
-      wallet: economy.feePayer,
-      rpcUrl: economy.rpcUrl,
-    });
+    clocked = await startService(
+      (context) =>
+        createFacilitatorApp(context, { sellers: economy.sellers, now: () => new Date(Date.now() + offsetMs) }),
+      {
+        id: 'facilitator',
+        wallet: economy.feePayer,
+        rpcUrl: economy.rpcUrl,
+      },
+    );
     const buyer = await fundedBuyer();
     await onboard(buyer, '500000', 300, clocked.url);
     const client = await as(buyer, clocked.url);
     const key = generateWallet();
-    const session = await client.openSession({ body: openBody(buyer, key, { depositAtomic: '100000', idleTimeoutSeconds: 30 }) });
+    const session = await client.openSession({
+      body: openBody(buyer, key, { depositAtomic: '100000', idleTimeoutSeconds: 30 }),
+    });
     await client.signVoucher({ body: voucherRequest(key, session.channelId, '4000') });
     const before = economy.ledger.tokenBalance(seller.address);
 
     offsetMs = 31_000;
-    const idle = await expectError(client.signVoucher({ body: voucherRequest(key, session.channelId, '5000') }), ConflictError, 'session_not_open');
+    const idle = await expectError(
+      client.signVoucher({ body: voucherRequest(key, session.channelId, '5000') }),
+      ConflictError,
+      'session_not_open',
+    );
     expect(idle.details.state).toBe('closed');
     expect(economy.ledger.tokenBalance(seller.address)).toBe(before + 4000n);
-    const row = await clocked.database.db.selectFrom('facilitator_sessions').selectAll().where('channel_id', '=', session.channelId).executeTakeFirstOrThrow();
+    const row = await clocked.database.db
+      .selectFrom('facilitator_sessions')
+      .selectAll()
+      .where('channel_id', '=', session.channelId)
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ state: 'closed', closed_by: 'idle', amount_settled: 4000n });
 
     // A session never outlives its role: its deadline is before the role's expiry.
-    const capped = await client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '1000', idleTimeoutSeconds: 86_400 }) });
+    const capped = await client.openSession({
+      body: openBody(buyer, generateWallet(), { depositAtomic: '1000', idleTimeoutSeconds: 86_400 }),
+    });
     const status = await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } });
     expect(Date.parse(capped.expiresAt)).toBeLessThan(Date.parse(status.roleExpiresAt!));
 
     offsetMs = 301_000;
-    expect((await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })).status).toBe('expired');
-    expect((await expectError(client.openSession({ body: openBody(buyer, generateWallet()) }), UnprocessableEntityError, 'wallet_role_not_found')).details.reason).toBe('expired');
+    expect((await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })).status).toBe(
+      'expired',
+    );
+    expect(
+      (
+        await expectError(
+          client.openSession({ body: openBody(buyer, generateWallet()) }),
+          UnprocessableEntityError,
+          'wallet_role_not_found',
+        )
+      ).details.reason,
+    ).toBe('expired');
   });
 });
 
@@ -634,11 +1116,14 @@ describe('backpressure and outages', () => {
   });
 
   it('limits onboarding calls per wallet (the facilitator pays their fees), with Retry-After', async () => {
-    const limited = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers, onboardingLimits: { callsPerHour: 2 } }), {
-      id: 'facilitator',
-      wallet: economy.feePayer,
-      rpcUrl: economy.rpcUrl,
-    });
+    const limited = await startService(
+      (context) => createFacilitatorApp(context, { sellers: economy.sellers, onboardingLimits: { callsPerHour: 2 } }),
+      {
+        id: 'facilitator',
+        wallet: economy.feePayer,
+        rpcUrl: economy.rpcUrl,
+      },
+    );
     started.push(limited);
     const buyer = await fundedBuyer();
     const client = await as(buyer, limited.url);
@@ -649,21 +1134,51 @@ describe('backpressure and outages', () => {
     expect(Number(error.headers['retry-after'])).toBeGreaterThan(3500);
     // Another wallet is not held back.
     const other = await fundedBuyer();
-    expect((await (await as(other, limited.url)).onboard({ body: { buyerWallet: other.address, network: 'devnet' } })).status).toBe('transactions_required');
+    expect(
+      (await (await as(other, limited.url)).onboard({ body: { buyerWallet: other.address, network: 'devnet' } }))
+        .status,
+    ).toBe('transactions_required');
+  });
+
+  it('caps the wallets it creates per hour in all (new keys are free to make), with Retry-After', async () => {
+    const capped = await startService(
+      (context) => createFacilitatorApp(context, { sellers: economy.sellers, onboardingLimits: { walletsPerHour: 1 } }),
+      {
+        id: 'facilitator',
+        wallet: economy.feePayer,
+        rpcUrl: economy.rpcUrl,
+      },
+    );
+    started.push(capped);
+    expect((await onboard(generateWallet(), '1000', 600, capped.url)).confirmed?.status).toBe('ready');
+    const second = generateWallet();
+    const error = await expectError(onboard(second, '1000', 600, capped.url), RateLimitError, 'onboarding_capacity');
+    expect(error.details).toEqual({ limit: 1 });
+    expect(Number(error.headers['retry-after'])).toBeGreaterThan(3500);
+    expect(await tokenAccount(second.address)).toBeNull();
+    // A buyer whose wallet exists needs none created: not held back.
+    expect((await onboard(await fundedBuyer(), '1000', 600, capped.url)).confirmed?.status).toBe('ready');
   });
 
   it('answers 503 with Retry-After when the chain does not answer, and records nothing', async () => {
     // No chain: nothing listens on the default RPC port of a test service.
-    const offline = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers }), { id: 'facilitator', wallet: economy.feePayer });
+    const offline = await startService((context) => createFacilitatorApp(context, { sellers: economy.sellers }), {
+      id: 'facilitator',
+      wallet: economy.feePayer,
+    });
     started.push(offline);
     const buyer = generateWallet();
     const client = await as(buyer, offline.url);
-    const onboardError = await client.onboard({ body: { buyerWallet: buyer.address, network: 'devnet' } }).catch((e) => e);
+    const onboardError = await client
+      .onboard({ body: { buyerWallet: buyer.address, network: 'devnet' } })
+      .catch((e) => e);
     expect(onboardError).toBeInstanceOf(InternalServerError);
     expect(onboardError.status).toBe(503);
     expect(onboardError.code).toBe('temporarily_unavailable');
     expect(onboardError.headers['retry-after']).toBe('5');
-    const statusError = await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } }).catch((e) => e);
+    const statusError = await client
+      .onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } })
+      .catch((e) => e);
     expect(statusError.code).toBe('temporarily_unavailable');
     const openError = await client.openSession({ body: openBody(buyer, generateWallet()) }).catch((e) => e);
     expect(openError.status).toBe(503);

@@ -1,7 +1,7 @@
 import { SOLANA_DEVNET, USDC_DEVNET, usdToAtomic, type PaymentRequirements } from '@agent-economy/contracts';
 import { createSolanaRpc } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateWallet, type Wallet } from '../servers/src/runtime/wallet';
+import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import { ata, buildPaymentTransaction, type PaymentShape } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
 
@@ -20,11 +20,21 @@ async function recentBlockhash() {
 }
 
 async function payment(overrides: Partial<PaymentShape> = {}) {
-  const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: await recentBlockhash(), ...overrides });
+  const transaction = await buildPaymentTransaction({
+    payer: economy.buyer,
+    requirements,
+    blockhash: await recentBlockhash(),
+    ...overrides,
+  });
   const accepted = overrides.requirements ?? requirements;
   return {
     x402Version: 2 as const,
-    paymentPayload: { x402Version: 2 as const, resource: { url: `${economy.education.url}/api/lesson`, description: 'a lesson' }, accepted, payload: { transaction } },
+    paymentPayload: {
+      x402Version: 2 as const,
+      resource: { url: `${economy.education.url}/api/lesson`, description: 'a lesson' },
+      accepted,
+      payload: { transaction },
+    },
     paymentRequirements: accepted,
   };
 }
@@ -60,7 +70,9 @@ describe('facilitator /supported', () => {
   it('advertises exact on devnet with its fee payer', async () => {
     const supported = await facilitator().supported();
     expect(supported).toEqual({
-      kinds: [{ x402Version: 2, scheme: 'exact', network: SOLANA_DEVNET, extra: { feePayer: economy.feePayer.address } }],
+      kinds: [
+        { x402Version: 2, scheme: 'exact', network: SOLANA_DEVNET, extra: { feePayer: economy.feePayer.address } },
+      ],
       extensions: ['bazaar'],
       signers: { 'solana:*': [economy.feePayer.address] },
     });
@@ -80,7 +92,10 @@ describe('facilitator verification rules', () => {
   });
 
   it('refuses the wrong destination', async () => {
-    await expectRefused(await payment({ destination: await ata(generateWallet().address, USDC_DEVNET) }), 'invalid_exact_svm_payload_recipient_mismatch');
+    await expectRefused(
+      await payment({ destination: await ata(generateWallet().address, USDC_DEVNET) }),
+      'invalid_exact_svm_payload_recipient_mismatch',
+    );
   });
 
   it('refuses a short amount, and an overpayment (the exact scheme is exact)', async () => {
@@ -89,16 +104,28 @@ describe('facilitator verification rules', () => {
   });
 
   it('refuses the fee payer as the transfer authority', async () => {
-    await expectRefused(await payment({ authority: economy.feePayer }), 'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds');
+    await expectRefused(
+      await payment({ authority: economy.feePayer }),
+      'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds',
+    );
   });
 
   it('refuses an extra instruction after the transfer that is not a memo', async () => {
-    const transfer = { programAddress: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' as never, data: new Uint8Array([9]) };
-    await expectRefused(await payment({ extraInstruction: transfer }), 'invalid_exact_svm_payload_unknown_fifth_instruction');
+    const transfer = {
+      programAddress: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' as never,
+      data: new Uint8Array([9]),
+    };
+    await expectRefused(
+      await payment({ extraInstruction: transfer }),
+      'invalid_exact_svm_payload_unknown_fifth_instruction',
+    );
   });
 
   it('refuses a priority fee above the cap', async () => {
-    await expectRefused(await payment({ computeUnitPrice: 5_000_001n }), 'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high');
+    await expectRefused(
+      await payment({ computeUnitPrice: 5_000_001n }),
+      'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
+    );
   });
 
   it('refuses a signature that is not the payer’s', async () => {
@@ -107,12 +134,18 @@ describe('facilitator verification rules', () => {
 
   it('refuses a fee payer it does not hold', async () => {
     const foreign: PaymentRequirements = { ...requirements, extra: { feePayer: generateWallet().address } };
-    await expectRefused(await payment({ requirements: foreign }), 'invalid_exact_svm_fee_payer_not_managed_by_facilitator');
+    await expectRefused(
+      await payment({ requirements: foreign }),
+      'invalid_exact_svm_fee_payer_not_managed_by_facilitator',
+    );
   });
 
   it('refuses a memo other than the one required', async () => {
     const withMemo: PaymentRequirements = { ...requirements, extra: { ...requirements.extra, memo: 'inv_123' } };
-    await expectRefused(await payment({ requirements: withMemo, memo: 'inv_999' }), 'invalid_exact_svm_payload_memo_mismatch');
+    await expectRefused(
+      await payment({ requirements: withMemo, memo: 'inv_999' }),
+      'invalid_exact_svm_payload_memo_mismatch',
+    );
   });
 
   it('refuses a payer without the funds, found by simulation', async () => {
@@ -144,19 +177,32 @@ describe('facilitator verification rules', () => {
       body: JSON.stringify({ ...(await payment()), x402Version: 1 }),
     });
     expect(version.status).toBe(400);
-    expect(await version.json()).toMatchObject({ success: false, errorReason: 'invalid_x402_version', transaction: '', network: SOLANA_DEVNET });
+    expect(await version.json()).toMatchObject({
+      success: false,
+      errorReason: 'invalid_x402_version',
+      transaction: '',
+      network: SOLANA_DEVNET,
+    });
   });
 });
 
 describe('facilitator settlement', () => {
   it('settles an honest payment once: the tokens move, the record is kept, a replay is refused', async () => {
     const payTo = requirements.payTo;
-    const [buyerBefore, sellerBefore] = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(payTo)];
+    const [buyerBefore, sellerBefore] = [
+      economy.ledger.tokenBalance(economy.buyer.address),
+      economy.ledger.tokenBalance(payTo),
+    ];
     const feesBefore = economy.ledger.lamports(economy.feePayer.address);
     const body = await payment();
 
     const settlement = await facilitator().settle({ body });
-    expect(settlement).toMatchObject({ success: true, network: SOLANA_DEVNET, payer: economy.buyer.address, amount: '50000' });
+    expect(settlement).toMatchObject({
+      success: true,
+      network: SOLANA_DEVNET,
+      payer: economy.buyer.address,
+      amount: '50000',
+    });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - 50_000n);
     expect(economy.ledger.tokenBalance(payTo)).toBe(sellerBefore + 50_000n);
     // The fee payer paid the two signatures' fees in SOL; the buyer paid only the stablecoin.
@@ -165,13 +211,33 @@ describe('facilitator settlement', () => {
     const { value } = await rpc.getSignatureStatuses([settlement.transaction as never]).send();
     expect(value[0]?.err).toBeNull();
 
-    const row = await economy.facilitator.database.db.selectFrom('facilitator_settlements').selectAll().where('transaction', '=', settlement.transaction).executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ status: 'settled', payer: economy.buyer.address, pay_to: payTo, amount: 50_000n, asset: USDC_DEVNET, network: SOLANA_DEVNET, resource: `${economy.education.url}/api/lesson`, description: 'a lesson' });
+    const row = await economy.facilitator.database.db
+      .selectFrom('facilitator_settlements')
+      .selectAll()
+      .where('transaction', '=', settlement.transaction)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      status: 'settled',
+      payer: economy.buyer.address,
+      pay_to: payTo,
+      amount: 50_000n,
+      asset: USDC_DEVNET,
+      network: SOLANA_DEVNET,
+      resource: `${economy.education.url}/api/lesson`,
+      description: 'a lesson',
+    });
     expect(row.settled_at).toBeInstanceOf(Date);
 
     // Replayed: verify and settle both refuse it, and nothing moves again.
-    expect(await facilitator().verify({ body })).toMatchObject({ isValid: false, invalidReason: 'duplicate_settlement' });
-    expect(await facilitator().settle({ body })).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: settlement.transaction });
+    expect(await facilitator().verify({ body })).toMatchObject({
+      isValid: false,
+      invalidReason: 'duplicate_settlement',
+    });
+    expect(await facilitator().settle({ body })).toMatchObject({
+      success: false,
+      errorReason: 'duplicate_settlement',
+      transaction: settlement.transaction,
+    });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - 50_000n);
   });
 
@@ -186,7 +252,11 @@ describe('facilitator settlement', () => {
     expect(['duplicate_settlement', 'settlement_pending']).toContain(results.find((r) => !r.success)?.errorReason);
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before - 50_000n);
     // Once the winner has landed, asking again names its transaction.
-    expect(await facilitator().settle({ body })).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: settled?.transaction });
+    expect(await facilitator().settle({ body })).toMatchObject({
+      success: false,
+      errorReason: 'duplicate_settlement',
+      transaction: settled?.transaction,
+    });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before - 50_000n);
   });
 });
@@ -197,12 +267,25 @@ describe('facilitator without its chain', () => {
     const { createFacilitatorApp } = await import('../servers/src/services/facilitator');
     const feePayer: Wallet = economy.feePayer;
     const database = await testDatabase();
-    const orphan = await startService((c) => createFacilitatorApp(c, { sellers: economy.sellers }), { id: 'facilitator', wallet: feePayer, database });
+    const orphan = await startService((c) => createFacilitatorApp(c, { sellers: economy.sellers }), {
+      id: 'facilitator',
+      wallet: feePayer,
+      database,
+    });
     try {
-      const response = await fetch(`${orphan.url}/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(await payment()) });
+      const response = await fetch(`${orphan.url}/settle`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(await payment()),
+      });
       expect(response.status).toBe(503);
       expect(response.headers.get('retry-after')).toBe('5');
-      expect(await response.json()).toMatchObject({ success: false, errorReason: 'unexpected_settle_error', transaction: '', network: SOLANA_DEVNET });
+      expect(await response.json()).toMatchObject({
+        success: false,
+        errorReason: 'unexpected_settle_error',
+        transaction: '',
+        network: SOLANA_DEVNET,
+      });
       const rows = await database.db.selectFrom('facilitator_settlements').selectAll().execute();
       expect(rows).toEqual([]);
     } finally {
@@ -211,4 +294,3 @@ describe('facilitator without its chain', () => {
     }
   });
 });
-

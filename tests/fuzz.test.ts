@@ -34,8 +34,36 @@ interface Case {
   body?: string;
 }
 
-const ODD_SEGMENTS = ['%', '%ZZ', '%E2%82', '..', '%00', 'x'.repeat(3000), '%F0%9F%92%A9', '-1', '0', 'null', '[]', '%20', 'a%2Fb'];
-const WRONG_VALUES: unknown[] = [null, 12345678901234567890, -1, 1.5, true, 'x'.repeat(20_000), [], {}, ['a'], { $gt: '' }, '', '\u0000', 'NaN'];
+const ODD_SEGMENTS = [
+  '%',
+  '%ZZ',
+  '%E2%82',
+  '..',
+  '%00',
+  'x'.repeat(3000),
+  '%F0%9F%92%A9',
+  '-1',
+  '0',
+  'null',
+  '[]',
+  '%20',
+  'a%2Fb',
+];
+const WRONG_VALUES: unknown[] = [
+  null,
+  12345678901234567890,
+  -1,
+  1.5,
+  true,
+  'x'.repeat(20_000),
+  [],
+  {},
+  ['a'],
+  { $gt: '' },
+  '',
+  '\u0000',
+  'NaN',
+];
 const JUNK_HEADERS: Record<string, string>[] = [
   { 'payment-signature': 'not-base64!!' },
   { 'payment-signature': Buffer.from('{"x402Version":2}').toString('base64') },
@@ -46,7 +74,8 @@ const JUNK_HEADERS: Record<string, string>[] = [
   { 'idempotency-key': 'k'.repeat(5000) },
 ];
 
-const fill = (path: string, params: Record<string, string>) => path.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => encodeURIComponent(params[name] ?? 'x'));
+const fill = (path: string, params: Record<string, string>) =>
+  path.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => encodeURIComponent(params[name] ?? 'x'));
 
 /** Every malformed request this route can get, before sampling. */
 function casesFor(route: AppRoute): Case[] {
@@ -55,28 +84,62 @@ function casesFor(route: AppRoute): Case[] {
   const base = fill(route.path, params);
   const names = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
   const cases: Case[] = [];
-  const exampleBody = example.body && typeof example.body === 'object' && !Array.isArray(example.body) ? (example.body as Record<string, unknown>) : {};
+  const exampleBody =
+    example.body && typeof example.body === 'object' && !Array.isArray(example.body)
+      ? (example.body as Record<string, unknown>)
+      : {};
   const json = (value: unknown) => JSON.stringify(value);
 
   for (const name of names) {
     for (const odd of ODD_SEGMENTS) {
-      cases.push({ name: `path ${name}=${odd.slice(0, 20)}`, path: route.path.replace(/:([A-Za-z0-9_]+)/g, (_m, n: string) => (n === name ? odd : encodeURIComponent(params[n] ?? 'x'))) });
+      cases.push({
+        name: `path ${name}=${odd.slice(0, 20)}`,
+        path: route.path.replace(/:([A-Za-z0-9_]+)/g, (_m, n: string) =>
+          n === name ? odd : encodeURIComponent(params[n] ?? 'x'),
+        ),
+      });
     }
   }
-  for (const junk of JUNK_HEADERS) cases.push({ name: `header ${Object.keys(junk)[0]}`, path: base, headers: junk, ...(route.method !== 'GET' ? { body: json(exampleBody) } : {}) });
+  for (const junk of JUNK_HEADERS)
+    cases.push({
+      name: `header ${Object.keys(junk)[0]}`,
+      path: base,
+      headers: junk,
+      ...(route.method !== 'GET' ? { body: json(exampleBody) } : {}),
+    });
   cases.push({ name: 'query junk', path: base, query: 'limit=-1&offset=abc&cursor=%ZZ&x[$gt]=1&' + 'q='.repeat(200) });
   for (const key of Object.keys((example.query ?? {}) as object)) {
-    for (const value of ['', '-1', 'x'.repeat(5000), '1e400', '[object Object]']) cases.push({ name: `query ${key}=${value.slice(0, 10)}`, path: base, query: `${key}=${encodeURIComponent(value)}` });
+    for (const value of ['', '-1', 'x'.repeat(5000), '1e400', '[object Object]'])
+      cases.push({
+        name: `query ${key}=${value.slice(0, 10)}`,
+        path: base,
+        query: `${key}=${encodeURIComponent(value)}`,
+      });
   }
   if (route.method !== 'GET') {
-    for (const body of ['{', 'null', '[]', '"text"', '42', '{"a":', json({ __proto__: { admin: true } }), json({ constructor: { prototype: {} } }), '{}']) {
+    for (const body of [
+      '{',
+      'null',
+      '[]',
+      '"text"',
+      '42',
+      '{"a":',
+      json({ __proto__: { admin: true } }),
+      json({ constructor: { prototype: {} } }),
+      '{}',
+    ]) {
       cases.push({ name: `body ${body.slice(0, 12)}`, path: base, body });
     }
     cases.push({ name: 'body oversized', path: base, body: json({ ...exampleBody, pad: 'x'.repeat(600_000) }) });
     for (const key of Object.keys(exampleBody)) {
       const { [key]: _dropped, ...rest } = exampleBody;
       cases.push({ name: `body without ${key}`, path: base, body: json(rest) });
-      for (const value of WRONG_VALUES) cases.push({ name: `body ${key}=${json(value)?.slice(0, 12)}`, path: base, body: json({ ...exampleBody, [key]: value }) });
+      for (const value of WRONG_VALUES)
+        cases.push({
+          name: `body ${key}=${json(value)?.slice(0, 12)}`,
+          path: base,
+          body: json({ ...exampleBody, [key]: value }),
+        });
     }
     cases.push({ name: 'body unknown field', path: base, body: json({ ...exampleBody, unexpected: 1 }) });
   }
@@ -101,7 +164,12 @@ beforeAll(async () => {
     if (id === 'facilitator') running.set(id, economy.facilitator);
     else if (id === 'education') running.set(id, economy.education);
     else {
-      const service = await startService(factory!, { id, database, rpcUrl: economy.rpcUrl, paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url } });
+      const service = await startService(factory!, {
+        id,
+        database,
+        rpcUrl: economy.rpcUrl,
+        paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url },
+      });
       economy.sellers.add(service.context.wallet.address);
       await economy.ledger.openTokenAccount(service.context.wallet.address);
       running.set(id, service);
@@ -109,7 +177,9 @@ beforeAll(async () => {
   }
 }, 180_000);
 afterAll(async () => {
-  await Promise.all([...running].filter(([id]) => id !== 'facilitator' && id !== 'education').map(([, s]) => s.stopServer()));
+  await Promise.all(
+    [...running].filter(([id]) => id !== 'facilitator' && id !== 'education').map(([, s]) => s.stopServer()),
+  );
   await economy?.close();
 });
 
@@ -121,7 +191,10 @@ describe.each(served.map((d) => [d.id, d] as const))('%s', (id: string, service:
     const random = prng(SEED ^ [...id].reduce((h, c) => Math.imul(h, 31) + c.charCodeAt(0), 7));
     const buyerBefore = economy.ledger.tokenBalance(economy.buyer.address);
     const feesBefore = economy.ledger.lamports(economy.feePayer.address);
-    const settledBefore = await economy.facilitator.database.db.selectFrom('facilitator_settlements').select((eb) => eb.fn.countAll<bigint>().as('n')).executeTakeFirstOrThrow();
+    const settledBefore = await economy.facilitator.database.db
+      .selectFrom('facilitator_settlements')
+      .select((eb) => eb.fn.countAll<bigint>().as('n'))
+      .executeTakeFirstOrThrow();
     const failures: string[] = [];
 
     for (const { route } of listRoutes(service.router)) {
@@ -154,21 +227,30 @@ describe.each(served.map((d) => [d.id, d] as const))('%s', (id: string, service:
         if (status >= 500 && !dependencyDown) failures.push(`${label}: ${status} ${text.slice(0, 200)}`);
         if (status >= 400 && status !== 402) {
           const shaped = x402
-            ? typeof (body as { isValid?: unknown })?.isValid === 'boolean' || typeof (body as { success?: unknown })?.success === 'boolean'
+            ? typeof (body as { isValid?: unknown })?.isValid === 'boolean' ||
+              typeof (body as { success?: unknown })?.success === 'boolean'
             : typeof (body as { error?: { code?: unknown; message?: unknown } })?.error?.code === 'string' &&
               typeof (body as { error: { message?: unknown } }).error.message === 'string' &&
               typeof (body as { requestId?: unknown }).requestId === 'string';
-          if (!shaped) failures.push(`${label}: ${status} not in the ${x402 ? 'x402 shape' : 'error envelope'}: ${text.slice(0, 200)}`);
+          if (!shaped)
+            failures.push(
+              `${label}: ${status} not in the ${x402 ? 'x402 shape' : 'error envelope'}: ${text.slice(0, 200)}`,
+            );
         }
-        if (status === 402 && !response.headers.get('payment-required')) failures.push(`${label}: 402 without PAYMENT-REQUIRED`);
+        if (status === 402 && !response.headers.get('payment-required'))
+          failures.push(`${label}: 402 without PAYMENT-REQUIRED`);
       }
     }
 
     expect(failures).toEqual([]);
-    // Nothing was charged or settled: the buyer's balance, the fee payer's lamports and the settlements are as they were.
+    // Nothing was charged or settled: the buyer's balance, the fee payer's lamports and the settlements are as they
+    // were.
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore);
     expect(economy.ledger.lamports(economy.feePayer.address)).toBe(feesBefore);
-    const settledAfter = await economy.facilitator.database.db.selectFrom('facilitator_settlements').select((eb) => eb.fn.countAll<bigint>().as('n')).executeTakeFirstOrThrow();
+    const settledAfter = await economy.facilitator.database.db
+      .selectFrom('facilitator_settlements')
+      .select((eb) => eb.fn.countAll<bigint>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(settledAfter.n).toBe(settledBefore.n);
   });
 });

@@ -1,21 +1,42 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  COMPUTE_BUDGET_PROGRAM_ADDRESS, getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction,
+  COMPUTE_BUDGET_PROGRAM_ADDRESS,
+  getSetComputeUnitLimitInstruction,
+  getSetComputeUnitPriceInstruction,
 } from '@solana-program/compute-budget';
 import { getTransferSolInstruction } from '@solana-program/system';
 import {
-  AccountRole, address, appendTransactionMessageInstructions, compileTransaction, createNoopSigner, createSolanaRpc, createTransactionMessage,
-  getBase64Decoder, getBase64Encoder, getTransactionEncoder, pipe, setTransactionMessageFeePayer, setTransactionMessageLifetimeUsingBlockhash,
-  type Base64EncodedWireTransaction, type Blockhash, type Instruction, type Signature,
+  AccountRole,
+  address,
+  appendTransactionMessageInstructions,
+  compileTransaction,
+  createNoopSigner,
+  createSolanaRpc,
+  createTransactionMessage,
+  getBase64Decoder,
+  getBase64Encoder,
+  getTransactionEncoder,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  type Base64EncodedWireTransaction,
+  type Blockhash,
+  type Instruction,
+  type Signature,
 } from '@solana/kit';
 import {
-  BadRequestError, InternalServerError, PaymentOutcomeUnknownError, UnprocessableEntityError, createClient, walletFromSecretKey,
+  BadRequestError,
+  InternalServerError,
+  PaymentOutcomeUnknownError,
+  UnprocessableEntityError,
+  createClient,
+  walletFromSecretKey,
 } from '@agent-economy/sdk';
 import { LocalLedger, startLedgerRpc, type LedgerRpcServer } from '../servers/src/ledger';
-import { MEMO_PROGRAM } from '../servers/src/ledger/programs';
-import { generateWallet, signEd25519, type Wallet } from '../servers/src/runtime/wallet';
+import { MEMO_PROGRAM } from '../servers/src/solana/programs';
+import { generateWallet, signEd25519, type Wallet } from '../servers/src/solana/keys';
 import { createGasApp } from '../servers/src/services/gas';
-import { feePercentiles, lamportsToSol } from '../servers/src/services/gas/domain';
+import { lamportsToSol } from '../servers/src/services/gas/domain';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
 
@@ -71,10 +92,17 @@ const maxOf = (a: ReturnType<typeof percentilesOf>, b: ReturnType<typeof percent
   Object.fromEntries(Object.entries(a).map(([k, v]) => [k, Math.max(v, b[k as keyof typeof b])]));
 
 /** Per slot, the lowest price that landed in it (0 for an empty slot), as a node reports it. */
-const globalFees = () => played.map((s) => ({ slot: s.slot, fee: s.prices.length + s.hotPrices.length > 0 ? Math.min(...s.prices, ...s.hotPrices) : 0 }));
+const globalFees = () =>
+  played.map((s) => ({
+    slot: s.slot,
+    fee: s.prices.length + s.hotPrices.length > 0 ? Math.min(...s.prices, ...s.hotPrices) : 0,
+  }));
 /** Over [hot]: the block's lowest fee raised to the lowest paid by transactions write-locking `hot`. */
 const hotFees = () =>
-  globalFees().map((g, i) => ({ slot: g.slot, fee: played[i]!.hotPrices.length > 0 ? Math.max(g.fee, Math.min(...played[i]!.hotPrices)) : g.fee }));
+  globalFees().map((g, i) => ({
+    slot: g.slot,
+    fee: played[i]!.hotPrices.length > 0 ? Math.max(g.fee, Math.min(...played[i]!.hotPrices)) : g.fee,
+  }));
 
 function slopeOf(points: { slot: number; fee: number }[]): number {
   const n = points.length;
@@ -89,8 +117,14 @@ function slopeOf(points: { slot: number; fee: number }[]): number {
 
 function changeOf(points: { fee: number }[]): number {
   const half = Math.floor(points.length / 2);
-  const older = nearestRank(points.slice(0, half).map((p) => p.fee), 50);
-  const newer = nearestRank(points.slice(points.length - half).map((p) => p.fee), 50);
+  const older = nearestRank(
+    points.slice(0, half).map((p) => p.fee),
+    50,
+  );
+  const newer = nearestRank(
+    points.slice(points.length - half).map((p) => p.fee),
+    50,
+  );
   return older === 0 ? (newer > 0 ? 100 : 0) : round(((newer - older) / older) * 100, 2);
 }
 
@@ -100,9 +134,16 @@ const totalFee = (price: number, limit: number, signatures: number) =>
 // ---------------------------------------------------------------------------------------------------
 // Transactions
 
-const memo = (text: string): Instruction => ({ programAddress: address(MEMO_PROGRAM), data: new TextEncoder().encode(text) });
+const memo = (text: string): Instruction => ({
+  programAddress: address(MEMO_PROGRAM),
+  data: new TextEncoder().encode(text),
+});
 const transfer = (lamports: bigint, to = hot.address, from: Wallet = payer): Instruction =>
-  getTransferSolInstruction({ source: createNoopSigner(address(from.address)), destination: address(to), amount: lamports });
+  getTransferSolInstruction({
+    source: createNoopSigner(address(from.address)),
+    destination: address(to),
+    amount: lamports,
+  });
 const budget = (price: number, units = 10_000): Instruction[] => [
   getSetComputeUnitLimitInstruction({ units }),
   getSetComputeUnitPriceInstruction({ microLamports: BigInt(price) }),
@@ -115,20 +156,34 @@ function wireOf(instructions: Instruction[], options: { sign?: boolean; from?: W
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(address(from.address), m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight },
+        m,
+      ),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
   const compiled = compileTransaction(message);
-  const signatures = options.sign ? { ...compiled.signatures, [from.address]: signEd25519(from, new Uint8Array(compiled.messageBytes)) } : compiled.signatures;
+  const signatures = options.sign
+    ? { ...compiled.signatures, [from.address]: signEd25519(from, new Uint8Array(compiled.messageBytes)) }
+    : compiled.signatures;
   return getBase64Decoder().decode(getTransactionEncoder().encode({ ...compiled, signatures: signatures as never }));
 }
 
 async function send(instructions: Instruction[]): Promise<string> {
-  return rpc.sendTransaction(wireOf(instructions, { sign: true }) as Base64EncodedWireTransaction, { encoding: 'base64' }).send();
+  return rpc
+    .sendTransaction(wireOf(instructions, { sign: true }) as Base64EncodedWireTransaction, { encoding: 'base64' })
+    .send();
 }
 
 async function landed(signature: string) {
-  const tx = await rpc.getTransaction(signature as Signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0, encoding: 'json' }).send();
+  const tx = await rpc
+    .getTransaction(signature as Signature, {
+      commitment: 'confirmed',
+      maxSupportedTransactionVersion: 0,
+      encoding: 'json',
+    })
+    .send();
   if (!tx?.meta) throw new Error(`transaction ${signature} did not land`);
   return { fee: tx.meta.fee, units: tx.meta.computeUnitsConsumed, err: tx.meta.err };
 }
@@ -158,7 +213,15 @@ async function playActivity(): Promise<void> {
 }
 
 async function rowCounts(db = service.database.db): Promise<number[]> {
-  const count = async (table: string) => Number((await db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+  const count = async (table: string) =>
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   return Promise.all(['gas_slot_fees', 'gas_performance_samples', 'gas_observations'].map(count));
 }
 
@@ -171,7 +234,10 @@ beforeAll(async () => {
   // Move the airdrops out of the node's 150-slot fee cache and out of the newest performance sample.
   ledger.warp(400);
   await playActivity();
-  service = await startService((c) => createGasApp({ ...c, prices: ZERO_PRICES }, { now: clock }), { id: 'gas', rpcUrl: rpcServer.url });
+  service = await startService((c) => createGasApp({ ...c, prices: ZERO_PRICES }, { now: clock }), {
+    id: 'gas',
+    rpcUrl: rpcServer.url,
+  });
 });
 
 afterAll(async () => {
@@ -181,23 +247,6 @@ afterAll(async () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-
-describe('nearest-rank percentiles', () => {
-  it('match the textbook vectors', () => {
-    // Nearest-rank method: for 15, 20, 35, 40, 50 the 30th percentile is 20, the 40th 20, the 50th 35, the 100th 50.
-    expect(feePercentiles([50, 15, 40, 20, 35])).toEqual({ p0: 15, p25: 20, p50: 35, p75: 40, p95: 50, p100: 50 });
-    // 3, 6, 7, 8, 8, 10, 13, 15, 16, 20: the 25th percentile is 7, the 50th 8, the 75th 15, the 100th 20.
-    expect(feePercentiles([3, 6, 7, 8, 8, 10, 13, 15, 16, 20])).toEqual({ p0: 3, p25: 7, p50: 8, p75: 15, p95: 20, p100: 20 });
-    expect(feePercentiles([])).toEqual({ p0: 0, p25: 0, p50: 0, p75: 0, p95: 0, p100: 0 });
-  });
-
-  it('turn lamports into SOL strings exactly', () => {
-    expect(lamportsToSol(15_000n)).toBe('0.000015');
-    expect(lamportsToSol(1_000_000_000n)).toBe('1');
-    expect(lamportsToSol(1_234_567_891n)).toBe('1.234567891');
-    expect(lamportsToSol(0n)).toBe('0');
-  });
-});
 
 describe('fee history', () => {
   it('reports the 150 slots the node remembers, their percentiles, mean, empty share and trend', async () => {
@@ -253,7 +302,9 @@ describe('recommendation', () => {
     const global = percentilesOf(globalFees().map((f) => f.fee));
     const local = percentilesOf(hotFees().map((f) => f.fee));
     const combined = maxOf(global, local);
-    const r = await gas().recommend({ body: { urgency: 'high', computeUnitLimit: 300_000, signatures: 2, accounts: [hot.address] } });
+    const r = await gas().recommend({
+      body: { urgency: 'high', computeUnitLimit: 300_000, signatures: 2, accounts: [hot.address] },
+    });
     expect(r.global).toEqual(global);
     expect(r.local).toEqual(local);
     expect(r.percentiles).toEqual(combined);
@@ -272,13 +323,28 @@ describe('recommendation', () => {
     // the instruction data the official compute-budget client encodes
     const toBase64 = (ix: Instruction) => Buffer.from(ix.data!).toString('base64');
     expect(r.computeBudgetInstructions).toEqual([
-      { name: 'SetComputeUnitLimit', programId: COMPUTE_BUDGET_PROGRAM_ADDRESS, value: 300_000, dataBase64: toBase64(getSetComputeUnitLimitInstruction({ units: 300_000 })) },
-      { name: 'SetComputeUnitPrice', programId: COMPUTE_BUDGET_PROGRAM_ADDRESS, value: price, dataBase64: toBase64(getSetComputeUnitPriceInstruction({ microLamports: BigInt(price) })) },
+      {
+        name: 'SetComputeUnitLimit',
+        programId: COMPUTE_BUDGET_PROGRAM_ADDRESS,
+        value: 300_000,
+        dataBase64: toBase64(getSetComputeUnitLimitInstruction({ units: 300_000 })),
+      },
+      {
+        name: 'SetComputeUnitPrice',
+        programId: COMPUTE_BUDGET_PROGRAM_ADDRESS,
+        value: price,
+        dataBase64: toBase64(getSetComputeUnitPriceInstruction({ microLamports: BigInt(price) })),
+      },
     ]);
     expect(r.lookbackSlots).toBe(150);
     expect(r.slot).toBe(played[149]!.slot);
     // high may wait 5 minutes: only the window starting now qualifies
-    expect(r.bestWindow).toMatchObject({ waitSeconds: 0, savingsPercent: 0, expectedComputeUnitPrice: global.p50, confidence: 1 });
+    expect(r.bestWindow).toMatchObject({
+      waitSeconds: 0,
+      savingsPercent: 0,
+      expectedComputeUnitPrice: global.p50,
+      confidence: 1,
+    });
   });
 
   it('defaults to normal urgency (p50), 200,000 CU and one signature, with no local market', async () => {
@@ -301,11 +367,20 @@ describe('network status', () => {
     // the newest 60-second sample covers exactly the 150 played slots
     expect(Number(samples[0]!.numNonVoteTransactions)).toBe(sentCount);
     const sum = (pick: (s: (typeof samples)[number]) => bigint) => samples.reduce((a, s) => a + Number(pick(s)), 0);
-    const [transactions, nonVote, slots, seconds] = [sum((s) => s.numTransactions), sum((s) => s.numNonVoteTransactions), sum((s) => s.numSlots), sum((s) => BigInt(s.samplePeriodSecs))];
+    const [transactions, nonVote, slots, seconds] = [
+      sum((s) => s.numTransactions),
+      sum((s) => s.numNonVoteTransactions),
+      sum((s) => s.numSlots),
+      sum((s) => BigInt(s.samplePeriodSecs)),
+    ];
     const fees = globalFees().map((f) => f.fee);
     const median = nearestRank(fees, 50);
-    // this service has seen only these slots and samples: the 7-day p95 is theirs, the 7-day TPS peak the newest sample's
-    const tpsLoad = nonVote / seconds / Math.max(...samples.map((s) => Number(s.numNonVoteTransactions) / Number(s.samplePeriodSecs)));
+    // this service has seen only these slots and samples: the 7-day p95 is theirs, the 7-day TPS peak the newest
+    // sample's
+    const tpsLoad =
+      nonVote /
+      seconds /
+      Math.max(...samples.map((s) => Number(s.numNonVoteTransactions) / Number(s.samplePeriodSecs)));
     const feePressure = median / nearestRank(fees, 95);
     const score = round(100 * (0.4 * tpsLoad + 0.4 * feePressure + 0.2 * 0), 2);
 
@@ -325,22 +400,31 @@ describe('network status', () => {
       score,
       drivers: { tpsLoad: round(tpsLoad, 4), feePressure: round(feePressure, 4), slotTimeDrift: 0 },
     });
-    // 60 minutes: four windows of 15 from now; nothing was observed at those times of day, so they repeat now with no confidence
+    // 60 minutes: four windows of 15 from now; nothing was observed at those times of day, so they repeat now with no
+    // confidence
     expect(status.forecast).toHaveLength(4);
     status.forecast.forEach((w, i) => {
       expect(Date.parse(w.endsAt) - Date.parse(w.startsAt)).toBe(900_000);
       if (i > 0) expect(Date.parse(w.startsAt)).toBe(Date.parse(status.forecast[i - 1]!.endsAt));
-      expect(w).toMatchObject({ expectedComputeUnitPrice: median, confidence: i === 0 ? 1 : 0, congestionLevel: status.congestion.level });
+      expect(w).toMatchObject({
+        expectedComputeUnitPrice: median,
+        confidence: i === 0 ? 1 : 0,
+        congestionLevel: status.congestion.level,
+      });
     });
   });
 
   it('forecasts from the hour-of-day profile of the past 7 days, persisted across restarts', async () => {
-    // The service's clock is pinned a minute into the current quarter hour, so "now + 30 minutes" is in a known quarter.
+    // The service's clock is pinned a minute into the current quarter hour, so "now + 30 minutes" is in a known
+    // quarter.
     pinned = new Date(Math.floor(Date.now() / 900_000) * 900_000 + 60_000);
     const target = new Date(pinned.getTime() + 30 * 60_000);
     const day = 24 * 3600_000;
     const seed = (id: string, at: Date, median: number, score: number) =>
-      service.database.db.insertInto('gas_observations').values({ id, observed_at: at, slot: 1n, median_fee: BigInt(median), congestion_score: score }).execute();
+      service.database.db
+        .insertInto('gas_observations')
+        .values({ id, observed_at: at, slot: 1n, median_fee: BigInt(median), congestion_score: score })
+        .execute();
     await seed('obs_seed_2d', new Date(target.getTime() - 2 * day), 300, 90);
     await seed('obs_seed_3d', new Date(target.getTime() - 3 * day), 100, 80);
     await seed('obs_seed_8d', new Date(target.getTime() - 8 * day), 1, 0); // older than a week: ignored, then pruned
@@ -352,14 +436,21 @@ describe('network status', () => {
     expect(status.forecastBasis.daysCovered).toBeGreaterThanOrEqual(3);
     expect(status.forecastBasis.observations).toBeGreaterThanOrEqual(3);
     // nearest-rank median of 100 and 300 is 100; mean score 85 is extreme; 2 of the 7 days observed
-    expect(status.forecast[2]).toMatchObject({ expectedComputeUnitPrice: 100, congestionLevel: 'extreme', confidence: round(2 / 7, 4) });
+    expect(status.forecast[2]).toMatchObject({
+      expectedComputeUnitPrice: 100,
+      congestionLevel: 'extreme',
+      confidence: round(2 / 7, 4),
+    });
     expect(status.forecast[3]!.confidence).toBe(0);
     const ids = (await service.database.db.selectFrom('gas_observations').select('id').execute()).map((r) => r.id);
     expect(ids).toContain('obs_seed_2d');
     expect(ids).not.toContain('obs_seed_8d');
 
     // A low-urgency caller may wait 2 hours: the cheaper window 30 minutes out is the best one.
-    const median = nearestRank(globalFees().map((f) => f.fee), 50);
+    const median = nearestRank(
+      globalFees().map((f) => f.fee),
+      50,
+    );
     expect(median).toBeGreaterThan(100);
     const low = await gas().recommend({ body: { urgency: 'low', computeUnitLimit: 200_000 } });
     const now = Number(totalFee(median, 200_000, 1));
@@ -379,7 +470,11 @@ describe('network status', () => {
     expect((await gas().recommend({ body: { urgency: 'high' } })).bestWindow.waitSeconds).toBe(0);
 
     // Another instance on the same database forecasts from the same history.
-    const restarted = await startService((c) => createGasApp({ ...c, prices: ZERO_PRICES }, { now: clock }), { id: 'gas', rpcUrl: rpcServer.url, database: service.database });
+    const restarted = await startService((c) => createGasApp({ ...c, prices: ZERO_PRICES }, { now: clock }), {
+      id: 'gas',
+      rpcUrl: rpcServer.url,
+      database: service.database,
+    });
     try {
       const again = await restarted.client.gas.networkStatus({ body: { forecastMinutes: 45 } });
       expect(again.forecast[2]).toMatchObject({ expectedComputeUnitPrice: 100, congestionLevel: 'extreme' });
@@ -407,15 +502,47 @@ describe('bad input is refused before anything is read, written or charged', () 
     ['simulate', 'no kind', { transaction: 'AAAA' }, 'body.kind'],
     ['simulate', 'not base64', { kind: 'transaction', transaction: 'not base64!' }, 'body.transaction'],
     ['simulate', 'non-canonical base64', { kind: 'transaction', transaction: 'AAB=' }, 'body.transaction'],
-    ['simulate', 'no instructions', { kind: 'instructions', payer: payer.address, instructions: [] }, 'body.instructions'],
-    ['simulate', 'bad payer', { kind: 'instructions', payer: 'x', instructions: [{ programId: MEMO_PROGRAM, accounts: [], data: '' }] }, 'body.payer'],
-    ['simulate', 'bad data', { kind: 'instructions', payer: payer.address, instructions: [{ programId: MEMO_PROGRAM, accounts: [], data: 'abc' }] }, 'body.instructions.0.data'],
-    ['simulate', 'account meta', { kind: 'instructions', payer: payer.address, instructions: [{ programId: MEMO_PROGRAM, accounts: [{ pubkey: hot.address, isSigner: 'yes', isWritable: true }], data: '' }] }, 'body.instructions.0.accounts.0.isSigner'],
+    [
+      'simulate',
+      'no instructions',
+      { kind: 'instructions', payer: payer.address, instructions: [] },
+      'body.instructions',
+    ],
+    [
+      'simulate',
+      'bad payer',
+      { kind: 'instructions', payer: 'x', instructions: [{ programId: MEMO_PROGRAM, accounts: [], data: '' }] },
+      'body.payer',
+    ],
+    [
+      'simulate',
+      'bad data',
+      {
+        kind: 'instructions',
+        payer: payer.address,
+        instructions: [{ programId: MEMO_PROGRAM, accounts: [], data: 'abc' }],
+      },
+      'body.instructions.0.data',
+    ],
+    [
+      'simulate',
+      'account meta',
+      {
+        kind: 'instructions',
+        payer: payer.address,
+        instructions: [
+          { programId: MEMO_PROGRAM, accounts: [{ pubkey: hot.address, isSigner: 'yes', isWritable: true }], data: '' },
+        ],
+      },
+      'body.instructions.0.accounts.0.isSigner',
+    ],
   ];
   for (const [route, what, body, field] of cases) {
     it(`${route}: ${what} → 400 naming ${field}`, async () => {
       const before = await rowCounts();
-      const error = await (gas()[route as 'recommend'] as (args: unknown) => Promise<unknown>)({ body }).catch((e) => e);
+      const error = await (gas()[route as 'recommend'] as (args: unknown) => Promise<unknown>)({ body }).catch(
+        (e) => e,
+      );
       expect(error).toBeInstanceOf(BadRequestError);
       expect((error as BadRequestError).fields.map((f) => f.field)).toContain(field);
       expect(await rowCounts()).toEqual(before);
@@ -434,7 +561,9 @@ describe('transactions that cannot be simulated: 422 before the paywall', () => 
     const quote = await priced.client.gas.recommend({ body: {} }).catch((e) => e);
     expect(quote.status).toBe(402);
     expect(quote.quote.accepts[0].amount).toBe('5000');
-    const simulation = await priced.client.gas.simulate({ body: { kind: 'transaction', transaction: wireOf([transfer(1n)]) } }).catch((e) => e);
+    const simulation = await priced.client.gas
+      .simulate({ body: { kind: 'transaction', transaction: wireOf([transfer(1n)]) } })
+      .catch((e) => e);
     expect(simulation.status).toBe(402);
     expect(simulation.quote.accepts[0].amount).toBe('10000');
   });
@@ -451,15 +580,21 @@ describe('transactions that cannot be simulated: 422 before the paywall', () => 
     // one signature short of what the message requires
     const bytes = getBase64Encoder().encode(wireOf([transfer(1n)]));
     const unsigned = new Uint8Array([0, ...bytes.slice(65)]);
-    const malformed = await priced.client.gas.simulate({ body: { kind: 'transaction', transaction: Buffer.from(unsigned).toString('base64') } }).catch((e) => e);
+    const malformed = await priced.client.gas
+      .simulate({ body: { kind: 'transaction', transaction: Buffer.from(unsigned).toString('base64') } })
+      .catch((e) => e);
     expect(malformed).toBeInstanceOf(UnprocessableEntityError);
     expect(malformed.code).toBe('transaction_invalid');
 
-    const oversized = await priced.client.gas.simulate({ body: { kind: 'transaction', transaction: Buffer.alloc(1233, 1).toString('base64') } }).catch((e) => e);
+    const oversized = await priced.client.gas
+      .simulate({ body: { kind: 'transaction', transaction: Buffer.alloc(1233, 1).toString('base64') } })
+      .catch((e) => e);
     expect(oversized.code).toBe('transaction_too_large');
     const data = Buffer.alloc(1000, 7).toString('base64');
     const instructions = Array.from({ length: 3 }, () => ({ programId: MEMO_PROGRAM, accounts: [], data }));
-    const tooMany = await priced.client.gas.simulate({ body: { kind: 'instructions', payer: payer.address, instructions } }).catch((e) => e);
+    const tooMany = await priced.client.gas
+      .simulate({ body: { kind: 'instructions', payer: payer.address, instructions } })
+      .catch((e) => e);
     expect(tooMany).toBeInstanceOf(UnprocessableEntityError);
     expect(tooMany.code).toBe('transaction_too_large');
   });
@@ -474,7 +609,12 @@ describe('without its chain', () => {
 
   it('is healthy but has not read the chain yet', async () => {
     const health = await orphan.client.gas.health();
-    expect(health).toMatchObject({ status: 'ok', service: 'gas', database: 'ok', upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'unknown', lastSuccessAt: null }] } });
+    expect(health).toMatchObject({
+      status: 'ok',
+      service: 'gas',
+      database: 'ok',
+      upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'unknown', lastSuccessAt: null }] },
+    });
   });
 
   it('answers every data route with 502 upstream_unavailable and Retry-After, recording nothing', async () => {
@@ -483,7 +623,14 @@ describe('without its chain', () => {
       () => orphan.client.gas.networkStatus({ body: {} }),
       () => orphan.client.gas.feeHistory({ body: { blocks: 10 } }),
       () => orphan.client.gas.simulate({ body: { kind: 'transaction', transaction: wireOf([transfer(1n)]) } }),
-      () => orphan.client.gas.simulate({ body: { kind: 'instructions', payer: payer.address, instructions: [{ programId: MEMO_PROGRAM, accounts: [], data: 'aGk=' }] } }),
+      () =>
+        orphan.client.gas.simulate({
+          body: {
+            kind: 'instructions',
+            payer: payer.address,
+            instructions: [{ programId: MEMO_PROGRAM, accounts: [], data: 'aGk=' }],
+          },
+        }),
     ];
     for (const call of calls) {
       const error = (await call().catch((e: unknown) => e)) as InternalServerError;
@@ -508,7 +655,10 @@ describe('simulation on the chain', () => {
     const wire = wireOf([transfer(5_000n)]); // unsigned: signatures are not verified
     const sim = await gas().simulate({ body: { kind: 'transaction', transaction: wire } });
     // the payer and hot are write-locked: the fee reads the dearer of the global and their local markets
-    const expectedPrice = maxOf(percentilesOf(globalFees().map((f) => f.fee)), percentilesOf(hotFees().map((f) => f.fee))).p50!;
+    const expectedPrice = maxOf(
+      percentilesOf(globalFees().map((f) => f.fee)),
+      percentilesOf(hotFees().map((f) => f.fee)),
+    ).p50!;
     expect(sim).toMatchObject({
       success: true,
       error: null,
@@ -522,7 +672,11 @@ describe('simulation on the chain', () => {
       instructionCount: 1,
       slot: played[149]!.slot,
     });
-    expect(sim.fee).toMatchObject({ computeUnitPrice: expectedPrice, computeUnitLimit: 495, totalFeeLamports: totalFee(expectedPrice, 495, 1).toString() });
+    expect(sim.fee).toMatchObject({
+      computeUnitPrice: expectedPrice,
+      computeUnitLimit: 495,
+      totalFeeLamports: totalFee(expectedPrice, 495, 1).toString(),
+    });
     expect(sim.logs).toContain('Program 11111111111111111111111111111111 success');
 
     // Executed for real, the bare transfer consumes what the simulation said...
@@ -545,19 +699,42 @@ describe('simulation on the chain', () => {
       body: {
         kind: 'instructions',
         payer: payer.address,
-        instructions: [{ programId: MEMO_PROGRAM, accounts: [{ pubkey: payer.address, isSigner: true, isWritable: true }], data: Buffer.from(text).toString('base64') }],
+        instructions: [
+          {
+            programId: MEMO_PROGRAM,
+            accounts: [{ pubkey: payer.address, isSigner: true, isWritable: true }],
+            data: Buffer.from(text).toString('base64'),
+          },
+        ],
         urgency: 'urgent',
       },
     });
-    const executed = await landed(await send([{ ...memo(text), accounts: [{ address: address(payer.address), role: AccountRole.WRITABLE_SIGNER }] }]));
-    expect(sim).toMatchObject({ success: true, signatures: 1, instructionCount: 1, urgency: 'urgent', unitsConsumed: Number(executed.units) });
+    const executed = await landed(
+      await send([
+        { ...memo(text), accounts: [{ address: address(payer.address), role: AccountRole.WRITABLE_SIGNER }] },
+      ]),
+    );
+    expect(sim).toMatchObject({
+      success: true,
+      signatures: 1,
+      instructionCount: 1,
+      urgency: 'urgent',
+      unitsConsumed: Number(executed.units),
+    });
     expect(sim.logs).toContain(`Program log: Memo (len ${text.length})`);
     expect(sim.recommendedComputeUnitLimit).toBe(Math.ceil(((Number(executed.units) + 300) * 11) / 10));
   });
 
   it('reads the compute budget a transaction already requests', async () => {
-    const sim = await gas().simulate({ body: { kind: 'transaction', transaction: wireOf([...budget(7, 5_000), memo('budgeted')]) } });
-    expect(sim).toMatchObject({ success: true, requestedComputeUnitLimit: 5_000, requestedComputeUnitPrice: 7, instructionCount: 3 });
+    const sim = await gas().simulate({
+      body: { kind: 'transaction', transaction: wireOf([...budget(7, 5_000), memo('budgeted')]) },
+    });
+    expect(sim).toMatchObject({
+      success: true,
+      requestedComputeUnitLimit: 5_000,
+      requestedComputeUnitPrice: 7,
+      instructionCount: 3,
+    });
     // it already has both instructions: only the margin is added
     expect(sim.recommendedComputeUnitLimit).toBe(Math.ceil((sim.unitsConsumed * 11) / 10));
     expect(sim.unitsConsumed).toBeGreaterThan(300);
@@ -566,16 +743,34 @@ describe('simulation on the chain', () => {
   it('reports a transaction that would fail with its error, still a 200', async () => {
     const broke = generateWallet();
     await ledger.airdrop(broke.address, 10_000_000n);
-    const sim = await gas().simulate({ body: { kind: 'transaction', transaction: wireOf([memo('first'), transfer(50_000_000n, hot.address, broke)], { from: broke }) } });
+    const sim = await gas().simulate({
+      body: {
+        kind: 'transaction',
+        transaction: wireOf([memo('first'), transfer(50_000_000n, hot.address, broke)], { from: broke }),
+      },
+    });
     expect(sim.success).toBe(false);
-    expect(sim.error).toEqual({ code: 'InstructionError', message: 'Error processing Instruction 1: custom program error: 0x1', instructionIndex: 1 });
+    expect(sim.error).toEqual({
+      code: 'InstructionError',
+      message: 'Error processing Instruction 1: custom program error: 0x1',
+      instructionIndex: 1,
+    });
     expect(sim.unitsConsumed).toBeGreaterThan(150);
 
     // a fee payer the chain has never seen
     const stranger = await gas().simulate({
-      body: { kind: 'instructions', payer: generateWallet().address, instructions: [{ programId: MEMO_PROGRAM, accounts: [], data: 'aGk=' }] },
+      body: {
+        kind: 'instructions',
+        payer: generateWallet().address,
+        instructions: [{ programId: MEMO_PROGRAM, accounts: [], data: 'aGk=' }],
+      },
     });
-    expect(stranger).toMatchObject({ success: false, unitsConsumed: 0, recommendedComputeUnitLimit: 330, error: { code: 'AccountNotFound', instructionIndex: null } });
+    expect(stranger).toMatchObject({
+      success: false,
+      unitsConsumed: 0,
+      recommendedComputeUnitLimit: 330,
+      error: { code: 'AccountNotFound', instructionIndex: null },
+    });
   });
 
   it('reports the chain provider healthy after reading it', async () => {
@@ -597,8 +792,16 @@ describe('paid for real through the facilitator', () => {
     const live = await economy.startPaidService(createGasApp, { id: 'gas' });
     const seller = live.context.wallet.address;
     const buyer = await walletFromSecretKey(economy.buyer.secretKey);
-    const client = createClient({ baseUrls: { gas: live.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
-    const [buyerBefore, sellerBefore] = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)];
+    const client = createClient({
+      baseUrls: { gas: live.url },
+      wallet: buyer,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
+    const [buyerBefore, sellerBefore] = [
+      economy.ledger.tokenBalance(economy.buyer.address),
+      economy.ledger.tokenBalance(seller),
+    ];
     const r = await client.gas.recommend({ body: { urgency: 'normal' } });
     expect(r.source).toMatchObject({ mode: 'chain', providers: ['local-ledger'] });
     expect(r.lookbackSlots).toBeGreaterThan(0);
@@ -607,7 +810,12 @@ describe('paid for real through the facilitator', () => {
 
     // The same service reading a chain that does not answer: the payment is never settled.
     const dark = await economy.startPaidService((c) => createGasApp({ ...c, rpcUrl: DEAD_RPC }), { id: 'gas' });
-    const darkClient = createClient({ baseUrls: { gas: dark.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const darkClient = createClient({
+      baseUrls: { gas: dark.url },
+      wallet: buyer,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const error = await darkClient.gas.feeHistory({ body: {} }).catch((e) => e);
     // The service says in PAYMENT-RESPONSE that it settled nothing, so the SDK throws the 502 itself and
     // keeps none of the budget.

@@ -4,7 +4,7 @@ import { createSolanaRpc, getBase64Decoder, getTransactionDecoder, getTransactio
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { facilitatorClient } from '../servers/src/runtime/facilitator-client';
 import { RESOURCE_SERVER_HEADER, signResourceRequest } from '../servers/src/runtime/resource-auth';
-import { generateWallet, signEd25519, type Wallet } from '../servers/src/runtime/wallet';
+import { generateWallet, signEd25519, type Wallet } from '../servers/src/solana/keys';
 import { createFacilitatorApp } from '../servers/src/services/facilitator';
 import { buildPaymentTransaction, type PaymentShape } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
@@ -28,19 +28,40 @@ afterAll(async () => {
 const lifetime = async () => (await rpc.getLatestBlockhash().send()).value;
 
 function terms(payTo: string, amount = '1'): PaymentRequirements {
-  return { scheme: 'exact', network: SOLANA_DEVNET, amount, asset: USDC_DEVNET, payTo, maxTimeoutSeconds: 60, extra: { feePayer: economy.feePayer.address } };
+  return {
+    scheme: 'exact',
+    network: SOLANA_DEVNET,
+    amount,
+    asset: USDC_DEVNET,
+    payTo,
+    maxTimeoutSeconds: 60,
+    extra: { feePayer: economy.feePayer.address },
+  };
 }
 
 async function x402Body(payer: Wallet, requirements: PaymentRequirements, shape: Partial<PaymentShape> = {}) {
   const transaction = await buildPaymentTransaction({ payer, requirements, blockhash: await lifetime(), ...shape });
-  return { x402Version: 2 as const, paymentPayload: { x402Version: 2 as const, accepted: requirements, payload: { transaction } }, paymentRequirements: requirements };
+  return {
+    x402Version: 2 as const,
+    paymentPayload: { x402Version: 2 as const, accepted: requirements, payload: { transaction } },
+    paymentRequirements: requirements,
+  };
 }
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 const settlementCount = async (service: RunningService = economy.facilitator) =>
-  (await service.database.db.selectFrom('facilitator_settlements').select((eb) => eb.fn.countAll<bigint>().as('n')).executeTakeFirstOrThrow()).n;
+  (
+    await service.database.db
+      .selectFrom('facilitator_settlements')
+      .select((eb) => eb.fn.countAll<bigint>().as('n'))
+      .executeTakeFirstOrThrow()
+  ).n;
 
 describe('the fee payer pays only for the sellers it serves', () => {
   let stranger: Wallet;
@@ -64,11 +85,24 @@ describe('the fee payer pays only for the sellers it serves', () => {
     const settle = await post(`${economy.facilitator.url}/settle`, body);
     expect(settle.status).toBe(403);
     const refused = (await settle.json()) as { errorMessage: string };
-    expect(refused).toMatchObject({ success: false, errorReason: 'payee_not_served', transaction: '', network: SOLANA_DEVNET });
+    expect(refused).toMatchObject({
+      success: false,
+      errorReason: 'payee_not_served',
+      transaction: '',
+      network: SOLANA_DEVNET,
+    });
     expect(refused.errorMessage).toContain('FACILITATOR_SELLERS');
 
     const charge = await economy.facilitator.client.facilitator
-      .settleCharge({ body: { transaction: body.paymentPayload.payload.transaction, network: 'devnet', recipient: sink.address, amount: '1', asset: USDC_DEVNET } })
+      .settleCharge({
+        body: {
+          transaction: body.paymentPayload.payload.transaction,
+          network: 'devnet',
+          recipient: sink.address,
+          amount: '1',
+          asset: USDC_DEVNET,
+        },
+      })
       .catch((e) => e);
     expect(charge).toBeInstanceOf(PermissionDeniedError);
     expect(charge.code).toBe('payee_not_served');
@@ -89,7 +123,9 @@ describe('the fee payer pays only for the sellers it serves', () => {
 
   it('refuses a signature by an unregistered wallet, and one replayed over another body', async () => {
     const body = await x402Body(stranger, terms(sink.address));
-    const lone = await facilitatorClient(economy.facilitator.url, { sign: generateWallet() }).settle(body).catch((e) => e);
+    const lone = await facilitatorClient(economy.facilitator.url, { sign: generateWallet() })
+      .settle(body)
+      .catch((e) => e);
     expect(lone).toMatchObject({ success: false, errorReason: 'resource_server_unauthorized', transaction: '' });
 
     const other = await x402Body(stranger, terms(sink.address, '2'));
@@ -102,10 +138,19 @@ describe('the fee payer pays only for the sellers it serves', () => {
 
   it('caps the priority fee it pays, naming the x402 reason on /verify and /settle alike', async () => {
     const lamports = economy.ledger.lamports(economy.feePayer.address);
-    const body = await x402Body(economy.buyer, terms(economy.education.context.wallet.address), { computeUnitPrice: 5_000_000n });
+    const body = await x402Body(economy.buyer, terms(economy.education.context.wallet.address), {
+      computeUnitPrice: 5_000_000n,
+    });
     const reason = 'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high';
-    expect(await economy.facilitator.client.facilitator.verify({ body })).toMatchObject({ isValid: false, invalidReason: reason });
-    expect(await economy.facilitator.client.facilitator.settle({ body })).toMatchObject({ success: false, errorReason: reason, transaction: '' });
+    expect(await economy.facilitator.client.facilitator.verify({ body })).toMatchObject({
+      isValid: false,
+      invalidReason: reason,
+    });
+    expect(await economy.facilitator.client.facilitator.settle({ body })).toMatchObject({
+      success: false,
+      errorReason: reason,
+      transaction: '',
+    });
     expect(economy.ledger.lamports(economy.feePayer.address)).toBe(lamports);
   });
 });
@@ -118,12 +163,16 @@ describe('settle caps, per kind and per payer', () => {
   beforeAll(async () => {
     database = await testDatabase();
     sellers.add(economy.education.context.wallet.address);
-    capped = await startService((c) => createFacilitatorApp(c, { sellers, settleCaps: { global: 3, perSeller: 10, perPayer: 2, windowSeconds: 60 } }), {
-      id: 'facilitator',
-      wallet: economy.feePayer,
-      rpcUrl: economy.rpcUrl,
-      database,
-    });
+    capped = await startService(
+      (c) =>
+        createFacilitatorApp(c, { sellers, settleCaps: { global: 3, perSeller: 10, perPayer: 2, windowSeconds: 60 } }),
+      {
+        id: 'facilitator',
+        wallet: economy.feePayer,
+        rpcUrl: economy.rpcUrl,
+        database,
+      },
+    );
   });
   afterAll(async () => {
     await capped?.close();
@@ -137,13 +186,20 @@ describe('settle caps, per kind and per payer', () => {
     for (const payer of payers) await economy.ledger.mintTo(payer.address, 1_000n);
     const settle = async (payer: Wallet) => {
       const response = await post(`${capped.url}/settle`, await x402Body(payer, terms(seller)));
-      return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as { success: boolean; errorReason?: string; transaction: string } };
+      return {
+        status: response.status,
+        retryAfter: response.headers.get('retry-after'),
+        body: (await response.json()) as { success: boolean; errorReason?: string; transaction: string },
+      };
     };
 
     expect((await settle(payers[0]!)).body.success).toBe(true);
     expect((await settle(payers[0]!)).body.success).toBe(true);
     const perPayer = await settle(payers[0]!);
-    expect(perPayer).toMatchObject({ status: 429, body: { success: false, errorReason: 'payer_settle_cap_exceeded', transaction: '' } });
+    expect(perPayer).toMatchObject({
+      status: 429,
+      body: { success: false, errorReason: 'payer_settle_cap_exceeded', transaction: '' },
+    });
     expect(Number(perPayer.retryAfter)).toBeGreaterThanOrEqual(1);
 
     expect((await settle(payers[1]!)).body.success).toBe(true);
@@ -158,7 +214,9 @@ describe('settle caps, per kind and per payer', () => {
       requirements: terms(seller),
       blockhash: { blockhash: prepared.blockhash, lastValidBlockHeight: BigInt(prepared.lastValidBlockHeight) },
     });
-    const charged = await client.settleCharge({ body: { transaction, network: 'devnet', recipient: seller, amount: '1', asset: USDC_DEVNET } });
+    const charged = await client.settleCharge({
+      body: { transaction, network: 'devnet', recipient: seller, amount: '1', asset: USDC_DEVNET },
+    });
     expect(charged.success).toBe(true);
     expect(economy.ledger.tokenBalance(payers[2]!.address)).toBe(999n);
   });
@@ -174,9 +232,16 @@ describe('x402 failure shapes', () => {
       expect(response.status, path).toBe(400);
       expect(await response.json()).toMatchObject(shape);
       // Not JSON by its content type: no body is read, so the first thing missing is the x402 version.
-      const text = await fetch(`${economy.facilitator.url}${path}`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+      const text = await fetch(`${economy.facilitator.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: 'hello',
+      });
       expect(text.status, path).toBe(400);
-      const reason = path === '/verify' ? { invalidReason: 'invalid_x402_version' } : { errorReason: 'invalid_x402_version', transaction: '' };
+      const reason =
+        path === '/verify'
+          ? { invalidReason: 'invalid_x402_version' }
+          : { errorReason: 'invalid_x402_version', transaction: '' };
       expect(await text.json()).toMatchObject({ ...shape, ...reason });
     }
   });
@@ -185,7 +250,12 @@ describe('x402 failure shapes', () => {
     const poor = generateWallet();
     await economy.ledger.mintTo(poor.address, 1n);
     const body = await x402Body(poor, terms(economy.education.context.wallet.address, '5'));
-    expect(await economy.facilitator.client.facilitator.settle({ body })).toMatchObject({ success: false, errorReason: 'insufficient_funds', transaction: '', payer: poor.address });
+    expect(await economy.facilitator.client.facilitator.settle({ body })).toMatchObject({
+      success: false,
+      errorReason: 'insufficient_funds',
+      transaction: '',
+      payer: poor.address,
+    });
   });
 });
 
@@ -197,7 +267,9 @@ describe('vouchers backed by funds', () => {
   };
   const voucher = (key: Wallet, channelId: string, cumulativeAmount: string) => {
     const json = `{"channelId":${JSON.stringify(channelId)},"cumulativeAmount":${JSON.stringify(cumulativeAmount)},"units":1}`;
-    const signature = base58Encode(signEd25519(key, new TextEncoder().encode(`solana-mpp-session-voucher-request-v1:${json}`)));
+    const signature = base58Encode(
+      signEd25519(key, new TextEncoder().encode(`solana-mpp-session-voucher-request-v1:${json}`)),
+    );
     return { channelId, cumulativeAmount, units: 1, signer: key.address, signature };
   };
 
@@ -206,21 +278,52 @@ describe('vouchers backed by funds', () => {
     const seller = generateWallet();
     await economy.ledger.mintTo(buyer.address, 2_000_000n);
     const stranger = generateWallet().address;
-    const client = createClient({ baseUrls: { facilitator: economy.facilitator.url }, wallet: await walletFromSecretKey(buyer.secretKey), maxRetries: 0 }).facilitator;
-    const started = await client.onboard({ body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '2000000', ttlSeconds: 3600 } });
-    await client.confirmOnboarding({ body: { buyerWallet: buyer.address, network: 'devnet', signedTransactions: started.transactions.map((t) => sign(t.transaction, buyer)) } });
+    const client = createClient({
+      baseUrls: { facilitator: economy.facilitator.url },
+      wallet: await walletFromSecretKey(buyer.secretKey),
+      maxRetries: 0,
+    }).facilitator;
+    const started = await client.onboard({
+      body: { buyerWallet: buyer.address, network: 'devnet', spendLimitAtomic: '2000000', ttlSeconds: 3600 },
+    });
+    await client.confirmOnboarding({
+      body: {
+        buyerWallet: buyer.address,
+        network: 'devnet',
+        signedTransactions: started.transactions.map((t) => sign(t.transaction, buyer)),
+      },
+    });
     const [keyA, keyB] = [generateWallet(), generateWallet()];
-    const open = (key: Wallet) => client.openSession({ body: { buyerWallet: buyer.address, sellerWallet: seller.address, depositAtomic: '1000000', sessionKey: key.address, network: 'devnet' } });
+    const open = (key: Wallet) =>
+      client.openSession({
+        body: {
+          buyerWallet: buyer.address,
+          sellerWallet: seller.address,
+          depositAtomic: '1000000',
+          sessionKey: key.address,
+          network: 'devnet',
+        },
+      });
     // The fee payer settles sessions only to sellers it serves.
     const unserved = await client
-      .openSession({ body: { buyerWallet: buyer.address, sellerWallet: stranger, depositAtomic: '1000', sessionKey: keyA.address, network: 'devnet' } })
+      .openSession({
+        body: {
+          buyerWallet: buyer.address,
+          sellerWallet: stranger,
+          depositAtomic: '1000',
+          sessionKey: keyA.address,
+          network: 'devnet',
+        },
+      })
       .catch((e) => e);
     expect(unserved).toBeInstanceOf(PermissionDeniedError);
     expect(unserved.code).toBe('payee_not_served');
     economy.sellers.add(seller.address);
     const [a, b] = [await open(keyA), await open(keyB)];
 
-    expect((await client.signVoucher({ body: voucher(keyA, a.channelId, '900000') })).acceptedCumulative).toBe('900000');
+    expect((await client.signVoucher({ body: voucher(keyA, a.channelId, '900000') })).acceptedCumulative).toBe(
+      '900000',
+    );
     // The buyer moves 1.5 USD away (a payment elsewhere): 0.5 USD is left against the 0.9 already vouched.
     const away = await x402Body(buyer, terms(economy.education.context.wallet.address, '1500000'));
     expect((await economy.facilitator.client.facilitator.settle({ body: away })).success).toBe(true);
@@ -229,8 +332,17 @@ describe('vouchers backed by funds', () => {
     expect(refused).toBeInstanceOf(UnprocessableEntityError);
     expect(refused.code).toBe('insufficient_balance');
     expect(refused.details).toMatchObject({ reason: 'balance', available: '500000' });
-    expect((await client.signVoucher({ body: voucher(keyA, a.channelId, '950000') }).catch((e) => e)).code).toBe('insufficient_balance');
-    const rows = await economy.facilitator.database.db.selectFrom('facilitator_sessions').select(['channel_id', 'accepted']).where('buyer', '=', buyer.address).execute();
-    expect(Object.fromEntries(rows.map((r) => [r.channel_id, BigInt(r.accepted)]))).toEqual({ [a.channelId]: 900_000n, [b.channelId]: 0n });
+    expect((await client.signVoucher({ body: voucher(keyA, a.channelId, '950000') }).catch((e) => e)).code).toBe(
+      'insufficient_balance',
+    );
+    const rows = await economy.facilitator.database.db
+      .selectFrom('facilitator_sessions')
+      .select(['channel_id', 'accepted'])
+      .where('buyer', '=', buyer.address)
+      .execute();
+    expect(Object.fromEntries(rows.map((r) => [r.channel_id, BigInt(r.accepted)]))).toEqual({
+      [a.channelId]: 900_000n,
+      [b.channelId]: 0n,
+    });
   });
 });

@@ -70,14 +70,20 @@ describe('idle connection floods', () => {
 describe('payments that cannot settle', () => {
   let orphan: RunningService;
   beforeAll(async () => {
-    orphan = await startService(createEducationApp, { paywall: { feePayer: economy.feePayer.address, facilitatorUrl: 'http://127.0.0.1:9' } });
+    orphan = await startService(createEducationApp, {
+      paywall: { feePayer: economy.feePayer.address, facilitatorUrl: 'http://127.0.0.1:9' },
+    });
   });
   afterAll(async () => {
     await orphan?.close();
   });
 
   it('are not quoted: 503 with Retry-After while the facilitator is unreachable', async () => {
-    const response = await fetch(`${orphan.url}/api/lesson`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ courseId: 'tool-use', lessonId: 'function-calling' }) });
+    const response = await fetch(`${orphan.url}/api/lesson`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ courseId: 'tool-use', lessonId: 'function-calling' }),
+    });
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(response.headers.get('payment-required')).toBeNull();
@@ -89,23 +95,40 @@ describe('payments that cannot settle', () => {
     const down = await fetch(`${orphan.url}/health`);
     expect(down.status).toBe(503);
     expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
-    const body = (await down.json()) as { error: { code: string; details: { dependencies: Record<string, string> } } };
+    // The one health body (ServiceHealth), status down, with the reason as in the error envelope.
+    const body = (await down.json()) as {
+      status: string;
+      error: { code: string };
+      dependencies: Record<string, { status: string }>;
+    };
+    expect(body.status).toBe('down');
     expect(body.error.code).toBe('dependency_unavailable');
-    expect(body.error.details.dependencies).toEqual({ database: 'ok', facilitator: 'unreachable' });
+    expect(body.dependencies).toMatchObject({ database: { status: 'ok' }, facilitator: { status: 'down' } });
 
     const up = await fetch(`${economy.education.url}/health`);
     expect(up.status).toBe(200);
-    expect(await up.json()).toMatchObject({ status: 'ok', database: 'ok', dependencies: { database: 'ok', facilitator: 'ok' } });
+    expect(await up.json()).toMatchObject({
+      status: 'ok',
+      database: 'ok',
+      dependencies: { database: { status: 'ok' }, facilitator: { status: 'ok' } },
+    });
   });
 
   it('the facilitator reports the chain it settles on', async () => {
     const response = await fetch(`${economy.facilitator.url}/health`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: 'ok', dependencies: { database: 'ok', chain: 'ok' } });
+    expect(await response.json()).toMatchObject({
+      status: 'ok',
+      dependencies: { database: { status: 'ok' }, chain: { status: 'ok' } },
+    });
   });
 
   it('a quote is issued again once the facilitator answers', async () => {
-    const response = await fetch(`${economy.education.url}/api/lesson`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ courseId: 'tool-use', lessonId: 'function-calling' }) });
+    const response = await fetch(`${economy.education.url}/api/lesson`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ courseId: 'tool-use', lessonId: 'function-calling' }),
+    });
     expect(response.status).toBe(402);
   });
 });
@@ -116,10 +139,22 @@ describe('a replica whose dependencies are down at start', () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   /** Runs `npm start`'s entry until `done(output)` holds or it exits; then stops it. */
-  async function run(env: Record<string, string>, done: (output: string) => boolean): Promise<{ output: string; code: number | null }> {
+  async function run(
+    env: Record<string, string>,
+    done: (output: string) => boolean,
+  ): Promise<{ output: string; code: number | null }> {
     const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ae-source', 'servers/src/main.ts'], {
       cwd: root,
-      env: { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: '', SOLANA_RPC_URL: 'http://127.0.0.1:9', EDUCATION_PORT: '0', FACILITATOR_PORT: '0', ...env },
+      env: {
+        ...process.env,
+        LOG_LEVEL: 'warn',
+        DATA_DIR: dataDir,
+        DATABASE_URL: '',
+        SOLANA_RPC_URL: 'http://127.0.0.1:9',
+        EDUCATION_PORT: '0',
+        FACILITATOR_PORT: '0',
+        ...env,
+      },
     });
     let output = '';
     child.stdout.on('data', (d) => (output += d));
@@ -132,14 +167,20 @@ describe('a replica whose dependencies are down at start', () => {
   }
 
   it('waits for an unreachable facilitator, retrying with one line each, instead of exiting', async () => {
-    const { output, code } = await run({ SERVICES: 'education', FACILITATOR_URL: 'http://127.0.0.1:9' }, (o) => (o.match(/trying again/g) ?? []).length >= 2);
+    const { output, code } = await run(
+      { SERVICES: 'education', FACILITATOR_URL: 'http://127.0.0.1:9' },
+      (o) => (o.match(/trying again/g) ?? []).length >= 2,
+    );
     expect(code).toBeNull(); // killed by the test while still waiting, not exited
     expect(output).toMatch(/the facilitator at http:\/\/127\.0\.0\.1:9 does not answer \(.*\); trying again in 1 s/);
     expect(output).not.toMatch(/\n\s+at /); // no stack trace
   }, 60_000);
 
   it('stops with one line when DATABASE_URL cannot be reached', async () => {
-    const { output, code } = await run({ SERVICES: 'facilitator', DATABASE_URL: 'postgres://postgres:secret@127.0.0.1:9/none' }, () => false);
+    const { output, code } = await run(
+      { SERVICES: 'facilitator', DATABASE_URL: 'postgres://postgres:secret@127.0.0.1:9/none' },
+      () => false,
+    );
     expect(code).toBe(1);
     expect(output.trim().split('\n')).toHaveLength(1);
     expect(output).toContain('The database at postgres://postgres:***@127.0.0.1:9/none cannot be reached');

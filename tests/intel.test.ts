@@ -1,112 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { intel as intelContract, routeMeta, usdToAtomic } from '@agent-economy/contracts';
-import { BadRequestError, NotFoundError, UnprocessableEntityError, ApiError, createClient, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
+import {
+  BadRequestError,
+  NotFoundError,
+  UnprocessableEntityError,
+  ApiError,
+  createClient,
+  walletFromSecretKey,
+  type AgentEconomyClient,
+} from '@agent-economy/sdk';
 import { address, createNoopSigner, createSolanaRpc } from '@solana/kit';
 import { getTransferCheckedInstruction } from '@solana-program/token';
-import { associatedTokenAddress } from '../servers/src/ledger/programs';
+import { associatedTokenAddress } from '../servers/src/solana/programs';
 import { sendInstructions } from '../servers/src/solana/send';
-import { generateWallet, type Wallet } from '../servers/src/runtime/wallet';
+import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import { createMint, mintTokens, transferTokens } from '../servers/src/simulate/mints';
 import { createIntelApp } from '../servers/src/services/intel';
-import { MIN_EVENTS, landscape, metaShift, periodOf, signalOf, wilsonRange } from '../servers/src/services/intel/domain';
-import type { FlowEvent } from '../servers/src/services/intel/chain';
-import { coefficientOfVariation, gini, hhi, jensenShannon, logReturns, normalCdf, pearson, percentile, vpin } from '../servers/src/upstream/measures';
+import { MIN_EVENTS, wilsonRange } from '../servers/src/services/intel/domain';
+import { hhi } from '../servers/src/upstream/measures';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
-
-describe('intel formulas (research/domain.md §4 vectors)', () => {
-  it('gini and HHI on the research vectors', () => {
-    expect(gini([1, 1, 1, 1])).toBe(0);
-    expect(gini([0, 0, 0, 1])).toBe(0.75);
-    expect(gini([1, 2, 3, 4, 5])).toBe(0.266667);
-    expect(gini([10, 5, 3, 1, 1])).toBe(0.44);
-    expect(gini([5, 10, 20, 50])).toBe(0.426471);
-    const shares = [0.5, 0.3, 0.2];
-    expect(hhi(shares)).toBe(0.38);
-    expect((hhi(shares) - 1 / 3) / (1 - 1 / 3)).toBeCloseTo(0.07, 6);
-    expect(hhi([0.25, 0.25, 0.25, 0.25])).toBe(0.25);
-  });
-
-  it('Pearson on log returns: ρ = 0.933449', () => {
-    const a = logReturns([100, 102, 101, 105, 107]);
-    const b = logReturns([50, 50.5, 50.2, 51.5, 52.6]);
-    expect(a.map((x) => Math.round(x * 1e6) / 1e6)).toEqual([0.019803, -0.009852, 0.03884, 0.018868]);
-    expect(pearson(a, b)).toBe(0.933449);
-    expect(pearson([1, 2], [3, 3])).toBeNull();
-  });
-
-  it('VPIN over 5 buckets of V = 100: 0.483842', () => {
-    expect(normalCdf(0)).toBeCloseTo(0.5, 8);
-    expect(normalCdf(1.959964)).toBeCloseTo(0.975, 6);
-    expect(vpin([0.5, -0.2, 1.0, -1.5, 0.1], 100)).toBe(0.483842);
-    // constant prices carry no information: no VPIN
-    expect(vpin([0, 0, 0], 100)).toBeNull();
-    expect(vpin([], 100)).toBeNull();
-  });
-
-  it('coefficient of variation, percentiles, Jensen-Shannon, Wilson interval, capital signal', () => {
-    expect(coefficientOfVariation([20, 20, 20])).toBe(0);
-    expect(coefficientOfVariation([10, 30])).toBe(0.5);
-    expect(coefficientOfVariation([5])).toBeNull();
-    expect(percentile([1, 2, 3, 4], 50)).toBe(2.5);
-    expect(percentile([0, 10], 95)).toBe(9.5);
-    expect(jensenShannon([1, 0], [0, 1])).toBe(1);
-    expect(jensenShannon([0.5, 0.5], [0.5, 0.5])).toBe(0);
-    expect(jensenShannon([0.75, 0.25], [0.25, 0.75])).toBe(0.188722);
-    expect(wilsonRange(0, 0)).toEqual({ low: 0, high: 0 });
-    const r = wilsonRange(4, 12);
-    expect(r.low).toBeLessThanOrEqual(4);
-    expect(r.high).toBeGreaterThanOrEqual(4);
-    // p = 1/3, z = 1.645: centre 0.3640, half-width 0.2045 → 1.91 to 6.82 wallets
-    expect(r).toEqual({ low: 1, high: 7 });
-    expect(signalOf(3_500_000n, 500_000n, 0n)).toEqual({ signal: 'accumulation', strength: 0.75 });
-    expect(signalOf(500_000n, 3_500_000n, 0n)).toEqual({ signal: 'distribution', strength: 0.75 });
-    expect(signalOf(1_000_000n, 1_000_000n, 800_000n)).toEqual({ signal: 'rotation', strength: 0.4 });
-    expect(signalOf(1_000_000n, 1_000_000n, 0n)).toEqual({ signal: 'neutral', strength: 0 });
-    expect(signalOf(0n, 0n, 0n)).toEqual({ signal: 'neutral', strength: 0 });
-  });
-});
-
-describe('meta-shift over a landscape that changes strategy mid-window (pure)', () => {
-  const now = new Date('2026-01-02T00:00:00.000Z');
-  const period = periodOf('24h', now);
-  const from = Date.parse(period.from) / 1000;
-  const middle = from + 12 * 3600;
-  const events: FlowEvent[] = [];
-  const trade = (seller: string, buyer: string, slot: number, blockTime: number) =>
-    events.push({ signature: `sig${events.length}`, slot, blockTime, order: events.length, buyer, seller, amount: 10_000_000n, size: 10, paid: null, price: null });
-  // First half: two market makers pass the same size back and forth, each sending every 100 slots.
-  for (let i = 0; i < 8; i++) {
-    trade('MakerA', 'MakerB', 1000 + i * 100, from + 600 + i * 60);
-    trade('MakerB', 'MakerA', 1050 + i * 100, from + 630 + i * 60);
-  }
-  // Second half: a momentum seller, every 100 slots, always the same direction.
-  for (let i = 0; i < 8; i++) trade('Seller', `Buyer${i}`, 200_000 + i * 100, middle + 600 + i * 60);
-
-  it('classifies both regimes and finds the change between them', () => {
-    const land = landscape({ events, transactions: [] }, 'Mint');
-    expect(land.profiles.get('MakerA')!.strategy).toBe('market-making');
-    expect(land.profiles.get('Seller')!.strategy).toBe('momentum');
-    const shift = metaShift(land, { scope: { mint: null, symbol: null }, period });
-    expect(shift.previousRegime).toEqual({ dominantStrategy: 'market-making', dominantShare: 1 });
-    expect(shift.currentRegime).toEqual({ dominantStrategy: 'momentum', dominantShare: 1 });
-    expect(shift.divergence).toBe(1);
-    expect(shift.regimeChange).toBe(true);
-    expect(shift.changePoint).toBe(new Date((middle + 600) * 1000).toISOString());
-    expect(shift.agentWalletsClassified).toBe(3);
-    expect(shift.confidence).toBe(Math.round((3 / 8) * 1e6) / 1e6);
-    expect(shift.strategies.find((s) => s.strategy === 'momentum')!.changePoints).toBe(100);
-  });
-
-  it('a window with agent trades in one half only compares nothing', () => {
-    const land = landscape({ events: events.slice(16), transactions: [] }, 'Mint');
-    const shift = metaShift(land, { scope: { mint: null, symbol: null }, period });
-    expect(shift.emptyHalf).toBe(true);
-    expect(shift.divergence).toBe(0);
-    expect(shift.regimeChange).toBe(false);
-    expect(shift.changePoint).toBeNull();
-  });
-});
 
 describe('intel over real transfers on the local ledger', () => {
   let economy: Economy;
@@ -133,21 +46,42 @@ describe('intel over real transfers on the local ledger', () => {
   beforeAll(async () => {
     economy = await startEconomy();
     intel = await economy.startPaidService((context) => createIntelApp(context), { id: 'intel' });
-    client = createClient({ baseUrls: { intel: intel.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    client = createClient({
+      baseUrls: { intel: intel.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const rpc = createSolanaRpc(economy.rpcUrl);
     payer = generateWallet();
     await economy.ledger.airdrop(payer.address, 100_000_000_000n);
     mint = await createMint(rpc, payer, { decimals: 6 });
     const holders = [...bots, ...people];
     for (let i = 0; i < holders.length; i += 4) {
-      await mintTokens(rpc, payer, mint, payer, 6, holders.slice(i, i + 4).map((w) => ({ owner: w.address, amount: 1_000_000_000n })));
+      await mintTokens(
+        rpc,
+        payer,
+        mint,
+        payer,
+        6,
+        holders.slice(i, i + 4).map((w) => ({ owner: w.address, amount: 1_000_000_000n })),
+      );
     }
 
     // Twelve rounds of 20 slots. Bots pass 10 tokens along a ring every round, all in the round's slot (periodic
     // and reacting in the same slot); people trade on an irregular schedule, each in a slot of its own.
     const schedule: Record<number, [number, number, number][]> = {
-      0: [[0, 1, 7]], 1: [[2, 3, 5]], 2: [[0, 4, 3]], 5: [[1, 5, 9]], 6: [[6, 7, 2]], 7: [[0, 2, 4]],
-      10: [[3, 0, 6], [4, 5, 1]], 11: [[7, 6, 8]],
+      0: [[0, 1, 7]],
+      1: [[2, 3, 5]],
+      2: [[0, 4, 3]],
+      5: [[1, 5, 9]],
+      6: [[6, 7, 2]],
+      7: [[0, 2, 4]],
+      10: [
+        [3, 0, 6],
+        [4, 5, 1],
+      ],
+      11: [[7, 6, 8]],
     };
     for (let round = 0; round < 12; round++) {
       economy.ledger.warp(10);
@@ -200,7 +134,9 @@ describe('intel over real transfers on the local ledger', () => {
     expect(density.signals.mev.jitoTipShare).toBe(0);
     // the mint’s creation and its three mint-tos are transactions of the mint, not trades
     expect(density.sampledTransactions).toBe(transfers + 4);
-    expect(density.source.note).toContain(`sample: ${transfers + 4} transactions of ${mint} with ${transfers} transfers, ${density.period.from} to ${density.period.to}`);
+    expect(density.source.note).toContain(
+      `sample: ${transfers + 4} transactions of ${mint} with ${transfers} transfers, ${density.period.from} to ${density.period.to}`,
+    );
     expect(density.signals.timing.sameSlotTradeShare).toBeGreaterThan(0);
     expect(density.signals.timing.medianInterTradeSeconds).not.toBeNull();
   });
@@ -218,15 +154,22 @@ describe('intel over real transfers on the local ledger', () => {
     expect(crowding.components.uniqueTraderDensity.uniqueTraders).toBe(12);
     expect(crowding.components.uniqueTraderDensity.tradesPerTrader).toBe(Math.round((transfers / 12) * 1e4) / 1e4);
     expect(crowding.components.orderFlowToxicity).toEqual({ score: 0, vpin: 0, buckets: 0, bucketVolumeUsd: '0' });
-    expect(crowding.weights).toEqual({ volumeConcentration: 0.5, uniqueTraderDensity: 0.5, spreadCompression: 0, orderFlowToxicity: 0 });
+    expect(crowding.weights).toEqual({
+      volumeConcentration: 0.5,
+      uniqueTraderDensity: 0.5,
+      spreadCompression: 0,
+      orderFlowToxicity: 0,
+    });
     const density = Math.round((Math.log(12) / Math.log(1000)) * 100 * 100) / 100;
     expect(crowding.components.uniqueTraderDensity.score).toBe(density);
-    expect(crowding.crowdingScore).toBe(Math.round(0.5 * Math.round(normalized * 100 * 100) / 100 + 0.5 * density));
+    expect(crowding.crowdingScore).toBe(Math.round((0.5 * Math.round(normalized * 100 * 100)) / 100 + 0.5 * density));
     expect(crowding.source.note).toMatch(/spread compression/);
   });
 
   it('capital flow: exact stablecoin in- and outflows of the given wallets', async () => {
-    const flow = await client.intel.capitalFlow({ body: { mint: economy.ledger.mint, wallets: [payers[1]!.address, payers[2]!.address], window: '24h' } });
+    const flow = await client.intel.capitalFlow({
+      body: { mint: economy.ledger.mint, wallets: [payers[1]!.address, payers[2]!.address], window: '24h' },
+    });
     expect(flow.scope).toEqual({ mint: economy.ledger.mint, symbol: null, walletsTracked: 2 });
     expect(flow.inflowUsd).toBe('3.5');
     expect(flow.outflowUsd).toBe('0.5');
@@ -241,7 +184,9 @@ describe('intel over real transfers on the local ledger', () => {
     // A wallet with no activity counts zero.
     const idle = generateWallet().address;
     const none = await client.intel.capitalFlow({ body: { wallets: [idle], window: '24h' } });
-    expect(none.wallets).toEqual([{ wallet: idle, inflowUsd: '0', outflowUsd: '0', netFlowUsd: '0', signal: 'neutral' }]);
+    expect(none.wallets).toEqual([
+      { wallet: idle, inflowUsd: '0', outflowUsd: '0', netFlowUsd: '0', signal: 'neutral' },
+    ]);
     expect(none.signal).toBe('neutral');
   });
 
@@ -253,7 +198,9 @@ describe('intel over real transfers on the local ledger', () => {
   });
 
   it('strategy collision, response time and meta-shift answer from the same transfers', async () => {
-    const collision = await client.intel.strategyCollision({ body: { strategy: 'momentum', mint, timeframe: '1m', window: '1h' } });
+    const collision = await client.intel.strategyCollision({
+      body: { strategy: 'momentum', mint, timeframe: '1m', window: '1h' },
+    });
     expect(collision.sampledTransactions).toBe(transfers + 4);
     expect(collision.collisionProbability).toBeGreaterThanOrEqual(0);
     expect(collision.collisionProbability).toBeLessThanOrEqual(1);
@@ -279,7 +226,14 @@ describe('intel over real transfers on the local ledger', () => {
     const makers = Array.from({ length: 3 }, () => generateWallet());
     const whales = Array.from({ length: 2 }, () => generateWallet());
     const market = await createMint(rpc, payer, { decimals: 6 });
-    await mintTokens(rpc, payer, market, payer, 6, [...makers, ...whales].map((w) => ({ owner: w.address, amount: 1_000_000_000n })));
+    await mintTokens(
+      rpc,
+      payer,
+      market,
+      payer,
+      6,
+      [...makers, ...whales].map((w) => ({ owner: w.address, amount: 1_000_000_000n })),
+    );
     for (const w of [...makers, ...whales]) await economy.ledger.mintTo(w.address, usdToAtomic('5'));
     const leg = (mintOf: string, from: Wallet, to: Wallet, amount: bigint) =>
       getTransferCheckedInstruction({
@@ -292,7 +246,11 @@ describe('intel over real transfers on the local ledger', () => {
       });
     // One transaction: the seller's tokens for the buyer's stablecoin.
     const swap = (seller: Wallet, buyer: Wallet, tokens: bigint, usd: bigint) =>
-      sendInstructions(rpc, [payer, seller, buyer], [leg(market, seller, buyer, tokens), leg(stable, buyer, seller, usd)]);
+      sendInstructions(
+        rpc,
+        [payer, seller, buyer],
+        [leg(market, seller, buyer, tokens), leg(stable, buyer, seller, usd)],
+      );
 
     let makerPaid = 0n;
     let largeSlot = 0;
@@ -321,7 +279,9 @@ describe('intel over real transfers on the local ledger', () => {
     expect(response.reactionSlots!.fastest).toBeLessThanOrEqual(4);
     expect(response.sameSlotShare).toBe(0);
     expect(response.slotTimeMs).toBeGreaterThan(0);
-    expect(response.medianReactionMs).toBe(Math.round(response.reactionSlots!.median * response.slotTimeMs * 1000) / 1000);
+    expect(response.medianReactionMs).toBe(
+      Math.round(response.reactionSlots!.median * response.slotTimeMs * 1000) / 1000,
+    );
     const none = await client.intel.responseTime({ body: { mint: market, eventKind: 'new-pool', window: '1h' } });
     expect(none.eventsAnalyzed).toBe(0);
     expect(none.reactionSlots).toBeNull();
@@ -342,7 +302,10 @@ describe('intel over real transfers on the local ledger', () => {
     expect(flow.signal).toBe('rotation');
     expect(flow.signalStrength).toBe(1);
     expect(flow.rotations.map((r) => [r.fromMint, r.toMint, r.volumeUsd, r.wallets]).sort()).toEqual(
-      [[market, stable, usd(makerPaid), 3], [stable, market, usd(makerPaid), 3]].sort(),
+      [
+        [market, stable, usd(makerPaid), 3],
+        [stable, market, usd(makerPaid), 3],
+      ].sort(),
     );
   });
 
@@ -351,9 +314,13 @@ describe('intel over real transfers on the local ledger', () => {
       const example = routeMeta(route).example as { body: unknown };
       const meta = routeMeta(route).payment;
       const before = economy.ledger.tokenBalance(economy.buyer.address);
-      const answer = (await (client.intel as unknown as Record<string, (args: unknown) => Promise<{ source: { mode: string } }>>)[key]!({ body: example.body })) as { source: { mode: string } };
+      const answer = (await (
+        client.intel as unknown as Record<string, (args: unknown) => Promise<{ source: { mode: string } }>>
+      )[key]!({ body: example.body })) as { source: { mode: string } };
       expect(answer.source.mode, key).toBe('chain');
-      expect(economy.ledger.tokenBalance(economy.buyer.address), key).toBe(before - usdToAtomic(meta.kind === 'fixed' ? meta.usd : '0'));
+      expect(economy.ledger.tokenBalance(economy.buyer.address), key).toBe(
+        before - usdToAtomic(meta.kind === 'fixed' ? meta.usd : '0'),
+      );
     }
   });
 
@@ -363,12 +330,21 @@ describe('intel over real transfers on the local ledger', () => {
     const density = await client.intel.agentDensity({ body: { mint, strategy: family.strategy, window: '1h' } });
     expect(density.target).toEqual({ mint, symbol: null, strategy: family.strategy });
     expect(density.agentCountEstimate).toBe(family.agents);
-    const collision = await client.intel.strategyCollision({ body: { strategy: 'momentum', mint, wallet: bots[0]!.address, timeframe: '1m', window: '1h' } });
+    const collision = await client.intel.strategyCollision({
+      body: { strategy: 'momentum', mint, wallet: bots[0]!.address, timeframe: '1m', window: '1h' },
+    });
     // Your own wallet is left out of the others.
     expect(collision.topOverlaps.map((o) => o.wallet)).not.toContain(bots[0]!.address);
     expect(collision.topOverlaps).toHaveLength(3);
     expect(collision.collisionProbability).toBe(
-      Math.round(Math.min(1, 0.4 * Math.max(0, collision.components.entryExitCorrelation) + 0.3 * collision.components.momentumCrowding + 0.3 * collision.components.meanReversionCollision) * 1e6) / 1e6,
+      Math.round(
+        Math.min(
+          1,
+          0.4 * Math.max(0, collision.components.entryExitCorrelation) +
+            0.3 * collision.components.momentumCrowding +
+            0.3 * collision.components.meanReversionCollision,
+        ) * 1e6,
+      ) / 1e6,
     );
   });
 
@@ -393,10 +369,14 @@ describe('intel over real transfers on the local ledger', () => {
     const badMint = await client.intel.responseTime({ body: { mint: 'not-a-mint' } }).catch((e) => e);
     expect(badMint).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify((badMint as ApiError).details)).toContain('body.mint');
-    const tooMany = await client.intel.capitalFlow({ body: { wallets: Array.from({ length: 26 }, () => generateWallet().address) } }).catch((e) => e);
+    const tooMany = await client.intel
+      .capitalFlow({ body: { wallets: Array.from({ length: 26 }, () => generateWallet().address) } })
+      .catch((e) => e);
     expect(tooMany).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify((tooMany as ApiError).details)).toContain('body.wallets');
-    const badStrategy = await client.intel.strategyCollision({ body: { strategy: 'hodl' as never, mint } }).catch((e) => e);
+    const badStrategy = await client.intel
+      .strategyCollision({ body: { strategy: 'hodl' as never, mint } })
+      .catch((e) => e);
     expect(badStrategy).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify((badStrategy as ApiError).details)).toContain('body.strategy');
     const badWindow = await client.intel.responseTime({ body: { mint, window: '7d' as never } }).catch((e) => e);
@@ -406,8 +386,16 @@ describe('intel over real transfers on the local ledger', () => {
   });
 
   it('a window that ends later than the transfers (injected clock) holds no activity: 422, not charged', async () => {
-    const later = await economy.startPaidService((context) => createIntelApp(context, { now: () => new Date(Date.now() + 2 * 3600_000) }), { id: 'intel' });
-    const buyer = createClient({ baseUrls: { intel: later.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const later = await economy.startPaidService(
+      (context) => createIntelApp(context, { now: () => new Date(Date.now() + 2 * 3600_000) }),
+      { id: 'intel' },
+    );
+    const buyer = createClient({
+      baseUrls: { intel: later.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const before = economy.ledger.tokenBalance(economy.buyer.address);
     const error = await buyer.intel.agentDensity({ body: { mint, window: '1h' } }).catch((e) => e);
     expect(error).toBeInstanceOf(UnprocessableEntityError);
@@ -417,7 +405,12 @@ describe('intel over real transfers on the local ledger', () => {
   it('502 upstream_unavailable when the chain does not answer, before any payment', async () => {
     const offline = await startService((context) => createIntelApp(context), { id: 'intel' });
     try {
-      const buyer = createClient({ baseUrls: { intel: offline.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+      const buyer = createClient({
+        baseUrls: { intel: offline.url },
+        wallet: await walletFromSecretKey(economy.buyer.secretKey),
+        payments: { rpcUrl: economy.rpcUrl },
+        maxRetries: 0,
+      });
       const before = economy.ledger.tokenBalance(economy.buyer.address);
       const error = await buyer.intel.agentDensity({ body: { mint, window: '1h' } }).catch((e) => e);
       expect(error).toBeInstanceOf(ApiError);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SOLANA_DEVNET, defineService, fixed, paymentErrors, standardErrors } from '@agent-economy/contracts';
 import { createServiceClient, walletFromSecretKey } from '@agent-economy/sdk';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 
 // Interoperability with the official x402 packages (devDependencies only): their client pays our
@@ -29,10 +29,15 @@ afterAll(async () => {
 describe('the official @x402/fetch client', () => {
   it('pays our education service for a lesson and gets the receipt', async () => {
     const signer = await createKeyPairSignerFromBytes(economy.buyer.secretKey);
-    const http = new x402HTTPClient(new x402Client().register(SOLANA_DEVNET, new ExactSvmClient(signer, { rpcUrl: economy.rpcUrl })));
+    const http = new x402HTTPClient(
+      new x402Client().register(SOLANA_DEVNET, new ExactSvmClient(signer, { rpcUrl: economy.rpcUrl })),
+    );
     const payingFetch = wrapFetchWithPayment(fetch, http);
     const seller = economy.education.context.wallet.address;
-    const [buyerBefore, sellerBefore] = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)];
+    const [buyerBefore, sellerBefore] = [
+      economy.ledger.tokenBalance(economy.buyer.address),
+      economy.ledger.tokenBalance(seller),
+    ];
 
     const response = await payingFetch(`${economy.education.url}/api/lesson`, {
       method: 'POST',
@@ -70,13 +75,23 @@ describe('our SDK against the official @x402/express middleware', () => {
 
   beforeAll(async () => {
     await economy.ledger.openTokenAccount(payTo);
-    // An @x402/express server does not sign its facilitator calls: its payTo is a registered seller (FACILITATOR_SELLERS).
+    // An @x402/express server does not sign its facilitator calls: its payTo is a registered seller
+    // (FACILITATOR_SELLERS).
     economy.sellers.add(payTo);
-    const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: economy.facilitator.url })).register(SOLANA_DEVNET, new ExactSvmServer());
+    const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: economy.facilitator.url })).register(
+      SOLANA_DEVNET,
+      new ExactSvmServer(),
+    );
     const app = express();
     app.use(
       paymentMiddleware(
-        { 'GET /fortune': { accepts: { scheme: 'exact', network: SOLANA_DEVNET, price: '$0.01', payTo }, description: 'A fortune', mimeType: 'application/json' } },
+        {
+          'GET /fortune': {
+            accepts: { scheme: 'exact', network: SOLANA_DEVNET, price: '$0.01', payTo },
+            description: 'A fortune',
+            mimeType: 'application/json',
+          },
+        },
         resourceServer,
       ),
     );
@@ -93,16 +108,30 @@ describe('our SDK against the official @x402/express middleware', () => {
 
   it('reads their 402, pays through our facilitator, and returns the receipt', async () => {
     const wallet = await walletFromSecretKey(economy.buyer.secretKey);
-    const client = createServiceClient(fortune, url, { wallet, maxRetries: 0, payments: { prepay: false, rpcUrl: economy.rpcUrl } });
+    const client = createServiceClient(fortune, url, {
+      wallet,
+      maxRetries: 0,
+      payments: { prepay: false, rpcUrl: economy.rpcUrl },
+    });
     const before = economy.ledger.tokenBalance(economy.buyer.address);
 
     const response = await client.tell.withResponse();
     expect(response.data).toEqual({ fortune: 'A payment settled once is worth two promised.' });
-    expect(response.payment).toMatchObject({ amount: '10000', amountUsd: '0.01', payTo, payer: economy.buyer.address, network: SOLANA_DEVNET });
+    expect(response.payment).toMatchObject({
+      amount: '10000',
+      amountUsd: '0.01',
+      payTo,
+      payer: economy.buyer.address,
+      network: SOLANA_DEVNET,
+    });
     expect(response.payment!.transaction).toMatch(/^[1-9A-HJ-NP-Za-km-z]{86,88}$/);
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before - 10_000n);
     expect(economy.ledger.tokenBalance(payTo)).toBe(10_000n);
-    const row = await economy.facilitator.database.db.selectFrom('facilitator_settlements').selectAll().where('transaction', '=', response.payment!.transaction).executeTakeFirstOrThrow();
+    const row = await economy.facilitator.database.db
+      .selectFrom('facilitator_settlements')
+      .selectAll()
+      .where('transaction', '=', response.payment!.transaction)
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'settled', pay_to: payTo, amount: 10_000n });
   });
 });

@@ -14,9 +14,8 @@ import {
   type Signer,
 } from '@agent-economy/sdk';
 import { createKnowledgeMarketApp } from '../servers/src/services/knowledge-market';
-import { bm25, floorOf, tokenize } from '../servers/src/services/knowledge-market/domain';
 import { createNegotiationApp } from '../servers/src/services/negotiation';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
 
@@ -35,11 +34,23 @@ const signer = () => walletFromSecretKey(generateWallet().secretKey);
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 /** A client that proves `wallet` and never pays (the test deployment charges nothing). */
 const as = (wallet?: Signer, marketUrl = market.url) =>
-  createClient({ baseUrls: { 'knowledge-market': marketUrl, negotiation: negotiations.url }, ...(wallet ? { wallet } : {}), payments: false, maxRetries: 0 });
-const fail = <T>(p: Promise<T>) => p.then(() => expect.unreachable('expected an error') as never, (e) => e);
+  createClient({
+    baseUrls: { 'knowledge-market': marketUrl, negotiation: negotiations.url },
+    ...(wallet ? { wallet } : {}),
+    payments: false,
+    maxRetries: 0,
+  });
+const fail = <T>(p: Promise<T>) =>
+  p.then(
+    () => expect.unreachable('expected an error') as never,
+    (e) => e,
+  );
 
 async function countRows(table: string): Promise<number> {
-  const row = await market.database.db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const row = await market.database.db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -58,11 +69,18 @@ beforeAll(async () => {
   [alice, bob, carol, dave] = await Promise.all([signer(), signer(), signer(), signer()]);
   await Promise.all([alice, bob].map((s) => economy.ledger.openTokenAccount(s.address)));
   let marketUrl = '';
-  negotiations = await startService((c) => createNegotiationApp({ ...c, prices: { open: FREE, counter: FREE } }, { marketUrl: () => marketUrl }), {
-    id: 'negotiation',
-  });
+  negotiations = await startService(
+    (c) => createNegotiationApp({ ...c, prices: { open: FREE, counter: FREE } }, { marketUrl: () => marketUrl }),
+    {
+      id: 'negotiation',
+    },
+  );
   market = await startService(
-    (c) => createKnowledgeMarketApp({ ...c, prices: { publish: FREE, purchase: FREE } }, { negotiationUrl: negotiations.url }),
+    (c) =>
+      createKnowledgeMarketApp(
+        { ...c, prices: { publish: FREE, purchase: FREE } },
+        { negotiationUrl: negotiations.url },
+      ),
     { id: 'knowledge-market', rpcUrl: economy.rpcUrl },
   );
   marketUrl = market.url;
@@ -73,25 +91,11 @@ afterAll(async () => {
   await economy?.close();
 });
 
-describe('domain', () => {
-  it('rounds the floor up to the next 0.000001', () => {
-    expect(floorOf(usdToAtomic('0.5'), 20)).toBe(400_000n);
-    expect(floorOf(usdToAtomic('0.333333'), 20)).toBe(266_667n); // 0.2666664 rounded up
-    expect(floorOf(usdToAtomic('1'), 0)).toBe(1_000_000n);
-  });
-
-  it('scores BM25 as the formula says', () => {
-    expect(tokenize('Fee-Estimation, Solana!')).toEqual(['fee', 'estimation', 'solana']);
-    // N = 2, n(c) = 1: idf = ln(1 + 1.5 / 1.5) = ln 2; avgdl = 2.5; f = 2, |d| = 3.
-    const [a, b] = bm25(['c'], [['a', 'b'], ['b', 'c', 'c']]);
-    expect(a).toBe(0);
-    expect(b).toBeCloseTo((Math.LN2 * 2 * 2.2) / (2 + 1.2 * (0.25 + (0.75 * 3) / 2.5)), 12);
-  });
-});
-
 describe('publish', () => {
   it('lists a module with its hash, size, floor and no content', async () => {
-    const module = await as(alice).knowledgeMarket.publish({ body: { ...baseModule, sellerName: 'fee-scholar', preview: 'Percentiles, worked.' } });
+    const module = await as(alice).knowledgeMarket.publish({
+      body: { ...baseModule, sellerName: 'fee-scholar', preview: 'Percentiles, worked.' },
+    });
     expect(module.id).toMatch(/^mod_[A-Za-z0-9]{16,40}$/);
     expect(module).toMatchObject({
       title: baseModule.title,
@@ -114,32 +118,61 @@ describe('publish', () => {
 
   it('keeps manual and off modes without a floor, and a code module with its language', async () => {
     const code = await as(alice).knowledgeMarket.publish({
-      body: { ...baseModule, title: 'Fee estimator in TypeScript', format: 'code', language: 'typescript', content: 'export const p75 = (xs: number[]) => xs;', priceUsd: '0.333333', negotiation: { mode: 'manual' } },
+      body: {
+        ...baseModule,
+        title: 'Fee estimator in TypeScript',
+        format: 'code',
+        language: 'typescript',
+        content: 'export const p75 = (xs: number[]) => xs;',
+        priceUsd: '0.333333',
+        negotiation: { mode: 'manual' },
+      },
     });
-    expect(code).toMatchObject({ format: 'code', language: 'typescript', priceUsd: '0.333333', negotiation: { mode: 'manual', maxDiscountPercent: 20, floorUsd: null } });
+    expect(code).toMatchObject({
+      format: 'code',
+      language: 'typescript',
+      priceUsd: '0.333333',
+      negotiation: { mode: 'manual', maxDiscountPercent: 20, floorUsd: null },
+    });
   });
 
   it('refuses a duplicate, code without language, JSON that does not parse and an unpayable seller, storing nothing', async () => {
     const before = await countRows('knowledge_market_modules');
-    const listed = (await as().knowledgeMarket.list({ query: { seller: alice.address, limit: 100 } })).items.find((m) => m.title === baseModule.title)!;
+    const listed = (await as().knowledgeMarket.list({ query: { seller: alice.address, limit: 100 } })).items.find(
+      (m) => m.title === baseModule.title,
+    )!;
     const dup = await fail(as(alice).knowledgeMarket.publish({ body: { ...baseModule, title: 'Same content again' } }));
     expect(dup).toBeInstanceOf(ConflictError);
     expect(dup).toMatchObject({ code: 'duplicate_module', details: { moduleId: listed.id } });
-    const lang = await fail(as(alice).knowledgeMarket.publish({ body: { ...baseModule, format: 'code', content: 'x = 1' } }));
+    const lang = await fail(
+      as(alice).knowledgeMarket.publish({ body: { ...baseModule, format: 'code', content: 'x = 1' } }),
+    );
     expect(lang).toBeInstanceOf(UnprocessableEntityError);
     expect(lang.code).toBe('language_required');
-    const json = await fail(as(alice).knowledgeMarket.publish({ body: { ...baseModule, format: 'json', content: '{"a": 1,' } }));
+    const json = await fail(
+      as(alice).knowledgeMarket.publish({ body: { ...baseModule, format: 'json', content: '{"a": 1,' } }),
+    );
     expect(json.code).toBe('invalid_json_content');
     // Carol has no token account of the stablecoin: buyers could not pay her.
-    const unpayable = await fail(as(carol).knowledgeMarket.publish({ body: { ...baseModule, content: 'fresh content' } }));
+    const unpayable = await fail(
+      as(carol).knowledgeMarket.publish({ body: { ...baseModule, content: 'fresh content' } }),
+    );
     expect(unpayable).toBeInstanceOf(UnprocessableEntityError);
     expect(unpayable).toMatchObject({ code: 'no_token_account', details: { wallet: carol.address } });
     expect(await countRows('knowledge_market_modules')).toBe(before);
   });
 
   it('reports the chain it reads in its health route', async () => {
-    const health = (await (await fetch(`${market.url}/health`)).json()) as { status: string; upstream: { mode: string; providers: { name: string; status: string }[] } };
-    expect(health).toMatchObject({ status: 'ok', service: 'knowledge-market', database: 'ok', upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'ok' }] } });
+    const health = (await (await fetch(`${market.url}/health`)).json()) as {
+      status: string;
+      upstream: { mode: string; providers: { name: string; status: string }[] };
+    };
+    expect(health).toMatchObject({
+      status: 'ok',
+      service: 'knowledge-market',
+      database: 'ok',
+      upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'ok' }] },
+    });
   });
 
   it('needs a SIGN-IN-WITH-X proof', async () => {
@@ -166,7 +199,9 @@ describe('publish', () => {
     ['body.extra', { extra: true }],
   ])('refuses a bad %s with 400 and stores nothing', async (field, change) => {
     const before = await countRows('knowledge_market_modules');
-    const error = await fail(as(alice).knowledgeMarket.publish({ body: { ...baseModule, content: `c ${field}`, ...change } as never }));
+    const error = await fail(
+      as(alice).knowledgeMarket.publish({ body: { ...baseModule, content: `c ${field}`, ...change } as never }),
+    );
     expect(error).toBeInstanceOf(BadRequestError);
     expect((error.details as { fields: { field: string }[] }).fields.map((f) => f.field)).toContain(field);
     expect(await countRows('knowledge_market_modules')).toBe(before);
@@ -184,12 +219,31 @@ describe('browse and search', () => {
         .knowledgeMarket.publish({ body: { ...baseModule, content: `content of ${key}`, ...body } })
         .then((m) => (ids[key] = m.id));
     // Published one after another so that "newest" has an order.
-    await publish('rpc', { title: 'Reading RPC nodes', description: 'Which RPC methods answer what, with latency notes.', tags: ['rpc'], capabilities: ['rpc-reading'], priceUsd: '1' });
-    await publish('fees', { title: 'Fee markets explained', description: 'Fees, fees and more fees: priority fees per block.', tags: ['fees'], capabilities: ['fee-estimation'], priceUsd: '0.2' });
-    await publish('nft', { title: 'NFT royalties', description: 'Creator royalties and their enforcement on Solana.', tags: ['nft'], capabilities: ['royalty-check'], priceUsd: '3' });
+    await publish('rpc', {
+      title: 'Reading RPC nodes',
+      description: 'Which RPC methods answer what, with latency notes.',
+      tags: ['rpc'],
+      capabilities: ['rpc-reading'],
+      priceUsd: '1',
+    });
+    await publish('fees', {
+      title: 'Fee markets explained',
+      description: 'Fees, fees and more fees: priority fees per block.',
+      tags: ['fees'],
+      capabilities: ['fee-estimation'],
+      priceUsd: '0.2',
+    });
+    await publish('nft', {
+      title: 'NFT royalties',
+      description: 'Creator royalties and their enforcement on Solana.',
+      tags: ['nft'],
+      capabilities: ['royalty-check'],
+      priceUsd: '3',
+    });
   });
 
-  const mine = (query: Record<string, unknown>) => as().knowledgeMarket.list({ query: { seller: seller.address, ...query } as never });
+  const mine = (query: Record<string, unknown>) =>
+    as().knowledgeMarket.list({ query: { seller: seller.address, ...query } as never });
 
   it('orders by newest without q, by price, and pages with a cursor', async () => {
     expect((await mine({})).items.map((m) => m.id)).toEqual([ids.nft, ids.fees, ids.rpc]);
@@ -240,12 +294,21 @@ describe('purchases, downloads and ratings', () => {
   let seller: Signer;
   let moduleId: string;
   let otherModuleId: string;
-  const content = '# Rent\n\nAccounts need 0.00089088 SOL per 0 bytes; compute it with getMinimumBalanceForRentExemption.\n';
+  const content =
+    '# Rent\n\nAccounts need 0.00089088 SOL per 0 bytes; compute it with getMinimumBalanceForRentExemption.\n';
   beforeAll(async () => {
     seller = await signer();
     await economy.ledger.openTokenAccount(seller.address);
-    moduleId = (await as(seller).knowledgeMarket.publish({ body: { ...baseModule, title: 'Rent exemption', content, priceUsd: '0.5', tags: ['rent'] } })).id;
-    otherModuleId = (await as(seller).knowledgeMarket.publish({ body: { ...baseModule, title: 'Other module', content: 'other content', tags: ['other'] } })).id;
+    moduleId = (
+      await as(seller).knowledgeMarket.publish({
+        body: { ...baseModule, title: 'Rent exemption', content, priceUsd: '0.5', tags: ['rent'] },
+      })
+    ).id;
+    otherModuleId = (
+      await as(seller).knowledgeMarket.publish({
+        body: { ...baseModule, title: 'Other module', content: 'other content', tags: ['other'] },
+      })
+    ).id;
   });
 
   it('delivers the content with its SHA-256, counts the sale and lets the buyer download it again', async () => {
@@ -270,16 +333,24 @@ describe('purchases, downloads and ratings', () => {
     const stranger = await fail(as(carol).knowledgeMarket.download({ params: { purchaseId: purchase.id } }));
     expect(stranger).toBeInstanceOf(PermissionDeniedError);
     expect(stranger.code).toBe('not_purchase_party');
-    expect((await fail(as(bob).knowledgeMarket.download({ params: { purchaseId: 'pur_0000000000000000' } }))).code).toBe('purchase_not_found');
-    expect(await fail(as().knowledgeMarket.download({ params: { purchaseId: purchase.id } }))).toBeInstanceOf(AuthenticationError);
+    expect(
+      (await fail(as(bob).knowledgeMarket.download({ params: { purchaseId: 'pur_0000000000000000' } }))).code,
+    ).toBe('purchase_not_found');
+    expect(await fail(as().knowledgeMarket.download({ params: { purchaseId: purchase.id } }))).toBeInstanceOf(
+      AuthenticationError,
+    );
   });
 
   it('refuses the seller buying their own module, an unknown module, and an unpaid purchase naming no buyer', async () => {
     const before = await countRows('knowledge_market_purchases');
-    const own = await fail(as().knowledgeMarket.purchase({ params: { moduleId }, body: { beneficiary: seller.address } }));
+    const own = await fail(
+      as().knowledgeMarket.purchase({ params: { moduleId }, body: { beneficiary: seller.address } }),
+    );
     expect(own).toBeInstanceOf(UnprocessableEntityError);
     expect(own.code).toBe('own_module');
-    expect((await fail(as().knowledgeMarket.purchase({ params: { moduleId: 'mod_0000000000000000' }, body: {} }))).code).toBe('module_not_found');
+    expect(
+      (await fail(as().knowledgeMarket.purchase({ params: { moduleId: 'mod_0000000000000000' }, body: {} }))).code,
+    ).toBe('module_not_found');
     const nobody = await fail(as().knowledgeMarket.purchase({ params: { moduleId }, body: {} }));
     expect(nobody).toBeInstanceOf(BadRequestError);
     expect((nobody.details as { fields: { field: string }[] }).fields[0]!.field).toBe('body.beneficiary');
@@ -299,14 +370,39 @@ describe('purchases, downloads and ratings', () => {
     const db = market.database.db;
     const sales = async () => (await as().knowledgeMarket.get({ params: { moduleId } })).sales;
     const before = await sales();
-    const row = { id: 'pur_UnsettledPurchase001', module_id: moduleId, title: 'Rent exemption', version: '1.0.0', seller: seller.address, buyer: bob.address, paid_by: bob.address, price: 500_000n, list_price: 500_000n, negotiation_id: null, payment_key: 'f'.repeat(64), purchased_at: new Date() };
+    const row = {
+      id: 'pur_UnsettledPurchase001',
+      module_id: moduleId,
+      title: 'Rent exemption',
+      version: '1.0.0',
+      seller: seller.address,
+      buyer: bob.address,
+      paid_by: bob.address,
+      price: 500_000n,
+      list_price: 500_000n,
+      negotiation_id: null,
+      payment_key: 'f'.repeat(64),
+      purchased_at: new Date(),
+    };
     await db.insertInto('knowledge_market_purchases').values(row).execute();
     expect(await sales()).toBe(before);
-    expect((await fail(as(bob).knowledgeMarket.download({ params: { purchaseId: row.id } }))).code).toBe('purchase_not_found');
+    expect((await fail(as(bob).knowledgeMarket.download({ params: { purchaseId: row.id } }))).code).toBe(
+      'purchase_not_found',
+    );
     // Once the runtime records the settlement, it is a sale.
     await db
       .insertInto('runtime_payments')
-      .values({ key: row.payment_key, status: 'settled', resource: 'test', payer: bob.address, pay_to: seller.address, amount: 500_000n, transaction: null, created_at: new Date(), settled_at: new Date() })
+      .values({
+        key: row.payment_key,
+        status: 'settled',
+        resource: 'test',
+        payer: bob.address,
+        pay_to: seller.address,
+        amount: 500_000n,
+        transaction: null,
+        created_at: new Date(),
+        settled_at: new Date(),
+      })
       .execute();
     expect(await sales()).toBe(before + 1);
     expect((await as(bob).knowledgeMarket.download({ params: { purchaseId: row.id } })).content).toBe(content);
@@ -318,36 +414,78 @@ describe('purchases, downloads and ratings', () => {
     const p1 = await as().knowledgeMarket.purchase({ params: { moduleId }, body: { beneficiary: carol.address } });
     const p2 = await as().knowledgeMarket.purchase({ params: { moduleId }, body: { beneficiary: dave.address } });
     const p3 = await as().knowledgeMarket.purchase({ params: { moduleId }, body: { beneficiary: dave.address } });
-    const other = await as().knowledgeMarket.purchase({ params: { moduleId: otherModuleId }, body: { beneficiary: dave.address } });
+    const other = await as().knowledgeMarket.purchase({
+      params: { moduleId: otherModuleId },
+      body: { beneficiary: dave.address },
+    });
 
-    const first = await as(carol).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: p1.id, rating: 5, comment: 'Exact numbers.' } });
-    expect(first).toMatchObject({ moduleId, purchaseId: p1.id, rating: 5, comment: 'Exact numbers.', moduleRating: { average: 5, count: 1 } });
+    const first = await as(carol).knowledgeMarket.rate({
+      params: { moduleId },
+      body: { purchaseId: p1.id, rating: 5, comment: 'Exact numbers.' },
+    });
+    expect(first).toMatchObject({
+      moduleId,
+      purchaseId: p1.id,
+      rating: 5,
+      comment: 'Exact numbers.',
+      moduleRating: { average: 5, count: 1 },
+    });
     await as(dave).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: p2.id, rating: 4 } });
     const third = await as(dave).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: p3.id, rating: 4 } });
     // (5 + 4 + 4) / 3 = 4.333… -> 4.33
     expect(third.moduleRating).toEqual({ average: 4.33, count: 3 });
     expect((await as().knowledgeMarket.get({ params: { moduleId } })).rating).toEqual({ average: 4.33, count: 3 });
 
-    const again = await fail(as(carol).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: p1.id, rating: 1 } }));
+    const again = await fail(
+      as(carol).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: p1.id, rating: 1 } }),
+    );
     expect(again).toBeInstanceOf(ConflictError);
     expect(again.code).toBe('already_rated');
-    const notBuyer = await fail(as(carol).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: p2.id, rating: 1 } }));
+    const notBuyer = await fail(
+      as(carol).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: p2.id, rating: 1 } }),
+    );
     expect(notBuyer).toBeInstanceOf(PermissionDeniedError);
     expect(notBuyer.code).toBe('not_buyer');
-    const mismatch = await fail(as(dave).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: other.id, rating: 2 } }));
+    const mismatch = await fail(
+      as(dave).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: other.id, rating: 2 } }),
+    );
     expect(mismatch).toBeInstanceOf(UnprocessableEntityError);
     expect(mismatch.code).toBe('purchase_module_mismatch');
-    expect((await fail(as(dave).knowledgeMarket.rate({ params: { moduleId: 'mod_0000000000000000' }, body: { purchaseId: other.id, rating: 2 } }))).code).toBe('module_not_found');
-    expect((await fail(as(dave).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: 'pur_0000000000000000', rating: 2 } }))).code).toBe('purchase_not_found');
-    const bad = await fail(as(dave).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: other.id, rating: 6 } }));
+    expect(
+      (
+        await fail(
+          as(dave).knowledgeMarket.rate({
+            params: { moduleId: 'mod_0000000000000000' },
+            body: { purchaseId: other.id, rating: 2 },
+          }),
+        )
+      ).code,
+    ).toBe('module_not_found');
+    expect(
+      (
+        await fail(
+          as(dave).knowledgeMarket.rate({
+            params: { moduleId },
+            body: { purchaseId: 'pur_0000000000000000', rating: 2 },
+          }),
+        )
+      ).code,
+    ).toBe('purchase_not_found');
+    const bad = await fail(
+      as(dave).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: other.id, rating: 6 } }),
+    );
     expect((bad.details as { fields: { field: string }[] }).fields.map((f) => f.field)).toEqual(['body.rating']);
-    expect(await fail(as().knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: other.id, rating: 2 } }))).toBeInstanceOf(AuthenticationError);
+    expect(
+      await fail(as().knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: other.id, rating: 2 } })),
+    ).toBeInstanceOf(AuthenticationError);
 
     // Only minRating 4.33 or less keeps this module.
     const rated = await as().knowledgeMarket.list({ query: { seller: seller.address, minRating: 4.3 } });
     expect(rated.items.map((m) => m.id)).toEqual([moduleId]);
     expect((await as().knowledgeMarket.list({ query: { seller: seller.address, minRating: 4.34 } })).items).toEqual([]);
-    expect((await as().knowledgeMarket.list({ query: { seller: seller.address, sort: 'rating' } })).items.map((m) => m.id)).toEqual([moduleId, otherModuleId]);
+    expect(
+      (await as().knowledgeMarket.list({ query: { seller: seller.address, sort: 'rating' } })).items.map((m) => m.id),
+    ).toEqual([moduleId, otherModuleId]);
   });
 });
 
@@ -358,57 +496,116 @@ describe('negotiated purchases', () => {
   beforeAll(async () => {
     seller = await signer();
     await economy.ledger.openTokenAccount(seller.address);
-    moduleId = (await as(seller).knowledgeMarket.publish({ body: { ...baseModule, title: 'Negotiable module', content: 'negotiable' } })).id;
-    otherModuleId = (await as(seller).knowledgeMarket.publish({ body: { ...baseModule, title: 'Another negotiable', content: 'negotiable 2' } })).id;
+    moduleId = (
+      await as(seller).knowledgeMarket.publish({
+        body: { ...baseModule, title: 'Negotiable module', content: 'negotiable' },
+      })
+    ).id;
+    otherModuleId = (
+      await as(seller).knowledgeMarket.publish({
+        body: { ...baseModule, title: 'Another negotiable', content: 'negotiable 2' },
+      })
+    ).id;
   });
 
   /** An accepted negotiation: the responder counters 0.35 with max(0.40, 0.425) = 0.425, which the buyer accepts. */
   async function agreed(buyer: Signer, id = moduleId): Promise<string> {
     const opened = await as(buyer).negotiation.open({ body: { moduleId: id, offerUsd: '0.35' } });
     expect(opened.standingOffer?.priceUsd).toBe('0.425');
-    const accepted = await as(buyer).negotiation.accept({ params: { negotiationId: opened.id }, body: { expectedPriceUsd: '0.425' } });
+    const accepted = await as(buyer).negotiation.accept({
+      params: { negotiationId: opened.id },
+      body: { expectedPriceUsd: '0.425' },
+    });
     expect(accepted.state).toBe('accepted');
     return opened.id;
   }
 
   it('charges the agreed price once, for the agreement’s own buyer and module only', async () => {
     const negotiationId = await agreed(bob);
-    const wrongBuyer = await fail(as().knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId, beneficiary: carol.address } }));
+    const wrongBuyer = await fail(
+      as().knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId, beneficiary: carol.address } }),
+    );
     expect(wrongBuyer).toBeInstanceOf(UnprocessableEntityError);
     expect(wrongBuyer.code).toBe('negotiation_mismatch');
-    const wrongModule = await fail(as().knowledgeMarket.purchase({ params: { moduleId: otherModuleId }, body: { negotiationId, beneficiary: bob.address } }));
+    const wrongModule = await fail(
+      as().knowledgeMarket.purchase({
+        params: { moduleId: otherModuleId },
+        body: { negotiationId, beneficiary: bob.address },
+      }),
+    );
     expect(wrongModule.code).toBe('negotiation_mismatch');
 
-    const purchase = await as().knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId, beneficiary: bob.address } });
-    expect(purchase).toMatchObject({ buyer: bob.address, priceUsd: '0.425', listPriceUsd: '0.5', negotiationId, content: 'negotiable', contentHash: sha256('negotiable') });
-    const reused = await fail(as().knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId, beneficiary: bob.address } }));
+    const purchase = await as().knowledgeMarket.purchase({
+      params: { moduleId },
+      body: { negotiationId, beneficiary: bob.address },
+    });
+    expect(purchase).toMatchObject({
+      buyer: bob.address,
+      priceUsd: '0.425',
+      listPriceUsd: '0.5',
+      negotiationId,
+      content: 'negotiable',
+      contentHash: sha256('negotiable'),
+    });
+    const reused = await fail(
+      as().knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId, beneficiary: bob.address } }),
+    );
     expect(reused).toBeInstanceOf(ConflictError);
     expect(reused.code).toBe('negotiation_already_used');
   });
 
   it('refuses unknown, unaccepted and expired agreements, and says when the negotiation service is down', async () => {
-    expect((await fail(as().knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId: 'neg_0000000000000000', beneficiary: bob.address } }))).code).toBe(
-      'negotiation_not_found',
-    );
+    expect(
+      (
+        await fail(
+          as().knowledgeMarket.purchase({
+            params: { moduleId },
+            body: { negotiationId: 'neg_0000000000000000', beneficiary: bob.address },
+          }),
+        )
+      ).code,
+    ).toBe('negotiation_not_found');
     const open = await as(carol).negotiation.open({ body: { moduleId, offerUsd: '0.3' } });
-    const notAccepted = await fail(as().knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId: open.id, beneficiary: carol.address } }));
+    const notAccepted = await fail(
+      as().knowledgeMarket.purchase({
+        params: { moduleId },
+        body: { negotiationId: open.id, beneficiary: carol.address },
+      }),
+    );
     expect(notAccepted).toBeInstanceOf(ConflictError);
     expect(notAccepted).toMatchObject({ code: 'negotiation_not_accepted', details: { state: 'countered' } });
 
     const negotiationId = await agreed(dave);
     // The same market a day and a minute later, and one whose negotiation service does not answer.
     const later = await startService(
-      (c) => createKnowledgeMarketApp({ ...c, prices: { purchase: FREE } }, { negotiationUrl: negotiations.url, now: () => new Date(Date.now() + DAY + 60_000) }),
+      (c) =>
+        createKnowledgeMarketApp(
+          { ...c, prices: { purchase: FREE } },
+          { negotiationUrl: negotiations.url, now: () => new Date(Date.now() + DAY + 60_000) },
+        ),
       { id: 'knowledge-market', database: market.database },
     );
-    const cut = await startService((c) => createKnowledgeMarketApp({ ...c, prices: { purchase: FREE } }, { negotiationUrl: 'http://127.0.0.1:9' }), {
-      id: 'knowledge-market',
-      database: market.database,
-    });
+    const cut = await startService(
+      (c) => createKnowledgeMarketApp({ ...c, prices: { purchase: FREE } }, { negotiationUrl: 'http://127.0.0.1:9' }),
+      {
+        id: 'knowledge-market',
+        database: market.database,
+      },
+    );
     try {
-      const expired = await fail(as(undefined, later.url).knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId, beneficiary: dave.address } }));
+      const expired = await fail(
+        as(undefined, later.url).knowledgeMarket.purchase({
+          params: { moduleId },
+          body: { negotiationId, beneficiary: dave.address },
+        }),
+      );
       expect(expired).toMatchObject({ status: 409, code: 'agreement_expired' });
-      const down = await fail(as(undefined, cut.url).knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId, beneficiary: dave.address } }));
+      const down = await fail(
+        as(undefined, cut.url).knowledgeMarket.purchase({
+          params: { moduleId },
+          body: { negotiationId, beneficiary: dave.address },
+        }),
+      );
       expect(down).toMatchObject({ status: 502, code: 'negotiation_unavailable' });
     } finally {
       await later.stopServer();
@@ -433,8 +630,13 @@ describe('paid through the economy', () => {
 
   beforeAll(async () => {
     let marketUrl = '';
-    paidNegotiation = await economy.startPaidService((c) => createNegotiationApp(c, { marketUrl: () => marketUrl }), { id: 'negotiation' });
-    paidMarket = await economy.startPaidService((c) => createKnowledgeMarketApp(c, { negotiationUrl: paidNegotiation.url }), { id: 'knowledge-market' });
+    paidNegotiation = await economy.startPaidService((c) => createNegotiationApp(c, { marketUrl: () => marketUrl }), {
+      id: 'negotiation',
+    });
+    paidMarket = await economy.startPaidService(
+      (c) => createKnowledgeMarketApp(c, { negotiationUrl: paidNegotiation.url }),
+      { id: 'knowledge-market' },
+    );
     marketUrl = paidMarket.url;
     seller = await signer();
     await economy.ledger.mintTo(seller.address, usdToAtomic('1'));
@@ -444,18 +646,34 @@ describe('paid through the economy', () => {
   it('pays the listing fee to the market, and the module’s price straight to the seller', async () => {
     const marketWallet = paidMarket.context.wallet.address;
     const [sellerStart, marketStart] = [balance(seller.address), balance(marketWallet)];
-    const module = await paying(seller).knowledgeMarket.publish({ body: { ...baseModule, title: 'Paid module', content: 'paid content', priceUsd: '0.5' } });
+    const module = await paying(seller).knowledgeMarket.publish({
+      body: { ...baseModule, title: 'Paid module', content: 'paid content', priceUsd: '0.5' },
+    });
     expect(balance(seller.address)).toBe(sellerStart - 10_000n);
     expect(balance(marketWallet)).toBe(marketStart + 10_000n);
 
     // The quote asks for the module's own price, payable to the seller.
-    const quoted = await fail(createClient({ baseUrls: { 'knowledge-market': paidMarket.url }, maxRetries: 0 }).knowledgeMarket.purchase({ params: { moduleId: module.id }, body: {} }));
+    const quoted = await fail(
+      createClient({ baseUrls: { 'knowledge-market': paidMarket.url }, maxRetries: 0 }).knowledgeMarket.purchase({
+        params: { moduleId: module.id },
+        body: {},
+      }),
+    );
     expect(quoted).toBeInstanceOf(PaymentRequiredError);
-    expect((quoted as PaymentRequiredError).quote?.accepts[0]).toMatchObject({ amount: '500000', payTo: seller.address });
+    expect((quoted as PaymentRequiredError).quote?.accepts[0]).toMatchObject({
+      amount: '500000',
+      payTo: seller.address,
+    });
 
     const [buyerBefore, sellerBefore] = [balance(buyer.address), balance(seller.address)];
     const purchase = await paying(buyer).knowledgeMarket.purchase({ params: { moduleId: module.id }, body: {} });
-    expect(purchase).toMatchObject({ buyer: buyer.address, paidBy: buyer.address, priceUsd: '0.5', content: 'paid content', contentHash: sha256('paid content') });
+    expect(purchase).toMatchObject({
+      buyer: buyer.address,
+      paidBy: buyer.address,
+      priceUsd: '0.5',
+      content: 'paid content',
+      contentHash: sha256('paid content'),
+    });
     expect(balance(buyer.address)).toBe(buyerBefore - 500_000n);
     expect(balance(seller.address)).toBe(sellerBefore + 500_000n);
     expect(balance(marketWallet)).toBe(marketStart + 10_000n);
@@ -466,16 +684,29 @@ describe('paid through the economy', () => {
     const negotiationWallet = paidNegotiation.context.wallet.address;
     const negotiationStart = balance(negotiationWallet);
     const opened = await paying(buyer).negotiation.open({ body: { moduleId: module.id, offerUsd: '0.35' } });
-    await paying(buyer).negotiation.accept({ params: { negotiationId: opened.id }, body: { expectedPriceUsd: '0.425' } });
+    await paying(buyer).negotiation.accept({
+      params: { negotiationId: opened.id },
+      body: { expectedPriceUsd: '0.425' },
+    });
     expect(balance(negotiationWallet)).toBe(negotiationStart + 2_000n);
     const [buyerMid, sellerMid] = [balance(buyer.address), balance(seller.address)];
-    const negotiated = await paying(buyer).knowledgeMarket.purchase({ params: { moduleId: module.id }, body: { negotiationId: opened.id } });
-    expect(negotiated).toMatchObject({ priceUsd: '0.425', listPriceUsd: '0.5', negotiationId: opened.id, buyer: buyer.address });
+    const negotiated = await paying(buyer).knowledgeMarket.purchase({
+      params: { moduleId: module.id },
+      body: { negotiationId: opened.id },
+    });
+    expect(negotiated).toMatchObject({
+      priceUsd: '0.425',
+      listPriceUsd: '0.5',
+      negotiationId: opened.id,
+      buyer: buyer.address,
+    });
     expect(balance(buyer.address)).toBe(buyerMid - 425_000n);
     expect(balance(seller.address)).toBe(sellerMid + 425_000n);
 
     // Paid again with the used agreement: refused before the quote, nothing charged.
-    const reused = await fail(paying(buyer).knowledgeMarket.purchase({ params: { moduleId: module.id }, body: { negotiationId: opened.id } }));
+    const reused = await fail(
+      paying(buyer).knowledgeMarket.purchase({ params: { moduleId: module.id }, body: { negotiationId: opened.id } }),
+    );
     expect(reused.code).toBe('negotiation_already_used');
     // The seller paying for their own module: refused after verification, before settlement, so nothing moves.
     const sellerBefore2 = balance(seller.address);
@@ -485,7 +716,15 @@ describe('paid through the economy', () => {
     expect(balance(buyer.address)).toBe(buyerMid - 425_000n);
 
     const stats = await paying(buyer).knowledgeMarket.stats();
-    expect(stats).toMatchObject({ modules: 1, sellers: 1, purchases: 2, volumeUsd: '0.925', ratings: 0, averageRating: null, byFormat: { markdown: 1, text: 0, json: 0, code: 0 } });
+    expect(stats).toMatchObject({
+      modules: 1,
+      sellers: 1,
+      purchases: 2,
+      volumeUsd: '0.925',
+      ratings: 0,
+      averageRating: null,
+      byFormat: { markdown: 1, text: 0, json: 0, code: 0 },
+    });
     expect(stats.purchasesLast24h).toBe(2);
     expect(stats.topCapabilities).toEqual([
       { capability: 'fee-estimation', modules: 1 },
@@ -501,22 +740,40 @@ describe('integrity: an agreement is honoured only for the wallet that paid as i
   let moduleId: string;
   const balance = (address: string) => economy.ledger.tokenBalance(address);
   const paying = (wallet: Signer) =>
-    createClient({ baseUrls: { 'knowledge-market': paidMarket.url, negotiation: paidNegotiation.url }, wallet, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    createClient({
+      baseUrls: { 'knowledge-market': paidMarket.url, negotiation: paidNegotiation.url },
+      wallet,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
 
   beforeAll(async () => {
     [seller, buyer, stranger, broker] = await Promise.all([signer(), signer(), signer(), signer()]);
     await Promise.all([seller, buyer, stranger, broker].map((s) => economy.ledger.mintTo(s.address, usdToAtomic('2'))));
     let marketUrl = '';
-    paidNegotiation = await economy.startPaidService((c) => createNegotiationApp(c, { marketUrl: () => marketUrl, brokers: [broker.address] }), { id: 'negotiation' });
-    paidMarket = await economy.startPaidService((c) => createKnowledgeMarketApp(c, { negotiationUrl: paidNegotiation.url }), { id: 'knowledge-market' });
+    paidNegotiation = await economy.startPaidService(
+      (c) => createNegotiationApp(c, { marketUrl: () => marketUrl, brokers: [broker.address] }),
+      { id: 'negotiation' },
+    );
+    paidMarket = await economy.startPaidService(
+      (c) => createKnowledgeMarketApp(c, { negotiationUrl: paidNegotiation.url }),
+      { id: 'knowledge-market' },
+    );
     marketUrl = paidMarket.url;
-    moduleId = (await paying(seller).knowledgeMarket.publish({ body: { ...baseModule, title: 'Agreement-bound module', content: 'agreement content' } })).id;
+    moduleId = (
+      await paying(seller).knowledgeMarket.publish({
+        body: { ...baseModule, title: 'Agreement-bound module', content: 'agreement content' },
+      })
+    ).id;
   });
   // The economy closes the services it started.
 
   it('refuses a stranger who pays with another buyer’s agreement (403 not_agreement_buyer): nothing moves, the agreement stays usable', async () => {
     const opened = await paying(buyer).negotiation.open({ body: { moduleId, offerUsd: '0.35' } });
-    await paying(buyer).negotiation.accept({ params: { negotiationId: opened.id }, body: { expectedPriceUsd: '0.425' } });
+    await paying(buyer).negotiation.accept({
+      params: { negotiationId: opened.id },
+      body: { expectedPriceUsd: '0.425' },
+    });
     const [strangerStart, sellerStart] = [balance(stranger.address), balance(seller.address)];
     for (const body of [{ negotiationId: opened.id, beneficiary: buyer.address }, { negotiationId: opened.id }]) {
       const error = await fail(paying(stranger).knowledgeMarket.purchase({ params: { moduleId }, body }));
@@ -530,24 +787,51 @@ describe('integrity: an agreement is honoured only for the wallet that paid as i
 
     // The buyer's own purchase still has the agreement: charged the agreed 0.425, once.
     const buyerStart = balance(buyer.address);
-    const purchase = await paying(buyer).knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId: opened.id } });
-    expect(purchase).toMatchObject({ buyer: buyer.address, paidBy: buyer.address, priceUsd: '0.425', negotiationId: opened.id, content: 'agreement content' });
+    const purchase = await paying(buyer).knowledgeMarket.purchase({
+      params: { moduleId },
+      body: { negotiationId: opened.id },
+    });
+    expect(purchase).toMatchObject({
+      buyer: buyer.address,
+      paidBy: buyer.address,
+      priceUsd: '0.425',
+      negotiationId: opened.id,
+      content: 'agreement content',
+    });
     expect(balance(buyer.address)).toBe(buyerStart - 425_000n);
     expect(balance(seller.address)).toBe(sellerStart + 425_000n);
   });
 
   it('lets the registered broker that opened it pay: the purchase is the agreement’s buyer’s, paid by the broker', async () => {
     const client = await signer();
-    const opened = await paying(broker).negotiation.open({ body: { moduleId, offerUsd: '0.35', buyer: client.address } });
+    const opened = await paying(broker).negotiation.open({
+      body: { moduleId, offerUsd: '0.35', buyer: client.address },
+    });
     expect(opened.broker).toBe(broker.address);
-    await paying(broker).negotiation.accept({ params: { negotiationId: opened.id }, body: { expectedPriceUsd: '0.425' } });
+    await paying(broker).negotiation.accept({
+      params: { negotiationId: opened.id },
+      body: { expectedPriceUsd: '0.425' },
+    });
     // A beneficiary other than the agreement's buyer is refused, before the quote.
-    const elsewhere = await fail(paying(broker).knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId: opened.id, beneficiary: stranger.address } }));
+    const elsewhere = await fail(
+      paying(broker).knowledgeMarket.purchase({
+        params: { moduleId },
+        body: { negotiationId: opened.id, beneficiary: stranger.address },
+      }),
+    );
     expect(elsewhere).toMatchObject({ status: 422, code: 'negotiation_mismatch' });
     const brokerStart = balance(broker.address);
     // Without a beneficiary the content goes to whoever the agreement names.
-    const purchase = await paying(broker).knowledgeMarket.purchase({ params: { moduleId }, body: { negotiationId: opened.id } });
-    expect(purchase).toMatchObject({ buyer: client.address, paidBy: broker.address, priceUsd: '0.425', negotiationId: opened.id });
+    const purchase = await paying(broker).knowledgeMarket.purchase({
+      params: { moduleId },
+      body: { negotiationId: opened.id },
+    });
+    expect(purchase).toMatchObject({
+      buyer: client.address,
+      paidBy: broker.address,
+      priceUsd: '0.425',
+      negotiationId: opened.id,
+    });
     expect(balance(broker.address)).toBe(brokerStart - 425_000n);
     expect(await paying(client).knowledgeMarket.download({ params: { purchaseId: purchase.id } })).toEqual(purchase);
   });
@@ -571,7 +855,10 @@ describe('statistics', () => {
       json: 0,
       code: 1,
     });
-    expect(stats.topCapabilities[0]).toEqual({ capability: 'fee-estimation', modules: all.filter((m) => m.capabilities.includes('fee-estimation')).length });
+    expect(stats.topCapabilities[0]).toEqual({
+      capability: 'fee-estimation',
+      modules: all.filter((m) => m.capabilities.includes('fee-estimation')).length,
+    });
     expect(stats.purchasesLast24h).toBe(6);
   });
 });

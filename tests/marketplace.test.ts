@@ -1,14 +1,30 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSolanaRpc } from '@solana/kit';
-import { PAYMENT_REQUIRED_HEADER, SOLANA_DEVNET, decodeX402Header, facilitator as facilitatorContract, marketplace as marketplaceContract, type PaymentRequired } from '@agent-economy/contracts';
-import { BadRequestError, NotFoundError, createClient, createServiceClient, walletFromSecretKey } from '@agent-economy/sdk';
+import {
+  PAYMENT_REQUIRED_HEADER,
+  SOLANA_DEVNET,
+  decodeX402Header,
+  facilitator as facilitatorContract,
+  marketplace as marketplaceContract,
+  type DiscoverySettlement,
+  type PaymentRequired,
+} from '@agent-economy/contracts';
+import {
+  BadRequestError,
+  NotFoundError,
+  createClient,
+  createServiceClient,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { createEducationApp } from '../servers/src/services/education';
 import { createFacilitatorApp } from '../servers/src/services/facilitator';
 import { createMarketplaceApp } from '../servers/src/services/marketplace';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { buildPaymentTransaction } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
-import { startService, type RunningService } from './support/servers';
+import { startService, testDatabase, type RunningService } from './support/servers';
+import { migrate } from '../servers/src/db';
+import { marketplaceStore, migrations } from '../servers/src/services/marketplace/store';
 
 // The public marketplace API against a real economy: the local ledger, the facilitator, two education deployments
 // (two sellers) paid through it by the SDK, and the marketplace reading them all over HTTP.
@@ -21,7 +37,8 @@ let clock = new Date();
 const now = () => clock;
 const DAY = 86_400_000;
 
-const api = (service: RunningService = market) => createServiceClient(marketplaceContract, service.url, { payments: false, maxRetries: 0 });
+const api = (service: RunningService = market) =>
+  createServiceClient(marketplaceContract, service.url, { payments: false, maxRetries: 0 });
 const lessonUrl = () => `${economy.education.url}/api/lesson`;
 
 async function buyer() {
@@ -48,13 +65,21 @@ beforeAll(async () => {
   second = await economy.startPaidService(createEducationApp, { id: 'education' });
   economy.sellers.add(second.context.wallet.address);
   const options = {
-    serviceUrls: () => ({ education: economy.education.url, 'education-2': second.url, facilitator: economy.facilitator.url, ghost: 'http://127.0.0.1:9' }),
+    serviceUrls: () => ({
+      education: economy.education.url,
+      'education-2': second.url,
+      facilitator: economy.facilitator.url,
+      ghost: 'http://127.0.0.1:9',
+    }),
     facilitatorUrl: () => economy.facilitator.url,
     now,
   };
   market = await startService((context) => createMarketplaceApp(context, options), { id: 'marketplace' });
   // A second replica on the same database: what one copies, the other must not count again.
-  replica = await startService((context) => createMarketplaceApp(context, options), { id: 'marketplace', database: market.database });
+  replica = await startService((context) => createMarketplaceApp(context, options), {
+    id: 'marketplace',
+    database: market.database,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -79,7 +104,11 @@ describe('before any sale', () => {
       stats: { totalCalls: 0, totalVolumeUsd: 0 },
     });
     // The paid routes of both deployments, none of the free ones (catalog, course), nothing from the ghost.
-    const paths = (url: string) => resources.filter((r) => r.resourceUrl.startsWith(url)).map((r) => new URL(r.resourceUrl).pathname).sort();
+    const paths = (url: string) =>
+      resources
+        .filter((r) => r.resourceUrl.startsWith(url))
+        .map((r) => new URL(r.resourceUrl).pathname)
+        .sort();
     expect(paths(economy.education.url)).toEqual(['/api/exercise', '/api/lesson', '/api/quiz', '/api/tutor']);
     expect(paths(second.url)).toEqual(paths(economy.education.url));
     expect(resources.every((r) => r.payTo === education || r.payTo === second.context.wallet.address)).toBe(true);
@@ -87,9 +116,19 @@ describe('before any sale', () => {
 
   it('lists the sellers with zeros', async () => {
     const page = await api().projects({ query: {} });
-    expect(page.items.map((p) => p.payTo).sort()).toEqual([economy.education.context.wallet.address, second.context.wallet.address].sort());
+    expect(page.items.map((p) => p.payTo).sort()).toEqual(
+      [economy.education.context.wallet.address, second.context.wallet.address].sort(),
+    );
     for (const project of page.items) {
-      expect(project).toMatchObject({ displayName: 'Education Service', category: 'education', resourceCount: 4, settlements: 0, volumeUsd: 0, uniqueBuyers: 0, lastSettlementAt: null });
+      expect(project).toMatchObject({
+        displayName: 'Education Service',
+        category: 'education',
+        resourceCount: 4,
+        settlements: 0,
+        volumeUsd: 0,
+        uniqueBuyers: 0,
+        lastSettlementAt: null,
+      });
     }
   });
 });
@@ -102,11 +141,18 @@ describe('after the demo wallet buys lessons', () => {
   beforeAll(async () => {
     sellerBefore = economy.ledger.tokenBalance(seller());
     const client = await buyer();
-    const lesson = await client.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } });
+    const lesson = await client.education.lesson.withResponse({
+      body: { courseId: 'tool-use', lessonId: 'function-calling' },
+    });
     bought = lesson.payment!.transaction;
     // Two lessons from the second seller, one day later.
     clock = new Date(clock.getTime() + DAY);
-    const other = createClient({ baseUrls: { education: second.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const other = createClient({
+      baseUrls: { education: second.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     await other.education.lesson({ body: { courseId: 'rag', lessonId: 'chunking' } });
     await other.education.lesson({ body: { courseId: 'rag', lessonId: 'reranking-and-context-assembly' } });
   }, 60_000);
@@ -116,8 +162,14 @@ describe('after the demo wallet buys lessons', () => {
     await Promise.all([api().resources(), api(replica).resources(), api().resources(), api(replica).resources()]);
     for (const service of [market, replica]) {
       const { resources } = await api(service).resources();
-      expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({ totalCalls: 1, totalVolumeUsd: 0.05 });
-      expect(resources.find((r) => r.resourceUrl === `${second.url}/api/lesson`)!.stats).toEqual({ totalCalls: 2, totalVolumeUsd: 0.1 });
+      expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({
+        totalCalls: 1,
+        totalVolumeUsd: 0.05,
+      });
+      expect(resources.find((r) => r.resourceUrl === `${second.url}/api/lesson`)!.stats).toEqual({
+        totalCalls: 2,
+        totalVolumeUsd: 0.1,
+      });
       // Highest volume first.
       expect(resources[0]!.resourceUrl).toBe(`${second.url}/api/lesson`);
       expect(resources.find((r) => r.resourceUrl === `${economy.education.url}/api/quiz`)!.stats.totalCalls).toBe(0);
@@ -151,8 +203,14 @@ describe('after the demo wallet buys lessons', () => {
       networks: [SOLANA_DEVNET],
     });
     expect(profile.description.length).toBeGreaterThan(20);
-    expect(profile.resources).toContainEqual({ resourceUrl: lessonUrl(), displayName: 'Full AI-generated lesson', priceUsd: 0.05 });
-    expect(profile.firstSettlementAt).toBe(profile.firstSettlementAt && new Date(profile.firstSettlementAt).toISOString());
+    expect(profile.resources).toContainEqual({
+      resourceUrl: lessonUrl(),
+      displayName: 'Full AI-generated lesson',
+      priceUsd: 0.05,
+    });
+    expect(profile.firstSettlementAt).toBe(
+      profile.firstSettlementAt && new Date(profile.firstSettlementAt).toISOString(),
+    );
   });
 
   it('projects: timeframes, sorts and directions', async () => {
@@ -199,30 +257,67 @@ describe('what cannot inflate the figures', () => {
     const self = economy.education.context.wallet;
     await economy.ledger.mintTo(self.address, 100_000n);
     const before = await api().stats({ params: { payTo: self.address } });
-    const client = createClient({ baseUrls: { education: economy.education.url }, wallet: await walletFromSecretKey(self.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const client = createClient({
+      baseUrls: { education: economy.education.url },
+      wallet: await walletFromSecretKey(self.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     // The facilitator settles it (a real transfer, to itself); the marketplace copies it and does not count it.
     await client.education.lesson({ body: { courseId: 'rag', lessonId: 'chunking' } });
     const after = await api().stats({ params: { payTo: self.address } });
     expect(after.stats).toEqual(before.stats);
     expect(after.uniqueBuyers).toBe(before.uniqueBuyers);
-    const rows = await market.database.db.selectFrom('marketplace_settlements').selectAll().where('payer', '=', self.address).execute();
+    const rows = await market.database.db
+      .selectFrom('marketplace_settlements')
+      .selectAll()
+      .where('payer', '=', self.address)
+      .execute();
     expect(rows).toHaveLength(1);
     const { resources } = await api().resources();
-    expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({ totalCalls: 1, totalVolumeUsd: 0.05 });
+    expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({
+      totalCalls: 1,
+      totalVolumeUsd: 0.05,
+    });
   });
 
   it('a payment to one seller naming another seller’s route does not count for that route', async () => {
-    const quote = decodeX402Header((await fetch(`${second.url}/api/lesson`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ courseId: 'rag', lessonId: 'chunking' }) })).headers.get(PAYMENT_REQUIRED_HEADER)!) as PaymentRequired;
+    const quote = decodeX402Header(
+      (
+        await fetch(`${second.url}/api/lesson`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ courseId: 'rag', lessonId: 'chunking' }),
+        })
+      ).headers.get(PAYMENT_REQUIRED_HEADER)!,
+    ) as PaymentRequired;
     const requirements = quote.accepts[0]!;
     const { value: blockhash } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
     const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash });
-    const settled = await createServiceClient(facilitatorContract, economy.facilitator.url, { payments: false }).settle({
-      body: { x402Version: 2, paymentPayload: { x402Version: 2, resource: { url: lessonUrl() }, accepted: requirements, payload: { transaction } }, paymentRequirements: requirements },
-    });
+    const settled = await createServiceClient(facilitatorContract, economy.facilitator.url, { payments: false }).settle(
+      {
+        body: {
+          x402Version: 2,
+          paymentPayload: {
+            x402Version: 2,
+            resource: { url: lessonUrl() },
+            accepted: requirements,
+            payload: { transaction },
+          },
+          paymentRequirements: requirements,
+        },
+      },
+    );
     expect(settled.success).toBe(true);
     const { resources } = await api().resources();
-    expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({ totalCalls: 1, totalVolumeUsd: 0.05 });
-    expect(resources.find((r) => r.resourceUrl === `${second.url}/api/lesson`)!.stats).toEqual({ totalCalls: 2, totalVolumeUsd: 0.1 });
+    expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({
+      totalCalls: 1,
+      totalVolumeUsd: 0.05,
+    });
+    expect(resources.find((r) => r.resourceUrl === `${second.url}/api/lesson`)!.stats).toEqual({
+      totalCalls: 2,
+      totalVolumeUsd: 0.1,
+    });
     // The money did reach the second seller: its own totals say so, under the URL it was paid for.
     const stats = await api().stats({ params: { payTo: second.context.wallet.address } });
     expect(stats.stats).toEqual({ totalCalls: 3, totalVolumeUsd: 0.15 });
@@ -234,35 +329,78 @@ describe('what cannot inflate the figures', () => {
     // seller was paid (its own totals say so), but nobody bought a 0.05 USD lesson.
     const seller = economy.education.context.wallet.address;
     const before = await api().stats({ params: { payTo: seller } });
-    const quote = decodeX402Header((await fetch(lessonUrl(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ courseId: 'rag', lessonId: 'chunking' }) })).headers.get(PAYMENT_REQUIRED_HEADER)!) as PaymentRequired;
+    const quote = decodeX402Header(
+      (
+        await fetch(lessonUrl(), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ courseId: 'rag', lessonId: 'chunking' }),
+        })
+      ).headers.get(PAYMENT_REQUIRED_HEADER)!,
+    ) as PaymentRequired;
     const requirements = { ...quote.accepts[0]!, amount: '1' };
     expect(requirements.payTo).toBe(seller);
     const { value: blockhash } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
     const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash });
-    const settled = await createServiceClient(facilitatorContract, economy.facilitator.url, { payments: false }).settle({
-      body: { x402Version: 2, paymentPayload: { x402Version: 2, resource: { url: lessonUrl() }, accepted: requirements, payload: { transaction } }, paymentRequirements: requirements },
-    });
+    const settled = await createServiceClient(facilitatorContract, economy.facilitator.url, { payments: false }).settle(
+      {
+        body: {
+          x402Version: 2,
+          paymentPayload: {
+            x402Version: 2,
+            resource: { url: lessonUrl() },
+            accepted: requirements,
+            payload: { transaction },
+          },
+          paymentRequirements: requirements,
+        },
+      },
+    );
     expect(settled.success).toBe(true);
     const { resources } = await api().resources();
-    expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({ totalCalls: 1, totalVolumeUsd: 0.05 });
+    expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({
+      totalCalls: 1,
+      totalVolumeUsd: 0.05,
+    });
     const after = await api().stats({ params: { payTo: seller } });
     expect(after.stats.totalCalls).toBe(before.stats.totalCalls + 1);
     expect(after.stats.totalVolumeUsd).toBeCloseTo(before.stats.totalVolumeUsd + 0.000001, 6);
-    expect(after.topResources.find((r) => r.resourceUrl === lessonUrl())).toEqual({ resourceUrl: lessonUrl(), totalCalls: 1, totalVolumeUsd: 0.05 });
+    expect(after.topResources.find((r) => r.resourceUrl === lessonUrl())).toEqual({
+      resourceUrl: lessonUrl(),
+      totalCalls: 1,
+      totalVolumeUsd: 0.05,
+    });
   });
 
   it('a settlement read through another facilitator replica is still counted once', async () => {
-    const facilitatorB = await startService(createFacilitatorApp, { id: 'facilitator', wallet: economy.feePayer, rpcUrl: economy.rpcUrl, database: economy.facilitator.database });
+    const facilitatorB = await startService(createFacilitatorApp, {
+      id: 'facilitator',
+      wallet: economy.feePayer,
+      rpcUrl: economy.rpcUrl,
+      database: economy.facilitator.database,
+    });
     const readerB = await startService(
-      (context) => createMarketplaceApp(context, { serviceUrls: () => ({ education: economy.education.url }), facilitatorUrl: () => facilitatorB.url, now }),
+      (context) =>
+        createMarketplaceApp(context, {
+          serviceUrls: () => ({ education: economy.education.url }),
+          facilitatorUrl: () => facilitatorB.url,
+          now,
+        }),
       { id: 'marketplace', database: market.database },
     );
     try {
       const { resources } = await api(readerB).resources();
-      expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({ totalCalls: 1, totalVolumeUsd: 0.05 });
+      expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({
+        totalCalls: 1,
+        totalVolumeUsd: 0.05,
+      });
       // Both replicas hand out the same feed: one numbering, shared through the database.
-      const feedA = await createServiceClient(facilitatorContract, economy.facilitator.url, { payments: false }).settlements({ query: {} });
-      const feedB = await createServiceClient(facilitatorContract, facilitatorB.url, { payments: false }).settlements({ query: {} });
+      const feedA = await createServiceClient(facilitatorContract, economy.facilitator.url, {
+        payments: false,
+      }).settlements({ query: {} });
+      const feedB = await createServiceClient(facilitatorContract, facilitatorB.url, { payments: false }).settlements({
+        query: {},
+      });
       expect(feedB).toEqual(feedA);
     } finally {
       await readerB.stopServer();
@@ -272,12 +410,20 @@ describe('what cannot inflate the figures', () => {
 
   it('a replica whose facilitator does not answer serves the last copy, not an error', async () => {
     const lonely = await startService(
-      (context) => createMarketplaceApp(context, { serviceUrls: () => ({ education: economy.education.url }), facilitatorUrl: () => 'http://127.0.0.1:9', now }),
+      (context) =>
+        createMarketplaceApp(context, {
+          serviceUrls: () => ({ education: economy.education.url }),
+          facilitatorUrl: () => 'http://127.0.0.1:9',
+          now,
+        }),
       { id: 'marketplace', database: market.database },
     );
     try {
       const { resources } = await api(lonely).resources();
-      expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({ totalCalls: 1, totalVolumeUsd: 0.05 });
+      expect(resources.find((r) => r.resourceUrl === lessonUrl())!.stats).toEqual({
+        totalCalls: 1,
+        totalVolumeUsd: 0.05,
+      });
     } finally {
       await lonely.stopServer();
     }
@@ -316,13 +462,20 @@ describe('refusals', () => {
 });
 
 describe('the facilitator’s settlement feed', () => {
-  const feed = () => createServiceClient(facilitatorContract, economy.facilitator.url, { payments: false, maxRetries: 0 });
+  const feed = () =>
+    createServiceClient(facilitatorContract, economy.facilitator.url, { payments: false, maxRetries: 0 });
 
   it('pages the confirmed settlements by cursor, oldest first, with their public fields', async () => {
     const all = await feed().settlements({ query: {} });
     // The three sales, the seller's payment to itself, the payment naming another seller's route and the dust payment.
     expect(all.settlements).toHaveLength(6);
-    expect(all.settlements[0]).toMatchObject({ kind: 'x402', payTo: economy.education.context.wallet.address, payer: economy.buyer.address, amount: '50000', resource: `${economy.education.url}/api/lesson` });
+    expect(all.settlements[0]).toMatchObject({
+      kind: 'x402',
+      payTo: economy.education.context.wallet.address,
+      payer: economy.buyer.address,
+      amount: '50000',
+      resource: `${economy.education.url}/api/lesson`,
+    });
     const first = await feed().settlements({ query: { limit: 1 } });
     const next = await feed().settlements({ query: { limit: 6, after: first.nextCursor! } });
     expect([...first.settlements, ...next.settlements]).toEqual(all.settlements);
@@ -359,7 +512,51 @@ describe('/llms.txt', () => {
 
   it('the served OpenAPI document names the deployment’s payee on paid operations', async () => {
     const document = (await (await fetch(`${economy.education.url}/openapi.json`)).json()) as any;
-    expect(document.paths['/api/lesson'].post['x-payment']).toMatchObject({ kind: 'fixed', usd: '0.05', payTo: economy.education.context.wallet.address });
+    expect(document.paths['/api/lesson'].post['x-payment']).toMatchObject({
+      kind: 'fixed',
+      usd: '0.05',
+      payTo: economy.education.context.wallet.address,
+    });
     expect(document.paths['/api/catalog'].get['x-payment'].payTo).toBeUndefined();
+  });
+});
+
+describe('a refunded settlement', () => {
+  it('stops counting once the feed repeats it with its refund, and a refund is never taken back', async () => {
+    const database = await testDatabase();
+    try {
+      await migrate(database.db, 'marketplace', migrations);
+      const store = marketplaceStore(database.db);
+      const seller = generateWallet().address;
+      const sale = (transaction: string, refund: DiscoverySettlement['refund'] = null): DiscoverySettlement => ({
+        transaction,
+        kind: 'x402',
+        payTo: seller,
+        payer: generateWallet().address,
+        amount: '500000',
+        asset: 'mint',
+        network: SOLANA_DEVNET,
+        resource: 'http://127.0.0.1:1/api/order',
+        settledAt: new Date().toISOString(),
+        refund,
+      });
+      const window = { since: new Date(0), until: new Date(Date.now() + 60_000) };
+      const totals = async () => (await store.sellerTotals(window, seller))[0];
+      const [kept, refunded] = [sale('sig-kept'), sale('sig-refunded')];
+      await store.apply('feed', [kept, refunded], 2n, new Date());
+      expect(await totals()).toMatchObject({ calls: 2, volume: 1_000_000n });
+      await store.apply(
+        'feed',
+        [{ ...refunded, refund: { transaction: 'sig-refund', amount: '500000' } }],
+        3n,
+        new Date(),
+      );
+      expect(await totals()).toMatchObject({ calls: 1, volume: 500_000n });
+      // Read again without it (an older page re-read by a replica): still refunded.
+      await store.apply('feed', [refunded], 3n, new Date());
+      expect(await totals()).toMatchObject({ calls: 1, volume: 500_000n });
+    } finally {
+      await database.close();
+    }
   });
 });

@@ -1,20 +1,26 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PAYMENT_RESPONSE_HEADER, decodeX402Header, education, type PaymentRequired, type X402PaymentPayload } from '@agent-economy/contracts';
+import {
+  PAYMENT_RESPONSE_HEADER,
+  decodeX402Header,
+  education,
+  type PaymentRequired,
+  type X402PaymentPayload,
+} from '@agent-economy/contracts';
 import { ConnectionError, PaymentRequiredError, createServiceClient } from '@agent-economy/sdk';
 import { createSolanaRpc } from '@solana/kit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../servers/src/db';
 import { paymentKey, type PaywallFault } from '../servers/src/runtime/paywall';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { desk } from './support/desk';
 import { startEconomy, type Economy } from './support/economy';
 import { buildPaymentTransaction, paymentHeader } from './support/payments';
+import { freePort, postgresReachable } from './support/servers';
 
 // "Charged, never served": the education service runs as a real process (`npm start`'s main.ts with
 // SERVICES=education) and is killed (SIGKILL, from inside, by the PAYWALL_FAULT point) at each step of the
@@ -37,17 +43,6 @@ const KILLS: { fault: PaywallFault; charged: boolean }[] = [
   { fault: 'after-record', charged: true },
 ];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 interface Child {
   child: ChildProcess;
   url: string;
@@ -56,14 +51,27 @@ interface Child {
 
 /** `npm start` with SERVICES=education, or (desk: true) the settle-first fixture's process. */
 async function startChild(env: Record<string, string>, options: { desk?: boolean } = {}): Promise<Child> {
-  const port = await freePort();
+  // A port free a moment ago can still be taken by another test file's server before the child binds it.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startChildOn(await freePort(), env, options);
+    } catch (error) {
+      if (attempt < 3 && /is taken|EADDRINUSE/.test(String(error))) continue;
+      throw error;
+    }
+  }
+}
+
+async function startChildOn(port: number, env: Record<string, string>, options: { desk?: boolean }): Promise<Child> {
   const script = options.desk ? 'tests/support/desk-process.ts' : 'servers/src/main.ts';
   const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ae-source', script], {
     cwd: root,
     env: { ...process.env, ...env, [options.desk ? 'DESK_PORT' : 'EDUCATION_PORT']: String(port), LOG_LEVEL: 'error' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+    child.on('exit', (code, signal) => resolve(signal ?? code)),
+  );
   await new Promise<void>((resolve, reject) => {
     let output = '';
     const collect = (chunk: Buffer) => {
@@ -124,16 +132,33 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
     };
     const buyer = () => economy.ledger.tokenBalance(economy.buyer.address);
     const settledCount = async () =>
-      (await economy.facilitator.database.db.selectFrom('facilitator_settlements').select('transaction').where('payer', '=', economy.buyer.address).where('status', '=', 'settled').execute()).length;
+      (
+        await economy.facilitator.database.db
+          .selectFrom('facilitator_settlements')
+          .select('transaction')
+          .where('payer', '=', economy.buyer.address)
+          .where('status', '=', 'settled')
+          .execute()
+      ).length;
 
     async function payFor(url: string): Promise<{ header: string; amount: bigint; key: string }> {
-      const quoteError = await createServiceClient(education, url, { maxRetries: 0 }).lesson(LESSON).catch((e) => e);
+      const quoteError = await createServiceClient(education, url, { maxRetries: 0 })
+        .lesson(LESSON)
+        .catch((e) => e);
       expect(quoteError).toBeInstanceOf(PaymentRequiredError);
       const quote = quoteError.quote as PaymentRequired;
       const requirements = quote.accepts[0]!;
       const { value } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
-      const header = paymentHeader(requirements, await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value }), quote.resource.url);
-      return { header, amount: BigInt(requirements.amount), key: paymentKey(decodeX402Header(header) as X402PaymentPayload)! };
+      const header = paymentHeader(
+        requirements,
+        await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value }),
+        quote.resource.url,
+      );
+      return {
+        header,
+        amount: BigInt(requirements.amount),
+        key: paymentKey(decodeX402Header(header) as X402PaymentPayload)!,
+      };
     }
 
     for (const { fault, charged } of KILLS) {
@@ -143,11 +168,17 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
           await stop(survivor);
           survivor = undefined;
         }
-        const dying = await startChild({ ...base, PAYWALL_FAULT: fault, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! });
+        const dying = await startChild({
+          ...base,
+          PAYWALL_FAULT: fault,
+          DATA_DIR: db.shared ? dataDir() : base.DATA_DIR!,
+        });
         const { header, amount, key } = await payFor(dying.url);
         const [before, settledBefore] = [buyer(), await settledCount()];
 
-        const lost = await createServiceClient(education, dying.url, { maxRetries: 0 }).lesson(LESSON, { headers: { 'payment-signature': header } }).catch((e) => e);
+        const lost = await createServiceClient(education, dying.url, { maxRetries: 0 })
+          .lesson(LESSON, { headers: { 'payment-signature': header } })
+          .catch((e) => e);
         expect(await dying.exited).toBe('SIGKILL');
         // No answer came back: nothing was served.
         expect(lost).toBeInstanceOf(ConnectionError);
@@ -156,7 +187,9 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
 
         survivor ??= await startChild({ ...base, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! });
         // The dead request's claim is still leased: presented again now, the payment is refused as in flight.
-        const early = await createServiceClient(education, survivor.url, { maxRetries: 0 }).lesson(LESSON, { headers: { 'payment-signature': header } }).catch((e) => e);
+        const early = await createServiceClient(education, survivor.url, { maxRetries: 0 })
+          .lesson(LESSON, { headers: { 'payment-signature': header } })
+          .catch((e) => e);
         expect(early).toBeInstanceOf(PaymentRequiredError);
         expect(early.code).toBe('payment_already_used');
         expect(Number(early.headers['retry-after'])).toBeGreaterThan(0);
@@ -169,15 +202,24 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
           survivor = await startChild({ ...base });
         }
         if (!charged && (await expired(header))) {
-          // A slow machine outlived the payment's blockhash (60 s): never charged, it can no longer be, and serves nothing.
-          const refused = await createServiceClient(education, survivor.url, { maxRetries: 0 }).lesson(LESSON, { headers: { 'payment-signature': header } }).catch((e) => e);
+          // A slow machine outlived the payment's blockhash (60 s): never charged, it can no longer be, and serves
+          // nothing.
+          const refused = await createServiceClient(education, survivor.url, { maxRetries: 0 })
+            .lesson(LESSON, { headers: { 'payment-signature': header } })
+            .catch((e) => e);
           expect(refused).toBeInstanceOf(PaymentRequiredError);
           expect(buyer()).toBe(before);
           return;
         }
-        const served = await createServiceClient(education, survivor.url, { maxRetries: 0 }).lesson.withResponse(LESSON, { headers: { 'payment-signature': header } });
+        const served = await createServiceClient(education, survivor.url, { maxRetries: 0 }).lesson.withResponse(
+          LESSON,
+          { headers: { 'payment-signature': header } },
+        );
         expect(served.status).toBe(200);
-        const receipt = decodeX402Header(served.headers[PAYMENT_RESPONSE_HEADER]!) as { success: boolean; transaction: string };
+        const receipt = decodeX402Header(served.headers[PAYMENT_RESPONSE_HEADER]!) as {
+          success: boolean;
+          transaction: string;
+        };
         expect(receipt.success).toBe(true);
         expect(economy.ledger.transaction(receipt.transaction)?.err).toBeNull();
         // Charged exactly once, whoever settled it.
@@ -185,7 +227,9 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
         expect(await settledCount()).toBe(settledBefore + 1);
 
         // Served once: the payment is spent now.
-        const again = await createServiceClient(education, survivor.url, { maxRetries: 0 }).lesson(LESSON, { headers: { 'payment-signature': header } }).catch((e) => e);
+        const again = await createServiceClient(education, survivor.url, { maxRetries: 0 })
+          .lesson(LESSON, { headers: { 'payment-signature': header } })
+          .catch((e) => e);
         expect(again.code).toBe('payment_already_used');
         expect(buyer()).toBe(before - amount);
       }, 120_000);
@@ -196,9 +240,13 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
 /** Whether the payment's blockhash has expired (then it can never settle). */
 async function expired(header: string): Promise<boolean> {
   const payload = decodeX402Header(header) as X402PaymentPayload;
-  const { parseTransaction, decodeBase64 } = await import('../servers/src/ledger/wire');
+  const { parseTransaction, decodeBase64 } = await import('../servers/src/solana/wire');
   const blockhash = parseTransaction(decodeBase64(payload.payload.transaction as string)).message.recentBlockhash;
-  return !(await createSolanaRpc(rpcUrl).isBlockhashValid(blockhash as never, { commitment: 'confirmed' }).send()).value;
+  return !(
+    await createSolanaRpc(rpcUrl)
+      .isBlockhashValid(blockhash as never, { commitment: 'confirmed' })
+      .send()
+  ).value;
 }
 let rpcUrl = '';
 
@@ -226,7 +274,10 @@ async function postgresDatabase(): Promise<ChaosDatabase> {
     env: { DATABASE_URL: url.toString() },
     shared: true,
     // Stands in for the lease's time passing (maxTimeoutSeconds plus the settle timeout).
-    endLease: async (key) => void (await admin.query(`update runtime_payments set lease_until = now() - interval '1 second' where key = $1`, [key])),
+    endLease: async (key) =>
+      void (await admin.query(`update runtime_payments set lease_until = now() - interval '1 second' where key = $1`, [
+        key,
+      ])),
     query: async (text, values) => (await admin.query(text, values)).rows,
     close: async () => {
       await admin.query(`drop schema if exists ${schema} cascade`);
@@ -243,7 +294,11 @@ async function pgliteDatabase(): Promise<ChaosDatabase> {
     endLease: async (key) => {
       // No process holds the data directory now: the test opens it to end the lease, then lets it go.
       const database = await openDatabase({ dataDir: join(dir, 'db') });
-      await database.db.updateTable('runtime_payments').set({ lease_until: new Date(Date.now() - 1000) }).where('key', '=', key).execute();
+      await database.db
+        .updateTable('runtime_payments')
+        .set({ lease_until: new Date(Date.now() - 1000) })
+        .where('key', '=', key)
+        .execute();
       await database.close();
     },
     close: async () => rmSync(dir, { recursive: true, force: true }),
@@ -282,7 +337,12 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
       await economy.ledger.airdrop(seller.address, 1_000_000_000n);
       economy.sellers.add(seller.address);
       db = await setup();
-      base = { SOLANA_RPC_URL: economy.rpcUrl, FACILITATOR_URL: economy.facilitator.url, DESK_WALLET_SECRET: JSON.stringify([...seller.secretKey]), ...db.env };
+      base = {
+        SOLANA_RPC_URL: economy.rpcUrl,
+        FACILITATOR_URL: economy.facilitator.url,
+        DESK_WALLET_SECRET: JSON.stringify([...seller.secretKey]),
+        ...db.env,
+      };
     }, 120_000);
 
     afterAll(async () => {
@@ -299,7 +359,8 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
     };
     const buyer = () => economy.ledger.tokenBalance(economy.buyer.address);
     const order = (fail: 'no' | 'domain') => ({ body: { item: `chair-${fail}`, fail } });
-    const ordersOf = async (key: string) => (db.query ? (await db.query('select item from desk_orders where payment_key = $1', [key])).length : undefined);
+    const ordersOf = async (key: string) =>
+      db.query ? (await db.query('select item from desk_orders where payment_key = $1', [key])).length : undefined;
 
     for (const { fault, fail, charged, refunded } of SETTLE_FIRST_KILLS) {
       it(`killed ${fault} (${fail === 'no' ? 'order succeeds' : 'order fails'}): ${!charged ? 'not charged, not placed' : fail === 'no' ? 'charged, placed once' : 'charged, refunded once'}`, async () => {
@@ -307,18 +368,29 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
           await stop(survivor);
           survivor = undefined;
         }
-        const dying = await startChild({ ...base, PAYWALL_FAULT: fault, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! }, { desk: true });
+        const dying = await startChild(
+          { ...base, PAYWALL_FAULT: fault, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! },
+          { desk: true },
+        );
         const bare = (url: string) => createServiceClient(desk, url, { maxRetries: 0 });
-        const quoteError = await bare(dying.url).order(order(fail)).catch((e) => e);
+        const quoteError = await bare(dying.url)
+          .order(order(fail))
+          .catch((e) => e);
         const quote = quoteError.quote as PaymentRequired;
         const requirements = quote.accepts[0]!;
         const { value } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
-        const header = paymentHeader(requirements, await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value }), quote.resource.url);
+        const header = paymentHeader(
+          requirements,
+          await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value }),
+          quote.resource.url,
+        );
         const key = paymentKey(decodeX402Header(header) as X402PaymentPayload)!;
         const amount = BigInt(requirements.amount);
         const before = buyer();
 
-        const lost = await bare(dying.url).order(order(fail), { headers: { 'payment-signature': header } }).catch((e) => e);
+        const lost = await bare(dying.url)
+          .order(order(fail), { headers: { 'payment-signature': header } })
+          .catch((e) => e);
         expect(await dying.exited).toBe('SIGKILL');
         expect(lost).toBeInstanceOf(ConnectionError);
         expect(buyer()).toBe(charged && !refunded ? before - amount : before);
@@ -326,7 +398,9 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
         if (db.shared && (!charged || fail === 'domain')) expect(await ordersOf(key)).toBe(0);
 
         survivor ??= await startChild({ ...base, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! }, { desk: true });
-        const early = await bare(survivor.url).order(order(fail), { headers: { 'payment-signature': header } }).catch((e) => e);
+        const early = await bare(survivor.url)
+          .order(order(fail), { headers: { 'payment-signature': header } })
+          .catch((e) => e);
         expect(early.code).toBe('payment_already_used');
         if (db.shared) await db.endLease(key);
         else {
@@ -336,31 +410,47 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
         }
 
         if (!charged && (await expired(header))) {
-          // A slow machine outlived the payment's blockhash (60 s): never charged, it can no longer be, and places nothing.
-          const refused = await bare(survivor.url).order(order(fail), { headers: { 'payment-signature': header } }).catch((e) => e);
+          // A slow machine outlived the payment's blockhash (60 s): never charged, it can no longer be, and places
+          // nothing.
+          const refused = await bare(survivor.url)
+            .order(order(fail), { headers: { 'payment-signature': header } })
+            .catch((e) => e);
           expect(refused).toBeInstanceOf(PaymentRequiredError);
           expect(buyer()).toBe(before);
           if (db.shared) expect(await ordersOf(key)).toBe(0);
           return;
         }
         if (fail === 'no') {
-          const placed = await bare(survivor.url).order.withResponse(order(fail), { headers: { 'payment-signature': header } });
+          const placed = await bare(survivor.url).order.withResponse(order(fail), {
+            headers: { 'payment-signature': header },
+          });
           expect(placed.status).toBe(201);
-          expect(decodeX402Header(placed.headers[PAYMENT_RESPONSE_HEADER]!)).toMatchObject({ success: true, amount: requirements.amount });
+          expect(decodeX402Header(placed.headers[PAYMENT_RESPONSE_HEADER]!)).toMatchObject({
+            success: true,
+            amount: requirements.amount,
+          });
           expect(buyer()).toBe(before - amount);
           if (db.shared) expect(await ordersOf(key)).toBe(1);
         } else {
-          const back = await bare(survivor.url).order(order(fail), { headers: { 'payment-signature': header } }).catch((e) => e);
+          const back = await bare(survivor.url)
+            .order(order(fail), { headers: { 'payment-signature': header } })
+            .catch((e) => e);
           // after-settle: the survivor places the order, it fails, and it refunds: the handler's own error.
           // before/after-refund: the refund is finished (sent once, whoever sent it): payment_refunded.
           expect(back.code).toBe(fault === 'after-settle' ? 'out_of_stock' : 'payment_refunded');
           expect(back.refund).toEqual({ transaction: expect.any(String), amountAtomic: requirements.amount });
           expect(economy.ledger.transaction(back.refund.transaction)?.err).toBeNull();
           expect(buyer()).toBe(before);
-          if (db.shared) expect((await db.query!('select transaction from runtime_vault_transfers where key = $1', [`refund:${key}`])).length).toBe(1);
+          if (db.shared)
+            expect(
+              (await db.query!('select transaction from runtime_vault_transfers where key = $1', [`refund:${key}`]))
+                .length,
+            ).toBe(1);
         }
         // Finished: presented again it buys nothing more, and moves nothing.
-        const again = await bare(survivor.url).order(order(fail), { headers: { 'payment-signature': header } }).catch((e) => e);
+        const again = await bare(survivor.url)
+          .order(order(fail), { headers: { 'payment-signature': header } })
+          .catch((e) => e);
         expect(again.code).toBe(fail === 'no' ? 'payment_already_used' : 'payment_refunded');
         expect(buyer()).toBe(fail === 'no' ? before - amount : before);
       }, 120_000);
@@ -368,20 +458,11 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
   });
 }
 
-const hasPostgres = DATABASE_URL ? await reachable(DATABASE_URL) : false;
-if (!DATABASE_URL) console.warn('paid-path-chaos: TEST_DATABASE_URL is unset; the PostgreSQL chaos runs are skipped (the PGlite ones run)');
-
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
+const hasPostgres = DATABASE_URL ? await postgresReachable(DATABASE_URL) : false;
+if (!DATABASE_URL)
+  console.warn(
+    'paid-path-chaos: TEST_DATABASE_URL is unset; the PostgreSQL chaos runs are skipped (the PGlite ones run)',
+  );
 
 describe.skipIf(!hasPostgres)('paid path chaos on PostgreSQL (needs TEST_DATABASE_URL)', () => {
   chaos('education (settles after serving): one schema shared by the dying process and a survivor', postgresDatabase);

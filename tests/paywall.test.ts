@@ -1,7 +1,17 @@
 import { initContract } from '@ts-rest/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { PAYMENT_RESPONSE_HEADER, SOLANA_DEVNET, decodeX402Header, defineService, fixed, paymentErrors, standardErrors, type PaymentRequired, type X402PaymentPayload } from '@agent-economy/contracts';
+import {
+  PAYMENT_RESPONSE_HEADER,
+  SOLANA_DEVNET,
+  decodeX402Header,
+  defineService,
+  fixed,
+  paymentErrors,
+  standardErrors,
+  type PaymentRequired,
+  type X402PaymentPayload,
+} from '@agent-economy/contracts';
 import { InternalServerError, PaymentRequiredError, createServiceClient } from '@agent-economy/sdk';
 import { createSolanaRpc } from '@solana/kit';
 import { createServiceApp } from '../servers/src/runtime/app';
@@ -23,8 +33,15 @@ const shop = defineService({
     buy: {
       method: 'POST',
       path: '/api/buy',
-      body: z.object({ item: z.string().min(1), fail: z.enum(['no', 'domain', 'crash', 'after']).default('no') }).strict(),
-      responses: { 200: z.object({ item: z.string(), payer: z.string() }), 422: z.unknown(), ...standardErrors, ...paymentErrors },
+      body: z
+        .object({ item: z.string().min(1), fail: z.enum(['no', 'domain', 'crash', 'after']).default('no') })
+        .strict(),
+      responses: {
+        200: z.object({ item: z.string(), payer: z.string() }),
+        422: z.unknown(),
+        ...standardErrors,
+        ...paymentErrors,
+      },
       summary: 'Buys an item',
       metadata: { payment: fixed('0.25') },
     },
@@ -53,7 +70,11 @@ async function quote(): Promise<PaymentRequired> {
 async function signedPayment(q: PaymentRequired) {
   const { value } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
   const requirements = q.accepts[0]!;
-  return paymentHeader(requirements, await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value }), q.resource.url);
+  return paymentHeader(
+    requirements,
+    await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value }),
+    q.resource.url,
+  );
 }
 
 const balance = () => economy.ledger.tokenBalance(economy.buyer.address);
@@ -67,7 +88,8 @@ beforeAll(async () => {
         handlers: {
           buy: async ({ body, res }) => {
             if (body.fail === 'crash') throw new Error('the warehouse is on fire');
-            if (body.fail === 'domain') return { status: 422, body: { error: { code: 'out_of_stock', message: 'none left' } } };
+            if (body.fail === 'domain')
+              return { status: 422, body: { error: { code: 'out_of_stock', message: 'none left' } } };
             if (body.fail === 'after') {
               // Answers, then fails: the answer stands, paid once, and the failure changes nothing.
               res.status(200).json({ item: body.item, payer: 'answered' });
@@ -86,7 +108,11 @@ beforeAll(async () => {
         paywall: context.paywall,
         signer: context.wallet,
       }),
-    { id: 'shop', rpcUrl: economy.rpcUrl, paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url } },
+    {
+      id: 'shop',
+      rpcUrl: economy.rpcUrl,
+      paywall: { feePayer: economy.feePayer.address, facilitatorUrl: economy.facilitator.url },
+    },
   );
   await economy.ledger.openTokenAccount(seller.context.wallet.address);
   // The shop signs its facilitator calls with its wallet, a registered resource server: tips to anyone settle.
@@ -101,23 +127,37 @@ afterAll(async () => {
 describe('paywall', () => {
   it('quotes 0.25 USD to the seller’s wallet with the facilitator’s fee payer', async () => {
     const q = await quote();
-    expect(q.accepts[0]).toMatchObject({ amount: '250000', payTo: seller.context.wallet.address, extra: { feePayer: economy.feePayer.address } });
+    expect(q.accepts[0]).toMatchObject({
+      amount: '250000',
+      payTo: seller.context.wallet.address,
+      extra: { feePayer: economy.feePayer.address },
+    });
   });
 
   it('serves a paid request once, settles it, and answers with PAYMENT-RESPONSE', async () => {
     const [buyerBefore, sellerBefore] = [balance(), economy.ledger.tokenBalance(seller.context.wallet.address)];
     const header = await signedPayment(await quote());
-    const response = await client.buy.withResponse({ body: { item: 'lamp' } }, { headers: { 'payment-signature': header } });
+    const response = await client.buy.withResponse(
+      { body: { item: 'lamp' } },
+      { headers: { 'payment-signature': header } },
+    );
     expect(response.status).toBe(200);
     expect(response.data).toEqual({ item: 'lamp', payer: economy.buyer.address });
-    const receipt = decodeX402Header(response.headers[PAYMENT_RESPONSE_HEADER]!) as { success: boolean; transaction: string; payer: string; network: string };
+    const receipt = decodeX402Header(response.headers[PAYMENT_RESPONSE_HEADER]!) as {
+      success: boolean;
+      transaction: string;
+      payer: string;
+      network: string;
+    };
     expect(receipt).toMatchObject({ success: true, payer: economy.buyer.address, amount: '250000' });
     expect(receipt.transaction).toMatch(/^[1-9A-HJ-NP-Za-km-z]{86,88}$/);
     expect(balance()).toBe(buyerBefore - 250_000n);
     expect(economy.ledger.tokenBalance(seller.context.wallet.address)).toBe(sellerBefore + 250_000n);
 
     // The same payment again buys nothing more.
-    const again = await client.buy({ body: { item: 'lamp' } }, { headers: { 'payment-signature': header } }).catch((e) => e);
+    const again = await client
+      .buy({ body: { item: 'lamp' } }, { headers: { 'payment-signature': header } })
+      .catch((e) => e);
     expect(again).toBeInstanceOf(PaymentRequiredError);
     expect(again.code).toBe('payment_already_used');
     expect(balance()).toBe(buyerBefore - 250_000n);
@@ -127,7 +167,9 @@ describe('paywall', () => {
   it('charges nothing when the handler fails, by a domain error or a crash, and the payment stays usable', async () => {
     const before = balance();
     const header = await signedPayment(await quote());
-    const domain = await client.buy({ body: { item: 'vase', fail: 'domain' } }, { headers: { 'payment-signature': header } }).catch((e) => e);
+    const domain = await client
+      .buy({ body: { item: 'vase', fail: 'domain' } }, { headers: { 'payment-signature': header } })
+      .catch((e) => e);
     expect(domain.status).toBe(422);
     // The answer says nothing was settled, so a client knows its payment is still unspent.
     expect(decodeX402Header(domain.headers[PAYMENT_RESPONSE_HEADER])).toEqual({
@@ -138,20 +180,30 @@ describe('paywall', () => {
       network: SOLANA_DEVNET,
       payer: economy.buyer.address,
     });
-    const crash = await client.buy({ body: { item: 'vase', fail: 'crash' } }, { headers: { 'payment-signature': header } }).catch((e) => e);
+    const crash = await client
+      .buy({ body: { item: 'vase', fail: 'crash' } }, { headers: { 'payment-signature': header } })
+      .catch((e) => e);
     expect(crash.status).toBe(500);
     expect(balance()).toBe(before);
     // Nothing settled, so the buyer may still spend that payment on a request that succeeds.
-    expect(await client.buy({ body: { item: 'vase' } }, { headers: { 'payment-signature': header } })).toMatchObject({ item: 'vase' });
+    expect(await client.buy({ body: { item: 'vase' } }, { headers: { 'payment-signature': header } })).toMatchObject({
+      item: 'vase',
+    });
     expect(balance()).toBe(before - 250_000n);
   });
 
   it('settles once and keeps the first answer when a handler answers, ends again and then fails', async () => {
     const before = balance();
-    const response = await client.buy.withResponse({ body: { item: 'kettle', fail: 'after' } }, { headers: { 'payment-signature': await signedPayment(await quote()) } });
+    const response = await client.buy.withResponse(
+      { body: { item: 'kettle', fail: 'after' } },
+      { headers: { 'payment-signature': await signedPayment(await quote()) } },
+    );
     expect(response.status).toBe(200);
     expect(response.data).toEqual({ item: 'kettle', payer: 'answered' });
-    expect(decodeX402Header(response.headers[PAYMENT_RESPONSE_HEADER]!)).toMatchObject({ success: true, amount: '250000' });
+    expect(decodeX402Header(response.headers[PAYMENT_RESPONSE_HEADER]!)).toMatchObject({
+      success: true,
+      amount: '250000',
+    });
     expect(balance()).toBe(before - 250_000n);
     // The service is still up and serving.
     expect((await quote()).accepts[0]!.amount).toBe('250000');
@@ -163,20 +215,40 @@ describe('paywall', () => {
     const payload = decodeX402Header(header) as X402PaymentPayload;
     const before = balance();
     // An earlier request's settle went through at the facilitator, but its answer never came back.
-    const settled = await economy.facilitator.client.facilitator.settle({ body: { x402Version: 2, paymentPayload: payload, paymentRequirements: q.accepts[0]! } });
+    const settled = await economy.facilitator.client.facilitator.settle({
+      body: { x402Version: 2, paymentPayload: payload, paymentRequirements: q.accepts[0]! },
+    });
     expect(settled.success).toBe(true);
     await seller.database.db
       .insertInto('runtime_payments')
-      .values({ key: paymentKey(payload)!, status: 'unknown', resource: q.resource.url, payer: null, pay_to: q.accepts[0]!.payTo, amount: 250_000n, transaction: null, created_at: new Date(), settled_at: null })
+      .values({
+        key: paymentKey(payload)!,
+        status: 'unknown',
+        resource: q.resource.url,
+        payer: null,
+        pay_to: q.accepts[0]!.payTo,
+        amount: 250_000n,
+        transaction: null,
+        created_at: new Date(),
+        settled_at: null,
+      })
       .execute();
     expect(balance()).toBe(before - 250_000n);
 
-    const response = await client.buy.withResponse({ body: { item: 'clock' } }, { headers: { 'payment-signature': header } });
+    const response = await client.buy.withResponse(
+      { body: { item: 'clock' } },
+      { headers: { 'payment-signature': header } },
+    );
     expect(response.data).toEqual({ item: 'clock', payer: economy.buyer.address });
-    expect(decodeX402Header(response.headers[PAYMENT_RESPONSE_HEADER]!)).toMatchObject({ success: true, transaction: settled.transaction });
+    expect(decodeX402Header(response.headers[PAYMENT_RESPONSE_HEADER]!)).toMatchObject({
+      success: true,
+      transaction: settled.transaction,
+    });
     expect(balance()).toBe(before - 250_000n);
     // Served once: the payment is now spent.
-    const again = await client.buy({ body: { item: 'clock' } }, { headers: { 'payment-signature': header } }).catch((e) => e);
+    const again = await client
+      .buy({ body: { item: 'clock' } }, { headers: { 'payment-signature': header } })
+      .catch((e) => e);
     expect(again.code).toBe('payment_already_used');
     expect(served.filter((s) => s === 'clock')).toHaveLength(1);
   });
@@ -193,7 +265,9 @@ describe('paywall', () => {
     const q = await quote();
     const cheap = { ...q, accepts: [{ ...q.accepts[0]!, amount: '1' }] };
     const before = balance();
-    const error = await client.buy({ body: { item: 'pen' } }, { headers: { 'payment-signature': await signedPayment(cheap) } }).catch((e) => e);
+    const error = await client
+      .buy({ body: { item: 'pen' } }, { headers: { 'payment-signature': await signedPayment(cheap) } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(PaymentRequiredError);
     expect(error.code).toBe('payment_invalid');
     expect(error.body.error.details.reason).toBe('invalid_payment_requirements');
@@ -202,19 +276,21 @@ describe('paywall', () => {
   });
 
   it('passes the facilitator’s reason on: a payment from an empty wallet is insufficient_funds', async () => {
-    const { generateWallet } = await import('../servers/src/runtime/wallet');
+    const { generateWallet } = await import('../servers/src/solana/keys');
     const poor = generateWallet();
     await economy.ledger.openTokenAccount(poor.address);
     const q = await quote();
     const { value } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
     const tx = await buildPaymentTransaction({ payer: poor, requirements: q.accepts[0]!, blockhash: value });
-    const error = await client.buy({ body: { item: 'pen' } }, { headers: { 'payment-signature': paymentHeader(q.accepts[0]!, tx) } }).catch((e) => e);
+    const error = await client
+      .buy({ body: { item: 'pen' } }, { headers: { 'payment-signature': paymentHeader(q.accepts[0]!, tx) } })
+      .catch((e) => e);
     expect(error.code).toBe('payment_invalid');
     expect(error.body.error.details.reason).toBe('insufficient_funds');
   });
 
   it('pays the wallet a request names when the service prices it so (a marketplace seller)', async () => {
-    const { generateWallet } = await import('../servers/src/runtime/wallet');
+    const { generateWallet } = await import('../servers/src/solana/keys');
     const friend = generateWallet().address;
     await economy.ledger.openTokenAccount(friend);
     const q: PaymentRequired = await client.tip({ body: { to: friend } }).then(
@@ -224,7 +300,12 @@ describe('paywall', () => {
     expect(q.accepts[0]).toMatchObject({ payTo: friend, amount: '10000' });
     const { value } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
     const tx = await buildPaymentTransaction({ payer: economy.buyer, requirements: q.accepts[0]!, blockhash: value });
-    expect(await client.tip({ body: { to: friend } }, { headers: { 'payment-signature': paymentHeader(q.accepts[0]!, tx) } })).toEqual({ to: friend });
+    expect(
+      await client.tip(
+        { body: { to: friend } },
+        { headers: { 'payment-signature': paymentHeader(q.accepts[0]!, tx) } },
+      ),
+    ).toEqual({ to: friend });
     expect(economy.ledger.tokenBalance(friend)).toBe(10_000n);
   });
 
@@ -234,7 +315,10 @@ describe('paywall', () => {
       async (context) =>
         createServiceApp({
           service: shop,
-          handlers: { buy: async ({ body }) => ({ status: 200, body: { item: body.item, payer: '' } }), tip: async ({ body }) => ({ status: 200, body: body }) },
+          handlers: {
+            buy: async ({ body }) => ({ status: 200, body: { item: body.item, payer: '' } }),
+            tip: async ({ body }) => ({ status: 200, body: body }),
+          },
           publicUrl: context.publicUrl,
           db: context.db,
           logger: context.logger,
@@ -244,7 +328,9 @@ describe('paywall', () => {
     );
     try {
       const before = balance();
-      const error = await createServiceClient(shop, orphan.url, { maxRetries: 0 }).buy({ body: { item: 'cup' } }, { headers: { 'payment-signature': header } }).catch((e) => e);
+      const error = await createServiceClient(shop, orphan.url, { maxRetries: 0 })
+        .buy({ body: { item: 'cup' } }, { headers: { 'payment-signature': header } })
+        .catch((e) => e);
       expect(error).toBeInstanceOf(InternalServerError);
       expect(error.status).toBe(503);
       expect(error.code).toBe('facilitator_unavailable');

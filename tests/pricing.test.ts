@@ -3,13 +3,22 @@ import type { AddressInfo } from 'node:net';
 import { address, createNoopSigner, createSolanaRpc } from '@solana/kit';
 import { getTransferSolInstruction } from '@solana-program/system';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { USDC_DEVNET, decodeX402Header, type PaymentRequired, type PaymentRequirements } from '@agent-economy/contracts';
-import { BadRequestError, InternalServerError, NotFoundError, createClient, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
-import { generateWallet, type Wallet } from '../servers/src/runtime/wallet';
+import {
+  USDC_DEVNET,
+  decodeX402Header,
+  type PaymentRequired,
+  type PaymentRequirements,
+} from '@agent-economy/contracts';
+import {
+  BadRequestError,
+  InternalServerError,
+  NotFoundError,
+  createClient,
+  walletFromSecretKey,
+  type AgentEconomyClient,
+} from '@agent-economy/sdk';
+import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import { createPricingApp } from '../servers/src/services/pricing';
-import { fuseRanks } from '../servers/src/services/pricing/market';
-import { endpointOfResource } from '../servers/src/services/pricing/store';
-import { demandReading, endpointAnalytics, multiplierText, priceAtomic, priceState, surgeHundredths, zoneOf } from '../servers/src/services/pricing/surge';
 import { createMint, mintTokens, transferTokens } from '../servers/src/simulate/mints';
 import { sendInstructions } from '../servers/src/solana/send';
 import { gini } from '../servers/src/upstream/measures';
@@ -20,68 +29,11 @@ import { startService, type RunningService } from './support/servers';
 // The adaptive-pricing marketplace on the local ledger: demand is the settled payments of each endpoint, so the tests
 // make real paid calls and watch the quoted price move; the clock is injected and moved, never waited on.
 
-describe('surge curve and zones', () => {
-  it('multiplier = clamp(loadRatio, 0.5, 5), rounded half-up to hundredths', () => {
-    const vectors: [number, number][] = [
-      [0, 50], [0.2, 50], [0.5, 50], [0.794, 79], [0.795, 80], [1, 100], [1.005, 101], [1.234, 123], [2.5, 250], [4.999, 500], [5, 500], [12, 500], [Number.NaN, 50], [-1, 50],
-    ];
-    for (const [ratio, hundredths] of vectors) expect([ratio, surgeHundredths(ratio)]).toEqual([ratio, hundredths]);
-  });
-
-  it('zones: low < 0.8 ≤ normal < 1.5 ≤ high < 3 ≤ surge', () => {
-    expect([50, 79, 80, 149, 150, 299, 300, 500].map(zoneOf)).toEqual(['low', 'low', 'normal', 'normal', 'high', 'high', 'surge', 'surge']);
-    expect([50, 80, 100, 125, 300, 305].map(multiplierText)).toEqual(['0.5', '0.8', '1', '1.25', '3', '3.05']);
-  });
-
-  it('prices: base × multiplier in atomic units, half-up; the load ratio from calls in the 5-minute window', () => {
-    expect(priceAtomic(20_000n, 50)).toBe(10_000n); // token-intel: 0.02 × 0.5 = the 0.01 minimum
-    expect(priceAtomic(20_000n, 500)).toBe(100_000n); // × 5 = the 0.10 maximum
-    expect(priceAtomic(50_000n, 133)).toBe(66_500n);
-    expect(priceAtomic(10_001n, 50)).toBe(5_001n); // 5000.5 rounds up
-    expect(demandReading(5, 1)).toEqual({ callsInWindow: 5, windowSeconds: 300, callsPerMinute: 1, baselineCallsPerMinute: 1, loadRatio: 1 });
-    expect(demandReading(3, 0.2).loadRatio).toBe(3);
-    expect(priceState(80_000n, 2, 0.2)).toMatchObject({ hundredths: 200, zone: 'high', amount: 160_000n });
-  });
-
-  it('analytics: buckets, revenue statistics and trend from settled sales', () => {
-    const to = new Date('2026-11-20T12:00:00.000Z');
-    const at = (minutesAgo: number) => new Date(to.getTime() - minutesAgo * 60_000);
-    const sales = [53, 51, 9, 8, 7].map((m, i) => ({ endpoint: 'trending' as const, amount: [5_000n, 10_000n, 5_000n, 10_000n, 15_000n][i]!, at: at(m) }));
-    const a = endpointAnalytics({ sales, baseAtomic: 10_000n, baselineCallsPerMinute: 0.2, window: '1h', to });
-    expect(a.priceHistory).toHaveLength(12);
-    // Bucket 1 is 55-50 minutes ago: two sales, average 0.0075 (×0.75, low); bucket 10 is 10-5 minutes ago: three.
-    expect(a.priceHistory[1]).toMatchObject({ calls: 2, revenueUsd: '0.015', priceUsd: '0.0075', surgeMultiplier: '0.75', demandZone: 'low' });
-    expect(a.priceHistory[10]).toMatchObject({ calls: 3, revenueUsd: '0.03', priceUsd: '0.01', surgeMultiplier: '1', demandZone: 'normal' });
-    // No sale in bucket 11: the price quoted at its end from the demand then (none in its last 5 minutes).
-    expect(a.priceHistory[11]).toMatchObject({ calls: 0, revenueUsd: '0', surgeMultiplier: '0.5', demandZone: 'low' });
-    // A bucket is as wide as the demand window or wider, so a bucket without sales ends a window without demand.
-    expect(a.priceHistory[2]).toMatchObject({ calls: 0, priceUsd: '0.005', surgeMultiplier: '0.5' });
-    expect(a.revenue).toEqual({ calls: 5, revenue: 45_000n, average: 9_000n, lowest: 5_000n, highest: 15_000n });
-    // Last quarter (15 minutes): 3 calls = 0.2/min against 5/60 for the hour: +140 %.
-    expect(a.demandTrend).toMatchObject({ direction: 'rising', changePercent: 140, callsPerMinuteNow: 0, callsPerMinuteAverage: 0.0833 });
-    const share = a.demandTrend.zoneShare;
-    expect(share.low + share.normal + share.high + share.surge).toBeCloseTo(1, 5);
-  });
-
-  it('a payment counts for the endpoint its resource path names, whatever its case or query', () => {
-    expect(endpointOfResource('http://127.0.0.1:4106/api/token-intel')).toBe('token-intel');
-    expect(endpointOfResource('http://h/API/Whale-Watch/?x=1')).toBe('whale-watch');
-    expect(endpointOfResource('http://h/api/marketplace')).toBeNull();
-    expect(endpointOfResource('not a url')).toBeNull();
-  });
-
-  it('reciprocal-rank fusion: a token on both lists outranks one on a single list', () => {
-    const fused = fuseRanks([
-      { name: 'a', mints: ['X', 'Y', 'Z'] },
-      { name: 'b', mints: ['Z', 'W'] },
-    ]);
-    expect(fused.map((f) => [f.mint, f.listedBy])).toEqual([['Z', ['a', 'b']], ['X', ['a']], ['Y', ['a']], ['W', ['b']]]);
-    expect(fused[0]!.score).toBe(100);
-    expect(fused[1]!.score).toBeCloseTo(((1 / 61) / (1 / 63 + 1 / 61)) * 100, 2);
-  });
-});
-
-const rejection = (promise: Promise<unknown>) => promise.then(() => undefined, (e: unknown) => e);
+const rejection = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 
 describe('through the SDK, on the local ledger', () => {
   let economy: Economy;
@@ -98,8 +50,16 @@ describe('through the SDK, on the local ledger', () => {
   beforeAll(async () => {
     economy = await startEconomy();
     // A baseline of 0.2 calls a minute: one paid call in the 5-minute window is ×1, three are ×3.
-    service = await economy.startPaidService((context) => createPricingApp(context, { baselineCallsPerMinute: 0.2, now: clock }), { id: 'pricing' });
-    buyer = createClient({ baseUrls: { pricing: service.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    service = await economy.startPaidService(
+      (context) => createPricingApp(context, { baselineCallsPerMinute: 0.2, now: clock }),
+      { id: 'pricing' },
+    );
+    buyer = createClient({
+      baseUrls: { pricing: service.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     issuer = generateWallet();
     await economy.ledger.airdrop(issuer.address, 5_000_000_000n);
     mint = await createMint(rpc(), issuer, { decimals: 6, freezeAuthority: issuer.address });
@@ -114,16 +74,42 @@ describe('through the SDK, on the local ledger', () => {
 
   it('marketplace and price check: no demand yet, every endpoint at its 0.5× discount', async () => {
     const m = await buyer.pricing.overview({});
-    expect(m.endpoints.map((e) => [e.endpoint, e.basePriceUsd, e.minPriceUsd, e.maxPriceUsd, e.currentPriceUsd, e.surgeMultiplier, e.demandZone])).toEqual([
+    expect(
+      m.endpoints.map((e) => [
+        e.endpoint,
+        e.basePriceUsd,
+        e.minPriceUsd,
+        e.maxPriceUsd,
+        e.currentPriceUsd,
+        e.surgeMultiplier,
+        e.demandZone,
+      ]),
+    ).toEqual([
       ['token-intel', '0.02', '0.01', '0.1', '0.01', '0.5', 'low'],
       ['wallet-scan', '0.05', '0.025', '0.25', '0.025', '0.5', 'low'],
       ['trending', '0.01', '0.005', '0.05', '0.005', '0.5', 'low'],
       ['whale-watch', '0.08', '0.04', '0.4', '0.04', '0.5', 'low'],
     ]);
-    expect(m.endpoints[0]!.demand).toEqual({ callsInWindow: 0, windowSeconds: 300, callsPerMinute: 0, baselineCallsPerMinute: 0.2, loadRatio: 0 });
-    expect(m.demandZones.map((z) => [z.zone, z.fromMultiplier, z.toMultiplier])).toEqual([['low', '0.5', '0.8'], ['normal', '0.8', '1.5'], ['high', '1.5', '3'], ['surge', '3', null]]);
+    expect(m.endpoints[0]!.demand).toEqual({
+      callsInWindow: 0,
+      windowSeconds: 300,
+      callsPerMinute: 0,
+      baselineCallsPerMinute: 0.2,
+      loadRatio: 0,
+    });
+    expect(m.demandZones.map((z) => [z.zone, z.fromMultiplier, z.toMultiplier])).toEqual([
+      ['low', '0.5', '0.8'],
+      ['normal', '0.8', '1.5'],
+      ['high', '1.5', '3'],
+      ['surge', '3', null],
+    ]);
     const check = await buyer.pricing.priceCheck({ params: { endpoint: 'trending' } });
-    expect(check).toMatchObject({ endpoint: 'trending', path: '/api/trending', currentPriceUsd: '0.005', demandZone: 'low' });
+    expect(check).toMatchObject({
+      endpoint: 'trending',
+      path: '/api/trending',
+      currentPriceUsd: '0.005',
+      demandZone: 'low',
+    });
   });
 
   it('token intel: chain facts, market null with the reason; a surge under load raises the quoted price', async () => {
@@ -142,7 +128,12 @@ describe('through the SDK, on the local ledger', () => {
     });
     // 30 (mint authority) + 20 (freeze authority) + 20 (one owner ≥ 20 %) + 15 (top 10 ≥ 50 %).
     expect(first.risk).toMatchObject({ score: 85, level: 'high' });
-    expect(first.risk.warnings.map((w) => w.name)).toEqual(['mint_authority_enabled', 'freeze_authority_enabled', 'single_holder_concentration', 'top10_concentration']);
+    expect(first.risk.warnings.map((w) => w.name)).toEqual([
+      'mint_authority_enabled',
+      'freeze_authority_enabled',
+      'single_holder_concentration',
+      'top10_concentration',
+    ]);
     expect(first.source).toMatchObject({ mode: 'chain', providers: ['local-ledger'] });
     expect(first.source.note).toMatch(/MARKET_DATA=live/);
     expect(before - usdBalance()).toBe(10_000n);
@@ -154,19 +145,34 @@ describe('through the SDK, on the local ledger', () => {
     expect(third.appliedPrice).toEqual({ priceUsd: '0.04', surgeMultiplier: '2', demandZone: 'high' });
     expect(before - usdBalance()).toBe(70_000n);
     const now = await buyer.pricing.priceCheck({ params: { endpoint: 'token-intel' } });
-    expect(now).toMatchObject({ currentPriceUsd: '0.06', surgeMultiplier: '3', demandZone: 'surge', demand: { callsInWindow: 3, callsPerMinute: 0.6, loadRatio: 3 } });
+    expect(now).toMatchObject({
+      currentPriceUsd: '0.06',
+      surgeMultiplier: '3',
+      demandZone: 'surge',
+      demand: { callsInWindow: 3, callsPerMinute: 0.6, loadRatio: 3 },
+    });
     // The other endpoints' demand is their own.
     expect((await buyer.pricing.priceCheck({ params: { endpoint: 'wallet-scan' } })).currentPriceUsd).toBe('0.025');
-    const quote = await fetch(`${service.url}/api/token-intel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ mint }) });
+    const quote = await fetch(`${service.url}/api/token-intel`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ mint }),
+    });
     expect(quote.status).toBe(402);
-    expect((decodeX402Header(quote.headers.get('payment-required')!) as PaymentRequired).accepts[0]!.amount).toBe('60000');
+    expect((decodeX402Header(quote.headers.get('payment-required')!) as PaymentRequired).accepts[0]!.amount).toBe(
+      '60000',
+    );
     // Five minutes later the window is empty again: back to the discount.
     time += 301_000;
     expect((await buyer.pricing.priceCheck({ params: { endpoint: 'token-intel' } })).currentPriceUsd).toBe('0.01');
   });
 
   async function quoteOf(path: string, body: unknown): Promise<PaymentRequirements> {
-    const response = await fetch(`${service.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(`${service.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(response.status).toBe(402);
     return (decodeX402Header(response.headers.get('payment-required')!) as PaymentRequired).accepts[0]!;
   }
@@ -175,7 +181,10 @@ describe('through the SDK, on the local ledger', () => {
     const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash });
     return fetch(`${service.url}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'payment-signature': paymentHeader(requirements, transaction, `${service.url}${path}`) },
+      headers: {
+        'content-type': 'application/json',
+        'payment-signature': paymentHeader(requirements, transaction, `${service.url}${path}`),
+      },
       body: JSON.stringify(body),
     });
   }
@@ -195,7 +204,11 @@ describe('through the SDK, on the local ledger', () => {
     const honoured = await payRaw('/api/whale-watch', body, cheap);
     if (honoured.status !== 200) console.log(await honoured.clone().text());
     expect(honoured.status).toBe(200);
-    expect(((await honoured.json()) as { appliedPrice: unknown }).appliedPrice).toEqual({ priceUsd: '0.04', surgeMultiplier: '0.5', demandZone: 'low' });
+    expect(((await honoured.json()) as { appliedPrice: unknown }).appliedPrice).toEqual({
+      priceUsd: '0.04',
+      surgeMultiplier: '0.5',
+      demandZone: 'low',
+    });
     expect(before - usdBalance()).toBe(40_000n);
 
     // A price quoted for another endpoint does not buy this one.
@@ -221,7 +234,14 @@ describe('through the SDK, on the local ledger', () => {
       [2, holders[1]!.address, '200', 20, null, '200'],
       [3, holders[2]!.address, '150', 15, null, '150'],
     ]);
-    expect(w.concentration).toEqual({ top1Percent: 65, top10Percent: 100, top20Percent: 100, gini: gini([650e6, 200e6, 150e6]), hhi: 0.485, level: 'high' });
+    expect(w.concentration).toEqual({
+      top1Percent: 65,
+      top10Percent: 100,
+      top20Percent: 100,
+      gini: gini([650e6, 200e6, 150e6]),
+      hhi: 0.485,
+      level: 'high',
+    });
     expect(w.recentMoves.map((m) => [m.owner, m.direction, m.amount])).toEqual(
       expect.arrayContaining([
         [holders[0]!.address, 'transfer-in', '700'],
@@ -235,14 +255,25 @@ describe('through the SDK, on the local ledger', () => {
     const times = w.recentMoves.map((m) => m.at);
     expect(times).toEqual([...times].sort().reverse()); // newest first
     expect(w.source.mode).toBe('chain');
-    expect(w.appliedPrice).toEqual({ priceUsd: '0.24', surgeMultiplier: '3', demandZone: 'surge' }); // 3 calls in the window
+    // 3 calls in the window
+    expect(w.appliedPrice).toEqual({ priceUsd: '0.24', surgeMultiplier: '3', demandZone: 'surge' });
   });
 
   it('wallet scan: balances, kind, funding source (first incoming SOL) and activity from the chain', async () => {
     const funder = generateWallet();
     await economy.ledger.airdrop(funder.address, 3_000_000_000n);
     const wallet = generateWallet();
-    const funding = await sendInstructions(rpc(), [funder], [getTransferSolInstruction({ source: createNoopSigner(address(funder.address)), destination: address(wallet.address), amount: 1_500_000_000n })]);
+    const funding = await sendInstructions(
+      rpc(),
+      [funder],
+      [
+        getTransferSolInstruction({
+          source: createNoopSigner(address(funder.address)),
+          destination: address(wallet.address),
+          amount: 1_500_000_000n,
+        }),
+      ],
+    );
     await mintTokens(rpc(), issuer, mint, issuer, 6, [{ owner: wallet.address, amount: 12_345_678n }]);
     const before = usdBalance();
     const scan = await buyer.pricing.walletScan({ body: { address: wallet.address } });
@@ -255,16 +286,28 @@ describe('through the SDK, on the local ledger', () => {
       totalValueUsd: null,
     });
     expect(scan.identity).toEqual({ kind: 'wallet', label: null, domains: null });
-    expect(scan.fundingSource).toMatchObject({ address: funder.address, kind: 'wallet', label: null, signature: funding, lamports: '1500000000' });
+    expect(scan.fundingSource).toMatchObject({
+      address: funder.address,
+      kind: 'wallet',
+      label: null,
+      signature: funding,
+      lamports: '1500000000',
+    });
     expect(scan.activity).toMatchObject({ transactionCount: 2, transactionCountIsLowerBound: false });
     expect(scan.activity.firstSeenAt).toBe(scan.fundingSource!.fundedAt);
     expect(scan.appliedPrice).toEqual({ priceUsd: '0.025', surgeMultiplier: '0.5', demandZone: 'low' });
     expect(before - usdBalance()).toBe(25_000n);
 
-    const program = await buyer.pricing.walletScan({ body: { address: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' } });
+    const program = await buyer.pricing.walletScan({
+      body: { address: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' },
+    });
     expect(program.identity).toEqual({ kind: 'program', label: 'SPL Token Program', domains: null });
     const unseen = await buyer.pricing.walletScan({ body: { address: generateWallet().address } });
-    expect(unseen).toMatchObject({ balances: { lamports: '0', tokens: [], tokenAccountCount: 0 }, fundingSource: null, activity: { transactionCount: 0, firstSeenAt: null, lastActiveAt: null } });
+    expect(unseen).toMatchObject({
+      balances: { lamports: '0', tokens: [], tokenAccountCount: 0 },
+      fundingSource: null,
+      activity: { transactionCount: 0, firstSeenAt: null, lastActiveAt: null },
+    });
   });
 
   it('trending offline: the tokens moved by the most transactions in the window, labelled chain', async () => {
@@ -272,7 +315,15 @@ describe('through the SDK, on the local ledger', () => {
     expect(t.source.mode).toBe('chain');
     expect(t.tokens.length).toBeGreaterThanOrEqual(2);
     // The stablecoin moves with every payment; the test mint in its two mints and one transfer.
-    expect(t.tokens[0]).toMatchObject({ rank: 1, mint: USDC_DEVNET, priceUsd: null, volumeUsd: null, txns: null, listedBy: ['local-ledger'], trendScore: 100 });
+    expect(t.tokens[0]).toMatchObject({
+      rank: 1,
+      mint: USDC_DEVNET,
+      priceUsd: null,
+      volumeUsd: null,
+      txns: null,
+      listedBy: ['local-ledger'],
+      trendScore: 100,
+    });
     expect(t.tokens.find((x) => x.mint === mint)).toMatchObject({ transfers: 3, priceUsd: null, marketCapUsd: null });
     const counts = t.tokens.map((x) => x.transfers!);
     expect(counts).toEqual([...counts].sort((a, b) => b - a));
@@ -284,7 +335,13 @@ describe('through the SDK, on the local ledger', () => {
     expect(a).toMatchObject({ window: '1h', bucketSeconds: 300 });
     expect(a.endpoints).toHaveLength(1);
     const e = a.endpoints[0]!;
-    expect(e.revenue).toEqual({ calls: 3, revenueUsd: '0.07', averagePriceUsd: '0.023333', lowestPriceUsd: '0.01', highestPriceUsd: '0.04' });
+    expect(e.revenue).toEqual({
+      calls: 3,
+      revenueUsd: '0.07',
+      averagePriceUsd: '0.023333',
+      lowestPriceUsd: '0.01',
+      highestPriceUsd: '0.04',
+    });
     expect(e.priceHistory).toHaveLength(12);
     expect(e.priceHistory.reduce((s, p) => s + p.calls, 0)).toBe(3);
     const all = await buyer.pricing.analytics({ query: { window: '24h' } });
@@ -302,11 +359,20 @@ describe('through the SDK, on the local ledger', () => {
     const bad = (await rejection(buyer.pricing.tokenIntel({ body: { mint: 'not-a-mint' } }))) as BadRequestError;
     expect(bad).toBeInstanceOf(BadRequestError);
     expect(JSON.stringify(bad.details)).toContain('body.mint');
-    const unknown = (await rejection(buyer.pricing.tokenIntel({ body: { mint: holders[0]!.address } }))) as NotFoundError;
+    const unknown = (await rejection(
+      buyer.pricing.tokenIntel({ body: { mint: holders[0]!.address } }),
+    )) as NotFoundError;
     expect(unknown).toBeInstanceOf(NotFoundError);
     expect(unknown.code).toBe('token_not_found');
-    expect(await rejection(buyer.pricing.whaleWatch({ body: { mint: holders[1]!.address } }))).toBeInstanceOf(NotFoundError);
-    const post = (path: string, body: unknown) => fetch(`${service.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(await rejection(buyer.pricing.whaleWatch({ body: { mint: holders[1]!.address } }))).toBeInstanceOf(
+      NotFoundError,
+    );
+    const post = (path: string, body: unknown) =>
+      fetch(`${service.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const cases: [Response, string][] = [
       [await post('/api/whale-watch', { mint, minPercent: 0 }), 'body.minPercent'],
       [await post('/api/whale-watch', { mint, limit: 101 }), 'body.limit'],
@@ -322,7 +388,11 @@ describe('through the SDK, on the local ledger', () => {
       expect(JSON.stringify(await response.json())).toContain(field);
     }
     // A payment header that is not a payment is refused with a quote at the current price, never a 5xx.
-    const junk = await fetch(`${service.url}/api/trending`, { method: 'POST', headers: { 'content-type': 'application/json', 'payment-signature': 'bm90IGEgcGF5bWVudA==' }, body: '{}' });
+    const junk = await fetch(`${service.url}/api/trending`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'payment-signature': 'bm90IGEgcGF5bWVudA==' },
+      body: '{}',
+    });
     expect(junk.status).toBe(402);
     expect(usdBalance()).toBe(before);
   });
@@ -340,7 +410,13 @@ describe('with live market data (DexScreener replayed)', () => {
   const listedOnlyByBoosts = generateWallet().address;
   const listedOnlyByProfiles = generateWallet().address;
   const WSOL = 'So11111111111111111111111111111111111111112';
-  const clientFor = async (url: string) => createClient({ baseUrls: { pricing: url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+  const clientFor = async (url: string) =>
+    createClient({
+      baseUrls: { pricing: url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
 
   beforeAll(async () => {
     economy = await startEconomy();
@@ -356,33 +432,75 @@ describe('with live market data (DexScreener replayed)', () => {
     ]);
     // DexScreener's documented shapes: /token-pairs/v1/{chain}/{token} (pairs), /token-boosts/top/v1 and
     // /token-profiles/latest/v1 (arrays of { chainId, tokenAddress, … }).
-    const pair = (address: string, dexId: string, liquidity: number, price: string, base: string, quote = { address: WSOL, symbol: 'SOL' }) => ({
-      chainId: 'solana', dexId, pairAddress: address,
-      baseToken: { address: base, name: 'Test', symbol: 'TST' }, quoteToken: quote,
-      priceUsd: price, txns: { h1: { buys: 5, sells: 2 }, h6: { buys: 20, sells: 10 }, h24: { buys: 100, sells: 50 } },
-      volume: { h1: 100, h6: 600, h24: 2000.375 }, priceChange: { h1: -0.5, h6: 2, h24: 12.5 }, liquidity: { usd: liquidity },
-      fdv: 15200, marketCap: 15200, pairCreatedAt: Date.parse('2026-11-18T00:00:00Z'),
+    const pair = (
+      address: string,
+      dexId: string,
+      liquidity: number,
+      price: string,
+      base: string,
+      quote = { address: WSOL, symbol: 'SOL' },
+    ) => ({
+      chainId: 'solana',
+      dexId,
+      pairAddress: address,
+      baseToken: { address: base, name: 'Test', symbol: 'TST' },
+      quoteToken: quote,
+      priceUsd: price,
+      txns: { h1: { buys: 5, sells: 2 }, h6: { buys: 20, sells: 10 }, h24: { buys: 100, sells: 50 } },
+      volume: { h1: 100, h6: 600, h24: 2000.375 },
+      priceChange: { h1: -0.5, h6: 2, h24: 12.5 },
+      liquidity: { usd: liquidity },
+      fdv: 15200,
+      marketCap: 15200,
+      pairCreatedAt: Date.parse('2026-11-18T00:00:00Z'),
     });
     replay = createServer((req, res) => {
       if (failing) return void res.writeHead(503).end();
       res.setHeader('content-type', 'application/json');
       const url = req.url ?? '';
       if (url === `/token-pairs/v1/solana/${mint}`) {
-        return void res.end(JSON.stringify([pair('PairSmall1111111111111111111111111111111111', 'orca', 5_000.25, '0.0150', mint), pair('PairBig111111111111111111111111111111111111', 'raydium', 20_000.5, '0.0152', mint)]));
+        return void res.end(
+          JSON.stringify([
+            pair('PairSmall1111111111111111111111111111111111', 'orca', 5_000.25, '0.0150', mint),
+            pair('PairBig111111111111111111111111111111111111', 'raydium', 20_000.5, '0.0152', mint),
+          ]),
+        );
       }
       if (url === `/token-pairs/v1/solana/${WSOL}`) {
-        return void res.end(JSON.stringify([pair('PairSoL111111111111111111111111111111111111', 'raydium', 9_000_000, '150', WSOL, { address: USDC_DEVNET, symbol: 'USDC' })]));
+        return void res.end(
+          JSON.stringify([
+            pair('PairSoL111111111111111111111111111111111111', 'raydium', 9_000_000, '150', WSOL, {
+              address: USDC_DEVNET,
+              symbol: 'USDC',
+            }),
+          ]),
+        );
       }
       if (url.startsWith('/token-pairs/v1/solana/')) return void res.end('[]');
       if (url === '/token-boosts/top/v1') {
-        return void res.end(JSON.stringify([{ chainId: 'solana', tokenAddress: listedOnlyByBoosts, amount: 500 }, { chainId: 'ethereum', tokenAddress: '0xabc' }, { chainId: 'solana', tokenAddress: mint, amount: 100 }]));
+        return void res.end(
+          JSON.stringify([
+            { chainId: 'solana', tokenAddress: listedOnlyByBoosts, amount: 500 },
+            { chainId: 'ethereum', tokenAddress: '0xabc' },
+            { chainId: 'solana', tokenAddress: mint, amount: 100 },
+          ]),
+        );
       }
-      if (url === '/token-profiles/latest/v1') return void res.end(JSON.stringify([{ chainId: 'solana', tokenAddress: mint }, { chainId: 'solana', tokenAddress: listedOnlyByProfiles }]));
+      if (url === '/token-profiles/latest/v1')
+        return void res.end(
+          JSON.stringify([
+            { chainId: 'solana', tokenAddress: mint },
+            { chainId: 'solana', tokenAddress: listedOnlyByProfiles },
+          ]),
+        );
       res.writeHead(404).end();
     });
     await new Promise<void>((resolve) => replay.listen(0, '127.0.0.1', resolve));
     replayUrl = `http://127.0.0.1:${(replay.address() as AddressInfo).port}`;
-    service = await economy.startPaidService((context) => createPricingApp(context, { market: 'live', dexScreenerUrl: replayUrl }), { id: 'pricing' });
+    service = await economy.startPaidService(
+      (context) => createPricingApp(context, { market: 'live', dexScreenerUrl: replayUrl }),
+      { id: 'pricing' },
+    );
     buyer = await clientFor(service.url);
   });
   afterAll(async () => {
@@ -400,9 +518,20 @@ describe('with live market data (DexScreener replayed)', () => {
       marketCapUsd: '15200',
       fdvUsd: '15200',
       pairCount: 2,
-      primaryPair: { dex: 'raydium', pairAddress: 'PairBig111111111111111111111111111111111111', quoteSymbol: 'SOL', liquidityUsd: '20000.5', createdAt: '2026-11-18T00:00:00.000Z' },
+      primaryPair: {
+        dex: 'raydium',
+        pairAddress: 'PairBig111111111111111111111111111111111111',
+        quoteSymbol: 'SOL',
+        liquidityUsd: '20000.5',
+        createdAt: '2026-11-18T00:00:00.000Z',
+      },
     });
-    expect(t).toMatchObject({ name: 'Test', symbol: 'TST', supply: '1000000', holders: { total: 2, largestHolderPercent: 99.9 } });
+    expect(t).toMatchObject({
+      name: 'Test',
+      symbol: 'TST',
+      supply: '1000000',
+      holders: { total: 2, largestHolderPercent: 99.9 },
+    });
     expect(t.source).toMatchObject({ mode: 'live', providers: ['local-ledger', 'dexscreener'] });
   });
 
@@ -413,14 +542,35 @@ describe('with live market data (DexScreener replayed)', () => {
       [2, listedOnlyByBoosts, ['dexscreener-boosts']],
       [3, listedOnlyByProfiles, ['dexscreener-profiles']],
     ]);
-    expect(t.tokens[0]).toMatchObject({ symbol: 'TST', priceUsd: '0.0152', priceChangePercent: 2, volumeUsd: '1200', liquidityUsd: '25000.75', txns: { buys: 40, sells: 20 }, transfers: null, trendScore: 100 });
-    expect(t.tokens[1]).toMatchObject({ priceUsd: null, txns: null, trendScore: Math.round(((1 / 61) / (1 / 62 + 1 / 61)) * 10000) / 100 });
-    expect(t.source).toMatchObject({ mode: 'live', providers: ['dexscreener-boosts', 'dexscreener-profiles', 'dexscreener'] });
+    expect(t.tokens[0]).toMatchObject({
+      symbol: 'TST',
+      priceUsd: '0.0152',
+      priceChangePercent: 2,
+      volumeUsd: '1200',
+      liquidityUsd: '25000.75',
+      txns: { buys: 40, sells: 20 },
+      transfers: null,
+      trendScore: 100,
+    });
+    expect(t.tokens[1]).toMatchObject({
+      priceUsd: null,
+      txns: null,
+      trendScore: Math.round((1 / 61 / (1 / 62 + 1 / 61)) * 10000) / 100,
+    });
+    expect(t.source).toMatchObject({
+      mode: 'live',
+      providers: ['dexscreener-boosts', 'dexscreener-profiles', 'dexscreener'],
+    });
   });
 
   it('wallet scan and whale watch: USD values from the live prices', async () => {
     const scan = await buyer.pricing.walletScan({ body: { address: holder.address } });
-    expect(scan.balances).toMatchObject({ sol: '2', solValueUsd: '300', tokens: [{ mint, symbol: null, amount: '1000', valueUsd: '15.2' }], totalValueUsd: '315.2' });
+    expect(scan.balances).toMatchObject({
+      sol: '2',
+      solValueUsd: '300',
+      tokens: [{ mint, symbol: null, amount: '1000', valueUsd: '15.2' }],
+      totalValueUsd: '315.2',
+    });
     expect(scan.source.mode).toBe('live');
     const whales = await buyer.pricing.whaleWatch({ body: { mint, minPercent: 0.1 } });
     expect(whales.whales.map((w) => [w.owner, w.amount, w.valueUsd])).toEqual([
@@ -433,7 +583,10 @@ describe('with live market data (DexScreener replayed)', () => {
     failing = true;
     const before = economy.ledger.tokenBalance(economy.buyer.address);
     // The first service keeps its reads for 30 s; a fresh one asks the providers anew.
-    const fresh = await economy.startPaidService((context) => createPricingApp(context, { market: 'live', dexScreenerUrl: replayUrl }), { id: 'pricing' });
+    const fresh = await economy.startPaidService(
+      (context) => createPricingApp(context, { market: 'live', dexScreenerUrl: replayUrl }),
+      { id: 'pricing' },
+    );
     const client = await clientFor(fresh.url);
     for (const call of [client.pricing.trending({ body: {} }), client.pricing.tokenIntel({ body: { mint } })]) {
       const error = (await rejection(call)) as InternalServerError;
@@ -456,7 +609,8 @@ describe('replicas on one database', () => {
 
   beforeAll(async () => {
     economy = await startEconomy();
-    const factory = (context: Parameters<typeof createPricingApp>[0]) => createPricingApp(context, { baselineCallsPerMinute: 0.2, now: clock });
+    const factory = (context: Parameters<typeof createPricingApp>[0]) =>
+      createPricingApp(context, { baselineCallsPerMinute: 0.2, now: clock });
     first = await economy.startPaidService(factory, { id: 'pricing' });
     // The second replica: the same wallet and database, its own address.
     second = await startService(factory, {
@@ -473,15 +627,28 @@ describe('replicas on one database', () => {
   });
 
   it('share the demand and honour each other’s quotes', async () => {
-    const buyer = createClient({ baseUrls: { pricing: first.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const buyer = createClient({
+      baseUrls: { pricing: first.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const sold = await buyer.pricing.trending({ body: { window: '1h', limit: 3 } });
     expect(sold.appliedPrice.priceUsd).toBe('0.005');
     // A sale through the first replica is demand the second one prices by.
     const onSecond = createClient({ baseUrls: { pricing: second.url }, maxRetries: 0 });
-    expect(await onSecond.pricing.priceCheck({ params: { endpoint: 'trending' } })).toMatchObject({ currentPriceUsd: '0.01', surgeMultiplier: '1', demand: { callsInWindow: 1 } });
+    expect(await onSecond.pricing.priceCheck({ params: { endpoint: 'trending' } })).toMatchObject({
+      currentPriceUsd: '0.01',
+      surgeMultiplier: '1',
+      demand: { callsInWindow: 1 },
+    });
     // A quote the second replica gave is paid on the first, after the price moved again.
     const body = JSON.stringify({ window: '1h', limit: 3 });
-    const quoted = await fetch(`${second.url}/api/trending`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const quoted = await fetch(`${second.url}/api/trending`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     const requirements = (decodeX402Header(quoted.headers.get('payment-required')!) as PaymentRequired).accepts[0]!;
     expect(requirements.amount).toBe('10000');
     await buyer.pricing.trending({ body: { window: '1h', limit: 3 } });
@@ -492,11 +659,18 @@ describe('replicas on one database', () => {
     const transaction = await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash });
     const paid = await fetch(`${first.url}/api/trending`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'payment-signature': paymentHeader(requirements, transaction, `${first.url}/api/trending`) },
+      headers: {
+        'content-type': 'application/json',
+        'payment-signature': paymentHeader(requirements, transaction, `${first.url}/api/trending`),
+      },
       body,
     });
     expect(paid.status).toBe(200);
-    expect(((await paid.json()) as { appliedPrice: unknown }).appliedPrice).toEqual({ priceUsd: '0.01', surgeMultiplier: '1', demandZone: 'normal' });
+    expect(((await paid.json()) as { appliedPrice: unknown }).appliedPrice).toEqual({
+      priceUsd: '0.01',
+      surgeMultiplier: '1',
+      demandZone: 'normal',
+    });
     expect(before - economy.ledger.tokenBalance(economy.buyer.address)).toBe(10_000n);
     const analytics = await onSecond.pricing.analytics({ query: { window: '1h', endpoint: 'trending' } });
     expect(analytics.totals).toEqual({ calls: 3, revenueUsd: '0.025' });

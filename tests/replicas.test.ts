@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PAYMENT_RESPONSE_HEADER, decodeX402Header, education } from '@agent-economy/contracts';
@@ -9,9 +8,10 @@ import { PaymentRequiredError, createServiceClient } from '@agent-economy/sdk';
 import { createSolanaRpc } from '@solana/kit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 import { buildPaymentTransaction, paymentHeader } from './support/payments';
+import { freePort, postgresReachable } from './support/servers';
 
 // Two education processes behind one PostgreSQL, as replicas behind a load balancer: the same payment
 // sent to both at once buys one lesson and settles once; the other replica answers a clear 402.
@@ -19,30 +19,7 @@ import { buildPaymentTransaction, paymentHeader } from './support/payments';
 const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const root = new URL('..', import.meta.url).pathname;
 
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-const hasPostgres = await reachable(DATABASE_URL);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+const hasPostgres = await postgresReachable(DATABASE_URL);
 
 function startReplica(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=ae-source', 'servers/src/main.ts'], {
@@ -99,7 +76,11 @@ describe.skipIf(!hasPostgres)('replicas on one PostgreSQL', () => {
 
   afterAll(async () => {
     for (const replica of replicas) replica.child.kill('SIGINT');
-    await Promise.all(replicas.map((r) => new Promise((resolve) => (r.child.exitCode !== null ? resolve(null) : r.child.on('exit', resolve)))));
+    await Promise.all(
+      replicas.map(
+        (r) => new Promise((resolve) => (r.child.exitCode !== null ? resolve(null) : r.child.on('exit', resolve))),
+      ),
+    );
     for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
     const admin = new pg.Client({ connectionString: DATABASE_URL });
     await admin.connect();
@@ -117,10 +98,18 @@ describe.skipIf(!hasPostgres)('replicas on one PostgreSQL', () => {
     expect(requirements.payTo).toBe(sellerWallet.address);
 
     const { value } = await createSolanaRpc(economy.rpcUrl).getLatestBlockhash().send();
-    const header = paymentHeader(requirements, await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value }), quoteError.quote.resource.url);
+    const header = paymentHeader(
+      requirements,
+      await buildPaymentTransaction({ payer: economy.buyer, requirements, blockhash: value }),
+      quoteError.quote.resource.url,
+    );
     const before = economy.ledger.tokenBalance(economy.buyer.address);
 
-    const outcomes = await Promise.allSettled([first!, second!].map((client) => client.lesson.withResponse(args as never, { headers: { 'payment-signature': header } })));
+    const outcomes = await Promise.allSettled(
+      [first!, second!].map((client) =>
+        client.lesson.withResponse(args as never, { headers: { 'payment-signature': header } }),
+      ),
+    );
     const served = outcomes.filter((o) => o.status === 'fulfilled');
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
     expect(served).toHaveLength(1);
@@ -128,9 +117,17 @@ describe.skipIf(!hasPostgres)('replicas on one PostgreSQL', () => {
     expect(refused[0]!.reason).toBeInstanceOf(PaymentRequiredError);
     expect(refused[0]!.reason.code).toBe('payment_already_used');
 
-    const receipt = decodeX402Header((served[0] as PromiseFulfilledResult<{ headers: Record<string, string> }>).value.headers[PAYMENT_RESPONSE_HEADER]!) as { transaction: string };
+    const receipt = decodeX402Header(
+      (served[0] as PromiseFulfilledResult<{ headers: Record<string, string> }>).value.headers[
+        PAYMENT_RESPONSE_HEADER
+      ]!,
+    ) as { transaction: string };
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before - BigInt(requirements.amount));
-    const settled = await economy.facilitator.database.db.selectFrom('facilitator_settlements').select(['transaction', 'status']).where('payer', '=', economy.buyer.address).execute();
+    const settled = await economy.facilitator.database.db
+      .selectFrom('facilitator_settlements')
+      .select(['transaction', 'status'])
+      .where('payer', '=', economy.buyer.address)
+      .execute();
     expect(settled.filter((s) => s.status === 'settled').map((s) => s.transaction)).toContain(receipt.transaction);
     expect(settled).toHaveLength(1);
   });

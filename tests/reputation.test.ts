@@ -10,10 +10,8 @@ import {
   walletFromSecretKey,
   type Signer,
 } from '@agent-economy/sdk';
-import { loadConfig } from '../servers/src/config';
 import { createReputationApp } from '../servers/src/services/reputation';
-import { decayedWeight, reportPoints, scoreOf, tierOf } from '../servers/src/services/reputation/domain';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
 
@@ -29,62 +27,37 @@ let alice: Signer, bob: Signer, carol: Signer, dave: Signer, erin: Signer, escro
 const signer = () => walletFromSecretKey(generateWallet().secretKey);
 /** A client that proves `wallet` (SIGN-IN-WITH-X) and never pays. */
 const as = (wallet: Signer | undefined, url = service.url) =>
-  createClient({ baseUrls: { reputation: url }, ...(wallet ? { wallet } : {}), payments: false, maxRetries: 0 }).reputation;
+  createClient({ baseUrls: { reputation: url }, ...(wallet ? { wallet } : {}), payments: false, maxRetries: 0 })
+    .reputation;
 const escrowId = (n: number) => `esc_${'T'.repeat(15)}${n}`;
 
 async function reportCount(): Promise<number> {
-  const row = await service.database.db.selectFrom('reputation_reports').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const row = await service.database.db
+    .selectFrom('reputation_reports')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 beforeAll(async () => {
-  [alice, bob, carol, dave, erin, escrow] = await Promise.all([signer(), signer(), signer(), signer(), signer(), signer()]);
+  [alice, bob, carol, dave, erin, escrow] = await Promise.all([
+    signer(),
+    signer(),
+    signer(),
+    signer(),
+    signer(),
+    signer(),
+  ]);
   service = await startService(
-    (c) => createReputationApp({ ...c, prices: { report: FREE, get: FREE, top: FREE } }, { trustedReporters: [escrow.address] }),
+    (c) =>
+      createReputationApp(
+        { ...c, prices: { report: FREE, get: FREE, top: FREE } },
+        { trustedReporters: [escrow.address] },
+      ),
     { id: 'reputation' },
   );
 });
 afterAll(() => service?.close());
-
-describe('formulas', () => {
-  it('gives the contract’s points per outcome, averaged with the rating', () => {
-    expect(reportPoints('completed')).toBe(100);
-    expect(reportPoints('completed', 5)).toBe(100);
-    expect(reportPoints('completed', 1)).toBe(50);
-    expect(reportPoints('auto_released', 3)).toBe(65);
-    expect(reportPoints('dispute_won')).toBe(90);
-    expect(reportPoints('dispute_split', 2)).toBe(37.5);
-    expect(reportPoints('dispute_lost', 5)).toBe(50);
-    expect(reportPoints('expired')).toBe(0);
-  });
-
-  it('halves a weight every 180 days and smooths toward 50 with weight 5', () => {
-    const t0 = new Date('2026-01-01T00:00:00.000Z');
-    expect(decayedWeight({ weight: 1, createdAt: t0 }, new Date(t0.getTime() + 180 * DAY))).toBeCloseTo(0.5, 12);
-    expect(decayedWeight({ weight: 0.25, createdAt: t0 }, new Date(t0.getTime() + 360 * DAY))).toBeCloseTo(0.0625, 12);
-    expect(scoreOf([], t0)).toEqual({ score: 50, totalWeight: 0 });
-    // (250 + 1×100 + 0.25×0) / (5 + 1.25) = 56
-    expect(scoreOf([{ weight: 1, points: 100, createdAt: t0 }, { weight: 0.25, points: 0, createdAt: t0 }], t0).score).toBeCloseTo(56, 12);
-  });
-
-  it('assigns tiers by score and trade count', () => {
-    expect(tierOf(50, 0, 0)).toBe('unrated');
-    expect(tierOf(99, 4, 4)).toBe('new');
-    expect(tierOf(59.99, 5, 5)).toBe('bronze');
-    expect(tierOf(60, 5, 5)).toBe('silver');
-    expect(tierOf(75, 5, 5)).toBe('gold');
-    expect(tierOf(95, 19, 19)).toBe('gold');
-    expect(tierOf(90, 20, 20)).toBe('platinum');
-  });
-
-  it('reads trusted reporters from REPUTATION_TRUSTED_REPORTERS and names a bad one', () => {
-    const a = generateWallet().address;
-    const b = generateWallet().address;
-    expect(loadConfig([], { REPUTATION_TRUSTED_REPORTERS: ` ${a}, ${b} ,` }).REPUTATION_TRUSTED_REPORTERS).toEqual([a, b]);
-    expect(loadConfig([], {}).REPUTATION_TRUSTED_REPORTERS).toEqual([]);
-    expect(() => loadConfig([], { REPUTATION_TRUSTED_REPORTERS: `${a},not-an-address` })).toThrow(/REPUTATION_TRUSTED_REPORTERS: "not-an-address" /);
-  });
-});
 
 describe('reports and profiles', () => {
   it('answers an agent nobody reported on: score 50, unrated, confidence 0', async () => {
@@ -101,13 +74,31 @@ describe('reports and profiles', () => {
       lastTradeAt: null,
       history: { items: [], nextCursor: null },
     });
-    expect(profile.asSeller).toEqual({ score: null, trades: 0, completed: 0, disputes: 0, disputesLost: 0, expired: 0, completionRate: null, disputeRate: null, volume: '0' });
+    expect(profile.asSeller).toEqual({
+      score: null,
+      trades: 0,
+      completed: 0,
+      disputes: 0,
+      disputesLost: 0,
+      expired: 0,
+      completionRate: null,
+      disputeRate: null,
+      volume: '0',
+    });
   });
 
   it('weighs an unverified report 0 and a trusted service’s 1, and scores them by hand', async () => {
     // Alice's own report: unverified (it cites no transfer), points 100, weight 0: the score stays 250 / 5 = 50.
     const first = await as(alice).report({
-      body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: '2500000', escrowId: escrowId(1), comment: 'Delivered early.' },
+      body: {
+        subject: bob.address,
+        subjectRole: 'seller',
+        outcome: 'completed',
+        rating: 5,
+        amount: '2500000',
+        escrowId: escrowId(1),
+        comment: 'Delivered early.',
+      },
     });
     expect(first).toMatchObject({
       reporter: alice.address,
@@ -129,58 +120,89 @@ describe('reports and profiles', () => {
     // The escrow service reports Carol's rating 4 of another trade: verified, points (100 + 75) / 2 = 87.5,
     // score (250 + 87.5) / 6 = 56.25.
     const second = await as(escrow).report({
-      body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', rating: 4, amount: '1000000', escrowId: escrowId(2), ratedBy: carol.address },
+      body: {
+        subject: bob.address,
+        subjectRole: 'seller',
+        outcome: 'completed',
+        rating: 4,
+        amount: '1000000',
+        escrowId: escrowId(2),
+        ratedBy: carol.address,
+      },
     });
-    expect(second).toMatchObject({ reporter: escrow.address, ratedBy: carol.address, verified: true, weight: 1, points: 87.5, scoreBefore: 50, scoreAfter: 56.25 });
+    expect(second).toMatchObject({
+      reporter: escrow.address,
+      ratedBy: carol.address,
+      verified: true,
+      weight: 1,
+      points: 87.5,
+      scoreBefore: 50,
+      scoreAfter: 56.25,
+    });
 
     // Bob as a buyer, auto-released by the escrow's timer: points 80, score (250 + 167.5) / 7 = 59.64.
     const third = await as(escrow).report({
-      body: { subject: bob.address, subjectRole: 'buyer', outcome: 'auto_released', amount: '500000', escrowId: escrowId(3), ratedBy: dave.address },
+      body: {
+        subject: bob.address,
+        subjectRole: 'buyer',
+        outcome: 'auto_released',
+        amount: '500000',
+        escrowId: escrowId(3),
+        ratedBy: dave.address,
+      },
     });
     expect(third).toMatchObject({ verified: true, points: 80, rating: null, scoreBefore: 56.25, scoreAfter: 59.64 });
   });
 
   it('shows the profile with per-role statistics, newest report first', async () => {
     const profile = await as(undefined).get({ params: { agentId: bob.address } });
+    // Figures from the two verified reports only: Alice's unverified one is in the history, nowhere else.
     expect(profile).toMatchObject({
       score: 59.64,
       tier: 'new',
       confidence: 0.2857, // 2 / 7
-      tradeCount: 3,
+      tradeCount: 2,
       verifiedTradeCount: 2,
-      averageRating: 4.5,
-      ratingCount: 2,
-      volume: '4000000',
+      averageRating: 4,
+      ratingCount: 1,
+      volume: '1500000',
     });
     expect(profile.asSeller).toEqual({
       score: 56.25,
-      trades: 2,
-      completed: 2,
+      trades: 1,
+      completed: 1,
       disputes: 0,
       disputesLost: 0,
       expired: 0,
       completionRate: 1,
       disputeRate: 0,
-      volume: '3500000',
+      volume: '1000000',
     });
     // (250 + 80) / 6 = 55
     expect(profile.asBuyer).toMatchObject({ score: 55, trades: 1, completed: 1, volume: '500000' });
     expect(profile.history.items.map((r) => r.escrowId)).toEqual([escrowId(3), escrowId(2), escrowId(1)]);
-    expect(profile.firstSeenAt).toBe(profile.history.items[2]!.createdAt);
+    expect(profile.history.items.map((r) => r.verified)).toEqual([true, true, false]);
+    // First seen in a verified report: being named by someone who shows no trade is no appearance.
+    expect(profile.firstSeenAt).toBe(profile.history.items[1]!.createdAt);
     expect(profile.lastTradeAt).toBe(profile.history.items[0]!.createdAt);
 
     const page1 = await as(undefined).get({ params: { agentId: bob.address }, query: { limit: 2 } });
     expect(page1.history.items.map((r) => r.escrowId)).toEqual([escrowId(3), escrowId(2)]);
-    const page2 = await as(undefined).get({ params: { agentId: bob.address }, query: { limit: 2, cursor: page1.history.nextCursor! } });
+    const page2 = await as(undefined).get({
+      params: { agentId: bob.address },
+      query: { limit: 2, cursor: page1.history.nextCursor! },
+    });
     expect(page2.history.items.map((r) => r.escrowId)).toEqual([escrowId(1)]);
     expect(page2.history.nextCursor).toBeNull();
   });
 
   it('counts the escrow’s report and the buyer’s own about one trade as one trade', async () => {
     // Dave's view of escrow 3 (Bob as buyer) adds a report but not a trade: the escrow's verified report decides.
-    await as(dave).report({ body: { subject: bob.address, subjectRole: 'buyer', outcome: 'dispute_split', escrowId: escrowId(3) } });
+    await as(dave).report({
+      body: { subject: bob.address, subjectRole: 'buyer', outcome: 'dispute_split', escrowId: escrowId(3) },
+    });
     const profile = await as(undefined).get({ params: { agentId: bob.address } });
-    expect(profile.tradeCount).toBe(3);
+    expect(profile.tradeCount).toBe(2);
     expect(profile.asBuyer).toMatchObject({ trades: 1, completed: 1, disputes: 0, volume: '500000' });
     // Dave's own report is unverified: shown, weighing nothing; the score stays (250 + 167.5) / 7 = 59.64.
     expect(profile.score).toBe(59.64);
@@ -189,17 +211,31 @@ describe('reports and profiles', () => {
 
   it('keeps amounts beyond 64 bits exact', async () => {
     const big = '9999999999999999999999999';
-    const report = await as(carol).report({ body: { subject: alice.address, subjectRole: 'buyer', outcome: 'completed', amount: big } });
+    const report = await as(escrow).report({
+      body: {
+        subject: alice.address,
+        subjectRole: 'buyer',
+        outcome: 'completed',
+        amount: big,
+        escrowId: escrowId(4),
+        ratedBy: carol.address,
+      },
+    });
     expect(report.amount).toBe(big);
     const profile = await as(undefined).get({ params: { agentId: alice.address } });
-    expect(profile).toMatchObject({ volume: big, tradeCount: 1, tier: 'unrated', score: 50 });
+    // (250 + 100) / 6 = 58.33
+    expect(profile).toMatchObject({ volume: big, tradeCount: 1, tier: 'new', score: 58.33 });
     // Out again, so the rankings and statistics below are about the fixed set worked out by hand.
     await service.database.db.deleteFrom('reputation_reports').where('id', '=', report.id).execute();
   });
 
   it('lets weights decay: a server whose clock is 360 days later scores the same reports at a quarter weight', async () => {
     const later = await startService(
-      (c) => createReputationApp({ ...c, prices: { get: FREE } }, { trustedReporters: [escrow.address], now: () => new Date(Date.now() + 360 * DAY) }),
+      (c) =>
+        createReputationApp(
+          { ...c, prices: { get: FREE } },
+          { trustedReporters: [escrow.address], now: () => new Date(Date.now() + 360 * DAY) },
+        ),
       { id: 'reputation', database: service.database },
     );
     try {
@@ -217,18 +253,45 @@ describe('rankings and statistics', () => {
   beforeAll(async () => {
     // Dave: five verified seller trades rated 5: (250 + 500) / 10 = 75, gold. Erin: one lost dispute: 250 / 6 = 41.67.
     for (let i = 0; i < 5; i++) {
-      await as(escrow).report({ body: { subject: dave.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: '1000000', escrowId: escrowId(10 + i), ratedBy: carol.address } });
+      await as(escrow).report({
+        body: {
+          subject: dave.address,
+          subjectRole: 'seller',
+          outcome: 'completed',
+          rating: 5,
+          amount: '1000000',
+          escrowId: escrowId(10 + i),
+          ratedBy: carol.address,
+        },
+      });
     }
-    await as(escrow).report({ body: { subject: erin.address, subjectRole: 'seller', outcome: 'dispute_lost', amount: '700000', escrowId: escrowId(20), ratedBy: alice.address } });
+    await as(escrow).report({
+      body: {
+        subject: erin.address,
+        subjectRole: 'seller',
+        outcome: 'dispute_lost',
+        amount: '700000',
+        escrowId: escrowId(20),
+        ratedBy: alice.address,
+      },
+    });
   });
 
   it('ranks agents by score, filtered by role and trade count, paged', async () => {
-    const any = await as(undefined).top({ query: { minTrades: 3 } });
+    // Bob has two verified trades (Alice's unverified report of escrow 1 is no trade).
+    const any = await as(undefined).top({ query: { minTrades: 2 } });
     expect(any.items.map((a) => [a.rank, a.agentId, a.score, a.tier])).toEqual([
       [1, dave.address, 75, 'gold'],
       [2, bob.address, 59.64, 'new'],
     ]);
-    expect(any.items[0]).toMatchObject({ tradeCount: 5, completionRate: 1, disputeRate: 0, averageRating: 5, volume: '5000000', confidence: 0.5 });
+    expect(any.items[0]).toMatchObject({
+      tradeCount: 5,
+      completionRate: 1,
+      disputeRate: 0,
+      averageRating: 5,
+      volume: '5000000',
+      confidence: 0.5,
+    });
     expect(any.nextCursor).toBeNull();
 
     const all = await as(undefined).top({ query: { minTrades: 0, limit: 2 } });
@@ -264,29 +327,39 @@ describe('rankings and statistics', () => {
 describe('refusals', () => {
   it('needs SIGN-IN-WITH-X to report', async () => {
     const before = await reportCount();
-    const error = await as(undefined).report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed' } }).catch((e) => e);
+    const error = await as(undefined)
+      .report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error.code).toBe('siwx_invalid');
     expect(await reportCount()).toBe(before);
   });
 
   it('refuses ratedBy from a caller that is not a trusted service (403 not_trusted_reporter)', async () => {
-    const error = await as(alice).report({ body: { subject: erin.address, subjectRole: 'seller', outcome: 'completed', ratedBy: carol.address } }).catch((e) => e);
+    const error = await as(alice)
+      .report({ body: { subject: erin.address, subjectRole: 'seller', outcome: 'completed', ratedBy: carol.address } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(PermissionDeniedError);
     expect(error.code).toBe('not_trusted_reporter');
   });
 
   it('refuses a report about oneself (422 self_report), also through a trusted service', async () => {
-    const own = await as(alice).report({ body: { subject: alice.address, subjectRole: 'seller', outcome: 'completed', rating: 5 } }).catch((e) => e);
+    const own = await as(alice)
+      .report({ body: { subject: alice.address, subjectRole: 'seller', outcome: 'completed', rating: 5 } })
+      .catch((e) => e);
     expect(own).toBeInstanceOf(UnprocessableEntityError);
     expect(own.code).toBe('self_report');
-    const relayed = await as(escrow).report({ body: { subject: carol.address, subjectRole: 'seller', outcome: 'completed', ratedBy: carol.address } }).catch((e) => e);
+    const relayed = await as(escrow)
+      .report({ body: { subject: carol.address, subjectRole: 'seller', outcome: 'completed', ratedBy: carol.address } })
+      .catch((e) => e);
     expect(relayed.code).toBe('self_report');
   });
 
   it('accepts one report per reporter per escrow about a subject (409 duplicate_report)', async () => {
     const before = await reportCount();
-    const error = await as(alice).report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'expired', escrowId: escrowId(1) } }).catch((e) => e);
+    const error = await as(alice)
+      .report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'expired', escrowId: escrowId(1) } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(ConflictError);
     expect(error.code).toBe('duplicate_report');
     expect(error.details.reportId).toMatch(/^rep_/);
@@ -296,7 +369,11 @@ describe('refusals', () => {
   it('needs the chain to weigh a cited transaction: 502 upstream_unavailable with Retry-After, nothing stored', async () => {
     // This service's RPC address has nothing listening, like a cluster that is down.
     const before = await reportCount();
-    const error = await as(alice).report({ body: { subject: erin.address, subjectRole: 'seller', outcome: 'completed', signature: '1'.repeat(64) } }).catch((e) => e);
+    const error = await as(alice)
+      .report({
+        body: { subject: erin.address, subjectRole: 'seller', outcome: 'completed', signature: '1'.repeat(64) },
+      })
+      .catch((e) => e);
     expect(error.status).toBe(502);
     expect(error.code).toBe('upstream_unavailable');
     expect(error.headers['retry-after']).toBe('5');
@@ -324,25 +401,44 @@ describe('refusals', () => {
       [{ stars: 5 }, 'body.stars'],
     ];
     for (const [change, field] of cases) {
-      const error = await as(alice).report({ body: { ...valid, ...change } as never }).catch((e) => e);
+      const error = await as(alice)
+        .report({ body: { ...valid, ...change } as never })
+        .catch((e) => e);
       expect(error, JSON.stringify(change)).toBeInstanceOf(BadRequestError);
-      expect(error.fields.map((f: { field: string }) => f.field), JSON.stringify(change)).toContain(field);
+      expect(
+        error.fields.map((f: { field: string }) => f.field),
+        JSON.stringify(change),
+      ).toContain(field);
     }
-    const missing = await as(alice).report({ body: { subject: erin.address } as never }).catch((e) => e);
+    const missing = await as(alice)
+      .report({ body: { subject: erin.address } as never })
+      .catch((e) => e);
     expect(missing.fields.map((f: { field: string }) => f.field).sort()).toEqual(['body.outcome', 'body.subjectRole']);
     expect(await reportCount()).toBe(before);
   });
 
   it('answers 400 for a bad agent id, limit, role or cursor', async () => {
-    const fieldsOf = async (p: Promise<unknown>) => ((await p.catch((e) => e)) as BadRequestError).fields.map((f) => f.field);
+    const fieldsOf = async (p: Promise<unknown>) =>
+      ((await p.catch((e) => e)) as BadRequestError).fields.map((f) => f.field);
     expect(await fieldsOf(as(undefined).get({ params: { agentId: 'bob' } }))).toEqual(['params.agentId']);
-    expect(await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { limit: 0 } }))).toEqual(['query.limit']);
-    expect(await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { cursor: 'garbage' } }))).toEqual(['query.cursor']);
+    expect(await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { limit: 0 } }))).toEqual([
+      'query.limit',
+    ]);
+    expect(
+      await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { cursor: 'garbage' } })),
+    ).toEqual(['query.cursor']);
+    expect(
+      await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { verified: 'yes' as never } })),
+    ).toEqual(['query.verified']);
     expect(await fieldsOf(as(undefined).top({ query: { role: 'admin' as never } }))).toEqual(['query.role']);
     expect(await fieldsOf(as(undefined).top({ query: { minTrades: -1 } }))).toEqual(['query.minTrades']);
     expect(await fieldsOf(as(undefined).top({ query: { cursor: 'garbage' } }))).toEqual(['query.cursor']);
-    const forged = Buffer.from(JSON.stringify({ t: new Date().toISOString(), id: "x' or 1=1\u0000" })).toString('base64url');
-    expect(await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { cursor: forged } }))).toEqual(['query.cursor']);
+    const forged = Buffer.from(JSON.stringify({ t: new Date().toISOString(), id: "x' or 1=1\u0000" })).toString(
+      'base64url',
+    );
+    expect(await fieldsOf(as(undefined).get({ params: { agentId: bob.address }, query: { cursor: forged } }))).toEqual([
+      'query.cursor',
+    ]);
   });
 });
 
@@ -354,15 +450,24 @@ describe('paid and verified on chain', () => {
   beforeAll(async () => {
     economy = await startEconomy();
     buyer = await walletFromSecretKey(economy.buyer.secretKey);
-    paid = await economy.startPaidService((c) => createReputationApp(c, { trustedReporters: [] }), { id: 'reputation' });
+    paid = await economy.startPaidService((c) => createReputationApp(c, { trustedReporters: [] }), {
+      id: 'reputation',
+    });
   }, 60_000);
   afterAll(() => economy?.close());
 
   const payingClient = () =>
-    createClient({ baseUrls: { reputation: paid.url }, wallet: buyer, payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    createClient({
+      baseUrls: { reputation: paid.url },
+      wallet: buyer,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
 
   it('checks a report before asking for payment: a self-report is 422, not 402', async () => {
-    const error = await as(buyer, paid.url).report({ body: { subject: buyer.address, subjectRole: 'buyer', outcome: 'completed' } }).catch((e) => e);
+    const error = await as(buyer, paid.url)
+      .report({ body: { subject: buyer.address, subjectRole: 'buyer', outcome: 'completed' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(UnprocessableEntityError);
     expect(error.code).toBe('self_report');
   });
@@ -370,28 +475,101 @@ describe('paid and verified on chain', () => {
   it('charges 0.001 USD for a report, and verifies a report citing a transfer between the parties', async () => {
     const client = payingClient();
     const seller = paid.context.wallet.address;
-    const [buyerBefore, sellerBefore] = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)];
+    const [buyerBefore, sellerBefore] = [
+      economy.ledger.tokenBalance(economy.buyer.address),
+      economy.ledger.tokenBalance(seller),
+    ];
 
     // Paying for this report is itself a transfer from the buyer to the service's wallet.
-    const unverified = await client.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 5 } });
+    const unverified = await client.reputation.report({
+      body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 5 },
+    });
     expect(unverified).toMatchObject({ verified: false, weight: 0 });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.001'));
     expect(economy.ledger.tokenBalance(seller)).toBe(sellerBefore + usdToAtomic('0.001'));
     const transfer = client.payments.receipts[0]!.transaction;
 
     // Citing that transfer: the chain shows 1000 atomic units moved from the reporter to the subject.
-    const verified = await client.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 4, signature: transfer } });
+    const verified = await client.reputation.report({
+      body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 4, signature: transfer },
+    });
     expect(verified).toMatchObject({ verified: true, weight: 1, signature: transfer, amount: '1000', points: 87.5 });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.002'));
 
     // The same transfer cited about someone it did not pay is no proof: recorded, unverified.
-    const other = await client.reputation.report({ body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', signature: transfer } });
+    const other = await client.reputation.report({
+      body: { subject: bob.address, subjectRole: 'seller', outcome: 'completed', signature: transfer },
+    });
     expect(other).toMatchObject({ verified: false, weight: 0, amount: null });
 
     // And a transaction may be cited once per subject.
-    const again = await client.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', signature: transfer } }).catch((e) => e);
+    const again = await client.reputation
+      .report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', signature: transfer } })
+      .catch((e) => e);
     expect(again.code).toBe('duplicate_report');
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.003'));
+  });
+
+  it('takes a transfer-verified trade’s amount from the chain, its role from the transfer’s direction, and lets it overwrite no other trade', async () => {
+    // A reputation service that trusts an escrow wallet (funded, so it pays its report fees like the real one).
+    const trustedEscrow = generateWallet();
+    await economy.ledger.mintTo(trustedEscrow.address, usdToAtomic('1'));
+    const trusting = await economy.startPaidService(
+      (c) => createReputationApp(c, { trustedReporters: [trustedEscrow.address] }),
+      { id: 'reputation' },
+    );
+    const seller = trusting.context.wallet.address;
+    const clientOf = async (secretKey: Uint8Array) =>
+      createClient({
+        baseUrls: { reputation: trusting.url },
+        wallet: await walletFromSecretKey(secretKey),
+        payments: { rpcUrl: economy.rpcUrl },
+        maxRetries: 0,
+      });
+    const escrowClient = await clientOf(trustedEscrow.secretKey);
+    const buyerClient = await clientOf(economy.buyer.secretKey);
+    const trade = escrowId(90);
+    // The escrow's verified trade: completed, 2 USD.
+    await escrowClient.reputation.report({
+      body: {
+        subject: seller,
+        subjectRole: 'seller',
+        outcome: 'completed',
+        rating: 5,
+        amount: '2000000',
+        escrowId: trade,
+        ratedBy: carol.address,
+      },
+    });
+    // The buyer pays the seller's wallet 1000 atomic units for a report (a real transfer between the two)...
+    await buyerClient.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed' } });
+    const first = buyerClient.payments.receipts[0]!.transaction;
+    // ...and cites it naming the escrow's trade, claiming a lost dispute worth far more than it moved.
+    const cited = await buyerClient.reputation.report({
+      body: {
+        subject: seller,
+        subjectRole: 'seller',
+        outcome: 'dispute_lost',
+        amount: '5000000000',
+        escrowId: trade,
+        signature: first,
+      },
+    });
+    expect(cited).toMatchObject({ verified: true, amount: '1000', signature: first });
+    const profile = await buyerClient.reputation.get({ params: { agentId: seller } });
+    // Two verified trades: the escrow's (completed, 2 USD) untouched, and the buyer's own (lost, 1000 units).
+    expect(profile).toMatchObject({ tradeCount: 2, verifiedTradeCount: 2, volume: '2001000' });
+    expect(profile.asSeller).toMatchObject({ trades: 2, completed: 1, disputes: 1, disputesLost: 1 });
+
+    // The seller received the second transfer too (the fee of the cited report): it shows the seller selling.
+    const second = buyerClient.payments.receipts[1]!.transaction;
+    const asBuyer = await buyerClient.reputation.report({
+      body: { subject: seller, subjectRole: 'buyer', outcome: 'completed', signature: second! },
+    });
+    expect(asBuyer).toMatchObject({ verified: false, weight: 0 });
+    const after = await buyerClient.reputation.get({ params: { agentId: seller } });
+    expect(after.asBuyer).toMatchObject({ score: null, trades: 0, volume: '0' });
+    expect(after).toMatchObject({ tradeCount: 2, volume: '2001000' });
   });
 });
 
@@ -400,13 +578,32 @@ describe('integrity: only a real counterparty moves a score', () => {
     const [frank, spammer] = await Promise.all([signer(), signer()]);
     // Two verified trades rated 5: (250 + 100 + 100) / 7 = 64.29.
     for (const n of [40, 41]) {
-      await as(escrow).report({ body: { subject: frank.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: '1000000', escrowId: escrowId(n), ratedBy: carol.address } });
+      await as(escrow).report({
+        body: {
+          subject: frank.address,
+          subjectRole: 'seller',
+          outcome: 'completed',
+          rating: 5,
+          amount: '1000000',
+          escrowId: escrowId(n),
+          ratedBy: carol.address,
+        },
+      });
     }
     const before = await as(undefined).get({ params: { agentId: frank.address } });
     expect(before).toMatchObject({ score: 64.29, confidence: 0.2857, tier: 'new' });
     for (let i = 0; i < 6; i++) {
-      const spam = await as(spammer).report({ body: { subject: frank.address, subjectRole: 'seller', outcome: 'dispute_lost', rating: 1, comment: 'scam' } });
-      expect(spam).toMatchObject({ reporter: spammer.address, verified: false, weight: 0, points: 0, scoreBefore: 64.29, scoreAfter: 64.29 });
+      const spam = await as(spammer).report({
+        body: { subject: frank.address, subjectRole: 'seller', outcome: 'dispute_lost', rating: 1, comment: 'scam' },
+      });
+      expect(spam).toMatchObject({
+        reporter: spammer.address,
+        verified: false,
+        weight: 0,
+        points: 0,
+        scoreBefore: 64.29,
+        scoreAfter: 64.29,
+      });
     }
     const after = await as(undefined).get({ params: { agentId: frank.address } });
     expect(after).toMatchObject({ score: 64.29, confidence: 0.2857, tier: 'new', verifiedTradeCount: 2 });
@@ -414,17 +611,218 @@ describe('integrity: only a real counterparty moves a score', () => {
     // Kept and shown: every report is in the history, marked unverified and weightless.
     expect(after.history.items).toHaveLength(8);
     expect(after.history.items.filter((r) => !r.verified).map((r) => r.weight)).toEqual([0, 0, 0, 0, 0, 0]);
-    const ranked = (await as(undefined).top({ query: { minTrades: 0, limit: 100 } })).items.find((a) => a.agentId === frank.address);
+    const ranked = (await as(undefined).top({ query: { minTrades: 0, limit: 100 } })).items.find(
+      (a) => a.agentId === frank.address,
+    );
     expect(ranked).toMatchObject({ score: 64.29, tier: 'new' });
   });
 
   it('gives no tier to an agent praised only by strangers: five sybils’ "completed" reports leave it unrated at 50', async () => {
     const target = await signer();
     for (let i = 0; i < 5; i++) {
-      await as(await signer()).report({ body: { subject: target.address, subjectRole: 'seller', outcome: 'completed', rating: 5 } });
+      await as(await signer()).report({
+        body: { subject: target.address, subjectRole: 'seller', outcome: 'completed', rating: 5 },
+      });
     }
     const profile = await as(undefined).get({ params: { agentId: target.address } });
     expect(profile).toMatchObject({ score: 50, confidence: 0, tier: 'unrated', verifiedTradeCount: 0 });
     expect(profile.history.items).toHaveLength(5);
+  });
+});
+
+describe('integrity: figures come only from verified evidence', () => {
+  // A stranger can sign in with any fresh wallet, pay 0.001 USD and file a report about anyone, as often as it likes,
+  // naming any amount, any escrow id and any outcome. None of that may show in a figure: only in the history, labelled.
+  const huge = '9000000000000000000000000';
+  const figures = (p: Awaited<ReturnType<ReturnType<typeof as>['get']>>) => {
+    const { history: _, ...rest } = p;
+    return rest;
+  };
+
+  it('leaves every figure of a profile and of the rankings as it was when strangers file reports', async () => {
+    const [target, stranger, other] = await Promise.all([signer(), signer(), signer()]);
+    // One verified trade: the escrow's report of Carol's rating 4, 1 USD. Score (250 + 87.5) / 6 = 56.25.
+    await as(escrow).report({
+      body: {
+        subject: target.address,
+        subjectRole: 'seller',
+        outcome: 'completed',
+        rating: 4,
+        amount: '1000000',
+        escrowId: escrowId(60),
+        ratedBy: carol.address,
+      },
+    });
+    const before = await as(undefined).get({ params: { agentId: target.address } });
+    expect(before).toMatchObject({
+      score: 56.25,
+      tradeCount: 1,
+      verifiedTradeCount: 1,
+      volume: '1000000',
+      averageRating: 4,
+      ratingCount: 1,
+    });
+    const rankedBefore = (await as(undefined).top({ query: { minTrades: 0, limit: 100 } })).items.find(
+      (a) => a.agentId === target.address,
+    );
+
+    // Praise and blame from strangers: huge amounts, both roles, with and without escrow ids of their own.
+    for (let i = 0; i < 3; i++) {
+      await as(stranger).report({
+        body: { subject: target.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: huge },
+      });
+    }
+    await as(stranger).report({
+      body: {
+        subject: target.address,
+        subjectRole: 'buyer',
+        outcome: 'dispute_lost',
+        rating: 1,
+        amount: huge,
+        escrowId: escrowId(61),
+      },
+    });
+    await as(other).report({
+      body: {
+        subject: target.address,
+        subjectRole: 'seller',
+        outcome: 'expired',
+        amount: huge,
+        escrowId: escrowId(62),
+      },
+    });
+
+    const after = await as(undefined).get({ params: { agentId: target.address } });
+    expect(figures(after)).toEqual(figures(before));
+    expect(after).toMatchObject({ tradeCount: 1, volume: '1000000', ratingCount: 1, averageRating: 4 });
+    expect(after.asBuyer).toMatchObject({ score: null, trades: 0, disputes: 0, volume: '0' });
+    expect(after.asSeller).toMatchObject({ trades: 1, completed: 1, expired: 0, volume: '1000000' });
+    // Shown, labelled: all six reports are in the history, the strangers' five marked unverified and weightless.
+    expect(after.history.items).toHaveLength(6);
+    expect(after.history.items.filter((r) => !r.verified).map((r) => [r.reporter, r.weight, r.amount])).toEqual([
+      [other.address, 0, huge],
+      [stranger.address, 0, huge],
+      [stranger.address, 0, huge],
+      [stranger.address, 0, huge],
+      [stranger.address, 0, huge],
+    ]);
+    const rankedAfter = (await as(undefined).top({ query: { minTrades: 0, limit: 100 } })).items.find(
+      (a) => a.agentId === target.address,
+    );
+    expect(rankedAfter).toEqual(rankedBefore);
+    expect(rankedAfter).toMatchObject({ tradeCount: 1, volume: '1000000', averageRating: 4 });
+  });
+
+  it('lets no report re-amount or re-outcome a verified trade by naming its escrow id, before or after it', async () => {
+    const [target, stranger] = await Promise.all([signer(), signer()]);
+    // The stranger names escrow 70 first, with a huge amount and a lost dispute...
+    await as(stranger).report({
+      body: {
+        subject: target.address,
+        subjectRole: 'seller',
+        outcome: 'dispute_lost',
+        amount: huge,
+        escrowId: escrowId(70),
+      },
+    });
+    // ...then the escrow reports that trade without an amount, and another one with 2 USD.
+    for (const [n, amount] of [
+      [70, undefined],
+      [71, '2000000'],
+    ] as const) {
+      await as(escrow).report({
+        body: {
+          subject: target.address,
+          subjectRole: 'seller',
+          outcome: 'completed',
+          escrowId: escrowId(n),
+          ratedBy: carol.address,
+          ...(amount ? { amount } : {}),
+        },
+      });
+    }
+    // And names escrow 71 afterwards, again with a huge amount.
+    await as(stranger).report({
+      body: {
+        subject: target.address,
+        subjectRole: 'seller',
+        outcome: 'dispute_lost',
+        amount: huge,
+        escrowId: escrowId(71),
+      },
+    });
+    const profile = await as(undefined).get({ params: { agentId: target.address } });
+    expect(profile).toMatchObject({ tradeCount: 2, verifiedTradeCount: 2, volume: '2000000' });
+    expect(profile.asSeller).toMatchObject({
+      trades: 2,
+      completed: 2,
+      disputes: 0,
+      disputesLost: 0,
+      volume: '2000000',
+    });
+    const ranked = (await as(undefined).top({ query: { role: 'seller', minTrades: 0, limit: 100 } })).items.find(
+      (a) => a.agentId === target.address,
+    );
+    expect(ranked).toMatchObject({ tradeCount: 2, volume: '2000000', disputeRate: 0, completionRate: 1 });
+  });
+
+  it('ranks no agent that only strangers reported on, and gives its role no score', async () => {
+    const [target, stranger] = await Promise.all([signer(), signer()]);
+    await as(stranger).report({
+      body: { subject: target.address, subjectRole: 'seller', outcome: 'completed', rating: 5, amount: huge },
+    });
+    const profile = await as(undefined).get({ params: { agentId: target.address } });
+    expect(profile).toMatchObject({
+      score: 50,
+      tier: 'unrated',
+      tradeCount: 0,
+      verifiedTradeCount: 0,
+      volume: '0',
+      averageRating: null,
+      ratingCount: 0,
+      lastTradeAt: null,
+      // Being named in a stranger's report is not an appearance: it would let anyone age a fresh wallet.
+      firstSeenAt: null,
+    });
+    expect(profile.asSeller).toMatchObject({ score: null, trades: 0, volume: '0' });
+    expect(profile.history.items.map((r) => r.verified)).toEqual([false]);
+    const all = await as(undefined).top({ query: { minTrades: 0, limit: 100 } });
+    expect(all.items.map((a) => a.agentId)).not.toContain(target.address);
+  });
+
+  it('pages the verified reports apart, so a flood of unverified ones cannot push them out of reach', async () => {
+    const [target, stranger] = await Promise.all([signer(), signer()]);
+    await as(escrow).report({
+      body: {
+        subject: target.address,
+        subjectRole: 'seller',
+        outcome: 'completed',
+        amount: '1000000',
+        escrowId: escrowId(80),
+        ratedBy: carol.address,
+      },
+    });
+    for (let i = 0; i < 3; i++) {
+      await as(stranger).report({ body: { subject: target.address, subjectRole: 'seller', outcome: 'completed' } });
+    }
+    const newest = await as(undefined).get({ params: { agentId: target.address }, query: { limit: 2 } });
+    expect(newest.history.items.map((r) => r.verified)).toEqual([false, false]);
+    const verified = await as(undefined).get({
+      params: { agentId: target.address },
+      query: { limit: 2, verified: 'true' },
+    });
+    expect(verified.history.items.map((r) => [r.verified, r.escrowId])).toEqual([[true, escrowId(80)]]);
+    expect(verified.history.nextCursor).toBeNull();
+    const unverified = await as(undefined).get({
+      params: { agentId: target.address },
+      query: { limit: 2, verified: 'false' },
+    });
+    expect(unverified.history.items.map((r) => r.verified)).toEqual([false, false]);
+    const rest = await as(undefined).get({
+      params: { agentId: target.address },
+      query: { limit: 2, verified: 'false', cursor: unverified.history.nextCursor! },
+    });
+    expect(rest.history.items.map((r) => r.verified)).toEqual([false]);
+    expect(rest.history.nextCursor).toBeNull();
   });
 });

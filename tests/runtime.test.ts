@@ -3,7 +3,16 @@ import { initContract } from '@ts-rest/core';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { SOLANA_DEVNET, USDC_DEVNET, defineService, fixed, free, standardErrors, paymentErrors, decodeX402Header } from '@agent-economy/contracts';
+import {
+  SOLANA_DEVNET,
+  USDC_DEVNET,
+  defineService,
+  fixed,
+  free,
+  standardErrors,
+  paymentErrors,
+  decodeX402Header,
+} from '@agent-economy/contracts';
 import { BadRequestError, InternalServerError, PaymentRequiredError, createServiceClient } from '@agent-economy/sdk';
 import { createServiceApp } from '../servers/src/runtime/app';
 import { startService, type RunningService } from './support/servers';
@@ -90,7 +99,10 @@ describe('request handling', () => {
   it('serves a valid request and applies query defaults and coercion', async () => {
     expect(await client.echo({ body: { name: 'ada', count: 3 } })).toEqual({ greeting: 'hello ada x3' });
     expect(await client.item({ params: { itemId: 'itm_1' } })).toEqual({ itemId: 'itm_1', limit: 5 });
-    expect(await client.item({ params: { itemId: 'itm_a b' }, query: { limit: 7 } })).toEqual({ itemId: 'itm_a b', limit: 7 });
+    expect(await client.item({ params: { itemId: 'itm_a b' }, query: { limit: 7 } })).toEqual({
+      itemId: 'itm_a b',
+      limit: 7,
+    });
   });
 
   it('answers invalid input with 400 naming every bad field', async () => {
@@ -98,7 +110,11 @@ describe('request handling', () => {
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.status).toBe(400);
     expect(error.code).toBe('invalid_request');
-    expect(error.fields.map((f: { field: string }) => f.field).sort()).toEqual(['body.count', 'body.extra', 'body.name']);
+    expect(error.fields.map((f: { field: string }) => f.field).sort()).toEqual([
+      'body.count',
+      'body.extra',
+      'body.name',
+    ]);
     expect(error.fields.find((f: { field: string }) => f.field === 'body.extra').message).toBe('is not a known field');
     expect(error.requestId).toMatch(/^req_[0-9a-f]{24}$/);
   });
@@ -113,7 +129,11 @@ describe('request handling', () => {
   });
 
   it('answers malformed JSON with 400 invalid_json and an oversize body with 413', async () => {
-    const malformed = await fetch(`${service.url}/api/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":' });
+    const malformed = await fetch(`${service.url}/api/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":',
+    });
     expect(malformed.status).toBe(400);
     expect(((await malformed.json()) as any).error.code).toBe('invalid_json');
     const huge = await fetch(`${service.url}/api/echo`, {
@@ -184,7 +204,9 @@ describe('paywall', () => {
   });
 
   it('refuses a payment it cannot verify, still without serving', async () => {
-    const error = await client.paid({ body: { topic: 'agents' } }, { headers: { 'payment-signature': 'eyJ4NDAyVmVyc2lvbiI6Mn0=' } }).catch((e) => e);
+    const error = await client
+      .paid({ body: { topic: 'agents' } }, { headers: { 'payment-signature': 'eyJ4NDAyVmVyc2lvbiI6Mn0=' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(PaymentRequiredError);
     expect(error.code).toBe('payment_unverifiable');
     expect(paidCalls).toBe(0);
@@ -194,7 +216,9 @@ describe('paywall', () => {
 describe('service surface', () => {
   it('publishes the descriptor at both well-known paths, derived from the contract', async () => {
     const [a, b] = await Promise.all(
-      ['/.well-known/agent-card.json', '/.well-known/agent.json'].map((p) => fetch(service.url + p).then((r) => r.json() as Promise<any>)),
+      ['/.well-known/agent-card.json', '/.well-known/agent.json'].map((p) =>
+        fetch(service.url + p).then((r) => r.json() as Promise<any>),
+      ),
     );
     expect(a).toEqual(b);
     expect(a).toEqual({
@@ -209,9 +233,19 @@ describe('service surface', () => {
       defaultOutputModes: ['application/json', 'text/plain'],
       skills: [
         { id: 'endpoint-0', name: 'POST /api/echo', description: 'Echoes a name', tags: ['x402', 'fixture', 'free'] },
-        { id: 'endpoint-1', name: 'POST /api/paid', description: 'A paid operation', tags: ['x402', 'fixture', 'paid'] },
+        {
+          id: 'endpoint-1',
+          name: 'POST /api/paid',
+          description: 'A paid operation',
+          tags: ['x402', 'fixture', 'paid'],
+        },
         { id: 'endpoint-2', name: 'GET /api/boom', description: 'Always fails', tags: ['x402', 'fixture', 'free'] },
-        { id: 'endpoint-3', name: 'GET /api/items/:itemId', description: 'One item', tags: ['x402', 'fixture', 'free'] },
+        {
+          id: 'endpoint-3',
+          name: 'GET /api/items/:itemId',
+          description: 'One item',
+          tags: ['x402', 'fixture', 'free'],
+        },
       ],
     });
   });
@@ -238,7 +272,9 @@ describe('service surface', () => {
     expect(health).toMatchObject({ status: 'ok', service: 'fixture', version: '1.0.0', database: 'ok' });
     await client.item({ params: { itemId: 'itm_42' } });
     const metrics = await fetch(`${service.url}/metrics`).then((r) => r.text());
-    expect(metrics).toMatch(/http_requests_total\{route="\/api\/items\/:itemId",method="GET",status="200",service="fixture"\} [1-9]/);
+    expect(metrics).toMatch(
+      /http_requests_total\{route="\/api\/items\/:itemId",method="GET",status="200",service="fixture"\} [1-9]/,
+    );
     expect(metrics).toMatch(/payment_quotes_total\{route="\/api\/paid",service="fixture"\} [1-9]/);
     expect(metrics).not.toContain('itm_42');
   });

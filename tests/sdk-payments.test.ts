@@ -19,9 +19,17 @@ import {
   type Address,
   type Instruction,
 } from '@solana/kit';
-import { parseSetComputeUnitLimitInstruction, parseSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
+import {
+  parseSetComputeUnitLimitInstruction,
+  parseSetComputeUnitPriceInstruction,
+} from '@solana-program/compute-budget';
 import { parseAddMemoInstruction } from '@solana-program/memo';
-import { TOKEN_PROGRAM_ADDRESS, findAssociatedTokenPda, getMintEncoder, parseTransferCheckedInstruction } from '@solana-program/token';
+import {
+  TOKEN_PROGRAM_ADDRESS,
+  findAssociatedTokenPda,
+  getMintEncoder,
+  parseTransferCheckedInstruction,
+} from '@solana-program/token';
 import {
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
@@ -42,6 +50,7 @@ import {
   AgentEconomyError,
   BudgetExceededError,
   ConnectionError,
+  InsufficientFundsError,
   InternalServerError,
   PaymentNotAcceptableError,
   PaymentOutcomeUnknownError,
@@ -58,7 +67,7 @@ import {
   type Signer,
 } from '@agent-economy/sdk';
 import { createEducationApp } from '../servers/src/services/education';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startService, type RunningService } from './support/servers';
 
 // The SDK's x402 payer. Against the real education service without a facilitator (it quotes and refuses
@@ -81,28 +90,51 @@ let rpc: Awaited<ReturnType<typeof startRpc>>;
 
 async function startRpc() {
   const calls: string[] = [];
+  /** The address of each getAccountInfo, in order. */
+  const accountReads: string[] = [];
   const accounts = new Map<string, { owner: string; data: Uint8Array }>();
-  const state = { blockhash: base58Encode(randomBytes(32)), lastValidBlockHeight: 4242 };
+  const state = {
+    blockhash: base58Encode(randomBytes(32)),
+    lastValidBlockHeight: 4242,
+    genesisHash: DEVNET_GENESIS_HASH,
+  };
   const server = createServer(async (req, res) => {
     const request = JSON.parse(await readBody(req)) as { id: number; method: string; params: unknown[] };
     calls.push(request.method);
     const context = { slot: 100 };
     let result: unknown;
-    if (request.method === 'getLatestBlockhash') result = { context, value: { blockhash: state.blockhash, lastValidBlockHeight: state.lastValidBlockHeight } };
+    if (request.method === 'getLatestBlockhash')
+      result = { context, value: { blockhash: state.blockhash, lastValidBlockHeight: state.lastValidBlockHeight } };
+    // The SDK checks the RPC's chain against the quote's network before signing: this one poses as devnet.
+    else if (request.method === 'getGenesisHash') result = state.genesisHash;
     else if (request.method === 'getAccountInfo') {
+      accountReads.push(request.params[0] as string);
       const account = accounts.get(request.params[0] as string);
       result = {
         context,
         value: account
-          ? { data: [Buffer.from(account.data).toString('base64'), 'base64'], executable: false, lamports: 1_461_600, owner: account.owner, rentEpoch: 0, space: account.data.length }
+          ? {
+              data: [Buffer.from(account.data).toString('base64'), 'base64'],
+              executable: false,
+              lamports: 1_461_600,
+              owner: account.owner,
+              rentEpoch: 0,
+              space: account.data.length,
+            }
           : null,
       };
     }
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(result === undefined ? { jsonrpc: '2.0', id: request.id, error: { code: -32601, message: 'Method not found' } } : { jsonrpc: '2.0', id: request.id, result }));
+    res.end(
+      JSON.stringify(
+        result === undefined
+          ? { jsonrpc: '2.0', id: request.id, error: { code: -32601, message: 'Method not found' } }
+          : { jsonrpc: '2.0', id: request.id, result },
+      ),
+    );
   });
   const url = await listen(server);
-  return { url, calls, accounts, state, server };
+  return { url, calls, accountReads, accounts, state, server };
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
@@ -146,7 +178,8 @@ function recorder(options: { gate?: Promise<void>; editQuote?: (quote: PaymentRe
     const edit = options.editQuote;
     instance.interceptors.response.use((response) => {
       const header = response.headers[PAYMENT_REQUIRED_HEADER];
-      if (typeof header === 'string') response.headers[PAYMENT_REQUIRED_HEADER] = encodeX402Header(edit(decodeX402Header(header) as PaymentRequired));
+      if (typeof header === 'string')
+        response.headers[PAYMENT_REQUIRED_HEADER] = encodeX402Header(edit(decodeX402Header(header) as PaymentRequired));
       return response;
     });
   }
@@ -162,7 +195,13 @@ interface PaymentPayload {
 }
 
 function educationClient(axiosInstance: AxiosInstance, payments: PaymentOptions = {}) {
-  return createClient({ baseUrls: { education: service.url }, wallet, axios: axiosInstance, maxRetries: 0, payments: { rpcUrl: rpc.url, ...payments } });
+  return createClient({
+    baseUrls: { education: service.url },
+    wallet,
+    axios: axiosInstance,
+    maxRetries: 0,
+    payments: { rpcUrl: rpc.url, ...payments },
+  });
 }
 
 const lessonArgs = { body: { courseId: 'rag', lessonId: 'chunking' } } as const;
@@ -194,10 +233,28 @@ async function verifies(signer: string, signature: Uint8Array, message: Uint8Arr
 const ata = async (owner: string, mint: string, tokenProgram: Address = TOKEN_PROGRAM_ADDRESS) =>
   (await findAssociatedTokenPda({ owner: address(owner), mint: address(mint), tokenProgram }))[0];
 
+/** An initialized token account (the 165-byte base layout both token programs share) holding `amount`. */
+function tokenAccount(mint: string, owner: string, amount: bigint): Uint8Array {
+  const data = new Uint8Array(165);
+  data.set(base58Decode(mint)!, 0);
+  data.set(base58Decode(owner)!, 32);
+  new DataView(data.buffer).setBigUint64(64, amount, true);
+  data[108] = 1; // state: initialized
+  return data;
+}
+
+/** Devnet's genesis hash: what getGenesisHash answers there (and on the local ledger, which poses as devnet). */
+const DEVNET_GENESIS_HASH = 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG';
+
 beforeAll(async () => {
   wallet = await walletFromSecretKey(generateWallet().secretKey);
   feePayer = generateWallet().address;
   rpc = await startRpc();
+  // The SDK reads the payer's token account before signing: the wallet holds 1,000 USD of USDC here.
+  rpc.accounts.set(await ata(wallet.address, USDC_DEVNET), {
+    owner: TOKEN_PROGRAM_ADDRESS,
+    data: tokenAccount(USDC_DEVNET, wallet.address, 1_000_000_000n),
+  });
   // The fee payer a facilitator advertises goes in extra.feePayer; with no facilitator to verify, the
   // service refuses every payment (payment_unverifiable) and charges nothing.
   service = await startService(createEducationApp, { paywall: { feePayer } });
@@ -210,6 +267,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   rpc.calls.length = 0;
+  rpc.accountReads.length = 0;
 });
 
 describe('budgets and policy against the real education service: refused before anything is built', () => {
@@ -253,7 +311,12 @@ describe('budgets and policy against the real education service: refused before 
       const errors = [first, second].map((r) => (r as PromiseRejectedResult).reason);
       const refused = errors.find((e) => e instanceof BudgetExceededError);
       const paid = errors.find((e) => e instanceof PaymentRefusedError);
-      expect([refused?.limit, refused?.limitUsd, refused?.priceUsd, refused?.remainingUsd]).toEqual([limit, '0.08', '0.05', '0.03']);
+      expect([refused?.limit, refused?.limitUsd, refused?.priceUsd, refused?.remainingUsd]).toEqual([
+        limit,
+        '0.08',
+        '0.05',
+        '0.03',
+      ]);
       // The one payment sent was refused (this deployment has no facilitator), so the budget is whole again.
       expect(paid?.payment.requirements.amount).toBe('50000');
       expect(payloads()).toHaveLength(1);
@@ -266,9 +329,13 @@ describe('budgets and policy against the real education service: refused before 
 
   it('refuses a quote on a network not allowed', async () => {
     const { instance, sent } = recorder();
-    const error = await rejection(educationClient(instance, { allowedNetworks: [SOLANA_MAINNET] }).education.lesson(lessonArgs));
+    const error = await rejection(
+      educationClient(instance, { allowedNetworks: [SOLANA_MAINNET] }).education.lesson(lessonArgs),
+    );
     expect(error).toBeInstanceOf(PaymentNotAcceptableError);
-    expect(error.reasons).toEqual([`exact 50000 of ${USDC_DEVNET} on ${SOLANA_DEVNET}: network not allowed (allowedNetworks: ${SOLANA_MAINNET})`]);
+    expect(error.reasons).toEqual([
+      `exact 50000 of ${USDC_DEVNET} on ${SOLANA_DEVNET}: network not allowed (allowedNetworks: ${SOLANA_MAINNET})`,
+    ]);
     expect(sent.filter((s) => s.payment)).toEqual([]);
     expect(rpc.calls).toEqual([]);
   });
@@ -284,7 +351,14 @@ describe('budgets and policy against the real education service: refused before 
 
   it('follows the client network by default: a mainnet client does not pay a devnet quote', async () => {
     const { instance, sent } = recorder();
-    const client = createClient({ baseUrls: { education: service.url }, wallet, axios: instance, maxRetries: 0, network: SOLANA_MAINNET, payments: { rpcUrl: rpc.url } });
+    const client = createClient({
+      baseUrls: { education: service.url },
+      wallet,
+      axios: instance,
+      maxRetries: 0,
+      network: SOLANA_MAINNET,
+      payments: { rpcUrl: rpc.url },
+    });
     const error = await rejection(client.education.lesson(lessonArgs));
     expect(error).toBeInstanceOf(PaymentNotAcceptableError);
     expect(error.reasons[0]).toContain('network not allowed');
@@ -292,11 +366,15 @@ describe('budgets and policy against the real education service: refused before 
   });
 
   it('refuses a quote with no fee payer (a deployment without facilitator)', async () => {
-    const { instance, sent } = recorder({ editQuote: (quote) => ({ ...quote, accepts: quote.accepts.map((a) => ({ ...a, extra: {} })) }) });
+    const { instance, sent } = recorder({
+      editQuote: (quote) => ({ ...quote, accepts: quote.accepts.map((a) => ({ ...a, extra: {} })) }),
+    });
     const error = await rejection(educationClient(instance).education.lesson(lessonArgs));
     expect(error).toBeInstanceOf(PaymentNotAcceptableError);
     expect(error.code).toBe('payment_required');
-    expect(error.reasons).toEqual([`exact 50000 of ${USDC_DEVNET} on ${SOLANA_DEVNET}: no fee payer in extra.feePayer (the service has no facilitator)`]);
+    expect(error.reasons).toEqual([
+      `exact 50000 of ${USDC_DEVNET} on ${SOLANA_DEVNET}: no fee payer in extra.feePayer (the service has no facilitator)`,
+    ]);
     expect(sent.filter((s) => s.payment)).toEqual([]);
   });
 
@@ -312,8 +390,12 @@ describe('budgets and policy against the real education service: refused before 
   });
 
   it('refuses bad budget values when the client is made', () => {
-    expect(() => createClient({ wallet, payments: { maxTotalUsd: '-1' } })).toThrow('payments.maxTotalUsd: not a USD amount: "-1"');
-    expect(() => createClient({ wallet, payments: { maxPerServiceUsd: { education: '0.0000001' } } })).toThrow('payments.maxPerServiceUsd.education');
+    expect(() => createClient({ wallet, payments: { maxTotalUsd: '-1' } })).toThrow(
+      'payments.maxTotalUsd: not a USD amount: "-1"',
+    );
+    expect(() => createClient({ wallet, payments: { maxPerServiceUsd: { education: '0.0000001' } } })).toThrow(
+      'payments.maxPerServiceUsd.education',
+    );
     expect(() => createPayments({ maxPerCallUsd: 'one' })).toThrow(AgentEconomyError);
   });
 });
@@ -346,9 +428,17 @@ describe('the payment the SDK builds, sent to the real education service', () =>
     const { wire, transaction, compiled, message } = await decodePayment(sentPayload!.payload.transaction);
     expect(compiled.version).toBe(0);
     expect(compiled.staticAccounts.slice(0, 2)).toEqual([feePayer, wallet.address]);
-    expect(compiled.header).toEqual({ numSignerAccounts: 2, numReadonlySignerAccounts: 1, numReadonlyNonSignerAccounts: 4 });
+    expect(compiled.header).toEqual({
+      numSignerAccounts: 2,
+      numReadonlySignerAccounts: 1,
+      numReadonlyNonSignerAccounts: 4,
+    });
     expect(compiled.lifetimeToken).toBe(rpc.state.blockhash);
-    expect(rpc.calls).toEqual(['getLatestBlockhash']); // USDC's mint is known; no lookup
+    // USDC's mint is known, so no lookup: the one account read is the payer's token account, checked before signing.
+    expect(rpc.calls.filter((m) => m !== 'getGenesisHash')).toEqual(
+      expect.arrayContaining(['getLatestBlockhash', 'getAccountInfo']),
+    );
+    expect(rpc.accountReads).toEqual([await ata(wallet.address, USDC_DEVNET)]);
     // Wire format: 2 signatures, the fee payer's 64 zero bytes first, then the payer's, valid over the message.
     expect(wire[0]).toBe(2);
     expect([...wire.subarray(1, 65)]).toEqual(new Array(64).fill(0));
@@ -358,16 +448,30 @@ describe('the payment the SDK builds, sent to the real education service', () =>
     expect(await verifies(wallet.address, signature, new Uint8Array(transaction.messageBytes))).toBe(true);
     expect(base58Encode(signature)).toBe(error.payment.payerSignature);
 
-    const instructions = message.instructions as unknown as (Instruction & { accounts: { address: string; role: number }[]; data: Uint8Array })[];
-    expect(instructions.map((i) => i.programAddress)).toEqual(['ComputeBudget111111111111111111111111111111', 'ComputeBudget111111111111111111111111111111', TOKEN_PROGRAM_ADDRESS, MEMO_V2]);
+    const instructions = message.instructions as unknown as (Instruction & {
+      accounts: { address: string; role: number }[];
+      data: Uint8Array;
+    })[];
+    expect(instructions.map((i) => i.programAddress)).toEqual([
+      'ComputeBudget111111111111111111111111111111',
+      'ComputeBudget111111111111111111111111111111',
+      TOKEN_PROGRAM_ADDRESS,
+      MEMO_V2,
+    ]);
     expect(parseSetComputeUnitLimitInstruction(instructions[0]!).data.units).toBe(20_000);
     expect(parseSetComputeUnitPriceInstruction(instructions[1]!).data.microLamports).toBe(1n);
     const transfer = parseTransferCheckedInstruction(instructions[2]!);
     expect(transfer.data.amount).toBe(50_000n);
     expect(transfer.data.decimals).toBe(6);
-    expect(transfer.accounts.source).toEqual({ address: await ata(wallet.address, USDC_DEVNET), role: AccountRole.WRITABLE });
+    expect(transfer.accounts.source).toEqual({
+      address: await ata(wallet.address, USDC_DEVNET),
+      role: AccountRole.WRITABLE,
+    });
     expect(transfer.accounts.mint).toEqual({ address: USDC_DEVNET, role: AccountRole.READONLY });
-    expect(transfer.accounts.destination).toEqual({ address: await ata(payTo, USDC_DEVNET), role: AccountRole.WRITABLE });
+    expect(transfer.accounts.destination).toEqual({
+      address: await ata(payTo, USDC_DEVNET),
+      role: AccountRole.WRITABLE,
+    });
     expect(transfer.accounts.authority).toEqual({ address: wallet.address, role: AccountRole.READONLY_SIGNER });
     const memo = parseAddMemoInstruction(instructions[3]!).data.memo;
     expect(memo).toMatch(/^[0-9a-f]{32}$/);
@@ -378,26 +482,41 @@ describe('the payment the SDK builds, sent to the real education service', () =>
 
   it('uses the quote’s blockhash and memo when it carries them, and echoes them in accepted', async () => {
     const hint = { recentBlockhash: base58Encode(randomBytes(32)), lastValidBlockHeight: '987654', memo: 'invoice-42' };
-    const { instance, payloads } = recorder({ editQuote: (quote) => ({ ...quote, accepts: quote.accepts.map((a) => ({ ...a, extra: { ...a.extra, ...hint } })) }) });
+    const { instance, payloads } = recorder({
+      editQuote: (quote) => ({
+        ...quote,
+        accepts: quote.accepts.map((a) => ({ ...a, extra: { ...a.extra, ...hint } })),
+      }),
+    });
     await rejection(educationClient(instance, { prepay: false }).education.lesson(lessonArgs));
     const [sentPayload] = payloads();
     expect(sentPayload!.accepted.extra).toEqual({ feePayer, ...hint });
     const { compiled, message } = await decodePayment(sentPayload!.payload.transaction);
     expect(compiled.lifetimeToken).toBe(hint.recentBlockhash);
     expect(parseAddMemoInstruction(message.instructions[3] as never).data.memo).toBe('invoice-42');
-    expect(rpc.calls).toEqual([]);
+    // The quote's blockhash is used as is; the RPC is read only for the checks before signing (chain, balance).
+    expect(rpc.calls.filter((m) => m !== 'getGenesisHash' && m !== 'getAccountInfo')).toEqual([]);
   });
 
   it('makes two payments of the same quote differ (memo nonce)', async () => {
     const { instance, payloads } = recorder();
     const client = educationClient(instance, { prepay: false });
-    const errors = await Promise.all([rejection(client.education.lesson(lessonArgs)), rejection(client.education.lesson(lessonArgs))]);
+    const errors = await Promise.all([
+      rejection(client.education.lesson(lessonArgs)),
+      rejection(client.education.lesson(lessonArgs)),
+    ]);
     const [a, b] = payloads();
     expect(a!.accepted).toEqual(b!.accepted);
     expect(a!.payload.transaction).not.toBe(b!.payload.transaction);
     const memos = errors.map((e) => e.payment.memo);
     expect(new Set(memos).size).toBe(2);
-    const sentMemos = await Promise.all([a, b].map(async (p) => parseAddMemoInstruction((await decodePayment(p!.payload.transaction)).message.instructions[3] as never).data.memo));
+    const sentMemos = await Promise.all(
+      [a, b].map(
+        async (p) =>
+          parseAddMemoInstruction((await decodePayment(p!.payload.transaction)).message.instructions[3] as never).data
+            .memo,
+      ),
+    );
     expect(sentMemos.sort()).toEqual([...memos].sort());
   });
 
@@ -412,7 +531,15 @@ describe('the payment the SDK builds, sent to the real education service', () =>
     expect(sent.map((s) => Boolean(s.payment))).toEqual([false, true, true, true, false, true]);
     expect([first.payment.prepaid, second.payment.prepaid, third.payment.prepaid]).toEqual([false, false, false]);
     const prepaid = decodeX402Header(sent[2]!.payment!) as PaymentPayload;
-    expect(prepaid.accepted).toEqual({ scheme: 'exact', network: SOLANA_DEVNET, amount: '50000', asset: USDC_DEVNET, payTo: service.context.paywall.payTo, maxTimeoutSeconds: 60, extra: { feePayer } });
+    expect(prepaid.accepted).toEqual({
+      scheme: 'exact',
+      network: SOLANA_DEVNET,
+      amount: '50000',
+      asset: USDC_DEVNET,
+      payTo: service.context.paywall.payTo,
+      maxTimeoutSeconds: 60,
+      extra: { feePayer },
+    });
     expect(prepaid.resource.url).toBe(`${service.url}/api/lesson`);
     expect(client.payments.receipts).toEqual([]);
     expect(client.payments.remainingUsd()).toBeUndefined();
@@ -437,7 +564,12 @@ const shopA = defineService({
   description: 'Paid fixture routes',
   router: c.router({ item: paidRoute('/api/item', '0.02'), pricey: paidRoute('/api/pricey', '1.5') }),
 });
-const shopB = defineService({ id: 'shop-b', title: 'Shop B', description: 'Another paid fixture', router: c.router({ item: paidRoute('/api/b-item', '0.03') }) });
+const shopB = defineService({
+  id: 'shop-b',
+  title: 'Shop B',
+  description: 'Another paid fixture',
+  router: c.router({ item: paidRoute('/api/b-item', '0.03') }),
+});
 
 type Answer = 'settle' | 'refuse' | 'drop' | 'unavailable' | 'pending' | 'free';
 
@@ -456,7 +588,17 @@ async function startShop() {
     x402Version: 2,
     error: 'Payment required',
     resource: { url, description: path, mimeType: 'application/json' },
-    accepts: [{ scheme: 'exact', network: SOLANA_DEVNET, amount: prices[path]!, asset: state.asset, payTo: state.payTo, maxTimeoutSeconds: 60, extra: { feePayer } }],
+    accepts: [
+      {
+        scheme: 'exact',
+        network: SOLANA_DEVNET,
+        amount: prices[path]!,
+        asset: state.asset,
+        payTo: state.payTo,
+        maxTimeoutSeconds: 60,
+        extra: { feePayer },
+      },
+    ],
   });
   const answer402 = (res: ServerResponse, quote: PaymentRequired, code: string, details: unknown) => {
     res.writeHead(402, { 'content-type': 'application/json', [PAYMENT_REQUIRED_HEADER]: encodeX402Header(quote) });
@@ -474,21 +616,54 @@ async function startShop() {
     if (answer === 'drop') return req.socket.destroy();
     if (answer === 'unavailable') {
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' });
-      return res.end(JSON.stringify({ error: { code: 'facilitator_unavailable', message: 'down; nothing was charged' }, requestId: 'req_2' }));
+      return res.end(
+        JSON.stringify({
+          error: { code: 'facilitator_unavailable', message: 'down; nothing was charged' },
+          requestId: 'req_2',
+        }),
+      );
     }
     if (answer === 'pending') {
       const transaction = base58Encode(randomBytes(64));
       state.settled.push(transaction);
-      const receipt = encodeX402Header({ success: false, errorReason: 'settlement_pending', transaction, network: SOLANA_DEVNET });
-      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', [PAYMENT_RESPONSE_HEADER]: receipt });
-      return res.end(JSON.stringify({ error: { code: 'settlement_pending', message: 'sent, not yet confirmed', details: { reason: 'settlement_pending' } }, requestId: 'req_3' }));
+      const receipt = encodeX402Header({
+        success: false,
+        errorReason: 'settlement_pending',
+        transaction,
+        network: SOLANA_DEVNET,
+      });
+      res.writeHead(503, {
+        'content-type': 'application/json',
+        'retry-after': '5',
+        [PAYMENT_RESPONSE_HEADER]: receipt,
+      });
+      return res.end(
+        JSON.stringify({
+          error: {
+            code: 'settlement_pending',
+            message: 'sent, not yet confirmed',
+            details: { reason: 'settlement_pending' },
+          },
+          requestId: 'req_3',
+        }),
+      );
     }
-    if (answer === 'refuse') return answer402(res, quote, 'payment_invalid', { ...quote, reason: 'invalid_exact_svm_payload_transaction_simulation_failed' });
+    if (answer === 'refuse')
+      return answer402(res, quote, 'payment_invalid', {
+        ...quote,
+        reason: 'invalid_exact_svm_payload_transaction_simulation_failed',
+      });
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (answer === 'settle') {
       const transaction = base58Encode(randomBytes(64));
       state.settled.push(transaction);
-      headers[PAYMENT_RESPONSE_HEADER] = encodeX402Header({ success: true, transaction, network: SOLANA_DEVNET, payer: wallet.address, amount: payment.accepted.amount });
+      headers[PAYMENT_RESPONSE_HEADER] = encodeX402Header({
+        success: true,
+        transaction,
+        network: SOLANA_DEVNET,
+        payer: wallet.address,
+        amount: payment.accepted.amount,
+      });
     }
     res.writeHead(200, headers);
     res.end(JSON.stringify({ served: state.paid }));
@@ -515,7 +690,12 @@ describe('paying through the x402 wire: receipts, spend log, prepay, refusals, u
     const hooked: PaymentReceipt[] = [];
     const payments = createPayments({ rpcUrl: rpc.url, onPayment: (receipt) => hooked.push(receipt), ...options });
     const common = { wallet, payments, maxRetries: 2 };
-    return { payments, hooked, a: createServiceClient(shopA, shop.url, common), b: createServiceClient(shopB, shop.url, common) };
+    return {
+      payments,
+      hooked,
+      a: createServiceClient(shopA, shop.url, common),
+      b: createServiceClient(shopB, shop.url, common),
+    };
   };
   const paidFlags = () => shop.state.seen.map((s) => Boolean(s.payment));
 
@@ -537,12 +717,17 @@ describe('paying through the x402 wire: receipts, spend log, prepay, refusals, u
       payer: wallet.address,
       transaction: shop.state.settled[0],
       at: undefined,
+      origin: new URL(shop.url).origin,
     });
     expect(Date.parse(receipt.at)).toBeGreaterThanOrEqual(started - 1000);
     expect(await a.item({ body: { n: 2 } })).toEqual({ served: 2 });
     expect(payments.receipts.map((r) => r.transaction)).toEqual(shop.state.settled);
     expect(hooked).toEqual(payments.receipts);
-    expect([payments.spentUsd(), payments.spentUsd('shop-a'), payments.spentUsd('shop-b')]).toEqual(['0.04', '0.04', '0']);
+    expect([payments.spentUsd(), payments.spentUsd('shop-a'), payments.spentUsd('shop-b')]).toEqual([
+      '0.04',
+      '0.04',
+      '0',
+    ]);
     expect(paidFlags()).toEqual([false, true, false, true]);
   });
 
@@ -577,7 +762,11 @@ describe('paying through the x402 wire: receipts, spend log, prepay, refusals, u
     shop.state.answers = ['refuse'];
     const error = await rejection(a.item({ body: { n: 1 } }));
     expect(error).toBeInstanceOf(PaymentRefusedError);
-    expect([error.code, error.reason, error.status]).toEqual(['payment_invalid', 'invalid_exact_svm_payload_transaction_simulation_failed', 402]);
+    expect([error.code, error.reason, error.status]).toEqual([
+      'payment_invalid',
+      'invalid_exact_svm_payload_transaction_simulation_failed',
+      402,
+    ]);
     expect(error.quote.accepts[0].amount).toBe('20000');
     expect(error.payment.requirements.amount).toBe('20000');
     expect(paidFlags()).toEqual([false, true]);
@@ -590,7 +779,12 @@ describe('paying through the x402 wire: receipts, spend log, prepay, refusals, u
     await a.item({ body: { n: 2 } });
     expect(payments.remainingUsd('shop-a')).toBe('0.01');
     const perService = await rejection(a.item({ body: { n: 3 } }));
-    expect([perService.constructor, perService.limit, perService.limitUsd, perService.remainingUsd]).toEqual([BudgetExceededError, 'perService', '0.05', '0.01']);
+    expect([perService.constructor, perService.limit, perService.limitUsd, perService.remainingUsd]).toEqual([
+      BudgetExceededError,
+      'perService',
+      '0.05',
+      '0.01',
+    ]);
     await b.item({ body: { n: 4 } });
     expect([payments.spentUsd(), payments.remainingUsd(), payments.remainingUsd('shop-b')]).toEqual(['0.07', '0', '0']);
     const total = await rejection(b.item({ body: { n: 5 } }));
@@ -601,7 +795,12 @@ describe('paying through the x402 wire: receipts, spend log, prepay, refusals, u
 
   it('caps one call at 1 USD by default; maxPerCallUsd: false lifts the cap', async () => {
     const capped = await rejection(clients().a.pricey({ body: { n: 1 } }));
-    expect([capped.constructor, capped.limit, capped.limitUsd, capped.priceUsd]).toEqual([BudgetExceededError, 'perCall', '1', '1.5']);
+    expect([capped.constructor, capped.limit, capped.limitUsd, capped.priceUsd]).toEqual([
+      BudgetExceededError,
+      'perCall',
+      '1',
+      '1.5',
+    ]);
     const { a, payments } = clients({ maxPerCallUsd: false });
     await a.pricey({ body: { n: 2 } });
     expect(payments.spentUsd()).toBe('1.5');
@@ -627,7 +826,12 @@ describe('paying through the x402 wire: receipts, spend log, prepay, refusals, u
 
     const again = await rejection(a.item({ body: { n: 2 } }));
     const receipt = payments.resolve(again.payment, 'found-on-chain');
-    expect([receipt?.transaction, receipt?.amountUsd, payments.spentUsd(), payments.pending.length]).toEqual(['found-on-chain', '0.02', '0.02', 0]);
+    expect([receipt?.transaction, receipt?.amountUsd, payments.spentUsd(), payments.pending.length]).toEqual([
+      'found-on-chain',
+      '0.02',
+      '0.02',
+      0,
+    ]);
   });
 
   it('a settlement still pending: the outcome is unknown, with the transaction the service reported', async () => {
@@ -660,19 +864,36 @@ describe('paying through the x402 wire: receipts, spend log, prepay, refusals, u
     const { a, payments } = clients({ prepay: false });
     shop.state.answers = ['free'];
     const response = await a.item.withResponse({ body: { n: 1 } });
-    expect([response.status, response.payment, payments.receipts.length, payments.spentUsd()]).toEqual([200, undefined, 0, '0']);
+    expect([response.status, response.payment, payments.receipts.length, payments.spentUsd()]).toEqual([
+      200,
+      undefined,
+      0,
+      '0',
+    ]);
   });
 
   it('reads another mint over RPC once (Token-2022, 6 decimals) and transfers under its program', async () => {
     const mint = generateWallet().address;
     const data = new Uint8Array(200); // base layout then extension space
-    data.set(getMintEncoder().encode({ mintAuthority: null, supply: 10n ** 12n, decimals: 6, isInitialized: true, freezeAuthority: null }));
+    data.set(
+      getMintEncoder().encode({
+        mintAuthority: null,
+        supply: 10n ** 12n,
+        decimals: 6,
+        isInitialized: true,
+        freezeAuthority: null,
+      }),
+    );
     rpc.accounts.set(mint, { owner: TOKEN_2022, data });
+    rpc.accounts.set(await ata(wallet.address, mint, TOKEN_2022), {
+      owner: TOKEN_2022,
+      data: tokenAccount(mint, wallet.address, 1_000_000n),
+    });
     shop.state.asset = mint;
     const { a, payments } = clients({ prepay: false, allowedAssets: [mint] });
     await a.item({ body: { n: 1 } });
     await a.item({ body: { n: 2 } });
-    expect(rpc.calls.filter((m) => m === 'getAccountInfo')).toHaveLength(1);
+    expect(rpc.accountReads.filter((a) => a === mint)).toHaveLength(1);
     const { message } = await decodePayment(shop.state.seen[1]!.payment!.payload.transaction);
     const transfer = parseTransferCheckedInstruction(message.instructions[2] as never);
     expect(message.instructions[2]!.programAddress).toBe(TOKEN_2022);
@@ -683,7 +904,13 @@ describe('paying through the x402 wire: receipts, spend log, prepay, refusals, u
 
   it('refuses a mint that is not a 6-decimal token, before sending anything', async () => {
     const nine = generateWallet().address;
-    const data = getMintEncoder().encode({ mintAuthority: null, supply: 1n, decimals: 9, isInitialized: true, freezeAuthority: null });
+    const data = getMintEncoder().encode({
+      mintAuthority: null,
+      supply: 1n,
+      decimals: 9,
+      isInitialized: true,
+      freezeAuthority: null,
+    });
     rpc.accounts.set(nine, { owner: TOKEN_PROGRAM_ADDRESS, data: new Uint8Array(data) });
     const missing = generateWallet().address;
     for (const [mint, reason] of [
@@ -718,14 +945,20 @@ describe('wallet loaders', () => {
   });
 
   it('refuses a missing file, and a file without a usable key without echoing it', async () => {
-    await expect(walletFromFile(join(dir, 'none.json'))).rejects.toThrow(`cannot read the wallet file ${join(dir, 'none.json')}: ENOENT`);
+    await expect(walletFromFile(join(dir, 'none.json'))).rejects.toThrow(
+      `cannot read the wallet file ${join(dir, 'none.json')}: ENOENT`,
+    );
     const short = join(dir, 'short.json');
     writeFileSync(short, JSON.stringify([...key.secretKey.subarray(0, 32)]));
     const error = await rejection(walletFromFile(short));
-    expect(error.message).toBe(`the wallet file ${short} holds no usable key: a Solana secret key has 64 bytes, not 32`);
+    expect(error.message).toBe(
+      `the wallet file ${short} holds no usable key: a Solana secret key has 64 bytes, not 32`,
+    );
     const garbage = join(dir, 'garbage.json');
     writeFileSync(garbage, 'not-a-key!');
-    expect((await rejection(walletFromFile(garbage))).message).toBe(`the wallet file ${garbage} holds no usable key: a secret key must be base58 or a JSON array of bytes`);
+    expect((await rejection(walletFromFile(garbage))).message).toBe(
+      `the wallet file ${garbage} holds no usable key: a secret key must be base58 or a JSON array of bytes`,
+    );
   });
 
   it('loads from an environment variable: base58, JSON array or a file path', async () => {
@@ -758,10 +991,16 @@ describe('wallet loaders', () => {
 
   it('keeps the SDK importable in browsers: no static import of Node modules in its sources', () => {
     const root = fileURLToPath(new URL('../sdk/src', import.meta.url));
+    // The command line and the MCP server are Node programs of their own (the package's bin), outside the library.
+    const nodeOnly = new Set(['cli', 'mcp'].map((dir) => join(root, dir)));
     const files = (function walk(path: string): string[] {
+      if (nodeOnly.has(path)) return [];
       return statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => walk(join(path, name))) : [path];
     })(root);
-    for (const file of files) expect(readFileSync(file, 'utf8')).not.toMatch(/^import[^;]*from '(node:)?(fs|os|path|crypto|http)(\/[a-z]+)?';/m);
+    for (const file of files)
+      expect(readFileSync(file, 'utf8')).not.toMatch(
+        /^import[^;]*from '(node:)?(fs|os|path|crypto|http)(\/[a-z]+)?';/m,
+      );
   });
 });
 
@@ -797,17 +1036,31 @@ describe('end to end: the real education service, the facilitator and the local 
       payer: buyer.address,
       transaction: first.payment!.transaction,
       at: undefined,
+      origin: new URL(economy.education.url).origin,
+      // the service advertises x402 payment-identifier: the call's identifier (tests/sdk-budgets.test.ts)
+      paymentId: first.payment!.paymentId,
     });
     const second = await client.education.lesson.withResponse(lessonArgs);
     // the second call paid with its first request: no 402 round trip
     expect(sent.map((s) => Boolean(s.payment))).toEqual([false, true, true]);
     for (const { payment } of [first, second]) expect(economy.ledger.transaction(payment!.transaction)).toBeDefined();
     expect(second.payment!.transaction).not.toBe(first.payment!.transaction);
-    expect([economy.ledger.tokenBalance(buyer.address), economy.ledger.tokenBalance(seller)]).toEqual([9_900_000n, 100_000n]);
+    expect([economy.ledger.tokenBalance(buyer.address), economy.ledger.tokenBalance(seller)]).toEqual([
+      9_900_000n,
+      100_000n,
+    ]);
     expect([client.payments.spentUsd(), client.payments.remainingUsd('education')]).toEqual(['0.1', '0.02']);
 
-    const over = await Promise.allSettled([client.education.lesson(lessonArgs), client.education.tutor({ body: { question: 'How should chunk overlap be chosen?' } })]);
-    expect(over.map((r) => [(r as PromiseRejectedResult).reason.constructor, (r as PromiseRejectedResult).reason.remainingUsd])).toEqual([
+    const over = await Promise.allSettled([
+      client.education.lesson(lessonArgs),
+      client.education.tutor({ body: { question: 'How should chunk overlap be chosen?' } }),
+    ]);
+    expect(
+      over.map((r) => [
+        (r as PromiseRejectedResult).reason.constructor,
+        (r as PromiseRejectedResult).reason.remainingUsd,
+      ]),
+    ).toEqual([
       [BudgetExceededError, '0.02'],
       [BudgetExceededError, '0.02'],
     ]);
@@ -815,17 +1068,73 @@ describe('end to end: the real education service, the facilitator and the local 
     expect(economy.ledger.tokenBalance(buyer.address)).toBe(9_900_000n);
   });
 
-  it('a wallet without funds: the facilitator refuses, nothing moves, the SDK does not pay again', async () => {
+  it('a blockhash read that expired meanwhile is read again: the refused payment is built once more, nothing lost', async () => {
+    const buyer = await walletFromSecretKey(economy.buyer.secretKey);
+    const seller = economy.education.context.wallet.address;
+    const before = [economy.ledger.tokenBalance(buyer.address), economy.ledger.tokenBalance(seller)];
+    // One client prepays, one pays only on the 402's quote: both share one blockhash read for 2 s.
+    for (const prepay of [true, false]) {
+      const { instance, sent, payloads } = recorder();
+      const client = createClient({
+        baseUrls: { education: economy.education.url },
+        wallet: buyer,
+        axios: instance,
+        maxRetries: 0,
+        payments: { rpcUrl: economy.rpcUrl, prepay },
+      });
+      await client.education.lesson(lessonArgs);
+      // The chain moves past the blockhash's 150 slots before the next call, well within the 2 s of reuse.
+      economy.ledger.warp(200);
+      const second = await client.education.lesson.withResponse(lessonArgs);
+      expect(second.status).toBe(200);
+      // The stale payment (prepaid or quoted) was refused, the fresh one settled; the blockhashes differ.
+      expect(sent.map((s) => Boolean(s.payment))).toEqual(
+        prepay ? [false, true, true, true] : [false, true, false, true, true],
+      );
+      const hashes = await Promise.all(
+        payloads().map(async (p) => (await decodePayment(p.payload.transaction)).compiled.lifetimeToken),
+      );
+      expect(hashes[hashes.length - 1]).not.toBe(hashes[hashes.length - 2]);
+      expect(client.payments.receipts.map((r) => r.amount)).toEqual(['50000', '50000']);
+      if (prepay) {
+        // A refusal for an expired blockhash does not stop the route's prepaying.
+        await client.education.lesson(lessonArgs);
+        expect(sent.slice(-1).map((s) => Boolean(s.payment))).toEqual([true]);
+      }
+    }
+    // Five lessons settled: two per client and the third prepaid one.
+    expect([economy.ledger.tokenBalance(buyer.address), economy.ledger.tokenBalance(seller)]).toEqual([
+      before[0]! - 250_000n,
+      before[1]! + 250_000n,
+    ]);
+  });
+
+  it('a wallet without funds: refused before signing (InsufficientFundsError), nothing sent, nothing moves', async () => {
     const broke = await walletFromSecretKey(generateWallet().secretKey);
     const seller = economy.education.context.wallet.address;
     const before = economy.ledger.tokenBalance(seller);
     const { instance, payloads } = recorder();
-    const client = createClient({ baseUrls: { education: economy.education.url }, wallet: broke, axios: instance, maxRetries: 0, payments: { rpcUrl: economy.rpcUrl } });
+    const client = createClient({
+      baseUrls: { education: economy.education.url },
+      wallet: broke,
+      axios: instance,
+      maxRetries: 0,
+      payments: { rpcUrl: economy.rpcUrl },
+    });
     const error = await rejection(client.education.lesson(lessonArgs));
-    expect(error).toBeInstanceOf(PaymentRefusedError);
-    expect(error.code).toBe('payment_invalid');
-    expect(error.reason).toBe('invalid_exact_svm_transaction_simulation_failed');
-    expect(payloads()).toHaveLength(1);
-    expect([client.payments.receipts, client.payments.spentUsd(), economy.ledger.tokenBalance(seller)]).toEqual([[], '0', before]);
+    expect(error).toBeInstanceOf(InsufficientFundsError);
+    expect([error.address, error.asset, error.needed, error.held, error.hasTokenAccount]).toEqual([
+      broke.address,
+      USDC_DEVNET,
+      '50000',
+      '0',
+      false,
+    ]);
+    expect(payloads()).toHaveLength(0);
+    expect([client.payments.receipts, client.payments.spentUsd(), economy.ledger.tokenBalance(seller)]).toEqual([
+      [],
+      '0',
+      before,
+    ]);
   });
 });

@@ -2,9 +2,21 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { initContract } from '@ts-rest/core';
 import axios from 'axios';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { SOLANA_DEVNET, USDC_DEVNET, base58Encode, defineService, encodeX402Header, free, standardErrors, type PaymentRequired } from '@agent-economy/contracts';
+import {
+  SOLANA_DEVNET,
+  USDC_DEVNET,
+  base58Encode,
+  defineService,
+  education,
+  encodeX402Header,
+  free,
+  standardErrors,
+  type PaymentRequired,
+  type Quiz,
+  type QuizResult,
+} from '@agent-economy/contracts';
 import {
   AgentEconomyError,
   ApiError,
@@ -38,7 +50,11 @@ const fixture = defineService({
       method: 'GET',
       path: '/api/thing/:id',
       pathParams: z.object({ id: z.string() }),
-      query: z.object({ tags: z.array(z.string()).optional(), filter: z.object({ a: z.string(), b: z.string() }).optional(), page: z.number().optional() }),
+      query: z.object({
+        tags: z.array(z.string()).optional(),
+        filter: z.object({ a: z.string(), b: z.string() }).optional(),
+        page: z.number().optional(),
+      }),
       responses: { 200: z.object({ id: z.string() }), ...standardErrors },
       summary: 'One thing',
       metadata: { payment: free() },
@@ -83,7 +99,10 @@ function json(response: ServerResponse, status: number, body: unknown, headers: 
   response.end(body === undefined ? undefined : JSON.stringify(body));
 }
 
-const envelope = (code: string, message: string, details?: unknown, requestId = 'req_body') => ({ error: { code, message, details }, requestId });
+const envelope = (code: string, message: string, details?: unknown, requestId = 'req_body') => ({
+  error: { code, message, details },
+  requestId,
+});
 
 /** Answers attempt n with steps[n] (the last step repeats). */
 function script(...steps: [status: number, body: unknown, headers?: Record<string, string>][]): Handler {
@@ -245,19 +264,30 @@ describe('retries', () => {
 
     // nor a GET, nor with an idempotency key, whatever the header's case
     seen = [];
-    const get = await rejection(client({ maxRetries: 5 }).thing({ params: { id: 'x' } }, { headers: { 'Payment-Signature': 'sig-def' }, idempotencyKey: 'k' }));
+    const get = await rejection(
+      client({ maxRetries: 5 }).thing(
+        { params: { id: 'x' } },
+        { headers: { 'Payment-Signature': 'sig-def' }, idempotencyKey: 'k' },
+      ),
+    );
     expect(get).toBeInstanceOf(InternalServerError);
     expect(seen).toHaveLength(1);
   });
 
   it('never retries when the payment header comes from the client-wide headers', async () => {
     handler = script(fail(503), [200, ok]);
-    await expect(client({ headers: { 'payment-signature': 'sig' } }).thing({ params: { id: 'x' } })).rejects.toBeInstanceOf(InternalServerError);
+    await expect(
+      client({ headers: { 'payment-signature': 'sig' } }).thing({ params: { id: 'x' } }),
+    ).rejects.toBeInstanceOf(InternalServerError);
     expect(seen).toHaveLength(1);
   });
 
   it('respects maxRetries and then throws the typed error from the envelope', async () => {
-    handler = script([503, envelope('settlement_unavailable', 'the facilitator is down', { retryable: true }, 'req_503'), { 'retry-after': '0' }]);
+    handler = script([
+      503,
+      envelope('settlement_unavailable', 'the facilitator is down', { retryable: true }, 'req_503'),
+      { 'retry-after': '0' },
+    ]);
     const error = await rejection(client({ maxRetries: 1 }).act({ body: { n: 1 } }));
     expect(seen).toHaveLength(2);
     expect(error).toBeInstanceOf(InternalServerError);
@@ -269,16 +299,22 @@ describe('retries', () => {
     expect(error.message).toBe('503 settlement_unavailable: the facilitator is down');
     expect(error.details).toEqual({ retryable: true });
     expect(error.requestId).toBe('req_503');
-    expect(error.body).toEqual(envelope('settlement_unavailable', 'the facilitator is down', { retryable: true }, 'req_503'));
+    expect(error.body).toEqual(
+      envelope('settlement_unavailable', 'the facilitator is down', { retryable: true }, 'req_503'),
+    );
   });
 
   it('lets a call override the client maxRetries', async () => {
     handler = script(fail(503));
-    await expect(client({ maxRetries: 3 }).thing({ params: { id: 'x' } }, { maxRetries: 0 })).rejects.toBeInstanceOf(InternalServerError);
+    await expect(client({ maxRetries: 3 }).thing({ params: { id: 'x' } }, { maxRetries: 0 })).rejects.toBeInstanceOf(
+      InternalServerError,
+    );
     expect(seen).toHaveLength(1);
 
     seen = [];
-    await expect(client({ maxRetries: 0 }).thing({ params: { id: 'x' } }, { maxRetries: 3 })).rejects.toBeInstanceOf(InternalServerError);
+    await expect(client({ maxRetries: 0 }).thing({ params: { id: 'x' } }, { maxRetries: 3 })).rejects.toBeInstanceOf(
+      InternalServerError,
+    );
     expect(seen).toHaveLength(4);
   });
 
@@ -311,16 +347,22 @@ describe('timeouts, aborts and connection failures', () => {
 
   it('applies a per-call timeoutMs', async () => {
     handler = silent;
-    await expect(client({ maxRetries: 0, timeoutMs: 60_000 }).thing({ params: { id: 'x' } }, { timeoutMs: 100 })).rejects.toBeInstanceOf(ConnectionTimeoutError);
+    await expect(
+      client({ maxRetries: 0, timeoutMs: 60_000 }).thing({ params: { id: 'x' } }, { timeoutMs: 100 }),
+    ).rejects.toBeInstanceOf(ConnectionTimeoutError);
   });
 
   it('retries a timed-out GET but not a timed-out POST (it may have reached the service)', async () => {
     handler = silent;
-    await expect(client({ maxRetries: 1, timeoutMs: 150 }).thing({ params: { id: 'x' } })).rejects.toBeInstanceOf(ConnectionTimeoutError);
+    await expect(client({ maxRetries: 1, timeoutMs: 150 }).thing({ params: { id: 'x' } })).rejects.toBeInstanceOf(
+      ConnectionTimeoutError,
+    );
     expect(seen).toHaveLength(2);
 
     seen = [];
-    await expect(client({ maxRetries: 1, timeoutMs: 150 }).act({ body: { n: 1 } })).rejects.toBeInstanceOf(ConnectionTimeoutError);
+    await expect(client({ maxRetries: 1, timeoutMs: 150 }).act({ body: { n: 1 } })).rejects.toBeInstanceOf(
+      ConnectionTimeoutError,
+    );
     expect(seen).toHaveLength(1);
   });
 
@@ -351,7 +393,9 @@ describe('timeouts, aborts and connection failures', () => {
   it('throws UserAbortError promptly when the signal fires during a retry wait', { timeout: 10_000 }, async () => {
     handler = script([503, envelope('busy', 'busy'), { 'retry-after': '30' }]);
     const controller = new AbortController();
-    const answered = new Promise<void>((resolve) => server.once('request', (_request, response: ServerResponse) => response.once('finish', () => resolve())));
+    const answered = new Promise<void>((resolve) =>
+      server.once('request', (_request, response: ServerResponse) => response.once('finish', () => resolve())),
+    );
     const call = rejection(client({ maxRetries: 2 }).thing({ params: { id: 'x' } }, { signal: controller.signal }));
     await answered;
     setTimeout(() => controller.abort(), 50);
@@ -383,7 +427,9 @@ describe('timeouts, aborts and connection failures', () => {
 
     // a paid POST is not retried even when refused
     attempts.length = 0;
-    await expect(refused.act({ body: { n: 1 } }, { headers: { 'payment-signature': 'sig' } })).rejects.toBeInstanceOf(ConnectionError);
+    await expect(refused.act({ body: { n: 1 } }, { headers: { 'payment-signature': 'sig' } })).rejects.toBeInstanceOf(
+      ConnectionError,
+    );
     expect(attempts).toHaveLength(1);
   });
 });
@@ -404,7 +450,11 @@ describe('error mapping', () => {
 
   it.each(cases)('maps %i to its error class with the envelope fields', async (status, ErrorClass) => {
     const details = { fields: [{ field: 'body.n', message: 'too big' }], status };
-    handler = script([status, envelope(`code_${status}`, `message ${status}`, details, 'req_from_body'), { 'x-request-id': `req_${status}` }]);
+    handler = script([
+      status,
+      envelope(`code_${status}`, `message ${status}`, details, 'req_from_body'),
+      { 'x-request-id': `req_${status}` },
+    ]);
     const error = await rejection(client({ maxRetries: 0 }).act({ body: { n: 1 } }));
     expect(error).toBeInstanceOf(ErrorClass);
     expect(error).toBeInstanceOf(ApiError);
@@ -453,7 +503,10 @@ describe('error mapping', () => {
   });
 
   it('exposes the invalid fields of a 400', async () => {
-    handler = script([400, envelope('invalid_request', 'bad', { fields: [{ field: 'body.n', message: 'Expected number' }] })]);
+    handler = script([
+      400,
+      envelope('invalid_request', 'bad', { fields: [{ field: 'body.n', message: 'Expected number' }] }),
+    ]);
     const error = await rejection(client().act({ body: { n: 1 } }));
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.fields).toEqual([{ field: 'body.n', message: 'Expected number' }]);
@@ -482,7 +535,11 @@ describe('error mapping', () => {
     it('decodes the base64 JSON payment-required header', async () => {
       expect(SOLANA_DEVNET).toBe('solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1');
       expect(USDC_DEVNET).toBe('4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU');
-      handler = script([402, envelope('payment_required', 'pay first'), { 'payment-required': encodeX402Header(quote) }]);
+      handler = script([
+        402,
+        envelope('payment_required', 'pay first'),
+        { 'payment-required': encodeX402Header(quote) },
+      ]);
       const error = await rejection(client().act({ body: { n: 1 } }));
       expect(error).toBeInstanceOf(PaymentRequiredError);
       expect(error.quote).toEqual(quote);
@@ -490,7 +547,11 @@ describe('error mapping', () => {
     });
 
     it('is undefined for a garbage header', async () => {
-      for (const garbage of ['not base64 !!', encodeX402Header({ hello: 'world' }), Buffer.from('{not json').toString('base64')]) {
+      for (const garbage of [
+        'not base64 !!',
+        encodeX402Header({ hello: 'world' }),
+        Buffer.from('{not json').toString('base64'),
+      ]) {
         handler = script([402, envelope('payment_required', 'pay first', quote), { 'payment-required': garbage }]);
         const error = await rejection(client().act({ body: { n: 1 } }));
         expect(error).toBeInstanceOf(PaymentRequiredError);
@@ -518,7 +579,9 @@ describe('buildUrl', () => {
 
   it('refuses an empty or missing path parameter', () => {
     expect(() => buildUrl('http://h', thing, { params: { id: '' } })).toThrow(AgentEconomyError);
-    expect(() => buildUrl('http://h', thing, { params: {} })).toThrow('path parameter "id" of GET /api/thing/:id is missing or empty');
+    expect(() => buildUrl('http://h', thing, { params: {} })).toThrow(
+      'path parameter "id" of GET /api/thing/:id is missing or empty',
+    );
     expect(() => buildUrl('http://h', thing, {})).toThrow(AgentEconomyError);
     expect(() => buildUrl('http://h', thing, { params: { id: null } })).toThrow(AgentEconomyError);
   });
@@ -532,11 +595,15 @@ describe('buildUrl', () => {
   it('serializes query values, arrays and objects', () => {
     expect(buildUrl('http://h', act, {})).toBe('http://h/api/do');
     expect(buildUrl('http://h', act, { query: {} })).toBe('http://h/api/do');
-    expect(buildUrl('http://h', act, { query: { tags: ['a', 'b c'], page: 2, skip: undefined, none: null, yes: true } })).toBe(
-      'http://h/api/do?tags=a&tags=b%20c&page=2&yes=true',
+    expect(
+      buildUrl('http://h', act, { query: { tags: ['a', 'b c'], page: 2, skip: undefined, none: null, yes: true } }),
+    ).toBe('http://h/api/do?tags=a&tags=b%20c&page=2&yes=true');
+    expect(buildUrl('http://h', act, { query: { filter: { a: 'x', b: 'y&z' } } })).toBe(
+      'http://h/api/do?filter%5Ba%5D=x&filter%5Bb%5D=y%26z',
     );
-    expect(buildUrl('http://h', act, { query: { filter: { a: 'x', b: 'y&z' } } })).toBe('http://h/api/do?filter%5Ba%5D=x&filter%5Bb%5D=y%26z');
-    expect(buildUrl('http://h', act, { query: { at: new Date('2026-01-02T03:04:05.006Z') } })).toBe('http://h/api/do?at=2026-01-02T03%3A04%3A05.006Z');
+    expect(buildUrl('http://h', act, { query: { at: new Date('2026-01-02T03:04:05.006Z') } })).toBe(
+      'http://h/api/do?at=2026-01-02T03%3A04%3A05.006Z',
+    );
   });
 
   it('handles trailing slashes on the base URL', () => {
@@ -547,7 +614,10 @@ describe('buildUrl', () => {
 
   it('sends encoded paths and queries over the wire', async () => {
     handler = script([200, ok]);
-    await client().thing({ params: { id: 'a b/c?' }, query: { tags: ['t1', 't2'], filter: { a: '1', b: '2' }, page: 3 } });
+    await client().thing({
+      params: { id: 'a b/c?' },
+      query: { tags: ['t1', 't2'], filter: { a: '1', b: '2' }, page: 3 },
+    });
     expect(seen[0]!.url).toBe('/api/thing/a%20b%2Fc%3F?tags=t1&tags=t2&filter%5Ba%5D=1&filter%5Bb%5D=2&page=3');
     seen = [];
     await createServiceClient(fixture, `${baseUrl}/`, { maxRetries: 0 }).thing({ params: { id: 'y' } });
@@ -617,6 +687,51 @@ describe('responses', () => {
   });
 });
 
+describe('results that follow the request', () => {
+  const graded: QuizResult = {
+    action: 'grade',
+    quizId: 'quiz_0123456789abcdef',
+    courseId: 'rag',
+    lessonId: 'chunking',
+    attempt: 1,
+    score: 1,
+    total: 1,
+    percent: 100,
+    passed: true,
+    results: [{ questionId: 'q1', chosen: 0, correctChoice: 0, correct: true, explanation: 'Because.' }],
+    gradedAt: '2026-01-01T00:00:00.000Z',
+  };
+
+  it('types the quiz result by the action sent, and the answer carries that action', async () => {
+    handler = script([200, graded]);
+    const quiz = createServiceClient(education, baseUrl, { maxRetries: 0 }).quiz;
+    const result = await quiz({
+      body: { action: 'grade', quizId: graded.quizId, answers: [{ questionId: 'q1', choice: 0 }] },
+    });
+    expectTypeOf(result).toEqualTypeOf<QuizResult>();
+    expect(result.action).toBe('grade');
+    expect(result.percent).toBe(100);
+    const response = await quiz.withResponse({
+      body: { action: 'grade', quizId: graded.quizId, answers: [{ questionId: 'q1', choice: 0 }] },
+    });
+    expectTypeOf(response.data).toEqualTypeOf<QuizResult>();
+
+    // Checked by the typechecker only: never called.
+    const typed = () => {
+      expectTypeOf(
+        quiz({ body: { action: 'generate', courseId: 'rag', lessonId: 'chunking' } }),
+      ).resolves.toEqualTypeOf<Quiz>();
+      // An action only known as the union gives the union, which narrows on `action`.
+      const body = { action: 'generate', courseId: 'rag', lessonId: 'chunking' } as Parameters<typeof quiz>[0]['body'];
+      const either = quiz({ body });
+      expectTypeOf(either).resolves.toEqualTypeOf<Quiz | QuizResult>();
+      // @ts-expect-error a grade body does not take generate's fields
+      void quiz({ body: { action: 'grade', courseId: 'rag', lessonId: 'chunking' } });
+    };
+    expect(typeof typed).toBe('function');
+  });
+});
+
 describe('createClient', () => {
   it('exposes the education service with its methods', () => {
     const all = createClient();
@@ -645,15 +760,27 @@ describe('createClient', () => {
       throw new Error('stop');
     });
     try {
-      await expect(createClient({ host: 'http://example.test/', axios: instance, maxRetries: 0 }).education.catalog()).rejects.toBeInstanceOf(ConnectionError);
-      await expect(createClient({ axios: instance, maxRetries: 0 }).education.catalog()).rejects.toBeInstanceOf(ConnectionError);
+      await expect(
+        createClient({ host: 'http://example.test/', axios: instance, maxRetries: 0 }).education.catalog(),
+      ).rejects.toBeInstanceOf(ConnectionError);
+      await expect(createClient({ axios: instance, maxRetries: 0 }).education.catalog()).rejects.toBeInstanceOf(
+        ConnectionError,
+      );
       // an empty variable means unset
       process.env.AGENT_ECONOMY_EDUCATION_URL = '';
-      await expect(createClient({ host: 'http://example.test', axios: instance, maxRetries: 0 }).education.catalog()).rejects.toBeInstanceOf(ConnectionError);
-      process.env.AGENT_ECONOMY_EDUCATION_URL = 'http://from-env.test:1234';
-      await expect(createClient({ host: 'http://example.test', axios: instance, maxRetries: 0 }).education.catalog()).rejects.toBeInstanceOf(ConnectionError);
       await expect(
-        createClient({ baseUrls: { education: 'http://override.test' }, axios: instance, maxRetries: 0 }).education.catalog(),
+        createClient({ host: 'http://example.test', axios: instance, maxRetries: 0 }).education.catalog(),
+      ).rejects.toBeInstanceOf(ConnectionError);
+      process.env.AGENT_ECONOMY_EDUCATION_URL = 'http://from-env.test:1234';
+      await expect(
+        createClient({ host: 'http://example.test', axios: instance, maxRetries: 0 }).education.catalog(),
+      ).rejects.toBeInstanceOf(ConnectionError);
+      await expect(
+        createClient({
+          baseUrls: { education: 'http://override.test' },
+          axios: instance,
+          maxRetries: 0,
+        }).education.catalog(),
       ).rejects.toBeInstanceOf(ConnectionError);
     } finally {
       if (saved === undefined) delete process.env.AGENT_ECONOMY_EDUCATION_URL;

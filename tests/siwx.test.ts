@@ -22,7 +22,7 @@ import {
   type Signer,
 } from '@agent-economy/sdk';
 import { callerOf, createServiceApp } from '../servers/src/runtime/app';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startService, type RunningService } from './support/servers';
 
 const c = initContract();
@@ -74,8 +74,10 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 const url = () => `${service.url}/api/whoami`;
-const callWith = (header: string) => raw.whoami({ body: { note: 'hi' } }, { headers: { 'sign-in-with-x': header } }).catch((e) => e);
-const reasonOf = (error: any) => (error instanceof AuthenticationError ? (error.details as { reason: string }).reason : `not a 401: ${error}`);
+const callWith = (header: string) =>
+  raw.whoami({ body: { note: 'hi' } }, { headers: { 'sign-in-with-x': header } }).catch((e) => e);
+const reasonOf = (error: any) =>
+  error instanceof AuthenticationError ? (error.details as { reason: string }).reason : `not a 401: ${error}`;
 
 /** Re-encodes a proof with some fields changed, keeping the original signature. */
 function tamper(header: string, change: Record<string, unknown>): string {
@@ -112,16 +114,27 @@ describe('SIGN-IN-WITH-X', () => {
       [{ statement: 'I agree to pay everything' }, 'signature_invalid'],
       [{ signature: base58Encode(new Uint8Array(64).fill(7)) }, 'signature_invalid'],
     ];
-    for (const [change, reason] of cases) expect(reasonOf(await callWith(tamper(header, change))), JSON.stringify(change)).toBe(reason);
+    for (const [change, reason] of cases)
+      expect(reasonOf(await callWith(tamper(header, change))), JSON.stringify(change)).toBe(reason);
     // Untampered, the same header still works: none of the refusals used up its nonce.
     expect((await callWith(header)).caller).toBe(signer.address);
   });
 
   it('refuses stale, expired and future proofs', async () => {
     const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
-    expect(reasonOf(await callWith(await createSiwxHeader(signer, { url: url(), now: minutesAgo(6), expirationSeconds: 3600 })))).toBe('issued_at_too_old');
-    expect(reasonOf(await callWith(await createSiwxHeader(signer, { url: url(), now: minutesAgo(2), expirationSeconds: 60 })))).toBe('expired');
-    expect(reasonOf(await callWith(await createSiwxHeader(signer, { url: url(), now: minutesAgo(-2) })))).toBe('issued_at_in_future');
+    expect(
+      reasonOf(
+        await callWith(await createSiwxHeader(signer, { url: url(), now: minutesAgo(6), expirationSeconds: 3600 })),
+      ),
+    ).toBe('issued_at_too_old');
+    expect(
+      reasonOf(
+        await callWith(await createSiwxHeader(signer, { url: url(), now: minutesAgo(2), expirationSeconds: 60 })),
+      ),
+    ).toBe('expired');
+    expect(reasonOf(await callWith(await createSiwxHeader(signer, { url: url(), now: minutesAgo(-2) })))).toBe(
+      'issued_at_in_future',
+    );
   });
 
   it('refuses a proof made for another service', async () => {
@@ -140,7 +153,9 @@ describe('SIGN-IN-WITH-X', () => {
     expect(invalid).toBeInstanceOf(BadRequestError);
     const unidentified = await raw.paidMine({ body: {} }).catch((e) => e);
     expect(unidentified.status).toBe(401);
-    const identified = await createServiceClient(fixture, service.url, { wallet: signer, maxRetries: 0 }).paidMine({ body: {} }).catch((e) => e);
+    const identified = await createServiceClient(fixture, service.url, { wallet: signer, maxRetries: 0 })
+      .paidMine({ body: {} })
+      .catch((e) => e);
     expect(identified.status).toBe(402);
   });
 
@@ -152,6 +167,8 @@ describe('SIGN-IN-WITH-X', () => {
     mismatched.set(generateWallet().secretKey.subarray(32), 32);
     await expect(walletFromSecretKey(mismatched)).rejects.toThrow('does not match');
     // A JSON key with a value outside 0-255 is refused, not silently wrapped into another key.
-    await expect(walletFromSecretKey(JSON.stringify([300, ...secretKey.subarray(1)]))).rejects.toThrow('array of 64 bytes');
+    await expect(walletFromSecretKey(JSON.stringify([300, ...secretKey.subarray(1)]))).rejects.toThrow(
+      'array of 64 bytes',
+    );
   });
 });

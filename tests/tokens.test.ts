@@ -3,148 +3,24 @@ import type { AddressInfo } from 'node:net';
 import { createSolanaRpc } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { USDC_DEVNET } from '@agent-economy/contracts';
-import { BadRequestError, InternalServerError, NotFoundError, createClient, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
-import { associatedTokenAddress } from '../servers/src/ledger/programs';
-import { generateWallet, type Wallet } from '../servers/src/runtime/wallet';
+import {
+  BadRequestError,
+  InternalServerError,
+  NotFoundError,
+  createClient,
+  walletFromSecretKey,
+  type AgentEconomyClient,
+} from '@agent-economy/sdk';
+import { associatedTokenAddress } from '../servers/src/solana/programs';
+import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import { createTokensApp } from '../servers/src/services/tokens';
-import { competitionRanks, compareTokens, holderDistribution, riskScore, riskWarnings } from '../servers/src/services/tokens/domain';
-import { gini, hhi } from '../servers/src/upstream/measures';
-import { decodeMetaplexMetadata, decodeMintFacts } from '../servers/src/upstream/token-chain';
+import { gini } from '../servers/src/upstream/measures';
 import { createMint, mintTokens, setMintAuthority } from '../servers/src/simulate/mints';
 import { startEconomy, type Economy } from './support/economy';
 import type { RunningService } from './support/servers';
 
 // Token analysis over mints made with real transactions on the local ledger: every figure below is computed by
 // hand from the amounts minted. Market data is read from a local server replaying DexScreener's documented shape.
-
-describe('formulas', () => {
-  it('Gini on the research vectors', () => {
-    expect(gini([1, 1, 1, 1])).toBe(0);
-    expect(gini([0, 0, 0, 1])).toBe(0.75);
-    expect(gini([1, 2, 3, 4, 5])).toBeCloseTo(0.266667, 6);
-    expect(gini([10, 5, 3, 1, 1])).toBeCloseTo(0.44, 6);
-    expect(gini([5, 10, 20, 50])).toBeCloseTo(0.426471, 6);
-    expect(gini([])).toBe(0);
-  });
-
-  it('HHI on the research vectors', () => {
-    expect(hhi([0.5, 0.3, 0.2])).toBeCloseTo(0.38, 9);
-    expect(hhi([0.25, 0.25, 0.25, 0.25])).toBeCloseTo(0.25, 9);
-  });
-
-  it('competition ranks: ties share the better rank, unknown values rank last', () => {
-    expect(competitionRanks([10, 30, 30, 5])).toEqual([3, 1, 1, 4]);
-    expect(competitionRanks([10, null, 30])).toEqual([2, 3, 1]);
-    expect(competitionRanks([40, 10, 20], true)).toEqual([3, 1, 2]);
-  });
-
-  it('holder distribution leaves burn and program accounts out of concentration', () => {
-    const d = holderDistribution(
-      [
-        { tokenAccount: 'a', owner: 'A', amount: 600n },
-        { tokenAccount: 'b', owner: 'B', amount: 300n },
-        { tokenAccount: 'burn', owner: 'X', amount: 100n, excluded: 'burn' },
-      ],
-      1000n,
-      2,
-      40,
-    );
-    expect(d.topHolders.map((h) => [h.rank, h.tokenAccount, h.percent, h.whale, h.uiAmount])).toEqual([
-      [1, 'a', 60, true, '6'],
-      [2, 'b', 30, false, '3'],
-    ]);
-    expect(d.excluded).toEqual([{ tokenAccount: 'burn', owner: 'X', reason: 'burn', percent: 10 }]);
-    expect(d.concentration).toEqual({ top1Percent: 60, top10Percent: 90, top20Percent: 90, gini: gini([600, 300]), hhi: 0.45 });
-    expect(d.whales).toEqual({ count: 1, totalPercent: 60 });
-  });
-
-  it('risk: every finding adds its stated points, capped at 100, most severe first', () => {
-    const warnings = riskWarnings({
-      mintAuthority: 'M',
-      freezeAuthority: 'F',
-      metadataMutable: true,
-      permanentDelegate: 'D',
-      transferHookProgram: null,
-      transferFeePercent: 1.5,
-      top1Percent: 25,
-      top10Percent: 80,
-      market: { liquidityUsd: '500', pairCount: 1, createdAt: null },
-      now: new Date(),
-    });
-    expect(warnings.map((w) => [w.code, w.scoreImpact])).toEqual([
-      ['mint_authority_enabled', 30],
-      ['permanent_delegate', 25],
-      ['freeze_authority_enabled', 20],
-      ['single_holder_concentration', 20],
-      ['top10_concentration', 15],
-      ['transfer_fee', 10],
-      ['low_liquidity', 10],
-      ['mutable_metadata', 5],
-    ]);
-    expect(riskScore(warnings)).toEqual({ riskScore: 100, riskLevel: 'critical' });
-    expect(riskScore(warnings.slice(-2))).toEqual({ riskScore: 15, riskLevel: 'low' });
-  });
-
-  it('compare: (n − r)/(n − 1) × 100 points per criterion, weighted', () => {
-    const base = { symbol: null, name: null, priceUsd: null, marketCapUsd: null, priceChange24hPercent: null };
-    const result = compareTokens([
-      { ...base, mint: 'A', volume24hUsd: '100', liquidityUsd: '1000', riskScore: 10, top10HolderPercent: 20 },
-      { ...base, mint: 'B', volume24hUsd: '300', liquidityUsd: '500', riskScore: 50, top10HolderPercent: 90 },
-    ]);
-    // A wins safety (.30), liquidity (.25), distribution (.15); B wins volume (.15); both tie marketCap and momentum (.15).
-    expect(result.tokens.map((t) => [t.mint, t.compositeScore, t.overallRank])).toEqual([
-      ['A', 85, 1],
-      ['B', 30, 2],
-    ]);
-    expect(result.leaders).toMatchObject({ safety: 'A', volume: 'B', liquidity: 'A', distribution: 'A' });
-  });
-
-  it('decodes a Token-2022 mint with a transfer fee, a permanent delegate and metadata', () => {
-    const data = new Uint8Array(166 + 4 + 108 + 4 + 32 + 4 + 64 + 4 + 64 + 12 + 4 + 4 + 4);
-    const base = decodeMintFacts('m', 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', new Uint8Array(82));
-    expect(base).toBeNull(); // an uninitialised mint
-    data[44] = 9; // decimals
-    data[45] = 1; // initialised
-    data[165] = 1; // account type: mint
-    const view = new DataView(data.buffer);
-    let at = 166;
-    view.setUint16(at, 1, true); // transferFeeConfig
-    view.setUint16(at + 2, 108, true);
-    view.setUint16(at + 4 + 106, 250, true); // newer fee: 250 basis points
-    at += 4 + 108;
-    view.setUint16(at, 12, true); // permanentDelegate
-    view.setUint16(at + 2, 32, true);
-    data.fill(7, at + 4, at + 36);
-    at += 4 + 32;
-    const meta = new Uint8Array(64 + 4 + 4 + 4 + 3 + 4);
-    meta.fill(9, 0, 32); // update authority
-    new DataView(meta.buffer).setUint32(64, 4, true);
-    meta.set(new TextEncoder().encode('Coin'), 68);
-    new DataView(meta.buffer).setUint32(72, 3, true);
-    meta.set(new TextEncoder().encode('CNX'), 76);
-    new DataView(meta.buffer).setUint32(79, 0, true);
-    view.setUint16(at, 19, true); // tokenMetadata
-    view.setUint16(at + 2, meta.length, true);
-    data.set(meta, at + 4);
-    const facts = decodeMintFacts('m', 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb', data.subarray(0, at + 4 + meta.length))!;
-    expect(facts).toMatchObject({ tokenProgram: 'token-2022', decimals: 9, extensions: ['transferFeeConfig', 'permanentDelegate', 'tokenMetadata'], transferFeePercent: 2.5 });
-    expect(facts.permanentDelegate).not.toBeNull();
-    expect(facts.metadata).toMatchObject({ name: 'Coin', symbol: 'CNX', uri: '', mutable: true });
-  });
-
-  it('decodes a Metaplex metadata account and its mutability', () => {
-    const strings = [['Bonk', 32], ['BONK', 10], ['https://x', 200]] as const;
-    const parts: number[] = [4, ...new Array(64).fill(1)];
-    for (const [text, size] of strings) {
-      const bytes = new Uint8Array(4 + size);
-      new DataView(bytes.buffer).setUint32(0, size, true);
-      bytes.set(new TextEncoder().encode(text), 4);
-      parts.push(...bytes);
-    }
-    parts.push(0, 0, /* creators: none */ 0, /* primary sale */ 1, /* mutable */ 0);
-    expect(decodeMetaplexMetadata(new Uint8Array(parts))).toMatchObject({ name: 'Bonk', symbol: 'BONK', uri: 'https://x', mutable: false, updateAuthority: null });
-  });
-});
 
 describe('through the SDK, on the local ledger', () => {
   let economy: Economy;
@@ -159,7 +35,12 @@ describe('through the SDK, on the local ledger', () => {
   beforeAll(async () => {
     economy = await startEconomy();
     service = await economy.startPaidService(createTokensApp, { id: 'tokens' });
-    buyer = createClient({ baseUrls: { tokens: service.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    buyer = createClient({
+      baseUrls: { tokens: service.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     issuer = generateWallet();
     await economy.ledger.airdrop(issuer.address, 5_000_000_000n);
     const rpc = createSolanaRpc(economy.rpcUrl);
@@ -172,7 +53,14 @@ describe('through the SDK, on the local ledger', () => {
     ]);
     // A fair launch: four equal holders, then both authorities renounced.
     safeMint = await createMint(rpc, issuer, { decimals: 9, freezeAuthority: issuer.address });
-    await mintTokens(rpc, issuer, safeMint, issuer, 9, holders.map((h) => ({ owner: h.address, amount: 250n * 10n ** 9n })));
+    await mintTokens(
+      rpc,
+      issuer,
+      safeMint,
+      issuer,
+      9,
+      holders.map((h) => ({ owner: h.address, amount: 250n * 10n ** 9n })),
+    );
     await setMintAuthority(rpc, issuer, safeMint, issuer, 'mint', null);
     await setMintAuthority(rpc, issuer, safeMint, issuer, 'freeze', null);
   });
@@ -181,7 +69,19 @@ describe('through the SDK, on the local ledger', () => {
   it('overview: supply and decimals from the chain, market fields null with the reason, and the price charged', async () => {
     const before = usdBalance();
     const o = await buyer.tokens.overview({ params: { mint: rugMint } });
-    expect(o).toMatchObject({ mint: rugMint, decimals: 6, tokenProgram: 'spl-token', supply: '1000000000', uiSupply: '1000', priceUsd: null, volume24hUsd: null, liquidityUsd: null, marketCapUsd: null, pairCount: 0, name: null });
+    expect(o).toMatchObject({
+      mint: rugMint,
+      decimals: 6,
+      tokenProgram: 'spl-token',
+      supply: '1000000000',
+      uiSupply: '1000',
+      priceUsd: null,
+      volume24hUsd: null,
+      liquidityUsd: null,
+      marketCapUsd: null,
+      pairCount: 0,
+      name: null,
+    });
     expect(o.source).toMatchObject({ mode: 'chain', providers: ['local-ledger'] });
     expect(o.source.note).toMatch(/MARKET_DATA=live/);
     expect(before - usdBalance()).toBe(2000n); // 0.002 USD
@@ -189,8 +89,21 @@ describe('through the SDK, on the local ledger', () => {
 
   it('security: authorities and concentration become warnings with their points', async () => {
     const s = await buyer.tokens.security({ params: { mint: rugMint } });
-    expect(s).toMatchObject({ mintAuthority: issuer.address, freezeAuthority: issuer.address, top10HolderPercent: 100, token2022Extensions: [], transferFeePercent: null, lpLockedPercent: null, liquidityUsd: null });
-    expect(s.warnings.map((w) => w.code)).toEqual(['mint_authority_enabled', 'freeze_authority_enabled', 'single_holder_concentration', 'top10_concentration']);
+    expect(s).toMatchObject({
+      mintAuthority: issuer.address,
+      freezeAuthority: issuer.address,
+      top10HolderPercent: 100,
+      token2022Extensions: [],
+      transferFeePercent: null,
+      lpLockedPercent: null,
+      liquidityUsd: null,
+    });
+    expect(s.warnings.map((w) => w.code)).toEqual([
+      'mint_authority_enabled',
+      'freeze_authority_enabled',
+      'single_holder_concentration',
+      'top10_concentration',
+    ]);
     expect(s).toMatchObject({ riskScore: 85, riskLevel: 'critical' });
     const safe = await buyer.tokens.security({ params: { mint: safeMint } });
     expect(safe).toMatchObject({ mintAuthority: null, freezeAuthority: null, riskScore: 35, riskLevel: 'medium' });
@@ -199,20 +112,39 @@ describe('through the SDK, on the local ledger', () => {
 
   it('holders: the largest accounts with owners, whales at the threshold, Gini and HHI of the balances', async () => {
     const h = await buyer.tokens.holders({ params: { mint: rugMint }, query: { whaleThresholdPercent: 15 } });
-    expect(h.topHolders.map((x) => [x.rank, x.owner, x.tokenAccount, x.amount, x.uiAmount, x.percent, x.whale])).toEqual([
+    expect(
+      h.topHolders.map((x) => [x.rank, x.owner, x.tokenAccount, x.amount, x.uiAmount, x.percent, x.whale]),
+    ).toEqual([
       [1, holders[0]!.address, associatedTokenAddress(holders[0]!.address, rugMint), '700000000', '700', 70, true],
       [2, holders[1]!.address, associatedTokenAddress(holders[1]!.address, rugMint), '200000000', '200', 20, true],
       [3, holders[2]!.address, associatedTokenAddress(holders[2]!.address, rugMint), '100000000', '100', 10, false],
     ]);
-    expect(h).toMatchObject({ totalHolders: 3, whaleThresholdPercent: 15, whales: { count: 2, totalPercent: 90 }, excluded: [] });
-    expect(h.concentration).toEqual({ top1Percent: 70, top10Percent: 100, top20Percent: 100, gini: gini([700, 200, 100]), hhi: 0.54 });
+    expect(h).toMatchObject({
+      totalHolders: 3,
+      whaleThresholdPercent: 15,
+      whales: { count: 2, totalPercent: 90 },
+      excluded: [],
+    });
+    expect(h.concentration).toEqual({
+      top1Percent: 70,
+      top10Percent: 100,
+      top20Percent: 100,
+      gini: gini([700, 200, 100]),
+      hhi: 0.54,
+    });
     const fair = await buyer.tokens.holders({ params: { mint: safeMint } });
     expect(fair.concentration).toMatchObject({ gini: 0, hhi: 0.25, top1Percent: 25 });
   });
 
   it('market, full and compare without a market provider', async () => {
     const m = await buyer.tokens.market({ params: { mint: safeMint } });
-    expect(m).toMatchObject({ priceUsd: null, pairs: [], buys24h: null, liquidityUsd: null, source: { mode: 'chain' } });
+    expect(m).toMatchObject({
+      priceUsd: null,
+      pairs: [],
+      buys24h: null,
+      liquidityUsd: null,
+      source: { mode: 'chain' },
+    });
     const full = await buyer.tokens.full({ params: { mint: safeMint } });
     expect(full.security.riskScore).toBe(35);
     expect(full.holders.totalHolders).toBe(4);
@@ -236,11 +168,20 @@ describe('through the SDK, on the local ledger', () => {
     const wallet = await buyer.tokens.overview({ params: { mint: holders[0]!.address } }).catch((e: unknown) => e);
     expect(wallet).toBeInstanceOf(NotFoundError);
     expect((wallet as NotFoundError).code).toBe('token_not_found');
-    const account = await buyer.tokens.holders({ params: { mint: associatedTokenAddress(holders[0]!.address, rugMint) }, query: { whaleThresholdPercent: 1 } }).catch((e: unknown) => e);
+    const account = await buyer.tokens
+      .holders({
+        params: { mint: associatedTokenAddress(holders[0]!.address, rugMint) },
+        query: { whaleThresholdPercent: 1 },
+      })
+      .catch((e: unknown) => e);
     expect(account).toBeInstanceOf(NotFoundError);
-    const compare = await buyer.tokens.compare({ body: { mints: [rugMint, holders[1]!.address] } }).catch((e: unknown) => e);
+    const compare = await buyer.tokens
+      .compare({ body: { mints: [rugMint, holders[1]!.address] } })
+      .catch((e: unknown) => e);
     expect((compare as NotFoundError).details).toEqual({ mint: holders[1]!.address });
-    const bad = await buyer.tokens.holders({ params: { mint: 'not-a-mint' }, query: { whaleThresholdPercent: 1 } }).catch((e: unknown) => e);
+    const bad = await buyer.tokens
+      .holders({ params: { mint: 'not-a-mint' }, query: { whaleThresholdPercent: 1 } })
+      .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(BadRequestError);
     const threshold = await fetch(`${service.url}/api/holders/${rugMint}?whaleThresholdPercent=90`);
     expect(threshold.status).toBe(400);
@@ -268,27 +209,83 @@ describe('with live market data (DexScreener replayed)', () => {
     await mintTokens(rpc, issuer, mint, issuer, 6, [{ owner: issuer.address, amount: 1_000_000_000_000n }]);
     await setMintAuthority(rpc, issuer, mint, issuer, 'mint', null);
     // DexScreener's /token-pairs/v1/{chain}/{token}: every pair where the token is base or quote.
-    const pair = (address: string, dexId: string, liquidity: number, volume: number, price: string, createdAt: number, base = mint) => ({
-      chainId: 'solana', dexId, url: `https://dexscreener.com/solana/${address}`, pairAddress: address,
-      baseToken: { address: base, name: 'Test', symbol: 'TST' }, quoteToken: { address: 'So11111111111111111111111111111111111111112', name: 'Wrapped SOL', symbol: 'SOL' },
-      priceNative: '0.0001', priceUsd: price, txns: { m5: { buys: 1, sells: 0 }, h1: { buys: 5, sells: 2 }, h6: { buys: 20, sells: 10 }, h24: { buys: 100, sells: 50 } },
-      volume: { m5: 10, h1: 100, h6: 600, h24: volume }, priceChange: { m5: 0.1, h1: -0.5, h6: 2, h24: 12.5 }, liquidity: { usd: liquidity, base: 1, quote: 1 },
-      fdv: 1, marketCap: 1, pairCreatedAt: createdAt, info: { imageUrl: 'https://img/tst.png' },
+    const pair = (
+      address: string,
+      dexId: string,
+      liquidity: number,
+      volume: number,
+      price: string,
+      createdAt: number,
+      base = mint,
+    ) => ({
+      chainId: 'solana',
+      dexId,
+      url: `https://dexscreener.com/solana/${address}`,
+      pairAddress: address,
+      baseToken: { address: base, name: 'Test', symbol: 'TST' },
+      quoteToken: { address: 'So11111111111111111111111111111111111111112', name: 'Wrapped SOL', symbol: 'SOL' },
+      priceNative: '0.0001',
+      priceUsd: price,
+      txns: {
+        m5: { buys: 1, sells: 0 },
+        h1: { buys: 5, sells: 2 },
+        h6: { buys: 20, sells: 10 },
+        h24: { buys: 100, sells: 50 },
+      },
+      volume: { m5: 10, h1: 100, h6: 600, h24: volume },
+      priceChange: { m5: 0.1, h1: -0.5, h6: 2, h24: 12.5 },
+      liquidity: { usd: liquidity, base: 1, quote: 1 },
+      fdv: 1,
+      marketCap: 1,
+      pairCreatedAt: createdAt,
+      info: { imageUrl: 'https://img/tst.png' },
     });
     replay = createServer((req, res) => {
       if (failing) return void res.writeHead(503).end();
       if (req.url !== `/token-pairs/v1/solana/${mint}`) return void res.writeHead(404).end();
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify([
-        pair('PairSmall1111111111111111111111111111111111', 'orca', 5_000.25, 1_000, '0.0150', Date.parse('2026-11-18T00:00:00Z')),
-        pair('PairBig111111111111111111111111111111111111', 'raydium', 20_000.5, 4_000.75, '0.0152', Date.parse('2026-11-19T00:00:00Z')),
-        pair('PairQuote11111111111111111111111111111111111', 'meteora', 99_999, 9, '1', 0, 'So11111111111111111111111111111111111111112'),
-      ]));
+      res.end(
+        JSON.stringify([
+          pair(
+            'PairSmall1111111111111111111111111111111111',
+            'orca',
+            5_000.25,
+            1_000,
+            '0.0150',
+            Date.parse('2026-11-18T00:00:00Z'),
+          ),
+          pair(
+            'PairBig111111111111111111111111111111111111',
+            'raydium',
+            20_000.5,
+            4_000.75,
+            '0.0152',
+            Date.parse('2026-11-19T00:00:00Z'),
+          ),
+          pair(
+            'PairQuote11111111111111111111111111111111111',
+            'meteora',
+            99_999,
+            9,
+            '1',
+            0,
+            'So11111111111111111111111111111111111111112',
+          ),
+        ]),
+      );
     });
     await new Promise<void>((resolve) => replay.listen(0, '127.0.0.1', resolve));
     const dexScreenerUrl = `http://127.0.0.1:${(replay.address() as AddressInfo).port}`;
-    service = await economy.startPaidService((context) => createTokensApp(context, { market: 'live', dexScreenerUrl, now: () => now }), { id: 'tokens' });
-    buyer = createClient({ baseUrls: { tokens: service.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    service = await economy.startPaidService(
+      (context) => createTokensApp(context, { market: 'live', dexScreenerUrl, now: () => now }),
+      { id: 'tokens' },
+    );
+    buyer = createClient({
+      baseUrls: { tokens: service.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
   });
   afterAll(async () => {
     replay?.close();
@@ -297,13 +294,26 @@ describe('with live market data (DexScreener replayed)', () => {
 
   it('prices from the most liquid base pair, sums liquidity and volume across pairs, labelled live', async () => {
     const m = await buyer.tokens.market({ params: { mint } });
-    expect(m).toMatchObject({ priceUsd: '0.0152', referencePair: 'PairBig111111111111111111111111111111111111', liquidityUsd: '25000.75', buys24h: 200, sells24h: 100 });
+    expect(m).toMatchObject({
+      priceUsd: '0.0152',
+      referencePair: 'PairBig111111111111111111111111111111111111',
+      liquidityUsd: '25000.75',
+      buys24h: 200,
+      sells24h: 100,
+    });
     expect(m.volumeUsd).toEqual({ m5: '20', h1: '200', h6: '1200', h24: '5000.75' });
     expect(m.pairs.map((p) => p.dex)).toEqual(['raydium', 'orca']);
     expect(m.source).toMatchObject({ mode: 'live', providers: ['local-ledger', 'dexscreener'] });
     expect(m.source.note).toBeUndefined();
     const o = await buyer.tokens.overview({ params: { mint } });
-    expect(o).toMatchObject({ priceUsd: '0.0152', marketCapUsd: '15200', fdvUsd: '15200', pairCount: 2, createdAt: '2026-11-18T00:00:00.000Z', imageUrl: 'https://img/tst.png' });
+    expect(o).toMatchObject({
+      priceUsd: '0.0152',
+      marketCapUsd: '15200',
+      fdvUsd: '15200',
+      pairCount: 2,
+      createdAt: '2026-11-18T00:00:00.000Z',
+      imageUrl: 'https://img/tst.png',
+    });
     const s = await buyer.tokens.security({ params: { mint } });
     // Only the issuer holds it (single holder, top 10) and the first pair is two days old.
     expect(s.warnings.map((w) => w.code)).toEqual(['single_holder_concentration', 'top10_concentration', 'new_token']);
@@ -313,13 +323,28 @@ describe('with live market data (DexScreener replayed)', () => {
     failing = true;
     const before = economy.ledger.tokenBalance(economy.buyer.address);
     // The first service keeps its reads for 30 s; a fresh one asks the provider anew.
-    const fresh = await economy.startPaidService((context) => createTokensApp(context, { market: 'live', dexScreenerUrl: `http://127.0.0.1:${(replay.address() as AddressInfo).port}` }), { id: 'tokens' });
-    const client = createClient({ baseUrls: { tokens: fresh.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+    const fresh = await economy.startPaidService(
+      (context) =>
+        createTokensApp(context, {
+          market: 'live',
+          dexScreenerUrl: `http://127.0.0.1:${(replay.address() as AddressInfo).port}`,
+        }),
+      { id: 'tokens' },
+    );
+    const client = createClient({
+      baseUrls: { tokens: fresh.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
     const error = await client.tokens.overview({ params: { mint } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InternalServerError);
     expect((error as InternalServerError).code).toBe('upstream_unavailable');
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before);
-    const health = (await (await fetch(`${fresh.url}/health`)).json()) as { status: string; upstream: { mode: string } };
+    const health = (await (await fetch(`${fresh.url}/health`)).json()) as {
+      status: string;
+      upstream: { mode: string };
+    };
     expect(health).toMatchObject({ status: 'degraded', upstream: { mode: 'live' } });
     failing = false;
   });

@@ -6,7 +6,7 @@ import { DEFAULT_BLOCKHASH_LIFETIME_SLOTS } from '../servers/src/ledger';
 import type { ServiceContext } from '../servers/src/runtime/context';
 import { HttpError } from '../servers/src/runtime/errors';
 import { createVault, type Vault } from '../servers/src/runtime/vault';
-import { generateWallet } from '../servers/src/runtime/wallet';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 
 // The vault on the local ledger: real transactions signed by the service's wallet, recorded in its
@@ -45,12 +45,16 @@ async function lossyRpc(target: string) {
 }
 
 async function failure(promise: Promise<unknown>): Promise<HttpError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(HttpError);
   return error as HttpError;
 }
 
-const rowOf = (key: string) => context.db.selectFrom('runtime_vault_transfers').selectAll().where('key', '=', key).executeTakeFirst();
+const rowOf = (key: string) =>
+  context.db.selectFrom('runtime_vault_transfers').selectAll().where('key', '=', key).executeTakeFirst();
 
 beforeAll(async () => {
   economy = await startEconomy();
@@ -123,7 +127,9 @@ describe('vault', () => {
   });
 
   it('rejects malformed input before touching the chain', async () => {
-    await expect(vault.transfer({ to: generateWallet().address, amount: 0n, key: 'test:zero' })).rejects.toThrow(/positive/);
+    await expect(vault.transfer({ to: generateWallet().address, amount: 0n, key: 'test:zero' })).rejects.toThrow(
+      /positive/,
+    );
     await expect(vault.transfer({ to: 'not-an-address', amount: 1n, key: 'test:bad-to' })).rejects.toThrow();
     await expect(vault.transfer({ to: generateWallet().address, amount: 1n, key: '' })).rejects.toThrow(/key/);
   });
@@ -171,7 +177,11 @@ describe('vault', () => {
     const { transaction } = await vault.transfer({ to, amount: 4242n, key: 'test:landed' });
     const held = economy.ledger.tokenBalance(vault.address);
     // As if the process died between the broadcast and recording its confirmation.
-    await context.db.updateTable('runtime_vault_transfers').set({ status: 'signed', confirmed_at: null }).where('key', '=', 'test:landed').execute();
+    await context.db
+      .updateTable('runtime_vault_transfers')
+      .set({ status: 'signed', confirmed_at: null })
+      .where('key', '=', 'test:landed')
+      .execute();
     economy.ledger.warp(DEFAULT_BLOCKHASH_LIFETIME_SLOTS + 1);
     expect(await vault.transfer({ to, amount: 4242n, key: 'test:landed' })).toEqual({ transaction });
     expect(economy.ledger.tokenBalance(to)).toBe(4242n);

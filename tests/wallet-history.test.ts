@@ -1,6 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SOLANA_DEVNET, USDC_DEVNET, WALLET_ACTIVITY_TIERS, routeMeta, usdToAtomic, walletHistory, type WalletActivityTier } from '@agent-economy/contracts';
-import { BadRequestError, InternalServerError, PaymentRequiredError, createClient, walletFromSecretKey } from '@agent-economy/sdk';
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Kysely } from 'kysely';
+import { SOLANA_DEVNET, USDC_DEVNET, usdToAtomic } from '@agent-economy/contracts';
+import {
+  BadRequestError,
+  InternalServerError,
+  PaymentRequiredError,
+  createClient,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
 import { getCreateAccountInstruction, getTransferSolInstruction } from '@solana-program/system';
 import { getInitializeMint2Instruction, getTransferCheckedInstruction } from '@solana-program/token';
@@ -18,153 +26,18 @@ import {
   type Instruction,
 } from '@solana/kit';
 import type { LocalLedger } from '../servers/src/ledger';
-import { MEMO_PROGRAM, TOKEN_2022_PROGRAM, associatedTokenAddress } from '../servers/src/ledger/programs';
-import { parseTransaction } from '../servers/src/ledger/wire';
-import { generateWallet, signEd25519, type Wallet } from '../servers/src/runtime/wallet';
+import { MEMO_PROGRAM, TOKEN_2022_PROGRAM, associatedTokenAddress } from '../servers/src/solana/programs';
+import { parseTransaction } from '../servers/src/solana/wire';
+import { generateWallet, signEd25519, type Wallet } from '../servers/src/solana/keys';
 import { solanaSource } from '../servers/src/upstream/solana';
 import { createWalletHistoryApp } from '../servers/src/services/wallet-history';
 import { historyReader } from '../servers/src/services/wallet-history/history';
-import { analyse, chargedTier, parseSince, tierFor, tierPriceUsd, type WalletTransaction } from '../servers/src/services/wallet-history/domain';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
 
 const ZERO = { protocols: { kind: 'fixed', usd: '0' } } as const;
 const LOADER_PROGRAM = 'BPFLoaderUpgradeab1e11111111111111111111111';
 const SOL = 1_000_000_000n;
-
-describe('activity tiers (pure)', () => {
-  it('puts 99/100, 999/1000 and 9999/10000 on either side of each boundary', () => {
-    const cases: [number, WalletActivityTier][] = [
-      [0, 'light'],
-      [99, 'light'],
-      [100, 'moderate'],
-      [999, 'moderate'],
-      [1000, 'heavy'],
-      [9999, 'heavy'],
-      [10000, 'whale'],
-      [50000, 'whale'],
-    ];
-    expect(cases.map(([n]) => [n, tierFor(n)])).toEqual(cases);
-    expect(() => tierFor(-1)).toThrow(RangeError);
-    expect(() => tierFor(1.5)).toThrow(RangeError);
-  });
-
-  it('prices tiers as the contract states, and as a deployment reprices them', () => {
-    const contract = routeMeta(walletHistory.router.protocols).payment;
-    expect(contract.kind === 'tiered' && contract.tiers.map((t) => [t.id, t.usd])).toEqual(WALLET_ACTIVITY_TIERS.map((t) => [t.id, t.usd]));
-    expect((['light', 'moderate', 'heavy', 'whale'] as const).map((t) => tierPriceUsd(contract, t))).toEqual(['0.02', '0.05', '0.1', '0.15']);
-    expect(tierPriceUsd({ kind: 'free' }, 'whale')).toBe('0');
-    expect(tierPriceUsd({ kind: 'fixed', usd: '0.07' }, 'light')).toBe('0.07');
-    expect(tierPriceUsd({ kind: 'adaptive', minUsd: '0.03', maxUsd: '0.12' }, 'light')).toBe('0.03');
-    expect(tierPriceUsd({ kind: 'adaptive', minUsd: '0.03', maxUsd: '0.12' }, 'whale')).toBe('0.12');
-    // a paid amount names its tier; nothing paid keeps the estimate's
-    expect(chargedTier(contract, 'light', 50_000n)).toBe('moderate');
-    expect(chargedTier(contract, 'heavy', undefined)).toBe('heavy');
-  });
-
-  it('accepts only real instants for since', () => {
-    expect(parseSince(undefined)).toBeUndefined();
-    expect(parseSince('2025-03-01T10:00:00.000Z')).toEqual(new Date(Date.UTC(2025, 2, 1, 10)));
-    expect(parseSince('2025-02-30T00:00:00.000Z')).toEqual({ error: 'is not a real date and time' });
-    expect(parseSince('2025-01-01T24:30:00.000Z')).toEqual({ error: 'is not a real date and time' });
-  });
-});
-
-describe('protocol breakdown (pure)', () => {
-  const JUPITER = 'JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4';
-  const WHIRLPOOL = 'whirLbMiicVdio4qvUfM5KAg6Ct8VwpYzGff3uctyCc';
-  const RAYDIUM_CPMM = 'CPMMoo8L3F4NbTegBCKVNunggL7H1ZpdTHKxQB5qKP1C';
-  const MARINADE = 'MarBmsSgKXdrN1egZf5sqe1TMai9K1rChYNDJgjq7aD';
-  const PUMP = '6EF8rrecthR5Dkzon8Nwu78hRvfCKubJ14M5uBEwF6P';
-  const TOKEN = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
-  const BUDGET = 'ComputeBudget111111111111111111111111111111';
-  const MYSTERY = 'Myst3ry1111111111111111111111111111111111111';
-  const day = (d: number, h = 0) => Date.UTC(2025, 5, d, h) / 1000;
-  const tx = (over: Partial<WalletTransaction> & { programs: string[]; blockTime: number }): WalletTransaction => ({
-    signature: `sig${over.blockTime}`,
-    failed: false,
-    feePaid: 5000n,
-    lamportChange: 0n,
-    tokenChanges: [],
-    ...over,
-  });
-  const history = [
-    // a Jupiter swap routed through Whirlpools and Raydium: 20 USDC out, SOL in
-    tx({
-      blockTime: day(1, 9),
-      programs: [BUDGET, JUPITER, WHIRLPOOL, RAYDIUM_CPMM, TOKEN],
-      lamportChange: 150_000_000n,
-      tokenChanges: [{ mint: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', decimals: 6, change: -20_000_000n }],
-    }),
-    // a second swap the same day, USDT in
-    tx({ blockTime: day(1, 18), programs: [JUPITER, WHIRLPOOL, TOKEN], tokenChanges: [{ mint: 'Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB', decimals: 6, change: 2_500_000n }] }),
-    // staking SOL for mSOL: nothing that can be priced
-    tx({ blockTime: day(3), programs: [MARINADE, TOKEN], lamportChange: -1_000_000_000n, tokenChanges: [{ mint: 'mSoLzYCxHdYgdzU16g5QSh3i5K3z3KZK7ytfqcJm7So', decimals: 9, change: 990_000_000n }] }),
-    // a failed pump.fun buy paid by someone else, and a program nobody labels
-    tx({ blockTime: day(4), programs: [PUMP, MYSTERY], failed: true, feePaid: 0n }),
-  ];
-
-  it('counts each protocol once per transaction, with its programs, days, share and priced volume', () => {
-    const result = analyse(history);
-    expect(result).toMatchObject({
-      transactionCount: 4,
-      failedTransactionCount: 1,
-      firstActivityAt: '2025-06-01T09:00:00.000Z',
-      lastActivityAt: '2025-06-04T00:00:00.000Z',
-      activeDays: 3,
-      feesPaidLamports: '15000',
-      unknownPrograms: [{ programId: MYSTERY, transactionCount: 1 }],
-    });
-    const byId = Object.fromEntries(result.protocols.map((p) => [p.protocol, p]));
-    expect(result.protocols.map((p) => [p.protocol, p.transactionCount])).toEqual([
-      ['spl-token', 3],
-      ['jupiter', 2],
-      ['orca', 2],
-      ['compute-budget', 1],
-      ['marinade', 1],
-      ['pump-fun', 1],
-      ['raydium', 1],
-    ]);
-    expect(byId.jupiter).toEqual({
-      protocol: 'jupiter',
-      name: 'Jupiter',
-      category: 'aggregator',
-      programIds: [JUPITER],
-      transactionCount: 2,
-      sharePercent: 50,
-      firstInteractionAt: '2025-06-01T09:00:00.000Z',
-      lastInteractionAt: '2025-06-01T18:00:00.000Z',
-      activeDays: 1,
-      // 20 USDC out plus 2.5 USDT in; the SOL leg has no price here
-      volumeUsd: '22.5',
-    });
-    expect([byId.orca!.category, byId.raydium!.category, byId['pump-fun']!.category, byId.marinade!.category]).toEqual(['dex', 'dex', 'launchpad', 'liquid_staking']);
-    expect([byId.marinade!.volumeUsd, byId['pump-fun']!.volumeUsd, byId['compute-budget']!.volumeUsd, byId['spl-token']!.volumeUsd]).toEqual([null, '0', null, '22.5']);
-    expect(byId['spl-token']!.sharePercent).toBe(75);
-    expect(result.categories).toEqual([
-      { category: 'payments', transactionCount: 3, sharePercent: 75 },
-      { category: 'dex', transactionCount: 2, sharePercent: 50 },
-      { category: 'aggregator', transactionCount: 2, sharePercent: 50 },
-      { category: 'launchpad', transactionCount: 1, sharePercent: 25 },
-      { category: 'liquid_staking', transactionCount: 1, sharePercent: 25 },
-      { category: 'system', transactionCount: 1, sharePercent: 25 },
-    ].sort((a, b) => b.transactionCount - a.transactionCount || a.category.localeCompare(b.category)));
-  });
-
-  it('describes an empty history', () => {
-    expect(analyse([])).toEqual({
-      transactionCount: 0,
-      failedTransactionCount: 0,
-      firstActivityAt: null,
-      lastActivityAt: null,
-      activeDays: 0,
-      feesPaidLamports: '0',
-      protocols: [],
-      categories: [],
-      unknownPrograms: [],
-    });
-  });
-});
 
 /** Builds, signs and lands a legacy transaction on the ledger; returns its signature. */
 function land(ledger: LocalLedger, feePayer: Wallet, instructions: Instruction[], signers: Wallet[] = []): string {
@@ -186,7 +59,10 @@ function land(ledger: LocalLedger, feePayer: Wallet, instructions: Instruction[]
   return outcome.record.signature;
 }
 
-const memo = (text: string): Instruction => ({ programAddress: address(MEMO_PROGRAM), data: new TextEncoder().encode(text) });
+const memo = (text: string): Instruction => ({
+  programAddress: address(MEMO_PROGRAM),
+  data: new TextEncoder().encode(text),
+});
 const signer = (w: Wallet) => createNoopSigner(address(w.address));
 
 describe('a wallet history on the local ledger', () => {
@@ -197,24 +73,43 @@ describe('a wallet history on the local ledger', () => {
   const early: string[] = [];
   const late: string[] = [];
   let failedSignatures: string[] = [];
+  /** How far the ledger's clock runs ahead of the wall clock. */
+  let ledgerAhead = 0;
   const history = () => service.client.walletHistory;
-  const quoteRows = async () => Number((await service.database.db.selectFrom('wallet_history_quotes').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+  const quoteRows = async () =>
+    Number(
+      (
+        await service.database.db
+          .selectFrom('wallet_history_quotes')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   beforeAll(async () => {
-    economy = await startEconomy();
+    economy = await startEconomy({ ledgerNow: () => Date.now() + ledgerAhead });
     const { ledger } = economy;
-    service = await startService((c) => createWalletHistoryApp({ ...c, prices: ZERO }), { id: 'wallet-history', rpcUrl: economy.rpcUrl });
+    service = await startService((c) => createWalletHistoryApp({ ...c, prices: ZERO }), {
+      id: 'wallet-history',
+      rpcUrl: economy.rpcUrl,
+    });
     const usdc = USDC_DEVNET;
     // Received: two airdrops (System transfers the faucet pays) and a token account opened for the wallet.
     early.push(await ledger.airdrop(wallet.address, 3n * SOL));
     early.push(await ledger.airdrop(wallet.address, (3n * SOL) / 2n));
     await ledger.openTokenAccount(friend.address);
-    early.push(await ledger.openTokenAccount(wallet.address).then(() => ledger.signaturesForAddress(wallet.address, { limit: 1, maxSlot: ledger.slot() })[0]!.signature));
+    early.push(
+      await ledger
+        .openTokenAccount(wallet.address)
+        .then(() => ledger.signaturesForAddress(wallet.address, { limit: 1, maxSlot: ledger.slot() })[0]!.signature),
+    );
     // Minting touches the wallet's token account, not the wallet: it is not in the wallet's history.
     await ledger.mintTo(wallet.address, 5_000_000n);
-    // A new second of block time, so that `since` can split the history.
+    // A new second of block time, so that `since` can split the history: the ledger's clock moves 2 s on (a slot
+    // starts at most one slotMs before now, so the next transaction's block time is over a second later).
     const lastEarly = ledger.transaction(early[2]!)!.blockTime;
-    while (ledger.blockTime(ledger.slot()) <= lastEarly) await new Promise((r) => setTimeout(r, 100));
+    ledgerAhead += 2_000;
+    expect(ledger.blockTime(ledger.slot())).toBeGreaterThan(lastEarly);
 
     // Sent by the wallet, which pays the fees.
     late.push(
@@ -233,20 +128,35 @@ describe('a wallet history on the local ledger', () => {
       ]),
     );
     late.push(land(ledger, wallet, [memo('hello chain')]));
-    late.push(land(ledger, wallet, [getTransferSolInstruction({ source: signer(wallet), destination: address(friend.address), amount: SOL / 4n }), memo('for lunch')]));
+    late.push(
+      land(ledger, wallet, [
+        getTransferSolInstruction({ source: signer(wallet), destination: address(friend.address), amount: SOL / 4n }),
+        memo('for lunch'),
+      ]),
+    );
     const mint = generateWallet();
     late.push(
       land(
         ledger,
         wallet,
         [
-          getCreateAccountInstruction({ payer: signer(wallet), newAccount: signer(mint), lamports: ledger.minimumBalanceForRentExemption(82), space: 82, programAddress: address(TOKEN_2022_PROGRAM) }),
-          getInitializeMint2Instruction({ mint: address(mint.address), decimals: 9, mintAuthority: address(wallet.address) }, { programAddress: address(TOKEN_2022_PROGRAM) }),
+          getCreateAccountInstruction({
+            payer: signer(wallet),
+            newAccount: signer(mint),
+            lamports: ledger.minimumBalanceForRentExemption(82),
+            space: 82,
+            programAddress: address(TOKEN_2022_PROGRAM),
+          }),
+          getInitializeMint2Instruction(
+            { mint: address(mint.address), decimals: 9, mintAuthority: address(wallet.address) },
+            { programAddress: address(TOKEN_2022_PROGRAM) },
+          ),
         ],
         [mint],
       ),
     );
-    // Two that fail on chain (fee charged): a transfer beyond the balance, and garbage sent to the upgradeable loader (a program no label names).
+    // Two that fail on chain (fee charged): a transfer beyond the balance, and garbage sent to the upgradeable loader
+    // (a program no label names).
     const overdraw = land(ledger, wallet, [
       getTransferCheckedInstruction({
         source: address(associatedTokenAddress(wallet.address, usdc)),
@@ -257,7 +167,9 @@ describe('a wallet history on the local ledger', () => {
         decimals: 6,
       }),
     ]);
-    const garbage = land(ledger, wallet, [{ programAddress: address(LOADER_PROGRAM), accounts: [], data: new Uint8Array([9, 9, 9]) }]);
+    const garbage = land(ledger, wallet, [
+      { programAddress: address(LOADER_PROGRAM), accounts: [], data: new Uint8Array([9, 9, 9]) },
+    ]);
     late.push(overdraw, garbage);
     failedSignatures = [overdraw, garbage];
   });
@@ -271,8 +183,17 @@ describe('a wallet history on the local ledger', () => {
   const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
   it('the history is what the test created (two failures among them)', () => {
-    expect(records().filter((r) => r.err !== null).map((r) => r.signature)).toEqual(failedSignatures);
-    expect(economy.ledger.signaturesForAddress(wallet.address, { limit: 1000, maxSlot: economy.ledger.slot() }).map((r) => r.signature).sort()).toEqual(all().sort());
+    expect(
+      records()
+        .filter((r) => r.err !== null)
+        .map((r) => r.signature),
+    ).toEqual(failedSignatures);
+    expect(
+      economy.ledger
+        .signaturesForAddress(wallet.address, { limit: 1000, maxSlot: economy.ledger.slot() })
+        .map((r) => r.signature)
+        .sort(),
+    ).toEqual(all().sort());
   });
 
   it('quotes the transaction count, tier and price, and keeps the estimate for 10 minutes', async () => {
@@ -344,7 +265,11 @@ describe('a wallet history on the local ledger', () => {
       ['token-2022', 1, 'payments', '0'],
     ]);
     const system = result.protocols[0]!;
-    expect(system).toMatchObject({ name: 'System Program', programIds: ['11111111111111111111111111111111'], sharePercent: 55.56 });
+    expect(system).toMatchObject({
+      name: 'System Program',
+      programIds: ['11111111111111111111111111111111'],
+      sharePercent: 55.56,
+    });
     expect(result.protocols.find((p) => p.protocol === 'memo')!.programIds).toEqual([MEMO_PROGRAM]);
     expect(result.categories).toEqual([
       { category: 'system', transactionCount: 6, sharePercent: 66.67 },
@@ -356,7 +281,17 @@ describe('a wallet history on the local ledger', () => {
   it('describes a wallet without history', async () => {
     const empty = generateWallet().address;
     const result = await history().protocols({ body: { wallet: empty } });
-    expect(result).toMatchObject({ wallet: empty, tier: 'light', transactionCount: 0, firstActivityAt: null, lastActivityAt: null, activeDays: 0, protocols: [], categories: [], unknownPrograms: [] });
+    expect(result).toMatchObject({
+      wallet: empty,
+      tier: 'light',
+      transactionCount: 0,
+      firstActivityAt: null,
+      lastActivityAt: null,
+      activeDays: 0,
+      protocols: [],
+      categories: [],
+      unknownPrograms: [],
+    });
   });
 
   it('refuses bad input with 400 naming the field, and keeps no quote for it', async () => {
@@ -381,12 +316,22 @@ describe('a wallet history on the local ledger', () => {
 
   it('reports health with the chain provider answering', async () => {
     const health = await history().health();
-    expect(health).toMatchObject({ status: 'ok', service: 'wallet-history', version: '1.0.0', database: 'ok', upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'ok' }] } });
+    expect(health).toMatchObject({
+      status: 'ok',
+      service: 'wallet-history',
+      version: '1.0.0',
+      database: 'ok',
+      upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'ok' }] },
+    });
   });
 
   it('keeps a quote across a restart', async () => {
     const quote = await history().quote({ body: { wallet: wallet.address } });
-    const restarted = await startService((c) => createWalletHistoryApp({ ...c, prices: ZERO }), { id: 'wallet-history', rpcUrl: economy.rpcUrl, database: service.database });
+    const restarted = await startService((c) => createWalletHistoryApp({ ...c, prices: ZERO }), {
+      id: 'wallet-history',
+      rpcUrl: economy.rpcUrl,
+      database: service.database,
+    });
     try {
       const again = await restarted.client.walletHistory.quote({ body: { wallet: wallet.address } });
       expect(again).toEqual({ ...quote, source: again.source });
@@ -406,14 +351,23 @@ describe('a wallet history on the local ledger', () => {
     });
 
     const payingClient = async () =>
-      createClient({ baseUrls: { 'wallet-history': paid.url }, wallet: await walletFromSecretKey(economy.buyer.secretKey), payments: { rpcUrl: economy.rpcUrl }, maxRetries: 0 });
+      createClient({
+        baseUrls: { 'wallet-history': paid.url },
+        wallet: await walletFromSecretKey(economy.buyer.secretKey),
+        payments: { rpcUrl: economy.rpcUrl },
+        maxRetries: 0,
+      });
 
     it('asks the quoted tier’s price in its 402, and nothing for a bad address', async () => {
       const quote = await paid.client.walletHistory.quote({ body: { wallet: busy.address } });
       expect([quote.estimatedTransactionCount, quote.tier, quote.priceUsd]).toEqual([99, 'light', '0.02']);
       const demand = await paid.client.walletHistory.protocols({ body: { wallet: busy.address } }).catch((e) => e);
       expect(demand).toBeInstanceOf(PaymentRequiredError);
-      expect((demand as PaymentRequiredError).quote!.accepts[0]).toMatchObject({ amount: usdToAtomic(quote.priceUsd).toString(), asset: USDC_DEVNET, payTo: paid.context.paywall.payTo });
+      expect((demand as PaymentRequiredError).quote!.accepts[0]).toMatchObject({
+        amount: usdToAtomic(quote.priceUsd).toString(),
+        asset: USDC_DEVNET,
+        payTo: paid.context.paywall.payTo,
+      });
       const bad = await paid.client.walletHistory.protocols({ body: { wallet: 'zzz' } }).catch((e) => e);
       expect(bad).toBeInstanceOf(BadRequestError);
     });
@@ -422,9 +376,13 @@ describe('a wallet history on the local ledger', () => {
       await economy.ledger.airdrop(busy.address, 7_777_777n);
       const kept = await paid.client.walletHistory.quote({ body: { wallet: busy.address } });
       expect([kept.estimatedTransactionCount, kept.tier]).toEqual([99, 'light']);
-      const fresh = await paid.client.walletHistory.quote({ body: { wallet: busy.address, since: '2000-01-01T00:00:00.000Z' } });
+      const fresh = await paid.client.walletHistory.quote({
+        body: { wallet: busy.address, since: '2000-01-01T00:00:00.000Z' },
+      });
       expect([fresh.estimatedTransactionCount, fresh.tier, fresh.priceUsd]).toEqual([100, 'moderate', '0.05']);
-      const demand = await paid.client.walletHistory.protocols({ body: { wallet: busy.address, since: '2000-01-01T00:00:00.000Z' } }).catch((e) => e);
+      const demand = await paid.client.walletHistory
+        .protocols({ body: { wallet: busy.address, since: '2000-01-01T00:00:00.000Z' } })
+        .catch((e) => e);
       expect((demand as PaymentRequiredError).quote!.accepts[0]!.amount).toBe('50000');
     });
 
@@ -440,7 +398,11 @@ describe('a wallet history on the local ledger', () => {
       const capped = await reader.signatures(heavy.address, undefined, 1000);
       expect([capped.entries.length, capped.truncated]).toEqual([1000, true]);
       const whole = await reader.signatures(heavy.address, undefined, 1001);
-      expect([whole.entries.length, whole.truncated, new Set(whole.entries.map((e) => e.signature)).size]).toEqual([1001, false, 1001]);
+      expect([whole.entries.length, whole.truncated, new Set(whole.entries.map((e) => e.signature)).size]).toEqual([
+        1001,
+        false,
+        1001,
+      ]);
     });
 
     it('charges exactly the quoted price, moving it from buyer to seller on chain', async () => {
@@ -450,15 +412,130 @@ describe('a wallet history on the local ledger', () => {
       const before = [economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)] as const;
       const client = await payingClient();
       const response = await client.walletHistory.protocols.withResponse({ body });
-      expect(response.payment).toMatchObject({ amountUsd: quote.priceUsd, amount: '50000', payTo: seller, payer: economy.buyer.address });
-      expect(response.data).toMatchObject({ tier: 'moderate', chargedUsd: '0.05', transactionCount: 100, failedTransactionCount: 0 });
+      expect(response.payment).toMatchObject({
+        amountUsd: quote.priceUsd,
+        amount: '50000',
+        payTo: seller,
+        payer: economy.buyer.address,
+      });
+      expect(response.data).toMatchObject({
+        tier: 'moderate',
+        chargedUsd: '0.05',
+        transactionCount: 100,
+        failedTransactionCount: 0,
+      });
       expect(response.data.protocols.map((p) => [p.protocol, p.transactionCount])).toEqual([['system', 100]]);
-      expect([economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)]).toEqual([before[0] - 50_000n, before[1] + 50_000n]);
+      expect([economy.ledger.tokenBalance(economy.buyer.address), economy.ledger.tokenBalance(seller)]).toEqual([
+        before[0] - 50_000n,
+        before[1] + 50_000n,
+      ]);
 
       const light = await client.walletHistory.protocols.withResponse({ body: { wallet: wallet.address } });
-      expect([light.payment!.amountUsd, light.data.tier, light.data.chargedUsd, light.data.transactionCount]).toEqual(['0.02', 'light', '0.02', 9]);
+      expect([light.payment!.amountUsd, light.data.tier, light.data.chargedUsd, light.data.transactionCount]).toEqual([
+        '0.02',
+        'light',
+        '0.02',
+        9,
+      ]);
       expect(economy.ledger.tokenBalance(seller)).toBe(before[1] + 70_000n);
     });
+  });
+});
+
+describe('a long history', () => {
+  let economy: Economy;
+  let service: RunningService;
+  let proxy: Server;
+  const seen: string[] = [];
+  const wallet = generateWallet();
+
+  beforeAll(async () => {
+    economy = await startEconomy();
+    // Between the service and the chain: every JSON-RPC HTTP request it makes, by the methods in its body.
+    proxy = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const body = Buffer.concat(chunks);
+      seen.push([...new Set([...body.toString().matchAll(/"method":"(\w+)"/g)].map((m) => m[1]))].join(','));
+      const upstream = await fetch(economy.rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      res
+        .writeHead(upstream.status, { 'content-type': 'application/json' })
+        .end(Buffer.from(await upstream.arrayBuffer()));
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const rpcUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+    service = await startService((c) => createWalletHistoryApp({ ...c, prices: ZERO }), {
+      id: 'wallet-history',
+      rpcUrl,
+    });
+    await economy.ledger.airdrop(wallet.address, SOL);
+    for (let i = 0; i < 150; i++) land(economy.ledger, wallet, [memo(`tick ${i}`)]);
+  });
+  afterAll(async () => {
+    await service?.close();
+    proxy?.close();
+    await economy?.close();
+  });
+
+  it('reads transactions a hundred to a request, and a finalized history only once', async () => {
+    const protocols = () => service.client.walletHistory.protocols({ body: { wallet: wallet.address } });
+    const batches = () => seen.filter((methods) => methods === 'getTransaction').length;
+    const signatureReads = () => seen.filter((methods) => methods === 'getSignaturesForAddress').length;
+    let before = batches();
+    const readsBefore = signatureReads();
+    const first = await protocols();
+    expect(first.transactionCount).toBe(151);
+    // Unquoted: the call's fresh estimate reads the signatures, and the answer is made from that same list.
+    expect(signatureReads() - readsBefore).toBe(1);
+    expect(first.protocols.find((p) => p.protocol === 'memo')?.transactionCount).toBe(150);
+    // 151 transactions: two batched requests, not 151.
+    expect(batches() - before).toBe(2);
+    // 32 slots later the transactions are finalized: read once more and kept, then never read again.
+    economy.ledger.warp(40);
+    await protocols();
+    before = batches();
+    const again = await protocols();
+    expect(batches() - before).toBe(0);
+    expect(again.protocols).toEqual(first.protocols);
+    expect(again.transactionCount).toBe(151);
+  });
+
+  it('keeps finalized analyses in the database: a restarted service reads none of them from the chain', async () => {
+    const body = { wallet: wallet.address };
+    const answer = await service.client.walletHistory.protocols({ body });
+    // Written after the answer that read them.
+    const kept = () =>
+      (service.database.db as unknown as Kysely<{ wallet_history_transactions: { wallet: string } }>)
+        .selectFrom('wallet_history_transactions')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('wallet', '=', wallet.address)
+        .executeTakeFirstOrThrow();
+    await vi.waitFor(async () => expect(Number((await kept()).n)).toBe(151), { timeout: 10_000 });
+    const restarted = await startService((c) => createWalletHistoryApp({ ...c, prices: ZERO }), {
+      id: 'wallet-history',
+      rpcUrl: service.context.rpcUrl,
+      database: service.database,
+    });
+    try {
+      const before = seen.length;
+      const again = await restarted.client.walletHistory.protocols({ body });
+      const reads = (from: number) => seen.slice(from).filter((m) => m !== 'getGenesisHash');
+      expect(reads(before)).toEqual(['getSignaturesForAddress']);
+      expect({ ...again, source: undefined }).toEqual({ ...answer, source: undefined });
+      // A new transaction is not finalized yet: it alone is read from the chain, and the answer counts it.
+      land(economy.ledger, wallet, [memo('one more')]);
+      const after = seen.length;
+      const more = await restarted.client.walletHistory.protocols({ body });
+      expect(reads(after)).toEqual(['getSignaturesForAddress', 'getTransaction']);
+      expect(more.transactionCount).toBe(152);
+      expect(more.protocols.find((p) => p.protocol === 'memo')?.transactionCount).toBe(151);
+    } finally {
+      await restarted.stopServer();
+    }
   });
 });
 
@@ -473,9 +550,15 @@ describe('when the chain does not answer', () => {
 
   it('answers 502 upstream_unavailable with Retry-After, before any payment', async () => {
     for (const route of ['quote', 'protocols'] as const) {
-      const error = await (service.client.walletHistory[route] as (args: unknown) => Promise<unknown>)({ body: { wallet: someone } }).catch((e) => e);
+      const error = await (service.client.walletHistory[route] as (args: unknown) => Promise<unknown>)({
+        body: { wallet: someone },
+      }).catch((e) => e);
       expect(error, route).toBeInstanceOf(InternalServerError);
-      expect([(error as InternalServerError).status, (error as InternalServerError).code, (error as InternalServerError).headers['retry-after']]).toEqual([502, 'upstream_unavailable', '5']);
+      expect([
+        (error as InternalServerError).status,
+        (error as InternalServerError).code,
+        (error as InternalServerError).headers['retry-after'],
+      ]).toEqual([502, 'upstream_unavailable', '5']);
     }
     const rows = await service.database.db.selectFrom('wallet_history_quotes').selectAll().execute();
     expect(rows).toEqual([]);
@@ -483,6 +566,9 @@ describe('when the chain does not answer', () => {
 
   it('reports itself degraded', async () => {
     const health = await service.client.walletHistory.health();
-    expect(health).toMatchObject({ status: 'degraded', upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'failing', lastSuccessAt: null }] } });
+    expect(health).toMatchObject({
+      status: 'degraded',
+      upstream: { mode: 'chain', providers: [{ name: 'local-ledger', status: 'failing', lastSuccessAt: null }] },
+    });
   });
 });

@@ -5,7 +5,7 @@ import { openDatabase } from '../../servers/src/db';
 import { facilitatorClient } from '../../servers/src/runtime/facilitator-client';
 import { createLogger } from '../../servers/src/runtime/logger';
 import { listen } from '../../servers/src/runtime/server';
-import { loadOrCreateWallet } from '../../servers/src/runtime/wallet';
+import { loadOrCreateWallet } from '../../servers/src/solana/keys';
 import { createDeskApp, desk } from './desk';
 
 // The settle-first fixture as its own process, configured like `npm start` (DESK_PORT, DESK_WALLET_SECRET,
@@ -13,11 +13,17 @@ import { createDeskApp, desk } from './desk';
 
 const config = loadConfig([desk]);
 const settings = config.services.desk!;
-const database = await openDatabase(config.DATABASE_URL ? { url: config.DATABASE_URL } : { dataDir: join(config.DATA_DIR, 'db') });
-const wallet = loadOrCreateWallet('desk', { dataDir: config.DATA_DIR, ...(settings.walletSecret ? { envValue: settings.walletSecret } : {}) });
+const database = await openDatabase(
+  config.DATABASE_URL ? { url: config.DATABASE_URL } : { dataDir: join(config.DATA_DIR, 'db') },
+);
+const wallet = loadOrCreateWallet('desk', {
+  dataDir: config.DATA_DIR,
+  ...(settings.walletSecret ? { envValue: settings.walletSecret } : {}),
+});
 // The fee payer, as main.ts learns it: from the facilitator's /supported.
 const supported = await facilitatorClient(config.FACILITATOR_URL!).supported();
-const feePayer = supported.kinds.find((k) => k.network === config.SOLANA_NETWORK && k.scheme === 'exact')!.extra.feePayer as string;
+const feePayer = supported.kinds.find((k) => k.network === config.SOLANA_NETWORK && k.scheme === 'exact')!.extra
+  .feePayer as string;
 const app = await createDeskApp({
   db: database.db,
   logger: createLogger(config.LOG_LEVEL),

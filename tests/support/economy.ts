@@ -1,10 +1,11 @@
 import { usdToAtomic } from '@agent-economy/contracts';
 import { LocalLedger, startLedgerRpc } from '../../servers/src/ledger';
-import { generateWallet, type Wallet } from '../../servers/src/runtime/wallet';
+import { generateWallet, type Wallet } from '../../servers/src/solana/keys';
 import { createEducationApp } from '../../servers/src/services/education';
 import { createFacilitatorApp, type FacilitatorAppOptions } from '../../servers/src/services/facilitator';
 import type { Express } from 'express';
 import type { Reasoner } from '../../servers/src/ai';
+import type { Logger } from '../../servers/src/runtime/logger';
 import type { ServiceContext } from '../../servers/src/runtime/context';
 import { startService, testDatabase, type RunningService } from './servers';
 
@@ -25,7 +26,10 @@ export interface Economy {
    * Starts another service paid through this economy's facilitator and reading this ledger, with its own
    * database and a token account to be paid into; it stops with the economy.
    */
-  startPaidService(factory: (context: ServiceContext) => Promise<Express>, options: { id: string; reasoner?: Reasoner; sol?: boolean }): Promise<RunningService>;
+  startPaidService(
+    factory: (context: ServiceContext) => Promise<Express>,
+    options: { id: string; reasoner?: Reasoner; sol?: boolean },
+  ): Promise<RunningService>;
   close(): Promise<void>;
 }
 
@@ -33,23 +37,41 @@ export interface Economy {
  * A small economy on loopback: the local ledger behind its JSON-RPC, the facilitator, and the education
  * service paid through it, as `npm start` wires them, each on a free port.
  */
-export async function startEconomy(options: { facilitator?: FacilitatorAppOptions } = {}): Promise<Economy> {
-  const ledger = await LocalLedger.open({ mintAuthority: generateWallet() });
+export async function startEconomy(
+  options: { facilitator?: FacilitatorAppOptions; logger?: Logger; ledgerNow?: () => number } = {},
+): Promise<Economy> {
+  // ledgerNow: the ledger's clock, for a test that moves block time forward rather than waiting for it.
+  const ledger = await LocalLedger.open({
+    mintAuthority: generateWallet(),
+    ...(options.ledgerNow ? { now: options.ledgerNow } : {}),
+  });
   const rpc = await startLedgerRpc(ledger, { port: 0 });
   const feePayer = generateWallet();
   await ledger.airdrop(feePayer.address, 10_000_000_000n);
   const database = await testDatabase();
   const sellers = new Set<string>();
-  const facilitator = await startService((context) => createFacilitatorApp(context, { sellers, resourceServers: sellers, ...options.facilitator }), {
-    id: 'facilitator',
-    wallet: feePayer,
-    rpcUrl: rpc.url,
-    database,
-  });
+  const facilitator = await startService(
+    (context) =>
+      createFacilitatorApp(context, {
+        sellers,
+        resourceServers: sellers,
+        // A buyer's close waits for the seller's vouchers in production; tests that need it ask for a grace.
+        sessionCloseGraceSeconds: 0,
+        ...options.facilitator,
+      }),
+    {
+      id: 'facilitator',
+      wallet: feePayer,
+      rpcUrl: rpc.url,
+      database,
+      ...(options.logger ? { logger: options.logger } : {}),
+    },
+  );
   const education = await startService(createEducationApp, {
     rpcUrl: rpc.url,
     database,
     paywall: { feePayer: feePayer.address, facilitatorUrl: facilitator.url },
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   await ledger.openTokenAccount(education.context.wallet.address);
   sellers.add(education.context.wallet.address);

@@ -5,6 +5,10 @@ import { fileURLToPath } from 'node:url';
 // child process: PGlite leaves handles behind that would keep the test runner from exiting promptly.
 export default function setup() {
   const root = fileURLToPath(new URL('../..', import.meta.url));
-  const script = "const { openDatabase } = await import('./servers/src/db/index.ts'); await (await openDatabase()).close(); process.exit(0);";
-  execFileSync(process.execPath, ['--import', 'tsx', '--conditions=ae-source', '--input-type=module', '-e', script], { cwd: root, stdio: 'inherit' });
+  const script =
+    "const { openDatabase } = await import('./servers/src/db/index.ts'); await (await openDatabase()).close(); process.exit(0);";
+  execFileSync(process.execPath, ['--import', 'tsx', '--conditions=ae-source', '--input-type=module', '-e', script], {
+    cwd: root,
+    stdio: 'inherit',
+  });
 }

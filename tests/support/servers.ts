@@ -1,19 +1,79 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
+import pg from 'pg';
 import { SOLANA_DEVNET, USDC_DEVNET } from '@agent-economy/contracts';
 import { createClient, type AgentEconomyClient } from '@agent-economy/sdk';
 import { builtinReasoner, type Reasoner } from '../../servers/src/ai';
 import { openDatabase, type Database } from '../../servers/src/db';
 import type { ServiceContext } from '../../servers/src/runtime/context';
-import { createLogger } from '../../servers/src/runtime/logger';
+import { createLogger, type Logger } from '../../servers/src/runtime/logger';
 import type { PaywallConfig } from '../../servers/src/runtime/paywall';
-import { generateWallet, type Wallet } from '../../servers/src/runtime/wallet';
+import { generateWallet, type Wallet } from '../../servers/src/solana/keys';
+
+/**
+ * An HTTP server on a free loopback port, for a provider replay or a fake upstream: its base URL, and a close that
+ * also drops kept-alive connections (a service's HTTP agent would otherwise hold the server open).
+ */
+export async function listenLocal(
+  handler: RequestListener,
+): Promise<{ server: Server; url: string; close(): Promise<void> }> {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    server,
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Whether a PostgreSQL server answers at url (tests that need one skip themselves when not). */
+export async function postgresReachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Ports handed out by this process: never twice, so two children of one test file cannot be given the same one. */
+const handedOut = new Set<number>();
+
+/**
+ * A TCP port free on 127.0.0.1 a moment ago, for a child process (or a server started later) to listen on. It is
+ * drawn below Linux's ephemeral range (32768–60999): a port the OS chose for some other test's `listen(0)` (or
+ * outgoing connection) in the meantime could otherwise be this very port when the child binds it.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 10_000 + Math.floor(Math.random() * 22_000);
+    if (handedOut.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (!free) continue;
+    handedOut.add(port);
+    return port;
+  }
+}
 
 /** An in-memory PGlite database, or a fresh schema on PostgreSQL when TEST_DATABASE_URL is set. */
 export function testDatabase(): Promise<Database> {
   const url = process.env.TEST_DATABASE_URL;
-  return url ? openDatabase({ url, schema: `t_${randomBytes(6).toString('hex')}`, dropSchemaOnClose: true }) : openDatabase();
+  return url
+    ? openDatabase({ url, schema: `t_${randomBytes(6).toString('hex')}`, dropSchemaOnClose: true })
+    : openDatabase();
 }
 
 export interface RunningService {
@@ -29,9 +89,20 @@ export interface RunningService {
 /** Starts a real service on a free loopback port, with its own database and pay-to wallet. */
 export async function startService(
   factory: (context: ServiceContext) => Promise<Express>,
-  options: { reasoner?: Reasoner; id?: string; wallet?: Wallet; rpcUrl?: string; paywall?: Partial<PaywallConfig>; database?: Database } = {},
+  options: {
+    reasoner?: Reasoner;
+    id?: string;
+    wallet?: Wallet;
+    rpcUrl?: string;
+    paywall?: Partial<PaywallConfig>;
+    database?: Database;
+    logger?: Logger;
+  } = {},
 ): Promise<RunningService> {
   const server: Server = createServer();
+  // As `npm start` serves (runtime/server.ts): an idle connection is closed by the client first. With Node's 5 s
+  // default, a test's fetch may reuse a socket the server is closing that instant and read ECONNRESET.
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -39,7 +110,7 @@ export async function startService(
   const wallet = options.wallet ?? generateWallet();
   const context: ServiceContext = {
     db: database.db,
-    logger: createLogger('silent'),
+    logger: options.logger ?? createLogger('silent'),
     reasoner: options.reasoner ?? builtinReasoner(),
     publicUrl: url,
     wallet,
@@ -48,7 +119,13 @@ export async function startService(
     localChain: true,
     // Services a test starts find each other through the factories' own options; nothing else listens.
     serviceUrl: () => 'http://127.0.0.1:9',
-    paywall: { payTo: wallet.address, network: SOLANA_DEVNET, asset: USDC_DEVNET, maxTimeoutSeconds: 60, ...options.paywall },
+    paywall: {
+      payTo: wallet.address,
+      network: SOLANA_DEVNET,
+      asset: USDC_DEVNET,
+      maxTimeoutSeconds: 60,
+      ...options.paywall,
+    },
   };
   const app = await factory(context);
   server.on('request', app);

@@ -19,8 +19,12 @@ export const X402_FACILITATOR_ENDPOINTS = [
   'POST /settle',
   // Discovery: the settlement feed the marketplace API syncs from, and x402's bazaar extension.
   'GET /discovery/settlements',
+  // A seller's refund of a settled payment, checked on chain, so the feed stops counting the sale.
+  'POST /discovery/refunds',
   'GET /discovery/resources',
   'GET /discovery/search',
+  // A payment session as the facilitator holds it: sellers check a channel before serving its first voucher.
+  'GET /mpp/session/:channelId',
 ];
 
 /** Services the gateway fronts that the spec names but does not describe: their routes are our design. */

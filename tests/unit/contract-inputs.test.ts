@@ -14,7 +14,8 @@ function* mutations(value: unknown): Generator<unknown> {
   if (typeof value === 'string') for (const s of MALFORMED_STRINGS) yield s;
   else if (typeof value === 'number') for (const n of MALFORMED_NUMBERS) yield n;
   else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) for (const m of mutations(value[i])) yield value.map((v, j) => (j === i ? m : v));
+    for (let i = 0; i < value.length; i++)
+      for (const m of mutations(value[i])) yield value.map((v, j) => (j === i ? m : v));
   } else if (value && typeof value === 'object') {
     for (const [key, v] of Object.entries(value)) for (const m of mutations(v)) yield { ...value, [key]: m };
   }
@@ -34,7 +35,10 @@ describe('contract inputs', () => {
         for (const [part, sample, schema] of schemas) {
           if (!schema || typeof (schema as ZodTypeAny).safeParse !== 'function' || sample === undefined) continue;
           for (const mutated of mutations(sample)) {
-            expect(() => schema.safeParse(mutated), `${key} ${part} ${JSON.stringify(mutated).slice(0, 200)}`).not.toThrow();
+            expect(
+              () => schema.safeParse(mutated),
+              `${key} ${part} ${JSON.stringify(mutated).slice(0, 200)}`,
+            ).not.toThrow();
             checked++;
           }
         }

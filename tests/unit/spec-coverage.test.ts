@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { listRoutes, services } from '@agent-economy/contracts';
-import { COMPANION_SERVICES, X402_FACILITATOR_ENDPOINTS, specEndpoints } from './support/spec';
+import { COMPANION_SERVICES, X402_FACILITATOR_ENDPOINTS, specEndpoints } from '../support/spec';
 
 // The registry against the specification's endpoint tables: nothing missing, nothing invented.
 const spec = specEndpoints();
-const registered = new Map(services.map((s) => [s.id as string, listRoutes(s.router).map(({ route }) => `${route.method} ${route.path}`)]));
+const registered = new Map(
+  services.map((s) => [s.id as string, listRoutes(s.router).map(({ route }) => `${route.method} ${route.path}`)]),
+);
 
 describe('specification coverage', () => {
   it('the inventory holds the 137 endpoints of the three endpoint tables', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { builtinReasoner } from '../servers/src/ai';
-import { HttpError } from '../servers/src/runtime/errors';
-import { curriculum } from '../servers/src/services/education/curriculum';
+import { COURSE_IDS } from '@agent-economy/contracts';
+import { builtinReasoner } from '../../servers/src/ai';
+import { HttpError } from '../../servers/src/runtime/errors';
+import { curriculum } from '../../servers/src/services/education/curriculum';
 import {
   assembleLesson,
   exerciseTask,
@@ -13,14 +14,23 @@ import {
   tutorConfidence,
   tutorTask,
   TutorIndex,
-} from '../servers/src/services/education/domain';
+} from '../../servers/src/services/education/domain';
 
 const reasoner = builtinReasoner();
 const tutor = new TutorIndex(curriculum);
 
 describe('curriculum', () => {
   it('holds six courses of at least five complete lessons each', () => {
-    expect(curriculum.map((c) => c.id)).toEqual(['foundations', 'tool-use', 'memory', 'multi-agent-systems', 'rag', 'deployment']);
+    expect(curriculum.map((c) => c.id)).toEqual([
+      'foundations',
+      'tool-use',
+      'memory',
+      'multi-agent-systems',
+      'rag',
+      'deployment',
+    ]);
+    // The contract's CourseId hint names the same courses.
+    expect(curriculum.map((c) => c.id)).toEqual([...COURSE_IDS]);
     const ids = new Set<string>();
     for (const course of curriculum) {
       expect(course.lessons.length).toBeGreaterThanOrEqual(5);
@@ -51,7 +61,11 @@ describe('lessons', () => {
     expect(lesson.sections.map((s) => s.heading)).toEqual(location.lesson.sections.map((s) => s.heading));
     expect(lesson.sections.some((s) => s.code?.source.length)).toBe(true);
     expect(lesson.keyTakeaways).toEqual(location.lesson.keyTakeaways);
-    expect(lesson.nextLesson).toEqual({ courseId: 'foundations', lessonId: 'prompting-for-agents', title: curriculum[0]!.lessons[2]!.title });
+    expect(lesson.nextLesson).toEqual({
+      courseId: 'foundations',
+      lessonId: 'prompting-for-agents',
+      title: curriculum[0]!.lessons[2]!.title,
+    });
     const last = locateLesson(curriculum, 'deployment', 'security-and-secrets');
     expect(assembleLesson(last, (await reasoner.run(lessonTask(last))).output, generator).nextLesson).toBeNull();
   });
@@ -107,7 +121,12 @@ describe('quizzes', () => {
 
   it('grades: score, percent rounding and the 70 percent pass mark', () => {
     const questions = toStoredQuestions({
-      questions: [0, 1, 2].map((answer) => ({ prompt: `p${answer}`, choices: ['a', 'b', 'c'], answer, explanation: 'because' })),
+      questions: [0, 1, 2].map((answer) => ({
+        prompt: `p${answer}`,
+        choices: ['a', 'b', 'c'],
+        answer,
+        explanation: 'because',
+      })),
     });
     const twoOfThree = gradeAnswers(questions, [
       { questionId: 'q1', choice: 0 },
@@ -115,7 +134,12 @@ describe('quizzes', () => {
       { questionId: 'q3', choice: 0 },
     ]);
     expect(twoOfThree).toMatchObject({ score: 2, total: 3, percent: 67, passed: false });
-    expect(gradeAnswers(questions, questions.map((q) => ({ questionId: q.id, choice: q.answer })))).toMatchObject({ score: 3, percent: 100, passed: true });
+    expect(
+      gradeAnswers(
+        questions,
+        questions.map((q) => ({ questionId: q.id, choice: q.answer })),
+      ),
+    ).toMatchObject({ score: 3, percent: 100, passed: true });
     expect(gradeAnswers(questions, [{ questionId: 'q2', choice: 1 }])).toMatchObject({ score: 1, percent: 33 });
   });
 });
@@ -147,7 +171,8 @@ describe('tutor', () => {
       const cited = output.used.map((i) => passages[i]!);
       expect(cited.some((p) => p.courseId === courseId && p.lessonId === lessonId)).toBe(true);
       expect(output.answer).toContain(cited[0]!.lessonTitle);
-      for (const excerpt of output.excerpts) expect(passages.some((p) => p.text.replace(/\s+/g, ' ').includes(excerpt))).toBe(true);
+      for (const excerpt of output.excerpts)
+        expect(passages.some((p) => p.text.replace(/\s+/g, ' ').includes(excerpt))).toBe(true);
       expect(tutorConfidence(question, cited)).toBeGreaterThanOrEqual(0.5);
     });
   }
@@ -155,12 +180,18 @@ describe('tutor', () => {
   it('ranks passages best first and restricts to a course on request', () => {
     const passages = tutor.retrieve('What do the BM25 parameters k1 and b control?');
     expect(passages.map((p) => p.score)).toEqual([...passages.map((p) => p.score)].sort((a, b) => b - a));
-    expect(tutor.retrieve('How do I retry with exponential backoff and jitter?', 'tool-use').every((p) => p.courseId === 'tool-use')).toBe(true);
+    expect(
+      tutor
+        .retrieve('How do I retry with exponential backoff and jitter?', 'tool-use')
+        .every((p) => p.courseId === 'tool-use'),
+    ).toBe(true);
   });
 
   it('refuses questions the material does not cover', () => {
     for (const question of ['What is the capital of France?', 'best pizza recipe with mozzarella', 'zzzz qqqq']) {
-      expect(() => tutor.retrieve(question)).toThrowError(expect.objectContaining({ status: 422, code: 'question_out_of_scope' }));
+      expect(() => tutor.retrieve(question)).toThrowError(
+        expect.objectContaining({ status: 422, code: 'question_out_of_scope' }),
+      );
     }
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BASELINE_FUNDING_8H, HISTORY_POINTS, MarketModel, PERP_EXCHANGES } from '../servers/src/upstream/market';
-import { gaussian, uniform } from '../servers/src/upstream/market/random';
+import { BASELINE_FUNDING_8H, HISTORY_POINTS, MarketModel, PERP_EXCHANGES } from '../../servers/src/upstream/market';
+import { gaussian, uniform } from '../../servers/src/upstream/market/random';
 
 // The embedded market model: a pure function of (seed, asset, venue, time), with sane statistics.
 
@@ -74,8 +74,15 @@ describe('the universe', () => {
     // Venue conventions: hourly funding on Hyperliquid and dYdX, Deribit's inverse BTC perpetual.
     const btc = rows.filter((r) => r.asset === 'BTC');
     expect(btc.find((r) => r.exchange === 'hyperliquid')!.fundingIntervalHours).toBe(1);
-    expect(btc.find((r) => r.exchange === 'deribit')).toMatchObject({ symbol: 'BTC-PERPETUAL', quote: 'USD', nextFundingTime: null });
-    expect(btc.find((r) => r.exchange === 'okx')).toMatchObject({ symbol: 'BTC-USDT-SWAP', nextFundingTime: Date.parse('2026-11-22T16:00:00.000Z') });
+    expect(btc.find((r) => r.exchange === 'deribit')).toMatchObject({
+      symbol: 'BTC-PERPETUAL',
+      quote: 'USD',
+      nextFundingTime: null,
+    });
+    expect(btc.find((r) => r.exchange === 'okx')).toMatchObject({
+      symbol: 'BTC-USDT-SWAP',
+      nextFundingTime: Date.parse('2026-11-22T16:00:00.000Z'),
+    });
   });
 });
 
@@ -131,7 +138,8 @@ describe('statistical sanity', () => {
       shortLag.push(autocorrelation(series, 1));
       longLag.push(autocorrelation(series, 3 * 60));
     }
-    // Averaged over assets: the long-run mean sits near the baseline, persistence is high over 8 h and gone after 60 days.
+    // Averaged over assets: the long-run mean sits near the baseline, persistence is high over 8 h and gone after 60
+    // days.
     expect(Math.abs(mean(means) - BASELINE_FUNDING_8H)).toBeLessThan(0.0001);
     expect(mean(shortLag)).toBeGreaterThan(0.6);
     expect(Math.abs(mean(longLag))).toBeLessThan(0.2);
@@ -149,7 +157,10 @@ describe('statistical sanity', () => {
     const then = model.perpetuals(lastSettlement - 8 * HOUR);
     const eth = rows.find((r) => r.asset === 'ETH' && r.exchange === 'bybit')!;
     const ethThen = then.find((r) => r.asset === 'ETH' && r.exchange === 'bybit')!;
-    expect(eth.history!.fundingRate8h[HISTORY_POINTS - 2]).toBeCloseTo((ethThen.fundingRate / ethThen.fundingIntervalHours) * 8, 15);
+    expect(eth.history!.fundingRate8h[HISTORY_POINTS - 2]).toBeCloseTo(
+      (ethThen.fundingRate / ethThen.fundingIntervalHours) * 8,
+      15,
+    );
     expect(eth.history!.openInterestUsd[HISTORY_POINTS - 2]).toBeCloseTo(ethThen.openInterestUsd, 3);
   });
 });

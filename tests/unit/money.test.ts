@@ -205,7 +205,20 @@ describe('round trips', () => {
   });
 
   it('canonical USD -> atomic -> USD is the identity', () => {
-    const canonical = ['0', '0.000001', '0.05', '0.1', '0.5', '1', '1.5', '2.25', '12.345678', '100', '100.000001', '999999999999.999999'];
+    const canonical = [
+      '0',
+      '0.000001',
+      '0.05',
+      '0.1',
+      '0.5',
+      '1',
+      '1.5',
+      '2.25',
+      '12.345678',
+      '100',
+      '100.000001',
+      '999999999999.999999',
+    ];
     for (const usd of canonical) expect(atomicToUsd(usdToAtomic(usd))).toBe(usd);
   });
 
@@ -227,7 +240,23 @@ describe('parseAtomic', () => {
   });
 
   it('rejects anything else with MoneyError', () => {
-    for (const text of ['', '01', '00', '-1', '+1', '1.0', '1.', '.1', '1e3', ' 1', '1 ', '0x10', 'abc', '1_000', '1' + '0'.repeat(25)]) {
+    for (const text of [
+      '',
+      '01',
+      '00',
+      '-1',
+      '+1',
+      '1.0',
+      '1.',
+      '.1',
+      '1e3',
+      ' 1',
+      '1 ',
+      '0x10',
+      'abc',
+      '1_000',
+      '1' + '0'.repeat(25),
+    ]) {
       expect(() => parseAtomic(text), JSON.stringify(text)).toThrow(MoneyError);
       expect(() => parseAtomic(text)).toThrow(`not an atomic amount: ${JSON.stringify(text)}`);
     }
@@ -350,17 +379,45 @@ describe('scaleAtomic', () => {
 
 describe('zod schemas', () => {
   it('UsdAmount accepts decimal strings with at most 6 decimals', () => {
-    for (const usd of ['0', '0.0', '0.05', '0.000001', '1', '1.5', '12.345678', '999999999999', '999999999999.999999']) {
+    for (const usd of [
+      '0',
+      '0.0',
+      '0.05',
+      '0.000001',
+      '1',
+      '1.5',
+      '12.345678',
+      '999999999999',
+      '999999999999.999999',
+    ]) {
       expect(UsdAmount.safeParse(usd).success, usd).toBe(true);
       expect(UsdAmount.parse(usd)).toBe(usd);
     }
   });
 
   it('UsdAmount rejects everything else', () => {
-    for (const usd of ['', '01', '.5', '1.', '-1', '1e3', ' 1', '1 ', '0.0000001', '0.0000005', '12.3456789', '1000000000000', '1,5', 'abc']) {
+    for (const usd of [
+      '',
+      '01',
+      '.5',
+      '1.',
+      '-1',
+      '1e3',
+      ' 1',
+      '1 ',
+      '0.0000001',
+      '0.0000005',
+      '12.3456789',
+      '1000000000000',
+      '1,5',
+      'abc',
+    ]) {
       const result = UsdAmount.safeParse(usd);
       expect(result.success, JSON.stringify(usd)).toBe(false);
-      if (!result.success) expect(result.error.issues[0]!.message).toBe('must be a USD decimal string with at most 6 decimals, e.g. "0.05"');
+      if (!result.success)
+        expect(result.error.issues[0]!.message).toBe(
+          'must be a USD decimal string with at most 6 decimals, e.g. "0.05"',
+        );
     }
     for (const value of [5, 0.05, 5n, null, undefined, {}]) expect(UsdAmount.safeParse(value).success).toBe(false);
   });
@@ -380,7 +437,8 @@ describe('zod schemas', () => {
     for (const atomic of ['', '01', '-1', '1.0', '1e3', ' 1', '0.5', 'abc', '1' + '0'.repeat(25)]) {
       const result = AtomicAmount.safeParse(atomic);
       expect(result.success, JSON.stringify(atomic)).toBe(false);
-      if (!result.success) expect(result.error.issues[0]!.message).toBe('must be an integer string of atomic units, e.g. "1000000"');
+      if (!result.success)
+        expect(result.error.issues[0]!.message).toBe('must be an integer string of atomic units, e.g. "1000000"');
     }
     for (const value of [1_000_000, 1n, null, undefined]) expect(AtomicAmount.safeParse(value).success).toBe(false);
   });
