@@ -5,26 +5,8 @@
 // the recommended exercise (a conversion the facilitator reports). Finally the campaign's spend and remaining budget
 // are printed and the campaign is paused, which pays the unspent budget back. Run `npm start` in another terminal,
 // then `npm run example:ads`.
-import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { ConnectionError, atomicToUsd, createClient, walletFromFile, walletFromSecretKey } from '@agent-economy/sdk';
-
-interface ServicesFile {
-  chain: { rpcUrl: string; stablecoin: string; network: string; faucet?: string };
-  demoWallet: { address: string; keyFile?: string };
-  services: { id: string; url: string; wallet: string }[];
-}
-
-const dataDir = process.env.DATA_DIR ?? join(import.meta.dirname, '..', '.data');
-
-/** A fresh Solana keypair: the 64-byte secret (seed then public key). Kept in memory only. */
-function freshSecretKey(): Uint8Array {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
-  const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
-  return new Uint8Array([...seed, ...pub]);
-}
+import { ConnectionError, atomicToUsd, createClient, fundWallet, generateWallet } from '@agent-economy/sdk';
+import { demoWallet, localDeployment, requireFaucet, serviceOf } from './deployment';
 
 /** Polls until `ok` (the facilitator reports settlements to the ad network just after answering). */
 async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
@@ -37,30 +19,25 @@ async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what:
 }
 
 async function main() {
-  let deployment: ServicesFile;
-  try {
-    deployment = JSON.parse(readFileSync(join(dataDir, 'services.json'), 'utf8'));
-  } catch {
-    throw new Error(`No ${join(dataDir, 'services.json')}: start the economy first with npm start`);
-  }
+  const deployment = await localDeployment();
   const { chain } = deployment;
-  const url = (id: string) => {
-    const service = deployment.services.find((s) => s.id === id);
-    if (!service) throw new Error(`npm start does not run the ${id} service here`);
-    return service.url;
-  };
-  const [adsUrl, educationUrl] = [url('ads'), url('education')];
-  if (!chain.faucet) throw new Error('This example funds its advertiser from the local ledger’s faucet: run npm start without SOLANA_RPC_URL');
+  const [adsUrl, educationUrl] = [serviceOf(deployment, 'ads').url, serviceOf(deployment, 'education').url];
+  requireFaucet(deployment);
 
   // 1. An advertiser wallet, funded with 10 USD of the stablecoin and some SOL by the faucet.
-  const advertiser = await walletFromSecretKey(freshSecretKey());
-  const faucet = await fetch(chain.faucet, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: advertiser.address, usd: '10', sol: '1' }) });
-  if (!faucet.ok) throw new Error(`The faucet answered ${faucet.status}: ${await faucet.text()}`);
-  const advertiserClient = createClient({ baseUrls: { ads: adsUrl }, wallet: advertiser, network: chain.network, payments: { maxPerCallUsd: '10', maxTotalUsd: '10', rpcUrl: chain.rpcUrl } });
+  const advertiser = await generateWallet();
+  await fundWallet({ deployment, address: advertiser.address, usd: '10', sol: '1' });
+  const advertiserClient = createClient({
+    deployment,
+    wallet: advertiser,
+    payments: { maxPerCallUsd: '10', maxTotalUsd: '10' },
+  });
   console.log(`Advertiser wallet ${advertiser.address}: funded with 10 USD by the faucet`);
 
   // 2. Register, create a campaign targeting education, and activate it (paying the 5 USD budget on chain).
-  const profile = await advertiserClient.ads.advertisers.create({ body: { name: 'Exercise Lab', wallet_address: advertiser.address, network: chain.network } });
+  const profile = await advertiserClient.ads.advertisers.create({
+    body: { name: 'Exercise Lab', wallet_address: advertiser.address, network: chain.network },
+  });
   const draft = await advertiserClient.ads.campaigns.create({
     body: {
       advertiser_id: profile.id,
@@ -79,18 +56,28 @@ async function main() {
   });
   const activation = await advertiserClient.ads.campaigns.activate.withResponse({ params: { id: draft.id } });
   const campaign = activation.data;
-  console.log(`Campaign ${campaign.id} is ${campaign.status}: paid ${atomicToUsd(BigInt(campaign.budget_funded))} USD into the ad network (transaction ${activation.payment?.transaction})\n`);
+  console.log(
+    `Campaign ${campaign.id} is ${campaign.status}: paid ${atomicToUsd(BigInt(campaign.budget_funded))} USD into the ad network (transaction ${activation.payment?.transaction})\n`,
+  );
 
   // 3. The demo agent buys a lesson; the facilitator attaches the recommendation to the settlement.
-  const agent = await walletFromFile(deployment.demoWallet.keyFile!);
-  const agentClient = createClient({ baseUrls: { education: educationUrl }, wallet: agent, network: chain.network, payments: { maxPerCallUsd: '0.10', maxTotalUsd: '1', rpcUrl: chain.rpcUrl } });
-  const lesson = await agentClient.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } });
+  const agent = await demoWallet(deployment);
+  const agentClient = createClient({
+    deployment,
+    wallet: agent,
+    payments: { maxPerCallUsd: '0.10', maxTotalUsd: '1' },
+  });
+  const lesson = await agentClient.education.lesson.withResponse({
+    body: { courseId: 'tool-use', lessonId: 'function-calling' },
+  });
   const receipt = lesson.payment!;
   console.log(`Agent bought "${lesson.data.title}" for ${receipt.amountUsd} USD (transaction ${receipt.transaction})`);
   const sponsored = receipt.sponsoredAccess;
   if (!sponsored) throw new Error('The receipt carries no recommendation: is the facilitator reaching the ad network?');
   const recommendation = sponsored.recommendations[0]!;
-  console.log(`Recommendation on the receipt (campaign ${sponsored.campaignId}): "${recommendation.description}" by ${recommendation.sponsor}`);
+  console.log(
+    `Recommendation on the receipt (campaign ${sponsored.campaignId}): "${recommendation.description}" by ${recommendation.sponsor}`,
+  );
   console.log(`  ${recommendation.resourceUrl}`);
 
   // 4. The agent shows it and fires the impression beacon (counted once per settlement).
@@ -98,21 +85,41 @@ async function main() {
   console.log(`Impression beacon: HTTP ${beacon.status}`);
 
   // 5. The agent follows the recommendation: the facilitator reports the conversion.
-  const exercise = await agentClient.education.exercise.withResponse({ body: { courseId: 'rag', lessonId: 'chunking' } });
-  console.log(`Agent bought the recommended exercise for ${exercise.payment!.amountUsd} USD (transaction ${exercise.payment!.transaction})`);
+  const exercise = await agentClient.education.exercise.withResponse({
+    body: { courseId: 'rag', lessonId: 'chunking' },
+  });
+  console.log(
+    `Agent bought the recommended exercise for ${exercise.payment!.amountUsd} USD (transaction ${exercise.payment!.transaction})`,
+  );
   const reader = createClient({ baseUrls: { ads: adsUrl } });
-  const conversions = await until(() => reader.ads.conversions.list({ params: { id: campaign.id }, query: {} }), (page) => page.items.length > 0, 'The conversion');
-  console.log(`Conversion recorded: ${conversions.items[0]!.conversionId} (${conversions.items[0]!.originalTxHash.slice(0, 12)}… → ${conversions.items[0]!.conversionTxHash.slice(0, 12)}…)\n`);
+  const conversions = await until(
+    () => reader.ads.conversions.list({ params: { id: campaign.id }, query: {} }),
+    (page) => page.items.length > 0,
+    'The conversion',
+  );
+  console.log(
+    `Conversion recorded: ${conversions.items[0]!.conversionId} (${conversions.items[0]!.originalTxHash.slice(0, 12)}… → ${conversions.items[0]!.conversionTxHash.slice(0, 12)}…)\n`,
+  );
 
   // 6. What the campaign spent and has left.
-  const now = await until(() => reader.ads.campaigns.get({ params: { id: campaign.id } }), (c) => c.stats.settlements > 0 && c.stats.impressions > 0, 'The settlement event');
+  const now = await until(
+    () => reader.ads.campaigns.get({ params: { id: campaign.id } }),
+    (c) => c.stats.settlements > 0 && c.stats.impressions > 0,
+    'The settlement event',
+  );
   const remaining = BigInt(now.budget_total) - BigInt(now.spent_total);
-  console.log(`Campaign ${now.id}: spent ${atomicToUsd(BigInt(now.spent_total))} USD (${now.spent_total} atomic units), ${atomicToUsd(remaining)} USD of the ${atomicToUsd(BigInt(now.budget_total))} USD budget left`);
-  console.log(`  stats: ${now.stats.matches} match(es), ${now.stats.settlements} sponsored settlement(s), ${now.stats.impressions} impression(s), ${now.stats.conversions} conversion(s)`);
+  console.log(
+    `Campaign ${now.id}: spent ${atomicToUsd(BigInt(now.spent_total))} USD (${now.spent_total} atomic units), ${atomicToUsd(remaining)} USD of the ${atomicToUsd(BigInt(now.budget_total))} USD budget left`,
+  );
+  console.log(
+    `  stats: ${now.stats.matches} match(es), ${now.stats.settlements} sponsored settlement(s), ${now.stats.impressions} impression(s), ${now.stats.conversions} conversion(s)`,
+  );
 
   // 7. Pausing withdraws what the campaign still holds, back to the advertiser's wallet.
   const paused = await advertiserClient.ads.campaigns.pause({ params: { id: campaign.id } });
-  console.log(`Paused: ${atomicToUsd(BigInt(paused.budget_refunded))} USD paid back to the advertiser (transaction ${paused.last_refund_transaction})`);
+  console.log(
+    `Paused: ${atomicToUsd(BigInt(paused.budget_refunded))} USD paid back to the advertiser (transaction ${paused.last_refund_transaction})`,
+  );
 }
 
 main().catch((error) => {

@@ -8,7 +8,9 @@ async function main() {
   const catalog = await client.education.catalog();
   console.log(`${catalog.totalCourses} courses, ${catalog.totalLessons} lessons:\n`);
   for (const course of catalog.courses) {
-    console.log(`  ${course.id.padEnd(20)} ${course.title} (${course.difficulty}, ${course.lessonCount} lessons, ~${course.estimatedMinutes} min)`);
+    console.log(
+      `  ${course.id.padEnd(20)} ${course.title} (${course.difficulty}, ${course.lessonCount} lessons, ~${course.estimatedMinutes} min)`,
+    );
   }
 
   const course = await client.education.course({ params: { courseId: 'tool-use' } });
@@ -23,13 +25,18 @@ async function main() {
   } catch (error) {
     if (!(error instanceof PaymentRequiredError) || !error.quote) throw error;
     const [offer] = error.quote.accepts;
-    console.log(`\nThe full lesson "${first.title}" costs ${atomicToUsd(BigInt(offer!.amount))} USD: ${offer!.amount} atomic units of ${offer!.asset}`);
-    console.log(`paid to ${offer!.payTo} on ${offer!.network} (x402 ${offer!.scheme}, quote valid ${offer!.maxTimeoutSeconds} s).`);
+    console.log(
+      `\nThe full lesson "${first.title}" costs ${atomicToUsd(BigInt(offer!.amount))} USD: ${offer!.amount} atomic units of ${offer!.asset}`,
+    );
+    console.log(
+      `paid to ${offer!.payTo} on ${offer!.network} (x402 ${offer!.scheme}, quote valid ${offer!.maxTimeoutSeconds} s).`,
+    );
   }
 }
 
 main().catch((error) => {
-  if (error instanceof ConnectionError) console.error('The education service does not answer. Start the economy first: npm start');
+  if (error instanceof ConnectionError)
+    console.error('The education service does not answer. Start the economy first: npm start');
   else console.error(error);
   process.exit(1);
 });

@@ -3,59 +3,33 @@
 // second; the seller answers and asks the mediator, whose binding decision is paid out on chain. Each step prints
 // its transaction, and the balances of buyer, seller and vault are printed before and after.
 // Run `npm start` in another terminal, then `npm run example:escrow`.
-import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { ConnectionError, atomicToUsd, createClient, walletFromEnv, walletFromFile, walletFromSecretKey, type Signer } from '@agent-economy/sdk';
-
-interface ServicesFile {
-  chain: { rpcUrl: string; stablecoin: string; network: string; faucet?: string };
-  demoWallet: { address: string; keyFile?: string };
-  services: { id: string; url: string; wallet: string }[];
-}
-
-const dataDir = process.env.DATA_DIR ?? join(import.meta.dirname, '..', '.data');
-
-/** The stablecoin balance of a wallet, read from the chain over JSON-RPC (0 when it has no token account). */
-async function balance(rpcUrl: string, owner: string, mint: string): Promise<bigint> {
-  const response = await fetch(rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getTokenAccountsByOwner', params: [owner, { mint }, { encoding: 'jsonParsed' }] }),
-  });
-  const { result } = (await response.json()) as { result: { value: { account: { data: { parsed: { info: { tokenAmount: { amount: string } } } } } }[] } };
-  return result.value.reduce((sum, a) => sum + BigInt(a.account.data.parsed.info.tokenAmount.amount), 0n);
-}
-
-/** A new Solana keypair (64 bytes: the Ed25519 seed, then the public key), in memory only. */
-async function newWallet(): Promise<Signer> {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
-  const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
-  return walletFromSecretKey(new Uint8Array([...seed, ...pub]));
-}
+import {
+  ConnectionError,
+  atomicToUsd,
+  createClient,
+  fetchBalances,
+  fundWallet,
+  generateWallet,
+  type Signer,
+} from '@agent-economy/sdk';
+import { demoWallet, localDeployment, serviceOf } from './deployment';
 
 async function main() {
-  let deployment: ServicesFile;
-  try {
-    deployment = JSON.parse(readFileSync(join(dataDir, 'services.json'), 'utf8'));
-  } catch {
-    throw new Error(`No ${join(dataDir, 'services.json')}: start the economy first with npm start`);
-  }
-  const { chain } = deployment;
-  const escrowService = deployment.services.find((s) => s.id === 'escrow');
-  if (!escrowService) throw new Error('The escrow service is not in services.json: start the economy with npm start');
-  const buyer = process.env.AGENT_ECONOMY_WALLET ? await walletFromEnv() : await walletFromFile(deployment.demoWallet.keyFile!);
-  const seller = await newWallet();
-  const faucet = chain.faucet ?? `${chain.rpcUrl}/faucet`;
-  const funded = await fetch(faucet, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: seller.address, usd: '1' }) });
-  if (!funded.ok) throw new Error(`The faucet at ${faucet} refused: ${await funded.text()}`);
+  const deployment = await localDeployment();
+  const escrowService = serviceOf(deployment, 'escrow');
+  const buyer = await demoWallet(deployment);
+  const seller = await generateWallet();
+  await fundWallet({ deployment, address: seller.address, usd: '1' });
 
-  const payments = { maxPerCallUsd: '3', maxTotalUsd: '5', rpcUrl: chain.rpcUrl };
-  const as = (wallet: Signer) => createClient({ baseUrls: { escrow: escrowService.url }, wallet, network: chain.network, payments }).escrow;
-  const vault = escrowService.wallet;
-  const usd = async (owner: string) => atomicToUsd(await balance(chain.rpcUrl, owner, chain.stablecoin));
-  const balances = async () => ({ buyer: await usd(buyer.address), seller: await usd(seller.address), vault: await usd(vault) });
+  const payments = { maxPerCallUsd: '3', maxTotalUsd: '5' };
+  const as = (wallet: Signer) => createClient({ deployment, wallet, payments }).escrow;
+  const vault = escrowService.wallet!;
+  const usd = async (owner: string) => (await fetchBalances({ deployment, address: owner })).usd;
+  const balances = async () => ({
+    buyer: await usd(buyer.address),
+    seller: await usd(seller.address),
+    vault: await usd(vault),
+  });
   const before = await balances();
   console.log(`Buyer  ${buyer.address}: ${before.buyer} USD (the demo agent)`);
   console.log(`Seller ${seller.address}: ${before.seller} USD (new, funded by the faucet)`);
@@ -74,7 +48,9 @@ async function main() {
     },
   });
   const escrow = created.data;
-  console.log(`1. Created ${escrow.id}: ${atomicToUsd(BigInt(escrow.amount))} USD + fee ${atomicToUsd(BigInt(escrow.fee))} USD paid into the vault`);
+  console.log(
+    `1. Created ${escrow.id}: ${atomicToUsd(BigInt(escrow.amount))} USD + fee ${atomicToUsd(BigInt(escrow.fee))} USD paid into the vault`,
+  );
   console.log(`   funding transaction ${created.payment!.transaction}`);
 
   const first = await as(seller).deliver({
@@ -92,26 +68,52 @@ async function main() {
     },
   });
   console.log(`2. The seller delivered m1; the buyer reviews it until ${first.reviewEndsAt}`);
-  await as(seller).deliver({ body: { escrowId: escrow.id, milestoneId: 'm2', content: { title: 'Retrieval', format: 'markdown', body: 'Coming soon.' } } });
+  await as(seller).deliver({
+    body: {
+      escrowId: escrow.id,
+      milestoneId: 'm2',
+      content: { title: 'Retrieval', format: 'markdown', body: 'Coming soon.' },
+    },
+  });
   console.log('   The seller delivered m2 (two words)');
 
-  const confirmed = await as(buyer).confirm({ body: { escrowId: escrow.id, milestoneIds: ['m1'], rating: 5, comment: 'Clear and complete.' } });
-  console.log(`3. The buyer confirmed m1: ${atomicToUsd(BigInt(confirmed.transfers[0]!.amount))} USD released to the seller`);
-  console.log(`   release transaction ${confirmed.transfers[0]!.signature}; reputation report ${confirmed.reputationReport.status}`);
+  const confirmed = await as(buyer).confirm({
+    body: { escrowId: escrow.id, milestoneIds: ['m1'], rating: 5, comment: 'Clear and complete.' },
+  });
+  console.log(
+    `3. The buyer confirmed m1: ${atomicToUsd(BigInt(confirmed.transfers[0]!.amount))} USD released to the seller`,
+  );
+  console.log(
+    `   release transaction ${confirmed.transfers[0]!.signature}; reputation report ${confirmed.reputationReport.status}`,
+  );
 
   const disputed = await as(buyer).dispute({
-    body: { escrowId: escrow.id, milestoneIds: ['m2'], reason: 'not_as_described', statement: 'The retrieval chapter is two words long; the terms ask for a chapter.' },
+    body: {
+      escrowId: escrow.id,
+      milestoneIds: ['m2'],
+      reason: 'not_as_described',
+      statement: 'The retrieval chapter is two words long; the terms ask for a chapter.',
+    },
   });
-  console.log(`4. The buyer disputed m2: ${atomicToUsd(BigInt(disputed.dispute.frozenAmount))} USD frozen (investigation ${disputed.dispute.investigation.status})`);
-  await as(seller).dispute({ body: { escrowId: escrow.id, reason: 'other', statement: 'I delivered the retrieval chapter on time.' } });
+  console.log(
+    `4. The buyer disputed m2: ${atomicToUsd(BigInt(disputed.dispute.frozenAmount))} USD frozen (investigation ${disputed.dispute.investigation.status})`,
+  );
+  await as(seller).dispute({
+    body: { escrowId: escrow.id, reason: 'other', statement: 'I delivered the retrieval chapter on time.' },
+  });
   console.log('   The seller answered the dispute');
 
   const resolved = await as(seller).resolve({ body: { escrowId: escrow.id } });
   const { decision } = resolved;
-  console.log(`5. The mediator (${decision.generator.engine}) decided ${decision.outcome}: ${decision.sellerPercent}% to the seller`);
+  console.log(
+    `5. The mediator (${decision.generator.engine}) decided ${decision.outcome}: ${decision.sellerPercent}% to the seller`,
+  );
   console.log(`   ${decision.rationale}`);
-  for (const t of decision.transfers) console.log(`   ${t.purpose} ${atomicToUsd(BigInt(t.amount))} USD to ${t.to}: transaction ${t.signature}`);
-  console.log(`   The escrow is ${resolved.escrow.state}: released ${atomicToUsd(BigInt(resolved.escrow.balances.released))} USD, refunded ${atomicToUsd(BigInt(resolved.escrow.balances.refunded))} USD\n`);
+  for (const t of decision.transfers)
+    console.log(`   ${t.purpose} ${atomicToUsd(BigInt(t.amount))} USD to ${t.to}: transaction ${t.signature}`);
+  console.log(
+    `   The escrow is ${resolved.escrow.state}: released ${atomicToUsd(BigInt(resolved.escrow.balances.released))} USD, refunded ${atomicToUsd(BigInt(resolved.escrow.balances.refunded))} USD\n`,
+  );
 
   const after = await balances();
   console.log(`Buyer  ${after.buyer} USD (was ${before.buyer})`);

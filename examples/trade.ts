@@ -4,27 +4,16 @@
 // purchase for the buyer, content hash check, reputation report) and rates the module. Each step prints its price
 // and transaction. Run `npm start` in another terminal, then `npm run example:trade`.
 // AGENT_ECONOMY_WALLET (a secret key) buys instead of the demo wallet.
-import { generateKeyPairSync, randomInt } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { ApiError, ConnectionError, createClient, walletFromEnv, walletFromFile, walletFromSecretKey, type PaymentReceipt } from '@agent-economy/sdk';
-
-interface ServicesFile {
-  chain: { rpcUrl: string; stablecoin: string; network: string; faucet?: string };
-  demoWallet: { address: string; keyFile?: string };
-  services: { id: string; url: string; wallet: string }[];
-}
-
-const dataDir = process.env.DATA_DIR ?? join(import.meta.dirname, '..', '.data');
-
-/** A new Solana keypair's 64-byte secret (seed, then public key), kept in memory only. */
-function newSecretKey(): Uint8Array {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  const secret = new Uint8Array(64);
-  secret.set(privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32), 0);
-  secret.set(publicKey.export({ format: 'der', type: 'spki' }).subarray(-32), 32);
-  return secret;
-}
+import { randomInt } from 'node:crypto';
+import {
+  ApiError,
+  ConnectionError,
+  createClient,
+  fundWallet,
+  generateWallet,
+  type PaymentReceipt,
+} from '@agent-economy/sdk';
+import { demoWallet, localDeployment, requireFaucet, serviceOf } from './deployment';
 
 /**
  * Module content unique to this run: the verification service compares every scan with the earlier ones, so a
@@ -62,41 +51,25 @@ function moduleContent(): string {
 const priced = (r: PaymentReceipt | undefined) => (r ? `${r.amountUsd} USD, transaction ${r.transaction}` : 'free');
 
 async function main() {
-  let deployment: ServicesFile;
-  try {
-    deployment = JSON.parse(readFileSync(join(dataDir, 'services.json'), 'utf8'));
-  } catch {
-    throw new Error(`No ${join(dataDir, 'services.json')}: start the economy first with npm start`);
-  }
-  const { chain } = deployment;
-  const url = (id: string) => {
-    const found = deployment.services.find((s) => s.id === id);
-    if (!found) throw new Error(`npm start does not run the ${id} service (SERVICES?)`);
-    return found.url;
-  };
-  const baseUrls = {
-    gateway: url('gateway'),
-    'knowledge-market': url('knowledge-market'),
-    negotiation: url('negotiation'),
-    reputation: url('reputation'),
-    verification: url('verification'),
-  };
-  const payments = { maxPerCallUsd: '1', maxTotalUsd: '3', rpcUrl: chain.rpcUrl };
-  const buyerWallet = process.env.AGENT_ECONOMY_WALLET ? await walletFromEnv() : await walletFromFile(deployment.demoWallet.keyFile!);
-  const sellerWallet = await walletFromSecretKey(newSecretKey());
-  const buyer = createClient({ baseUrls, wallet: buyerWallet, network: chain.network, payments });
-  const seller = createClient({ baseUrls, wallet: sellerWallet, network: chain.network, payments });
+  const deployment = await localDeployment();
+  for (const id of ['gateway', 'knowledge-market', 'negotiation', 'reputation', 'verification'])
+    serviceOf(deployment, id);
+  const payments = { maxPerCallUsd: '1', maxTotalUsd: '3' };
+  const buyerWallet = await demoWallet(deployment);
+  const sellerWallet = await generateWallet();
+  const buyer = createClient({ deployment, wallet: buyerWallet, payments });
+  const seller = createClient({ deployment, wallet: sellerWallet, payments });
 
   // 0. A seller with something to sell: funded by the ledger's faucet, publishes and certifies a module.
-  if (!chain.faucet) throw new Error('This example needs the local ledger’s faucet (npm start without SOLANA_RPC_URL)');
-  const funded = await fetch(chain.faucet, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: sellerWallet.address, usd: '1' }) });
-  if (!funded.ok) throw new Error(`The faucet refused: ${await funded.text()}`);
+  requireFaucet(deployment);
+  await fundWallet({ deployment, address: sellerWallet.address, usd: '1' });
   console.log(`Seller ${sellerWallet.address} funded with 1 USD by the faucet`);
   const content = moduleContent();
   const published = await seller.knowledgeMarket.publish.withResponse({
     body: {
       title: 'Priority fees from recent slots',
-      description: 'Choose a compute-unit price from recent prioritization fees, with a worked sample of observed slots.',
+      description:
+        'Choose a compute-unit price from recent prioritization fees, with a worked sample of observed slots.',
       tags: ['solana', 'fees'],
       capabilities: ['fee-estimation', 'transaction-landing'],
       priceUsd: '0.25',
@@ -107,56 +80,101 @@ async function main() {
     },
   });
   const moduleId = published.data.id;
-  console.log(`0a. publish ${moduleId} at ${published.data.priceUsd} USD (floor ${published.data.negotiation.floorUsd}): ${priced(published.payment)}`);
-  const scan = await seller.verification.scan.withResponse({ body: { content: { title: published.data.title, format: 'markdown', body: content }, moduleId, holder: sellerWallet.address } });
-  console.log(`0b. scan: verdict ${scan.data.verdict}, score ${scan.data.score}, certificate ${scan.data.certification.certificateId ?? `none (${scan.data.certification.reason})`}: ${priced(scan.payment)}\n`);
+  console.log(
+    `0a. publish ${moduleId} at ${published.data.priceUsd} USD (floor ${published.data.negotiation.floorUsd}): ${priced(published.payment)}`,
+  );
+  const scan = await seller.verification.scan.withResponse({
+    body: {
+      content: { title: published.data.title, format: 'markdown', body: content },
+      moduleId,
+      holder: sellerWallet.address,
+    },
+  });
+  console.log(
+    `0b. scan: verdict ${scan.data.verdict}, score ${scan.data.score}, certificate ${scan.data.certification.certificateId ?? `none (${scan.data.certification.reason})`}: ${priced(scan.payment)}\n`,
+  );
 
   // 1. Onboard the buyer through the gateway.
   const onboarding = await buyer.gateway.onboard.withResponse({
-    body: { wallet: buyerWallet.address, name: 'demo-agent', capabilities: ['fee-estimation', 'transaction-landing'], interests: ['solana', 'fees'], role: 'buyer' },
+    body: {
+      wallet: buyerWallet.address,
+      name: 'demo-agent',
+      capabilities: ['fee-estimation', 'transaction-landing'],
+      interests: ['solana', 'fees'],
+      role: 'buyer',
+    },
   });
-  console.log(`1. onboard ${buyerWallet.address} (${onboarding.data.agent.newlyRegistered ? 'new' : 'known'}): ${priced(onboarding.payment)}`);
+  console.log(
+    `1. onboard ${buyerWallet.address} (${onboarding.data.agent.newlyRegistered ? 'new' : 'known'}): ${priced(onboarding.payment)}`,
+  );
   for (const r of onboarding.data.registrations) console.log(`     ${r.service}: ${r.status} — ${r.detail}`);
-  for (const m of onboarding.data.recommendedModules.slice(0, 3)) console.log(`     recommended ${m.moduleId} "${m.title}" score ${m.score}: ${m.reason}`);
+  for (const m of onboarding.data.recommendedModules.slice(0, 3))
+    console.log(`     recommended ${m.moduleId} "${m.title}" score ${m.score}: ${m.reason}`);
 
   // 2. Search.
   const found = await buyer.gateway.search({ query: { q: 'priority fees compute-unit price', limit: 5 } });
-  console.log(`2. search: ${found.items.length} of ${Object.values(found.counts).reduce((a, b) => a + b, 0)} hits in ${found.tookMs} ms: free`);
-  for (const hit of found.items) console.log(`     ${hit.score.toFixed(3)} ${hit.type.padEnd(11)} ${hit.title} (${hit.service})`);
+  console.log(
+    `2. search: ${found.items.length} of ${Object.values(found.counts).reduce((a, b) => a + b, 0)} hits in ${found.tookMs} ms: free`,
+  );
+  for (const hit of found.items)
+    console.log(`     ${hit.score.toFixed(3)} ${hit.type.padEnd(11)} ${hit.title} (${hit.service})`);
 
   // 3. Start a trade for the module: the gateway opens the negotiation for the buyer as broker.
-  const started = await buyer.gateway.startTrade.withResponse({ body: { need: 'choose compute-unit prices that land Solana transactions', moduleId, maxPriceUsd: '0.25' } });
+  const started = await buyer.gateway.startTrade.withResponse({
+    body: { need: 'choose compute-unit prices that land Solana transactions', moduleId, maxPriceUsd: '0.25' },
+  });
   const plan = started.data;
   console.log(`3. trade/start plan ${plan.id}: ${priced(started.payment)}`);
   if (plan.negotiation) {
     const n = plan.negotiation;
-    console.log(`     negotiation ${n.id}: offered ${n.lastBuyerOfferUsd}, ${n.state}${n.standingOffer ? `, standing ${n.standingOffer.by} offer ${n.standingOffer.priceUsd}` : ''}`);
+    console.log(
+      `     negotiation ${n.id}: offered ${n.lastBuyerOfferUsd}, ${n.state}${n.standingOffer ? `, standing ${n.standingOffer.by} offer ${n.standingOffer.priceUsd}` : ''}`,
+    );
   }
   for (const step of plan.steps) {
-    console.log(`     ${step.order}. ${step.name.padEnd(9)} ${step.status.padEnd(7)} via ${step.via.method} ${step.via.path}`);
-    for (const e of step.endpoints) console.log(`          ${e.method} ${e.path} on ${e.service}: ${e.pricing.maxUsd === '0' ? 'free' : `${e.pricing.minUsd === e.pricing.maxUsd ? e.pricing.maxUsd : `${e.pricing.minUsd}-${e.pricing.maxUsd}`} USD`} (paid by ${e.paidBy})`);
+    console.log(
+      `     ${step.order}. ${step.name.padEnd(9)} ${step.status.padEnd(7)} via ${step.via.method} ${step.via.path}`,
+    );
+    for (const e of step.endpoints)
+      console.log(
+        `          ${e.method} ${e.path} on ${e.service}: ${e.pricing.maxUsd === '0' ? 'free' : `${e.pricing.minUsd === e.pricing.maxUsd ? e.pricing.maxUsd : `${e.pricing.minUsd}-${e.pricing.maxUsd}`} USD`} (paid by ${e.paidBy})`,
+      );
   }
-  console.log(`     estimate: ${plan.estimate.totalUsd} USD (${plan.estimate.priceBasis} ${plan.estimate.modulePriceUsd} + fee ${plan.estimate.gatewayFeeUsd}); next: ${plan.nextAction}`);
+  console.log(
+    `     estimate: ${plan.estimate.totalUsd} USD (${plan.estimate.priceBasis} ${plan.estimate.modulePriceUsd} + fee ${plan.estimate.gatewayFeeUsd}); next: ${plan.nextAction}`,
+  );
 
   // 4. Execute: one payment of the module price plus the fee, settled first; a failure is refunded on chain.
   const executed = await buyer.gateway.executeTrade.withResponse({ body: { planId: plan.id } });
   const trade = executed.data;
   console.log(`4. trade/execute ${trade.id}: ${priced(executed.payment)}`);
-  console.log(`     verify:   ${trade.verification.status} (certificate ${trade.verification.certificateId}), content SHA-256 matches: ${trade.verification.contentMatches}`);
-  console.log(`     purchase: ${trade.purchase.purchaseId} at ${trade.purchase.priceUsd} USD (${trade.purchase.priceBasis}), paid by the gateway ${trade.purchase.paidBy} to the seller, transaction ${trade.purchase.transaction}`);
-  console.log(`     report:   ${trade.reputation.status} ${trade.reputation.reportId ?? ''} — ${trade.reputation.detail}`);
+  console.log(
+    `     verify:   ${trade.verification.status} (certificate ${trade.verification.certificateId}), content SHA-256 matches: ${trade.verification.contentMatches}`,
+  );
+  console.log(
+    `     purchase: ${trade.purchase.purchaseId} at ${trade.purchase.priceUsd} USD (${trade.purchase.priceBasis}), paid by the gateway ${trade.purchase.paidBy} to the seller, transaction ${trade.purchase.transaction}`,
+  );
+  console.log(
+    `     report:   ${trade.reputation.status} ${trade.reputation.reportId ?? ''} — ${trade.reputation.detail}`,
+  );
   console.log(`     content:  ${trade.purchase.content.split('\n')[0]} (${trade.purchase.content.length} characters)`);
 
   // 5. Rate the module (free: a purchase is required).
-  const rated = await buyer.knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: trade.purchase.purchaseId, rating: 5, comment: 'Landed on the first try.' } });
+  const rated = await buyer.knowledgeMarket.rate({
+    params: { moduleId },
+    body: { purchaseId: trade.purchase.purchaseId, rating: 5, comment: 'Landed on the first try.' },
+  });
   console.log(`5. rate 5/5: the module is rated ${rated.moduleRating.average} by ${rated.moduleRating.count}: free`);
 
-  console.log(`\nThe buyer spent ${buyer.payments.spentUsd()} USD in ${buyer.payments.receipts.length} payments; the seller ${seller.payments.spentUsd()} USD.`);
+  console.log(
+    `\nThe buyer spent ${buyer.payments.spentUsd()} USD in ${buyer.payments.receipts.length} payments; the seller ${seller.payments.spentUsd()} USD.`,
+  );
 }
 
 main().catch((error) => {
   if (error instanceof ConnectionError) console.error('A service does not answer. Start the economy first: npm start');
-  else if (error instanceof ApiError) console.error(`${error.message}${error.details ? ` ${JSON.stringify(error.details)}` : ''}`);
+  else if (error instanceof ApiError)
+    console.error(`${error.message}${error.details ? ` ${JSON.stringify(error.details)}` : ''}`);
   else console.error(error instanceof Error ? error.message : error);
   process.exit(1);
 });

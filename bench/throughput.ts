@@ -1,0 +1,352 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { cpus } from 'node:os';
+import { resolve } from 'node:path';
+import {
+  SOLANA_DEVNET,
+  USDC_DEVNET,
+  type PaymentRequirements,
+  type X402FacilitatorRequest,
+} from '@agent-economy/contracts';
+import { createClient, walletFromFile } from '@agent-economy/sdk';
+import { createKeyPairSignerFromBytes, createSolanaRpc } from '@solana/kit';
+import { toFacilitatorSvmSigner } from '@x402/svm';
+import { ExactSvmScheme } from '@x402/svm/exact/facilitator';
+import { facilitatorClient } from '../servers/src/runtime/facilitator-client';
+import { buildPaymentTransaction } from '../servers/src/solana/payment-builder';
+import { walletFromSecretKey } from '../servers/src/solana/keys';
+import { load, runCount, type LoadResult } from './support/load';
+import { sessionThroughput } from './sessions';
+import { cpuMsOf, fund, rssOf, startStack, type Stack } from './support/stack';
+
+// `npm run bench -- throughput`: one `npm start` in a child process, driven under concurrency from this
+// process. Each row says its concurrency; ratios compare rows of this same run on this same machine.
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SDK_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const HTTP_CONCURRENCY = Number(process.env.BENCH_HTTP_CONCURRENCY ?? 50);
+const PAID_CALLS = Number(process.env.BENCH_PAID_CALLS ?? 10_000);
+const SETTLEMENTS = Number(process.env.BENCH_SETTLEMENTS ?? 600);
+const MEMORY2_CALLS = Number(process.env.BENCH_MEMORY2_CALLS ?? 300);
+// BENCH_ROWS=paid,settle runs some parts only (free, paid, session, http, settle, memory, memory2), e.g. under
+// --cpu-prof. memory2 has a stack of its own: BENCH_ROWS=memory2 starts no full npm start.
+const ROWS = process.env.BENCH_ROWS?.split(',');
+const want = (part: string) => !ROWS || ROWS.includes(part);
+const FULL_STACK_ROWS = ['free', 'paid', 'session', 'http', 'settle', 'memory'];
+const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MB`;
+const NONE: LoadResult = { calls: 0, seconds: 0, perSecond: NaN, p50Ms: NaN, p95Ms: NaN };
+
+export interface ThroughputRow {
+  benchmark: string;
+  concurrency: number | string;
+  perSecond: string;
+  p50Ms: string;
+  p95Ms: string;
+  note: string;
+}
+
+const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const row = (benchmark: string, concurrency: number | string, r: LoadResult | undefined, note = ''): ThroughputRow => ({
+  benchmark,
+  concurrency,
+  perSecond: r ? fmt(r.perSecond, 0) : 'n/a',
+  p50Ms: r ? fmt(r.p50Ms, 2) : 'n/a',
+  p95Ms: r ? fmt(r.p95Ms, 2) : 'n/a',
+  note,
+});
+
+/** A bare Express 4 app in its own process answering one path with the given JSON: the baseline. */
+async function bareExpress(json: string): Promise<{ url: string; pid: number; close(): void }> {
+  const script = `
+    const express = require('express');
+    const body = process.env.BODY;
+    const app = express();
+    app.get('/api/catalog', (req, res) => res.type('application/json').send(body));
+    app.get('/health', (req, res) => res.json({ status: 'ok' }));
+    const server = app.listen(0, '127.0.0.1', () => console.log(server.address().port));
+    server.keepAliveTimeout = 65000;`;
+  const child = spawn(process.execPath, ['-e', script], {
+    cwd: resolve(import.meta.dirname, '..'),
+    env: { ...process.env, BODY: json },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<string>((r) => child.stdout!.once('data', (d: Buffer) => r(d.toString().trim())));
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, close: () => child.kill() };
+}
+
+/** Plain keep-alive GETs, as autocannon sends them: the body is read and dropped. */
+function getter(url: string, concurrency: number): () => Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const target = new URL(url);
+  return () =>
+    new Promise<void>((done, fail) => {
+      const req = request({ host: target.hostname, port: target.port, path: target.pathname, agent }, (res) => {
+        if (res.statusCode !== 200) fail(new Error(`${url} answered ${res.statusCode}`));
+        res.resume();
+        res.once('end', done);
+      });
+      req.once('error', fail);
+      req.end();
+    });
+}
+
+/** Honest x402 exact payments from the demo wallet to education, built ahead and never presented to the service. */
+export async function preparePayments(
+  stack: Stack,
+  feePayer: string,
+  count: number,
+): Promise<X402FacilitatorRequest[]> {
+  const payer = walletFromSecretKey(Uint8Array.from(JSON.parse(readFileSync(stack.demoKeyFile, 'utf8')) as number[]));
+  const requirements: PaymentRequirements = {
+    scheme: 'exact',
+    network: SOLANA_DEVNET,
+    amount: '1000',
+    asset: USDC_DEVNET,
+    payTo: stack.services.education!.wallet,
+    maxTimeoutSeconds: 60,
+    extra: { feePayer },
+  };
+  const rpc = createSolanaRpc(stack.rpcUrl);
+  const { value: blockhash } = await rpc.getLatestBlockhash().send();
+  const bodies: X402FacilitatorRequest[] = [];
+  for (let i = 0; i < count; i++) {
+    // Each carries a random memo, so every one is a distinct transaction under one blockhash.
+    const transaction = await buildPaymentTransaction({ payer, requirements, blockhash });
+    bodies.push({
+      x402Version: 2,
+      paymentPayload: { x402Version: 2, accepted: requirements, payload: { transaction } },
+      paymentRequirements: requirements,
+    });
+  }
+  return bodies;
+}
+
+let lastFailure = '';
+
+/**
+ * Runs a load() and says the CPU `pid` spent on each of its calls (its warm-up calls, twice its concurrency,
+ * included): a figure that holds on a loaded machine.
+ */
+async function withCpu<T extends { calls: number }>(
+  pid: number,
+  concurrency: number,
+  fn: () => Promise<T>,
+): Promise<T & { cpu: string }> {
+  const before = cpuMsOf(pid);
+  const result = await fn();
+  const ms = (cpuMsOf(pid) - before) / Math.max(1, result.calls + concurrency * 2);
+  return {
+    ...result,
+    cpu: ms >= 1 ? `server CPU ${ms.toFixed(2)} ms a call` : `server CPU ${(ms * 1000).toFixed(0)} µs a call`,
+  };
+}
+
+async function settleRate(
+  label: string,
+  bodies: X402FacilitatorRequest[],
+  concurrency: number,
+  settle: (body: X402FacilitatorRequest) => Promise<boolean>,
+): Promise<ThroughputRow> {
+  let failed = 0;
+  const times: number[] = [];
+  const seconds = await runCount(bodies.length, concurrency, async (i) => {
+    const t = performance.now();
+    if (!(await settle(bodies[i]!))) failed++;
+    times.push(performance.now() - t);
+  });
+  times.sort((a, b) => a - b);
+  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]!;
+  return row(
+    label,
+    concurrency,
+    { calls: bodies.length, seconds, perSecond: (bodies.length - failed) / seconds, p50Ms: at(0.5), p95Ms: at(0.95) },
+    `${bodies.length - failed}/${bodies.length} settled${failed ? ` (last failure ${lastFailure.slice(0, 120)})` : ''}`,
+  );
+}
+
+/**
+ * RSS of a two-service process (`SERVICES=facilitator,education npm start` on PGlite, the ledger and the console
+ * included) at start and after `calls` paid lessons: the smallest process a scaled-out deployment runs.
+ */
+async function memoryTwoServices(calls: number): Promise<ThroughputRow> {
+  const stack = await startStack({
+    services: ['facilitator', 'education'],
+    nodeFlags: process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [],
+  });
+  try {
+    const wallet = await walletFromFile(stack.demoKeyFile);
+    // 100 USD in the demo wallet pays 2,000 lessons: the faucet tops it up beyond.
+    await fund(stack, wallet.address, Math.max(0, calls * 0.06 - 100));
+    const paying = createClient({
+      deployment: stack.servicesJson,
+      wallet,
+      maxRetries: 0,
+      payments: { maxPerCallUsd: '0.10', sessions: false },
+    });
+    // services.json is written before the console starts: its start is given time to finish before the first read.
+    await new Promise((r) => setTimeout(r, 2000));
+    const rssStart = stack.rss();
+    const lesson = { body: { courseId: 'tool-use', lessonId: 'function-calling' } };
+    const seconds = await runCount(calls, SDK_CONCURRENCY, () => paying.education.lesson(lesson));
+    const rssAfter = stack.rss();
+    return {
+      benchmark: `memory: RSS of SERVICES=facilitator,education npm start after ${calls} paid calls`,
+      concurrency: SDK_CONCURRENCY,
+      perSecond: calls ? fmt(calls / seconds, 0) : 'n/a',
+      p50Ms: '',
+      p95Ms: '',
+      note: `${mb(rssAfter)} (at start ${mb(rssStart)})`,
+    };
+  } finally {
+    await stack.close();
+  }
+}
+
+export async function throughput(): Promise<{
+  rows: ThroughputRow[];
+  ratios: Record<string, string>;
+  machine: string;
+}> {
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}`;
+  if (ROWS && !ROWS.some((r) => FULL_STACK_ROWS.includes(r)))
+    return { rows: want('memory2') ? [await memoryTwoServices(MEMORY2_CALLS)] : [], ratios: {}, machine };
+  // Payment sessions on (the session row), as a deployment that accepts them runs.
+  const stack = await startStack({
+    nodeFlags: process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [],
+    env: { PAYWALL_SESSIONS: 'on' },
+  });
+  const rows: ThroughputRow[] = [];
+  const ratios: Record<string, string> = {};
+  try {
+    const education = stack.services.education!.url;
+    const wallet = await walletFromFile(stack.demoKeyFile);
+    // The demo wallet starts with 100 USD: 2,000 lessons. The local faucet tops it up for the memory run.
+    await fund(stack, wallet.address, (PAID_CALLS + 3 * SETTLEMENTS) * 0.06);
+    const free = createClient({ deployment: stack.servicesJson, maxRetries: 0 });
+    const paying = createClient({
+      deployment: stack.servicesJson,
+      wallet,
+      maxRetries: 0,
+      // One transaction per call (exact): sessions are the session row's.
+      payments: { maxPerCallUsd: '0.10', sessions: false },
+    });
+    const lesson = { body: { courseId: 'tool-use', lessonId: 'function-calling' } };
+    const rssStart = stack.rss();
+
+    const sdkLoad = { concurrency: SDK_CONCURRENCY, seconds: SECONDS };
+    const freeSdk = want('free')
+      ? await withCpu(stack.pid, SDK_CONCURRENCY, () => load(() => free.education.catalog(), sdkLoad))
+      : { ...NONE, cpu: '' };
+    rows.push(row('free via SDK (education GET /api/catalog)', SDK_CONCURRENCY, freeSdk, freeSdk.cpu));
+    const paidSdk = want('paid')
+      ? await withCpu(stack.pid, SDK_CONCURRENCY, () => load(() => paying.education.lesson(lesson), sdkLoad))
+      : { ...NONE, cpu: '' };
+    rows.push(
+      row(
+        'paid x402 exact via SDK (education POST /api/lesson)',
+        SDK_CONCURRENCY,
+        paidSdk,
+        `${paidSdk.calls} paid calls; ${paidSdk.cpu}`,
+      ),
+    );
+    ratios['paid exact / free (SDK)'] = fmt(paidSdk.perSecond / freeSdk.perSecond, 3);
+
+    // Paid by vouchers in payment sessions: one buyer per worker, against the same stack (bench/sessions.ts).
+    const sessionRow = 'session via SDK (education POST /api/lesson, vouchers)';
+    if (want('session')) {
+      const r = await sessionThroughput(stack, { concurrency: SDK_CONCURRENCY, seconds: SECONDS });
+      const note = `${r.calls} calls, a buyer per worker${r.notByVoucher ? `; ${r.notByVoucher} not by voucher` : ''}`;
+      rows.push(row(sessionRow, SDK_CONCURRENCY, r, note));
+      ratios['session / free (SDK)'] = fmt(r.perSecond / freeSdk.perSecond, 3);
+    } else rows.push(row(sessionRow, SDK_CONCURRENCY, undefined));
+
+    // Free routes against bare Express 4 serving the very same JSON, raw keep-alive GETs at the same concurrency.
+    if (want('http')) {
+      const catalogJson = await (await fetch(`${education}/api/catalog`)).text();
+      const bare = await bareExpress(catalogJson);
+      try {
+        const options = { concurrency: HTTP_CONCURRENCY, seconds: SECONDS };
+        const ours = await withCpu(stack.pid, HTTP_CONCURRENCY, () =>
+          load(getter(`${education}/api/catalog`, HTTP_CONCURRENCY), options),
+        );
+        const theirs = await withCpu(bare.pid, HTTP_CONCURRENCY, () =>
+          load(getter(`${bare.url}/api/catalog`, HTTP_CONCURRENCY), options),
+        );
+        const health = await withCpu(stack.pid, HTTP_CONCURRENCY, () =>
+          load(getter(`${education}/health`, HTTP_CONCURRENCY), options),
+        );
+        const bareHealth = await withCpu(bare.pid, HTTP_CONCURRENCY, () =>
+          load(getter(`${bare.url}/health`, HTTP_CONCURRENCY), options),
+        );
+        rows.push(row('free GET /api/catalog, raw HTTP', HTTP_CONCURRENCY, ours, ours.cpu));
+        rows.push(row('bare Express 4, same JSON', HTTP_CONCURRENCY, theirs, theirs.cpu));
+        rows.push(row('GET /health (education)', HTTP_CONCURRENCY, health, health.cpu));
+        rows.push(row('bare Express 4, GET /health', HTTP_CONCURRENCY, bareHealth, bareHealth.cpu));
+        ratios['free route / bare Express'] = fmt(ours.perSecond / theirs.perSecond, 2);
+        ratios['/health / bare Express'] = fmt(health.perSecond / bareHealth.perSecond, 2);
+      } finally {
+        bare.close();
+      }
+    }
+
+    // Settlements alone: prepared payments settled with concurrency by our facilitator (HTTP /settle) and by
+    // the official @x402/svm `exact` facilitator scheme (in this process) on the same ledger and fee payer.
+    if (want('settle')) {
+      const facilitator = facilitatorClient(stack.services.facilitator!.url);
+      const feePayer = (await facilitator.supported()).kinds.find((k) => k.scheme === 'exact')!.extra
+        .feePayer as string;
+      const ourBodies = await preparePayments(stack, feePayer, SETTLEMENTS);
+      const before = cpuMsOf(stack.pid);
+      const ours = await settleRate('facilitator /settle, ours (HTTP)', ourBodies, SDK_CONCURRENCY, async (b) => {
+        const result = await facilitator.settle(b);
+        if (!result.success) lastFailure = `${result.errorReason}: ${result.errorMessage}`;
+        return result.success;
+      });
+      const perSettlement = (cpuMsOf(stack.pid) - before) / ourBodies.length;
+      ours.note += `; server CPU ${perSettlement.toFixed(2)} ms a settlement (${(1000 / perSettlement).toFixed(0)}/s a core)`;
+      rows.push(ours);
+      const feePayerKey = Uint8Array.from(
+        JSON.parse(readFileSync(resolve(stack.dataDir, 'keys', 'facilitator.json'), 'utf8')) as number[],
+      );
+      const official = new ExactSvmScheme(
+        toFacilitatorSvmSigner(await createKeyPairSignerFromBytes(feePayerKey), { defaultRpcUrl: stack.rpcUrl }),
+      );
+      const officialBodies = await preparePayments(stack, feePayer, SETTLEMENTS);
+      rows.push(
+        await settleRate(
+          'facilitator settle, official @x402/svm exact (in process)',
+          officialBodies,
+          SDK_CONCURRENCY,
+          async (b) => (await official.settle(b.paymentPayload as never, b.paymentRequirements as never)).success,
+        ),
+      );
+      ratios['settle ours / official'] = fmt(Number(rows.at(-2)!.perSecond) / Number(rows.at(-1)!.perSecond), 2);
+    }
+
+    // Memory: paid calls until PAID_CALLS in all (those above count), then the serving process's RSS.
+    if (want('memory')) {
+      const rssBefore = stack.rss();
+      const remaining = Math.max(0, PAID_CALLS - paidSdk.calls - SDK_CONCURRENCY * 2);
+      const secondsMore = await runCount(remaining, SDK_CONCURRENCY, () => paying.education.lesson(lesson));
+      const rssAfter = stack.rss();
+      rows.push({
+        benchmark: `memory: RSS of npm start after ${PAID_CALLS} paid calls`,
+        concurrency: SDK_CONCURRENCY,
+        perSecond: remaining ? fmt(remaining / secondsMore, 0) : 'n/a',
+        p50Ms: '',
+        p95Ms: '',
+        note: `${mb(rssAfter)} (at start ${mb(rssStart)}; ${mb(rssBefore)} before the last ${remaining} calls)`,
+      });
+      ratios['RSS growth per paid call (last calls)'] = remaining
+        ? `${((rssAfter - rssBefore) / remaining / 1024).toFixed(2)} KB`
+        : 'n/a';
+    }
+  } finally {
+    await stack.close();
+  }
+  if (want('memory2')) rows.push(await memoryTwoServices(MEMORY2_CALLS));
+  return { rows, ratios, machine };
+}
+
+export { rssOf };
