@@ -438,8 +438,7 @@ export async function sendPaying(spendLog: SpendLog, call: PaidCall): Promise<Ht
   if (early) {
     demand = early.refused;
     if (expiredBlockhash(early.refused)) spendLog.forgetBlockhash();
-  }
-  else {
+  } else {
     try {
       return await send(call.request, call.options, call.settings, call.perAttempt);
     } catch (error) {
