@@ -9,6 +9,7 @@ import {
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
+  SESSION_CLOSE_PATH,
   base58Encode,
   USDC_DEVNET,
   decodeX402Header,
@@ -42,6 +43,7 @@ import { generateWallet, signEd25519, type Wallet } from '../servers/src/solana/
 import { startEconomy, type Economy } from './support/economy';
 import { startService, testDatabase, type RunningService } from './support/servers';
 import type { Database } from '../servers/src/db';
+import { createLogger, type Logger } from '../servers/src/runtime/logger';
 
 // Payment sessions on the paid path, through the SDK against real services on the local ledger: a buyer
 // that calls one seller often opens a session and pays by vouchers; the seller's close settles on chain
@@ -62,11 +64,13 @@ async function startSeller(options: {
   database?: Database;
   idleSeconds?: number;
   sweepMs?: number;
+  logger?: Logger;
 }): Promise<RunningService> {
   return startService(createEducationApp, {
     rpcUrl: economy.rpcUrl,
     wallet: options.wallet,
     ...(options.database ? { database: options.database } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     paywall: {
       feePayer: economy.feePayer.address,
       facilitatorUrl: economy.facilitator.url,
@@ -524,6 +528,67 @@ describe('a buyer that exits without closing', () => {
       expect(balance(idleSeller.address)).toBe(4n * PRICE);
     } finally {
       await service.close();
+    }
+  }, 60_000);
+});
+
+describe('two services on one database (as under npm start)', () => {
+  it("each settles only its own sessions: the other's sweep and close endpoint leave them alone", async () => {
+    const shared = await testDatabase();
+    const [mine, other] = [generateWallet(), generateWallet()];
+    for (const w of [mine, other]) {
+      await economy.ledger.openTokenAccount(w.address);
+      economy.sellers.add(w.address);
+    }
+    const lines: string[] = [];
+    const sink = { write: (line: string) => void lines.push(line) };
+    const seller1 = await startSeller({ wallet: mine, database: shared, idleSeconds: 1, sweepMs: 1_000 });
+    // The other service sweeps ten times as often: before the fix it took the idle session first.
+    const seller2 = await startSeller({
+      wallet: other,
+      database: shared,
+      idleSeconds: 1,
+      sweepMs: 100,
+      logger: createLogger('debug', sink),
+    });
+    try {
+      const buyer = await fundedBuyer();
+      const client = await buyerClient(buyer, seller1.url, {
+        rpcUrl: economy.rpcUrl,
+        sessions: { after: 1, depositUsd: '0.5', idleMs: 600_000 },
+      });
+      await client.education.lesson(LESSON);
+      const [open] = await until(
+        () => sessionsOf(client.payments).open,
+        (o) => o.length === 1,
+        'the session',
+      );
+      for (let i = 0; i < 2; i++)
+        expect((await client.education.lesson.withResponse(LESSON)).payment?.session?.channelId).toBe(open!.channelId);
+      // The other service's close endpoint does not know this session (it is not paid through it).
+      const misdirected = await fetch(`${seller2.url}${SESSION_CLOSE_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ channelId: open!.channelId, signature: base58Encode(new Uint8Array(64)) }),
+      });
+      expect([misdirected.status, ((await misdirected.json()) as { error: { code: string } }).error.code]).toEqual([
+        404,
+        'session_not_found',
+      ]);
+      // Idle: its own seller settles what was vouched; the other never touched it.
+      const settled = await until(
+        () => facilitatorSession(open!.channelId),
+        (s) => s?.state === 'closed',
+        'the seller to settle the idle session',
+      );
+      expect([settled!.closed_by, BigInt(settled!.amount_settled!)]).toEqual(['seller', 2n * PRICE]);
+      expect(lines.filter((l) => l.includes(open!.channelId))).toEqual([]);
+      expect(balance(other.address)).toBe(0n);
+      await client.close();
+    } finally {
+      await seller2.close();
+      await seller1.close();
+      await shared.close();
     }
   }, 60_000);
 });

@@ -664,11 +664,14 @@ export async function createSessionPaywall(options: {
   }
 
   let sweeping: Promise<void> | undefined;
+  // Only this seller's sessions: services of one deployment share the database (npm start), and another service's
+  // sessions are its own to checkpoint and close (the facilitator refuses a close by anyone but the session's seller).
   async function sweepOnce(): Promise<void> {
     const at = now();
     const due = await db
       .selectFrom('paywall_sessions')
       .selectAll()
+      .where('pay_to', '=', config.payTo)
       .where((eb) =>
         eb.or([
           eb.and([
@@ -691,6 +694,7 @@ export async function createSessionPaywall(options: {
     const behind = await db
       .selectFrom('paywall_sessions')
       .selectAll()
+      .where('pay_to', '=', config.payTo)
       .where('state', '=', 'open')
       .where(sql<boolean>`spent > forwarded`)
       .limit(200)
@@ -720,7 +724,8 @@ export async function createSessionPaywall(options: {
         return bad('signature', 'signature must be a base58 Ed25519 signature');
       try {
         const row = await read(channelId);
-        if (!row)
+        // Another service's session on a shared database is not this seller's to close.
+        if (!row || row.pay_to !== config.payTo)
           return res
             .status(404)
             .json(
