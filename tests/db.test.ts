@@ -121,6 +121,42 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
       await database.close();
     }
   });
+
+  it('runs one statement many times, after it failed, inside a failed transaction and after its table changed', async () => {
+    const database = await testDatabase();
+    try {
+      await migrate(database.db, 'demo', migrations);
+      const db = database.db;
+      const insert = (id: string, amount: bigint) => db.insertInto('demo_entries').values({ id, amount }).execute();
+      const read = (id: string) => db.selectFrom('demo_entries').selectAll().where('id', '=', id).executeTakeFirst();
+      // The first run of a text fails after it was parsed (a duplicate key), then the same text runs again.
+      await insert('a', 1n);
+      await expect(insert('a', 2n)).rejects.toThrow(/duplicate key|unique/);
+      for (let i = 0; i < 5; i++) await insert(`b${i}`, BigInt(i));
+      expect(await read('b4')).toEqual({ id: 'b4', amount: 4n });
+      // A text that does not parse (no such column) fails each time with PostgreSQL's own error.
+      const bad = () => sql`select nothing_here from demo_entries where id = ${'a'}`.execute(db);
+      await expect(bad()).rejects.toThrow(/nothing_here/);
+      await expect(bad()).rejects.toThrow(/nothing_here/);
+      // Inside a transaction that failed: rolled back whole, and the statements still run afterwards.
+      await expect(
+        db.transaction().execute(async (tx) => {
+          await tx.insertInto('demo_entries').values({ id: 'c', amount: 3n }).execute();
+          await tx.insertInto('demo_entries').values({ id: 'a', amount: 3n }).execute();
+        }),
+      ).rejects.toThrow(/duplicate key|unique/);
+      expect(await read('c')).toBeUndefined();
+      await insert('c', 3n);
+      // Its table gains a column: the same text reads the new shape.
+      expect(await read('c')).toEqual({ id: 'c', amount: 3n });
+      await sql`alter table demo_entries add column note text default 'n'`.execute(db);
+      expect(await read('c')).toEqual({ id: 'c', amount: 3n, note: 'n' });
+      const { rows } = await sql<{ n: string }>`select count(*)::text as n from demo_entries`.execute(db);
+      expect(rows[0]!.n).toBe('7');
+    } finally {
+      await database.close();
+    }
+  });
 });
 
 describe('PGlite on disk', () => {
