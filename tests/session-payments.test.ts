@@ -65,6 +65,7 @@ async function startSeller(options: {
   idleSeconds?: number;
   sweepMs?: number;
   logger?: Logger;
+  facilitatorUrl?: string;
 }): Promise<RunningService> {
   return startService(createEducationApp, {
     rpcUrl: economy.rpcUrl,
@@ -73,7 +74,7 @@ async function startSeller(options: {
     ...(options.logger ? { logger: options.logger } : {}),
     paywall: {
       feePayer: economy.feePayer.address,
-      facilitatorUrl: economy.facilitator.url,
+      facilitatorUrl: options.facilitatorUrl ?? economy.facilitator.url,
       // Forwarded at once from 0.1 USD (two lessons) on, so tests see checkpoints without waiting for a sweep.
       sessions: {
         idleSeconds: options.idleSeconds ?? 300,
@@ -107,6 +108,39 @@ async function roundRobin(upstreams: string[]) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     hits,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A proxy to `upstream` that parks the POSTs to `path` until release(): what is on its way can be counted. */
+async function holdingProxy(upstream: string, path: string) {
+  const parked: (() => void)[] = [];
+  let holding = true;
+  const server: Server = createServer((req, res) => {
+    const target = new URL(req.url ?? '/', upstream);
+    const forward = () => {
+      const out = httpRequest(
+        target,
+        { method: req.method, headers: { ...req.headers, host: target.host } },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      out.on('error', () => res.destroy());
+      req.pipe(out);
+    };
+    if (holding && req.method === 'POST' && target.pathname === path) parked.push(forward);
+    else forward();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    parked: () => parked.length,
+    release() {
+      holding = false;
+      for (const go of parked.splice(0)) go();
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -452,6 +486,47 @@ describe('the seller', () => {
     const expected = landed ? 2n * PRICE : PRICE;
     expect(BigInt((await facilitatorSession(channelId))!.amount_settled!)).toBe(expected);
     expect(balance(seller.address) - sellerBefore).toBe(expected);
+  }, 60_000);
+});
+
+describe('checkpoints', () => {
+  it('forwards one at a time a session: vouchers that cross the threshold meanwhile do not forward again', async () => {
+    // Two replicas on one database: the first learns the session from the facilitator (signed in as the seller,
+    // which a proxy's origin would spoil), the second forwards its checkpoints through a proxy that holds them.
+    const gate = await holdingProxy(economy.facilitator.url, '/mpp/session/voucher');
+    const shared = await testDatabase();
+    const learner = await startSeller({ wallet: seller, database: shared });
+    const service = await startSeller({ wallet: seller, database: shared, facilitatorUrl: gate.url });
+    try {
+      const buyer = await fundedBuyer();
+      const { channelId, key } = await handSession(buyer);
+      const { session } = await offer(service.url);
+      expect((await pay(learner.url, voucherHeader(session, channelId, key, PRICE))).status).toBe(200);
+      // Forwarded from 2 lessons unforwarded on: the 2nd voucher starts a checkpoint, which the proxy holds, and
+      // the 3rd to 6th each cross the threshold again while it is on its way.
+      for (let n = 2n; n <= 6n; n++)
+        expect((await pay(service.url, voucherHeader(session, channelId, key, n * PRICE))).status).toBe(200);
+      await until(gate.parked, (n) => n >= 1, 'the checkpoint to reach the facilitator');
+      expect(gate.parked()).toBe(1);
+      gate.release();
+      await until(
+        () => facilitatorSession(channelId),
+        (s) => BigInt(s?.accepted ?? 0) >= 2n * PRICE,
+        'the checkpoint to land',
+      );
+      // The next voucher past the threshold forwards again; the close settles every voucher, exactly.
+      expect((await pay(service.url, voucherHeader(session, channelId, key, 7n * PRICE))).status).toBe(200);
+      const closed = await sellerClose(learner.url, channelId, key);
+      expect(closed.status).toBe(200);
+      expect(((await closed.json()) as { settlement: { amountSettled: string } }).settlement.amountSettled).toBe(
+        (7n * PRICE).toString(),
+      );
+    } finally {
+      await service.close();
+      await learner.close();
+      await shared.close();
+      await gate.close();
+    }
   }, 60_000);
 });
 

@@ -218,6 +218,8 @@ export async function createSessionPaywall(options: {
     if (known.size >= 10_000 && !known.has(r.channel_id)) known.clear();
     known.set(r.channel_id, r);
   };
+  /** Channels whose checkpoint this replica has on its way to the facilitator. */
+  const forwarding = new Set<string>();
   /** Vouchers being served on this replica (channel and amount): the same voucher twice at once runs once. */
   const inFlight = new Set<string>();
   const read = async (channelId: string) => {
@@ -574,10 +576,14 @@ export async function createSessionPaywall(options: {
         );
       }
       remember({ ...session, spent: cumulative, last_signature: v.signature, last_voucher_at: at });
-      if (cumulative - BigInt(updated.forwarded) >= checkpointAtomic) {
+      // One checkpoint at a time a channel: the calls that cross the threshold while one is on its way would each
+      // forward the same few vouchers again (a facilitator call and a transaction of its database each).
+      if (cumulative - BigInt(updated.forwarded) >= checkpointAtomic && !forwarding.has(v.channelId)) {
+        forwarding.add(v.channelId);
         void read(v.channelId)
           .then((current) => current && checkpointed(current))
-          .catch((error: unknown) => logger.warn({ err: error, channelId: v.channelId }, 'session checkpoint failed'));
+          .catch((error: unknown) => logger.warn({ err: error, channelId: v.channelId }, 'session checkpoint failed'))
+          .finally(() => forwarding.delete(v.channelId));
       }
       const answer = answerOf(requirements, session, cumulative);
       return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(answer) });
