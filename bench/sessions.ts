@@ -6,11 +6,13 @@
 import { createClient, sessionsOf, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
 import { generateWallet } from '../servers/src/solana/keys';
 import { load, type LoadResult } from './support/load';
-import { fund, type Stack } from './support/stack';
+import { cpuMsOf, fund, type Stack } from './support/stack';
 
 export interface SessionRun extends LoadResult {
   /** Calls of the measured run that went out paid exact rather than by voucher. */
   notByVoucher: number;
+  /** CPU the served process spent a measured call, ms. */
+  serverCpuMs: number;
 }
 
 const LESSON = { body: { courseId: 'tool-use', lessonId: 'function-calling' } } as const;
@@ -53,6 +55,7 @@ export async function sessionThroughput(
       }),
     );
     let notByVoucher = 0;
+    const cpuBefore = cpuMsOf(stack.pid);
     const result = await load(
       async (worker) => {
         const paid = await clients[worker]!.education.lesson.withResponse(LESSON);
@@ -60,7 +63,8 @@ export async function sessionThroughput(
       },
       { concurrency: options.concurrency, seconds: options.seconds },
     );
-    return { ...result, notByVoucher };
+    const serverCpuMs = (cpuMsOf(stack.pid) - cpuBefore) / Math.max(1, result.calls);
+    return { ...result, notByVoucher, serverCpuMs };
   } finally {
     // The sellers' closes settle what was vouched on chain.
     await Promise.allSettled(clients.map((client) => client.close()));

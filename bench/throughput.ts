@@ -256,7 +256,8 @@ export async function throughput(): Promise<{
     const sessionRow = 'session via SDK (education POST /api/lesson, vouchers)';
     if (want('session')) {
       const r = await sessionThroughput(stack, { concurrency: SDK_CONCURRENCY, seconds: SECONDS });
-      const note = `${r.calls} calls, a buyer per worker${r.notByVoucher ? `; ${r.notByVoucher} not by voucher` : ''}`;
+      const cpu = r.serverCpuMs >= 1 ? `${r.serverCpuMs.toFixed(2)} ms` : `${(r.serverCpuMs * 1000).toFixed(0)} µs`;
+      const note = `${r.calls} calls, a buyer per worker${r.notByVoucher ? `; ${r.notByVoucher} not by voucher` : ''}; server CPU ${cpu} a call`;
       rows.push(row(sessionRow, SDK_CONCURRENCY, r, note));
       ratios['session / free (SDK)'] = fmt(r.perSecond / freeSdk.perSecond, 3);
     } else rows.push(row(sessionRow, SDK_CONCURRENCY, undefined));
