@@ -29,17 +29,29 @@ function textParameter(value: unknown): string | null | undefined {
   return value instanceof Date && !Number.isNaN(value.getTime()) ? value.toISOString() : undefined;
 }
 
-/** How many distinct statements stay prepared: the services use a few hundred; texts beyond are parsed each time. */
-const MAX_PREPARED = 1_000;
-/** A prepared statement PostgreSQL no longer accepts as it was (its tables changed), or no longer has. */
-const STALE_STATEMENT = new Set(['0A000', '26000']);
+/**
+ * How many distinct statements stay prepared. The services run a few hundred texts often; a text is prepared on its
+ * second run, so one-off texts (a batch of an unusual size) never hold a plan, and texts beyond are parsed each time.
+ */
+const MAX_PREPARED = 500;
+/** Texts run once so far, remembered up to this many (then forgotten together). */
+const MAX_SEEN_ONCE = 2_000;
+
+/** PostgreSQL no longer accepts the prepared statement as it was planned (its tables changed), or no longer has it. */
+function staleStatement(error: unknown): boolean {
+  const { code, message } = error as { code?: string; message?: string };
+  return code === '26000' || (code === '0A000' && /cached plan must not change result type/.test(message ?? ''));
+}
 
 // PGlite is one embedded connection: the driver hands it out to one user at a time, so a transaction
 // never interleaves with another query.
 class PGliteConnection implements DatabaseConnection {
   /** Statement text → name of the statement prepared for it. */
   private readonly prepared = new Map<string, string>();
+  private readonly seenOnce = new Set<string>();
   private names = 0;
+  /** Whether the last statement left a transaction open (ReadyForQuery said so). */
+  private inTransaction = false;
 
   constructor(private readonly pglite: PGlite) {}
 
@@ -55,16 +67,22 @@ class PGliteConnection implements DatabaseConnection {
    * PGlite's query() asks PostgreSQL for the parameters' types first and sends each protocol message in its own call
    * into WebAssembly (six a statement). With parameters already in text form, as node-postgres sends them,
    * PostgreSQL infers their types itself, so one call carries the whole statement: about a third less CPU a statement.
-   * Each text is parsed and planned once, as a named prepared statement (about half the CPU of parsing it again).
+   * A text run again is parsed and planned once, as a named prepared statement (about half the CPU of parsing it).
    */
   private async run<R>(text: string, parameters: readonly unknown[]): Promise<Results<R>> {
     const values = parameters.map(textParameter);
     if (values.includes(undefined)) return this.pglite.query<R>(text, parameters as unknown[]);
+    const inTransaction = this.inTransaction;
     try {
       return await this.execute<R>(text, values as (string | null)[]);
     } catch (error) {
-      // Planned before its tables changed (a migration): parsed again under a new name; it did not run.
-      if (!STALE_STATEMENT.has((error as { code?: string }).code ?? '') || !this.prepared.delete(text)) throw error;
+      const name = this.prepared.get(text);
+      if (!name || !staleStatement(error)) throw error;
+      // Planned before its tables changed (a migration): dropped, and outside a transaction parsed again under a new
+      // name (it did not run). Inside one, the error has aborted the transaction: it stands.
+      this.prepared.delete(text);
+      await this.close(name);
+      if (inTransaction) throw error;
       return this.execute<R>(text, values as (string | null)[]);
     }
   }
@@ -72,8 +90,14 @@ class PGliteConnection implements DatabaseConnection {
   private async execute<R>(text: string, values: (string | null)[]): Promise<Results<R>> {
     const { serialize } = protocol;
     let name = this.prepared.get(text);
-    const fresh = name === undefined && this.prepared.size < MAX_PREPARED;
-    if (fresh) name = `ae_${++this.names}`;
+    const fresh = name === undefined && this.seenOnce.has(text) && this.prepared.size < MAX_PREPARED;
+    if (fresh) {
+      name = `ae_${++this.names}`;
+      this.seenOnce.delete(text);
+    } else if (name === undefined) {
+      if (this.seenOnce.size >= MAX_SEEN_ONCE) this.seenOnce.clear();
+      this.seenOnce.add(text);
+    }
     const message = Buffer.concat([
       ...(name === undefined || fresh ? [serialize.parse({ text, ...(name ? { name } : {}) })] : []),
       serialize.bind({ values, ...(name ? { statement: name } : {}) }),
@@ -81,16 +105,29 @@ class PGliteConnection implements DatabaseConnection {
       serialize.execute({}),
       serialize.sync(),
     ]);
-    // Remembered before the call, forgotten when it fails: a failed parse leaves no statement, and one that parsed
-    // but failed later is left unused (a new name next time) rather than asked about.
     if (fresh) this.prepared.set(text, name!);
     try {
       const { messages } = await this.pglite.execProtocol(message);
+      const ready = messages.findLast((m) => m.name === 'readyForQuery') as { status?: string } | undefined;
+      this.inTransaction = ready?.status === 'T' || ready?.status === 'E';
       return parse.parseResults(messages, this.pglite.parsers)[0] as Results<R>;
     } catch (error) {
-      if (fresh) this.prepared.delete(text);
+      // A failed first run: the statement may have been parsed before it failed (a duplicate key), or not (a syntax
+      // error); it is closed either way (closing a name that does not exist is no error) and prepared next time.
+      if (fresh) {
+        this.prepared.delete(text);
+        await this.close(name!);
+      }
       throw error;
     }
+  }
+
+  /** Drops a prepared statement; best effort (a failure leaves one unused plan behind). */
+  private async close(name: string): Promise<void> {
+    const { serialize } = protocol;
+    await this.pglite
+      .execProtocol(Buffer.concat([serialize.close({ type: 'S', name }), serialize.sync()]))
+      .catch(() => undefined);
   }
 
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
