@@ -705,10 +705,13 @@ export async function createSessionPaywall(options: {
       .where(sql<boolean>`spent > forwarded`)
       .limit(200)
       .execute();
-    for (const r of behind.map(rowOf))
-      await checkpointed(r).catch((error: unknown) =>
-        logger.warn({ err: error, channelId: r.channel_id }, 'session checkpoint failed'),
-      );
+    for (const r of behind.map(rowOf)) {
+      if (forwarding.has(r.channel_id)) continue; // a voucher's checkpoint is on its way already
+      forwarding.add(r.channel_id);
+      await checkpointed(r)
+        .catch((error: unknown) => logger.warn({ err: error, channelId: r.channel_id }, 'session checkpoint failed'))
+        .finally(() => forwarding.delete(r.channel_id));
+    }
   }
   const sweep = () => (sweeping ??= sweepOnce().finally(() => (sweeping = undefined)));
   const timer = setInterval(
