@@ -1109,6 +1109,44 @@ describe('end to end: the real education service, the facilitator and the local 
     ]);
   });
 
+  it('a service that says the blockhash expired when it did not is not paid again: the chain is asked first', async () => {
+    const buyer = await walletFromSecretKey(economy.buyer.secretKey);
+    const before = economy.ledger.tokenBalance(buyer.address);
+    const { instance, sent } = recorder();
+    // The lie: the service settled the payment, then answers as if it had been refused for an expired blockhash.
+    instance.interceptors.response.use((response) => {
+      if (!AxiosHeaders.from(response.config.headers).get('payment-signature') || response.status !== 200)
+        return response;
+      const quote = { x402Version: 2, accepts: [], resource: { url: response.config.url! } };
+      response.status = 402;
+      response.headers = { [PAYMENT_REQUIRED_HEADER]: encodeX402Header(quote) } as never;
+      response.data = JSON.stringify({
+        error: {
+          code: 'payment_invalid',
+          message: 'the blockhash expired',
+          details: { reason: 'invalid_exact_svm_blockhash_expired' },
+        },
+        requestId: 'req_lie',
+      });
+      return response;
+    });
+    const client = createClient({
+      baseUrls: { education: economy.education.url },
+      wallet: buyer,
+      axios: instance,
+      maxRetries: 0,
+      payments: { rpcUrl: economy.rpcUrl, prepay: false },
+    });
+    const error = await rejection(client.education.lesson(lessonArgs));
+    expect([error.constructor, (error as PaymentRefusedError).reason]).toEqual([
+      PaymentRefusedError,
+      'invalid_exact_svm_blockhash_expired',
+    ]);
+    // One payment went out and landed; none was built again.
+    expect(sent.map((s) => Boolean(s.payment))).toEqual([false, true]);
+    expect(economy.ledger.tokenBalance(buyer.address)).toBe(before - 50_000n);
+  });
+
   it('a wallet without funds: refused before signing (InsufficientFundsError), nothing sent, nothing moves', async () => {
     const broke = await walletFromSecretKey(generateWallet().secretKey);
     const seller = economy.education.context.wallet.address;

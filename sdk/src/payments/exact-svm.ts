@@ -116,6 +116,8 @@ export interface BuiltPayment {
   /** The payer's signature (signatures[1]), base58. */
   payerSignature: string;
   memo: string;
+  /** The blockhash the transaction lives by. */
+  blockhash: string;
 }
 
 /**
@@ -170,5 +172,10 @@ export async function buildExactSvmTransaction(input: {
   const signed = await partiallySignTransactionMessageWithSigners(message);
   const signature = signed.signatures[signer.address];
   if (!signature) throw new AgentEconomyError('the wallet did not sign the payment');
-  return { transaction: getBase64EncodedWireTransaction(signed), payerSignature: base58Encode(signature), memo };
+  return {
+    transaction: getBase64EncodedWireTransaction(signed),
+    payerSignature: base58Encode(signature),
+    memo,
+    blockhash: lifetime.blockhash,
+  };
 }

@@ -532,11 +532,13 @@ export async function sendPaying(spendLog: SpendLog, call: PaidCall): Promise<Ht
     throw new PaymentNotAcceptableError(demand, [built]);
   }
   let delivery = await deliver(call, keys, requirements, built, reservation, quote, false);
-  // Refused because the shared blockhash read expired meanwhile (nothing was charged): built once more on a fresh
-  // one, as the refusal asks. A blockhash the quote itself carried is the service's; building again would not help.
+  // Refused because the shared blockhash read expired meanwhile: built once more on a fresh one, as the refusal asks,
+  // once the chain confirms the first payment can never land. A blockhash the quote itself carried is the service's;
+  // building again would not help.
   if ('refused' in delivery && expiredBlockhash(delivery.refused) && !lifetimeHint(requirements.extra)) {
     spendLog.forgetBlockhash();
-    delivery = (await payAgain(spendLog, call, keys, requirements, quote)) ?? delivery;
+    if (await spendLog.neverLands(built.blockhash, built.payerSignature))
+      delivery = (await payAgain(spendLog, call, keys, requirements, quote)) ?? delivery;
   }
   if ('response' in delivery) return delivery.response;
   throw new PaymentRefusedError(delivery.refused, delivery.payment);

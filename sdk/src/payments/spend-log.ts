@@ -1,4 +1,14 @@
-import { createSolanaRpc, isAddress, type GetAccountInfoApi, type GetLatestBlockhashApi, type Rpc } from '@solana/kit';
+import {
+  createSolanaRpc,
+  isAddress,
+  signature as toSignature,
+  type Blockhash,
+  type GetAccountInfoApi,
+  type GetLatestBlockhashApi,
+  type GetSignatureStatusesApi,
+  type IsBlockhashValidApi,
+  type Rpc,
+} from '@solana/kit';
 import {
   SOLANA_DEVNET,
   SOLANA_MAINNET,
@@ -240,6 +250,9 @@ export interface Reservation {
   hold(payment: SentPayment): void;
 }
 
+/** What the spend log reads from the chain. */
+type ChainReads = GetAccountInfoApi & GetLatestBlockhashApi & IsBlockhashValidApi & GetSignatureStatusesApi;
+
 /** How long one read of the latest blockhash serves further payments (one read per call cost each paid call an RPC). */
 const BLOCKHASH_REUSE_MS = 2_000;
 /** How long one read of a payer's balance, less what it has paid since, serves further payments' preflight. */
@@ -271,7 +284,7 @@ export class SpendLog implements Payments {
   rpcUrl: string | undefined;
   readonly #onPayment: PaymentOptions['onPayment'];
 
-  #rpc: Rpc<GetAccountInfoApi & GetLatestBlockhashApi> | undefined;
+  #rpc: Rpc<ChainReads> | undefined;
   readonly #mints = new Map<string, Promise<MintInfo | string>>();
   /** By payer and asset: what a recent balance read left after the payments built since (FUNDS_REUSE_MS). */
   readonly #funds = new Map<string, { left: bigint; at: number }>();
@@ -610,7 +623,7 @@ export class SpendLog implements Payments {
     return undefined;
   }
 
-  rpc(): Rpc<GetAccountInfoApi & GetLatestBlockhashApi> {
+  rpc(): Rpc<ChainReads> {
     return (this.#rpc ??= createSolanaRpc(requireRpcUrl(this.rpcUrl)));
   }
 
@@ -690,6 +703,24 @@ export class SpendLog implements Payments {
       );
     this.#blockhash = { read, at: Date.now() };
     return read;
+  }
+
+  /**
+   * Whether a signed payment can never land: its blockhash is no longer valid and the chain has no trace of its
+   * signature. Only then is a payment refused as expired paid again: a service's word alone could keep the first
+   * one and submit it. False when the chain cannot say.
+   */
+  async neverLands(blockhash: string, payerSignature: string): Promise<boolean> {
+    try {
+      const rpc = this.rpc();
+      const [valid, statuses] = await Promise.all([
+        rpc.isBlockhashValid(blockhash as Blockhash, { commitment: 'processed' }).send(),
+        rpc.getSignatureStatuses([toSignature(payerSignature)], { searchTransactionHistory: true }).send(),
+      ]);
+      return !valid.value && statuses.value[0] === null;
+    } catch {
+      return false;
+    }
   }
 
   /**
