@@ -2,7 +2,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -85,6 +91,16 @@ async function startSeller(options: {
   });
 }
 
+/** Sends a request on to `target` and its answer back, as a proxy does. */
+function passOn(req: IncomingMessage, res: ServerResponse, target: URL): void {
+  const out = httpRequest(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (answer) => {
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(res);
+  });
+  out.on('error', () => res.destroy());
+  req.pipe(out);
+}
+
 /** A round-robin HTTP proxy: one origin in front of several replicas, as a load balancer. */
 async function roundRobin(upstreams: string[]) {
   const hits = upstreams.map(() => 0);
@@ -92,17 +108,7 @@ async function roundRobin(upstreams: string[]) {
   const server: Server = createServer((req, res) => {
     const i = next++ % upstreams.length;
     hits[i]!++;
-    const target = new URL(req.url ?? '/', upstreams[i]);
-    const out = httpRequest(
-      target,
-      { method: req.method, headers: { ...req.headers, host: target.host } },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    out.on('error', () => res.destroy());
-    req.pipe(out);
+    passOn(req, res, new URL(req.url ?? '/', upstreams[i]));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -118,18 +124,7 @@ async function holdingProxy(upstream: string, path: string) {
   let holding = true;
   const server: Server = createServer((req, res) => {
     const target = new URL(req.url ?? '/', upstream);
-    const forward = () => {
-      const out = httpRequest(
-        target,
-        { method: req.method, headers: { ...req.headers, host: target.host } },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      out.on('error', () => res.destroy());
-      req.pipe(out);
-    };
+    const forward = () => passOn(req, res, target);
     if (holding && req.method === 'POST' && target.pathname === path) parked.push(forward);
     else forward();
   });
