@@ -50,8 +50,6 @@ class PGliteConnection implements DatabaseConnection {
   private readonly prepared = new Map<string, string>();
   private readonly seenOnce = new Set<string>();
   private names = 0;
-  /** Whether the last statement left a transaction open (ReadyForQuery said so). */
-  private inTransaction = false;
 
   constructor(private readonly pglite: PGlite) {}
 
@@ -72,7 +70,6 @@ class PGliteConnection implements DatabaseConnection {
   private async run<R>(text: string, parameters: readonly unknown[]): Promise<Results<R>> {
     const values = parameters.map(textParameter);
     if (values.includes(undefined)) return this.pglite.query<R>(text, parameters as unknown[]);
-    const inTransaction = this.inTransaction;
     try {
       return await this.execute<R>(text, values as (string | null)[]);
     } catch (error) {
@@ -82,7 +79,7 @@ class PGliteConnection implements DatabaseConnection {
       // name (it did not run). Inside one, the error has aborted the transaction: it stands.
       this.prepared.delete(text);
       await this.close(name);
-      if (inTransaction) throw error;
+      if (this.pglite.isInTransaction()) throw error;
       return this.execute<R>(text, values as (string | null)[]);
     }
   }
@@ -108,8 +105,6 @@ class PGliteConnection implements DatabaseConnection {
     if (fresh) this.prepared.set(text, name!);
     try {
       const { messages } = await this.pglite.execProtocol(message);
-      const ready = messages.findLast((m) => m.name === 'readyForQuery') as { status?: string } | undefined;
-      this.inTransaction = ready?.status === 'T' || ready?.status === 'E';
       return parse.parseResults(messages, this.pglite.parsers)[0] as Results<R>;
     } catch (error) {
       // A failed first run: the statement may have been parsed before it failed (a duplicate key), or not (a syntax
