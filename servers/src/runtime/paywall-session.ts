@@ -218,8 +218,6 @@ export async function createSessionPaywall(options: {
     if (known.size >= 10_000 && !known.has(r.channel_id)) known.clear();
     known.set(r.channel_id, r);
   };
-  /** Channels whose checkpoint this replica has on its way to the facilitator. */
-  const forwarding = new Set<string>();
   /** Vouchers being served on this replica (channel and amount): the same voucher twice at once runs once. */
   const inFlight = new Set<string>();
   const read = async (channelId: string) => {
@@ -269,6 +267,22 @@ export async function createSessionPaywall(options: {
       );
       await close(row.channel_id);
     }
+  }
+
+  /** Channels whose checkpoint this replica has on its way to the facilitator. */
+  const forwarding = new Set<string>();
+  /**
+   * A checkpoint of the session as `current` reads it, unless one is on its way already (a voucher's or the
+   * sweep's): each would forward the same vouchers again, a facilitator call and a transaction of its database
+   * each. Never throws.
+   */
+  async function checkpointOnce(channelId: string, current: () => Promise<SessionRow | undefined>): Promise<void> {
+    if (forwarding.has(channelId)) return;
+    forwarding.add(channelId);
+    await current()
+      .then((row) => row && checkpointed(row))
+      .catch((error: unknown) => logger.warn({ err: error, channelId }, 'session checkpoint failed'))
+      .finally(() => forwarding.delete(channelId));
   }
 
   async function checkpoint(row: SessionRow): Promise<void> {
@@ -576,15 +590,8 @@ export async function createSessionPaywall(options: {
         );
       }
       remember({ ...session, spent: cumulative, last_signature: v.signature, last_voucher_at: at });
-      // One checkpoint at a time a channel: the calls that cross the threshold while one is on its way would each
-      // forward the same few vouchers again (a facilitator call and a transaction of its database each).
-      if (cumulative - BigInt(updated.forwarded) >= checkpointAtomic && !forwarding.has(v.channelId)) {
-        forwarding.add(v.channelId);
-        void read(v.channelId)
-          .then((current) => current && checkpointed(current))
-          .catch((error: unknown) => logger.warn({ err: error, channelId: v.channelId }, 'session checkpoint failed'))
-          .finally(() => forwarding.delete(v.channelId));
-      }
+      if (cumulative - BigInt(updated.forwarded) >= checkpointAtomic)
+        void checkpointOnce(v.channelId, () => read(v.channelId));
       const answer = answerOf(requirements, session, cumulative);
       return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(answer) });
     };
@@ -705,13 +712,7 @@ export async function createSessionPaywall(options: {
       .where(sql<boolean>`spent > forwarded`)
       .limit(200)
       .execute();
-    for (const r of behind.map(rowOf)) {
-      if (forwarding.has(r.channel_id)) continue; // a voucher's checkpoint is on its way already
-      forwarding.add(r.channel_id);
-      await checkpointed(r)
-        .catch((error: unknown) => logger.warn({ err: error, channelId: r.channel_id }, 'session checkpoint failed'))
-        .finally(() => forwarding.delete(r.channel_id));
-    }
+    for (const r of behind.map(rowOf)) await checkpointOnce(r.channel_id, async () => r);
   }
   const sweep = () => (sweeping ??= sweepOnce().finally(() => (sweeping = undefined)));
   const timer = setInterval(
