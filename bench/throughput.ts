@@ -136,10 +136,12 @@ async function withCpu<T extends { calls: number }>(
   const before = cpuMsOf(pid);
   const result = await fn();
   const ms = (cpuMsOf(pid) - before) / Math.max(1, result.calls + concurrency * 2);
-  return {
-    ...result,
-    cpu: ms >= 1 ? `server CPU ${ms.toFixed(2)} ms a call` : `server CPU ${(ms * 1000).toFixed(0)} µs a call`,
-  };
+  return { ...result, cpu: `server CPU ${cpuText(ms)} a call` };
+}
+
+/** Milliseconds of CPU as the rows print them: ms from 1 ms on, else µs. */
+function cpuText(ms: number): string {
+  return ms >= 1 ? `${ms.toFixed(2)} ms` : `${(ms * 1000).toFixed(0)} µs`;
 }
 
 async function settleRate(
@@ -256,8 +258,7 @@ export async function throughput(): Promise<{
     const sessionRow = 'session via SDK (education POST /api/lesson, vouchers)';
     if (want('session')) {
       const r = await sessionThroughput(stack, { concurrency: SDK_CONCURRENCY, seconds: SECONDS });
-      const cpu = r.serverCpuMs >= 1 ? `${r.serverCpuMs.toFixed(2)} ms` : `${(r.serverCpuMs * 1000).toFixed(0)} µs`;
-      const note = `${r.calls} calls, a buyer per worker${r.notByVoucher ? `; ${r.notByVoucher} not by voucher` : ''}; server CPU ${cpu} a call`;
+      const note = `${r.calls} calls, a buyer per worker${r.notByVoucher ? `; ${r.notByVoucher} not by voucher` : ''}; server CPU ${cpuText(r.serverCpuMs)} a call`;
       rows.push(row(sessionRow, SDK_CONCURRENCY, r, note));
       ratios['session / free (SDK)'] = fmt(r.perSecond / freeSdk.perSecond, 3);
     } else rows.push(row(sessionRow, SDK_CONCURRENCY, undefined));
