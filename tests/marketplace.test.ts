@@ -450,8 +450,12 @@ describe('refusals', () => {
 
   it('an unknown payTo is 404 seller_not_found; a malformed one is 400', async () => {
     const stranger = generateWallet().address;
-    for (const call of [api().profile({ params: { payTo: stranger } }), api().stats({ params: { payTo: stranger } })]) {
-      const error = await rejection(call);
+    // Each call starts only when awaited: a second call already in flight would reject unhandled meanwhile.
+    for (const call of [
+      () => api().profile({ params: { payTo: stranger } }),
+      () => api().stats({ params: { payTo: stranger } }),
+    ]) {
+      const error = await rejection(call());
       expect(error).toBeInstanceOf(NotFoundError);
       expect(error.code).toBe('seller_not_found');
     }

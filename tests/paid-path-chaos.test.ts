@@ -469,7 +469,9 @@ describe.skipIf(!hasPostgres)('paid path chaos on PostgreSQL (needs TEST_DATABAS
   settleFirstChaos('a settle-first route: one schema shared by the dying process and a survivor', postgresDatabase);
 });
 
-describe('paid path chaos on PGlite with a data directory', () => {
+// The PostgreSQL run of the suite (TEST_DATABASE_URL) runs the chaos on PostgreSQL only: the PGlite runs are the
+// PGlite run's, and would only repeat it.
+describe.skipIf(!!DATABASE_URL)('paid path chaos on PGlite with a data directory', () => {
   chaos('education (settles after serving): one data directory, one process at a time', pgliteDatabase);
   settleFirstChaos('a settle-first route: one data directory, one process at a time', pgliteDatabase);
 });

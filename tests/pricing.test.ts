@@ -588,8 +588,11 @@ describe('with live market data (DexScreener replayed)', () => {
       { id: 'pricing' },
     );
     const client = await clientFor(fresh.url);
-    for (const call of [client.pricing.trending({ body: {} }), client.pricing.tokenIntel({ body: { mint } })]) {
-      const error = (await rejection(call)) as InternalServerError;
+    for (const call of [
+      () => client.pricing.trending({ body: {} }),
+      () => client.pricing.tokenIntel({ body: { mint } }),
+    ]) {
+      const error = (await rejection(call())) as InternalServerError;
       expect(error).toBeInstanceOf(InternalServerError);
       expect(error.code).toBe('upstream_unavailable');
     }

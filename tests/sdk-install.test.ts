@@ -16,13 +16,11 @@ import { freePort } from './support/servers';
 // ledger's faucet, buys a lesson from a running economy. The README's "Install the SDK outside this
 // repository" is these steps.
 //
-// It exercises packaging, not the database, and building the declarations alone takes over a minute:
-// the PostgreSQL run of the suite (TEST_DATABASE_URL) skips it.
+// It exercises packaging, not the database: the PostgreSQL run of the suite leaves it out (vitest.config.ts).
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const skip = !!process.env.TEST_DATABASE_URL;
 
 let work: string;
 let project: string;
@@ -75,7 +73,6 @@ async function startRegistry(dir: string): Promise<{ child: ChildProcess; url: s
 }
 
 beforeAll(async () => {
-  if (skip) return;
   work = mkdtempSync(join(tmpdir(), 'ae-sdk-install-'));
   project = join(work, 'consumer');
   const packs = join(work, 'packs');
@@ -126,7 +123,7 @@ afterAll(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-describe.skipIf(skip)('@agent-economy/sdk installed from a registry', () => {
+describe('@agent-economy/sdk installed from a registry', () => {
   it('installs by name with its published contracts, without warnings from our packages', async () => {
     // What was installed is what the registry serves: same version, same tarball integrity (the lockfile
     // may omit `resolved`, as npm's omit-lockfile-registry-resolved does).
