@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate, openDatabase } from '../servers/src/db';
 import { testDatabase } from './support/servers';
@@ -30,6 +30,57 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
       expect(row.amount).toBe(big);
       const { rows } = await sql<{ n: string }>`select count(*)::text as n from demo_migrations`.execute(database.db);
       expect(rows[0]!.n).toBe('1');
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('carries on a database Kysely’s migrator migrated; refuses one ahead of this build; a failed migration leaves nothing', async () => {
+    const database = await testDatabase();
+    try {
+      // An earlier build migrated with Kysely's Migrator: its table is ours.
+      const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(database.db);
+      const kysely = new Migrator({
+        db: database.db,
+        provider: { getMigrations: async () => migrations },
+        migrationTableName: 'demo_migrations',
+        migrationLockTableName: 'demo_migrations_lock',
+        migrationTableSchema: rows[0]!.schema,
+      });
+      expect((await kysely.migrateToLatest()).error).toBeUndefined();
+      const next = {
+        ...migrations,
+        '002_note': {
+          up: (db: any) => db.schema.alterTable('demo_entries').addColumn('note', 'text').execute(),
+        },
+      };
+      await migrate(database.db, 'demo', next);
+      await migrate(database.db, 'demo', next);
+      const applied = await database.db.selectFrom('demo_migrations').select('name').orderBy('name').execute();
+      expect(applied.map((row: { name: string }) => row.name)).toEqual(['001_ledger', '002_note']);
+      await database.db.insertInto('demo_entries').values({ id: 'n', amount: 1n, note: 'kept' }).execute();
+
+      // This build knows 001 only: the database is ahead of it.
+      await expect(migrate(database.db, 'demo', migrations)).rejects.toThrow(
+        /002_note, which this build does not know/,
+      );
+
+      // A migration that fails halfway leaves neither its first step nor its row.
+      const failing = {
+        ...next,
+        '003_broken': {
+          async up(db: any) {
+            await db.schema.createTable('demo_half').addColumn('id', 'text').execute();
+            await sql`select * from no_such_table`.execute(db);
+          },
+        },
+      };
+      await expect(migrate(database.db, 'demo', failing)).rejects.toThrow(/migrations of demo failed at 003_broken/);
+      const { rows: half } = await sql<{
+        found: boolean;
+      }>`select to_regclass('demo_half') is not null as found`.execute(database.db);
+      expect(half[0]!.found).toBe(false);
+      expect(await database.db.selectFrom('demo_migrations').select('name').execute()).toHaveLength(2);
     } finally {
       await database.close();
     }
