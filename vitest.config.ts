@@ -3,9 +3,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // With TEST_DATABASE_URL the suite runs again on PostgreSQL (CI runs it after the PGlite run). Files whose subject
-// is not the database engine ran in the PGlite run and would only repeat it: the ledger, the SDK and its packaging,
-// the CLI, the OpenAPI documents, and `npm start`, which a test runs on PGlite in its own data directory whatever
-// the suite's engine. (The unit project, pure functions, takes seconds and runs in both.)
+// is not the database engine ran in the PGlite run and would only repeat it: the ledger, the AI provider, the SDK
+// and its packaging, the CLI, the OpenAPI documents, and `npm start`, which a test runs on PGlite in its own data
+// directory whatever the suite's engine. (The unit project, pure functions, takes seconds and runs in both.)
 const onPostgres = !!process.env.TEST_DATABASE_URL;
 const engineIndependent = [
   'tests/ai.test.ts',

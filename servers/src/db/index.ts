@@ -5,9 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, sql, type Migration } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
-import { CurrentSchemaPostgresDialect } from './current-schema';
 import { PGliteDialect } from './pglite-dialect';
 
 // One schema, one set of migrations, two engines: embedded PGlite by default, PostgreSQL when a URL is given.
@@ -114,7 +113,7 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Datab
     types,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
-  const db = new Kysely<Record<string, never>>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
+  const db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool }) });
   if (schema) await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
   return {
     db,
@@ -154,7 +153,8 @@ export async function migrate(db: SharedDb, scope: string, migrations: Record<st
       await sql`create table if not exists ${sql.id(table)} (name varchar(255) not null primary key, timestamp varchar(255) not null)`.execute(
         trx,
       );
-      for (const name of pendingMigrations(scope, names, (await appliedMigrations(trx, table))!)) {
+      const applied = (await appliedMigrations(trx, table)) ?? new Set<string>();
+      for (const name of pendingMigrations(scope, names, applied)) {
         current = name;
         await migrations[name]!.up(trx);
         await trx.insertInto(table).values({ name, timestamp: new Date().toISOString() }).execute();
