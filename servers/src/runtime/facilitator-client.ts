@@ -1,5 +1,6 @@
 import { RESOURCE_SERVER_HEADER, signResourceRequest } from './resource-auth';
-import { tracedFetch } from '../http/tracing';
+import { inProcessRegistry } from './in-process';
+import { SpanKind, inSpan, tracedFetch } from '../http/tracing';
 import type { Wallet } from '../solana/keys';
 import type {
   X402FacilitatorRequest,
@@ -18,6 +19,44 @@ export class FacilitatorUnavailable extends Error {
   ) {
     super(message);
   }
+}
+
+/** An HTTP answer without the HTTP: status, body and the Retry-After header's value, if any. */
+export interface InProcessAnswer {
+  status: number;
+  body: unknown;
+  retryAfter?: string;
+}
+
+/**
+ * A facilitator served by this very process (npm start): it answers POST /verify and /settle exactly as its routes
+ * would (the same validation, rules, records and error bodies), for a resource server that is `resourceServer`. In
+ * process, holding the wallet is the proof the x-resource-server signature gives over HTTP: only this process's own
+ * code reaches the registry. A paid call made three hops through loopback HTTP (the fetch client, the HTTP parsing,
+ * the signature and its check on each side); now it makes none.
+ */
+export type InProcessFacilitator = (
+  path: '/verify' | '/settle',
+  body: X402FacilitatorRequest,
+  resourceServer: string | undefined,
+) => Promise<InProcessAnswer>;
+
+const facilitators = inProcessRegistry<InProcessFacilitator>();
+
+const offered = new WeakMap<object, InProcessFacilitator>();
+
+/** The facilitator's app says what it answers in process; it is served once the app listens (serveInProcess). */
+export function offerInProcess(app: object, facilitator: InProcessFacilitator): void {
+  offered.set(app, facilitator);
+}
+
+/**
+ * Serves in process what `app` offers, at the URL it now listens on, until the returned function is called (when
+ * its server closes). An app that offers nothing: nothing to undo.
+ */
+export function serveInProcess(app: object, url: string): () => void {
+  const facilitator = offered.get(app);
+  return facilitator ? facilitators.serve(url, facilitator) : () => undefined;
 }
 
 const VERIFY_TIMEOUT_MS = 15_000;
@@ -44,13 +83,26 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     body?: unknown,
     accept?: (value: unknown) => value is T,
   ): Promise<T> {
+    const local = body !== undefined && (path === '/verify' || path === '/settle') && facilitators.lookup(root);
+    if (local) {
+      let answer: InProcessAnswer;
+      try {
+        answer = await inSpan(`x402 facilitator ${path} (in process)`, SpanKind.CLIENT, {}, () =>
+          local(path, body as X402FacilitatorRequest, sign?.address),
+        );
+      } catch (error) {
+        throw new FacilitatorUnavailable(`the facilitator at ${root} failed (${(error as Error).message})`);
+      }
+      return accepted(path, answer.status, answer.body, answer.retryAfter, accept);
+    }
     let response: Response;
     let text: string;
     try {
+      const sent = body === undefined ? undefined : JSON.stringify(body);
       response = await tracedFetch(`x402 facilitator ${path}`, `${root}${path}`, {
-        method: body === undefined ? 'GET' : 'POST',
-        headers: body === undefined ? {} : postHeaders(path, JSON.stringify(body)),
-        body: body === undefined ? undefined : JSON.stringify(body),
+        method: sent === undefined ? 'GET' : 'POST',
+        headers: sent === undefined ? {} : postHeaders(path, sent),
+        body: sent,
         signal: AbortSignal.timeout(timeoutMs),
       });
       text = await response.text();
@@ -63,12 +115,22 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     } catch {
       value = undefined;
     }
+    return accepted(path, response.status, value, response.headers.get('retry-after') ?? undefined, accept);
+  }
+
+  function accepted<T>(
+    path: string,
+    status: number,
+    value: unknown,
+    retryAfterHeader: string | undefined,
+    accept?: (value: unknown) => value is T,
+  ): T {
     // A 400 from the facilitator still carries an x402 verdict (the payload was malformed): use it.
-    if (response.status < 500 && accept?.(value)) return value;
-    if (response.ok && !accept) return value as T;
-    const retryAfter = Number(response.headers.get('retry-after'));
+    if (status < 500 && accept?.(value)) return value;
+    if (status >= 200 && status < 300 && !accept) return value as T;
+    const retryAfter = Number(retryAfterHeader);
     throw new FacilitatorUnavailable(
-      `the facilitator answered ${path} with HTTP ${response.status}`,
+      `the facilitator answered ${path} with HTTP ${status}`,
       Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) : 5,
     );
   }

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { DEFAULT_CONNECTION_LIMITS, limitConnections, type ConnectionLimits } from '../http/connections';
+import { serveInProcess } from './facilitator-client';
 
 export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits };
 
@@ -32,11 +33,14 @@ export function listen(
     server.once('listening', () => {
       const address = server.address();
       const actual = typeof address === 'object' && address ? address.port : port;
+      const url = `http://${host}:${actual}`;
+      const unserve = serveInProcess(app, url);
       resolve({
-        url: `http://${host}:${actual}`,
+        url,
         port: actual,
         close: () =>
           new Promise<void>((done, fail) => {
+            unserve();
             server.close((err) => (err ? fail(err) : done()));
             server.closeAllConnections();
           }),

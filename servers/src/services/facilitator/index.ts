@@ -1,7 +1,10 @@
 import { facilitator } from '@agent-economy/contracts';
 import { createSolanaRpc, type Signature } from '@solana/kit';
 import { migrate } from '../../db';
+import type { X402FacilitatorRequest, X402SettleResponse, X402VerifyResponse } from '@agent-economy/contracts';
 import { createServiceApp, type ErrorReply } from '../../runtime/app';
+import { offerInProcess, type InProcessAnswer, type InProcessFacilitator } from '../../runtime/facilitator-client';
+import { summarizeIssues, validateRequest } from '../../runtime/validation';
 import { address } from '@solana/kit';
 import { tracedSolanaRpc } from '../../runtime/traced-rpc';
 import { facilitatorMetrics } from './metrics';
@@ -178,7 +181,88 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
   }, 15_000);
   timer.unref();
 
-  return await createServiceApp({
+  // The x402 routes, for a caller that is `signedBy()` (a registered resource server; undefined: unsigned), whether
+  // the call came over HTTP or from a paywall in this process (inProcess below).
+  const x402 = {
+    async verify(body: X402FacilitatorRequest, signedBy: () => string | undefined): Promise<X402VerifyResponse> {
+      payees.admit(body.paymentRequirements.payTo, signedBy());
+      const verdict = await service.verify(body);
+      await charges.record('x402_verify', verdict.isValid ? 'valid' : 'invalid');
+      return verdict;
+    },
+    async settle(body: X402FacilitatorRequest, signedBy: () => string | undefined): Promise<X402SettleResponse> {
+      let result: X402SettleResponse | undefined;
+      try {
+        const signer = signedBy();
+        const { payTo, asset, amount } = body.paymentRequirements;
+        result = await settleMetrics.observe(
+          'x402',
+          async () => {
+            payees.admit(payTo, signer);
+            return service.settle(body);
+          },
+          (r) =>
+            r.success
+              ? { settled: true, payTo, asset, amount: r.amount ?? amount }
+              : { settled: false, reason: r.errorReason ?? 'unexpected_settle_error' },
+        );
+        // x402 bazaar: a settled payment teaches the catalog its resource (discovery.ts), but only when a registered
+        // resource server asked: a buyer's own /settle with a 1-unit payment must not rewrite a seller's entry.
+        if (result.success && signer) await discovery.catalog(body, (options.now ?? (() => new Date()))());
+        // Recorded: now the ad network may add a recommendation (bounded, never failing the settlement).
+        const recommendation = result.success
+          ? await sponsored.afterSettlement({
+              transaction: result.transaction,
+              network: result.network,
+              payer: result.payer ?? '',
+              amount: result.amount ?? body.paymentRequirements.amount,
+              resource: body.paymentPayload.resource,
+            })
+          : undefined;
+        if (recommendation)
+          result = { ...result, extensions: { ...result.extensions, [SPONSORED_EXTENSION]: recommendation } };
+        return result;
+      } finally {
+        await charges.record(
+          'x402_settle',
+          result?.success ? 'success' : result?.errorReason === 'settlement_pending' ? 'pending' : 'fail',
+        );
+      }
+    },
+  };
+
+  /**
+   * /verify and /settle for a paywall in this process (runtime/facilitator-client.ts): the body validated against the
+   * contract and every error rendered as the HTTP routes do, so the paywall reads the same answers either way.
+   */
+  const inProcess: InProcessFacilitator = async (path, body, resourceServer) => {
+    const key = path === '/verify' ? 'verify' : 'settle';
+    const fail = (error: ErrorReply, retryAfter?: string): InProcessAnswer => ({
+      status: error.status,
+      body: x402Error(key, error, body),
+      ...(retryAfter ? { retryAfter } : {}),
+    });
+    try {
+      const checked = validateRequest(facilitator.router[key], { body, params: {}, query: {}, headers: {} });
+      if (!checked.ok) {
+        return fail({
+          status: 400,
+          code: 'invalid_request',
+          message: summarizeIssues(checked.issues),
+          details: { fields: checked.issues },
+        });
+      }
+      const request = checked.parsed.body as X402FacilitatorRequest;
+      const signedBy = () => (resourceServer === undefined ? undefined : payees.registered(resourceServer));
+      return { status: 200, body: await x402[key](request, signedBy) };
+    } catch (error) {
+      if (error instanceof HttpError) return fail(error, error.headers['retry-after']);
+      logger.error({ err: error, path }, 'unhandled error (in-process facilitator call)');
+      return fail({ status: 500, code: 'internal_error', message: 'An unexpected error occurred; it has been logged' });
+    }
+  };
+
+  const app = await createServiceApp({
     service: facilitator,
     handlers: {
       prepare: async ({ body }) => ({ status: 200 as const, body: await charges.prepare(body) }),
@@ -274,51 +358,14 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
         status: 200 as const,
         body: await discovery.search(query, filter, limit, Number(cursor ?? '0')),
       }),
-      verify: async ({ body, req }) => {
-        payees.admit(body.paymentRequirements.payTo, payees.resourceServer(req, '/verify'));
-        const verdict = await service.verify(body);
-        await charges.record('x402_verify', verdict.isValid ? 'valid' : 'invalid');
-        return { status: 200 as const, body: verdict };
-      },
-      settle: async ({ body, req }) => {
-        let result: Awaited<ReturnType<typeof service.settle>> | undefined;
-        try {
-          const signedBy = payees.resourceServer(req, '/settle');
-          const { payTo, asset, amount } = body.paymentRequirements;
-          result = await settleMetrics.observe(
-            'x402',
-            async () => {
-              payees.admit(payTo, signedBy);
-              return service.settle(body);
-            },
-            (r) =>
-              r.success
-                ? { settled: true, payTo, asset, amount: r.amount ?? amount }
-                : { settled: false, reason: r.errorReason ?? 'unexpected_settle_error' },
-          );
-          // x402 bazaar: a settled payment teaches the catalog its resource (discovery.ts), but only when a registered
-          // resource server asked: a buyer's own /settle with a 1-unit payment must not rewrite a seller's entry.
-          if (result.success && signedBy) await discovery.catalog(body, (options.now ?? (() => new Date()))());
-          // Recorded: now the ad network may add a recommendation (bounded, never failing the settlement).
-          const recommendation = result.success
-            ? await sponsored.afterSettlement({
-                transaction: result.transaction,
-                network: result.network,
-                payer: result.payer ?? '',
-                amount: result.amount ?? body.paymentRequirements.amount,
-                resource: body.paymentPayload.resource,
-              })
-            : undefined;
-          if (recommendation)
-            result = { ...result, extensions: { ...result.extensions, [SPONSORED_EXTENSION]: recommendation } };
-          return { status: 200 as const, body: result };
-        } finally {
-          await charges.record(
-            'x402_settle',
-            result?.success ? 'success' : result?.errorReason === 'settlement_pending' ? 'pending' : 'fail',
-          );
-        }
-      },
+      verify: async ({ body, req }) => ({
+        status: 200 as const,
+        body: await x402.verify(body, () => payees.resourceServer(req, '/verify')),
+      }),
+      settle: async ({ body, req }) => ({
+        status: 200 as const,
+        body: await x402.settle(body, () => payees.resourceServer(req, '/settle')),
+      }),
     },
     publicUrl: context.publicUrl,
     db: context.db,
@@ -332,4 +379,6 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
     // /health says whether the chain it settles on answers.
     dependencies: { chain: async () => void (await rpc.getHealth().send({ abortSignal: AbortSignal.timeout(3_000) })) },
   });
+  offerInProcess(app, inProcess);
+  return app;
 }

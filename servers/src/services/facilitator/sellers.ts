@@ -24,6 +24,18 @@ export interface SignedRequest {
 }
 
 export function payeeGate(registry: SellerRegistry, now: () => Date = () => new Date()) {
+  /** `address`, when it is a registered resource server (its identity proven by the caller); else 403. */
+  const registered = (address: string): string => {
+    if (!registry.resourceServers.has(address)) {
+      throw new HttpError(
+        403,
+        'resource_server_unauthorized',
+        `${address} is not a resource server this facilitator settles for (FACILITATOR_RESOURCE_SERVERS)`,
+        { resourceServer: address },
+      );
+    }
+    return address;
+  };
   return {
     /**
      * The registered resource server that signed this call to `route` (/verify, /settle, /mpp/settle), or
@@ -34,18 +46,10 @@ export function payeeGate(registry: SellerRegistry, now: () => Date = () => new 
       if (header === undefined) return undefined;
       const verdict = verifyResourceRequest(header, req.method, route, req.rawBody ?? Buffer.alloc(0), now().getTime());
       if ('error' in verdict) throw new HttpError(403, 'resource_server_unauthorized', verdict.error);
-      if (!registry.resourceServers.has(verdict.address)) {
-        throw new HttpError(
-          403,
-          'resource_server_unauthorized',
-          `${verdict.address} is not a resource server this facilitator settles for (FACILITATOR_RESOURCE_SERVERS)`,
-          {
-            resourceServer: verdict.address,
-          },
-        );
-      }
-      return verdict.address;
+      return registered(verdict.address);
     },
+
+    registered,
 
     /** 403 payee_not_served unless `payTo` is a registered seller or a registered resource server signed the call. */
     admit(payTo: string, resourceServer: string | undefined): void {
