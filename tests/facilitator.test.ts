@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import { ata, buildPaymentTransaction, type PaymentShape } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
+import { facilitatorClient } from '../servers/src/runtime/facilitator-client';
+import { RESOURCE_SERVER_HEADER, signResourceRequest } from '../servers/src/runtime/resource-auth';
 
 // The facilitator's x402 routes, driven through the SDK against the local ledger: every verification
 // rule refuses what it should, with its reason, and nothing moves on chain unless a payment settles.
@@ -258,6 +260,92 @@ describe('facilitator settlement', () => {
       transaction: settled?.transaction,
     });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(before - 50_000n);
+  });
+});
+
+describe('a paywall in the facilitator’s own process', () => {
+  // npm start serves the facilitator and its sellers in one process: their /verify and /settle skip loopback HTTP
+  // (runtime/facilitator-client.ts). Each answer must be the one HTTP gives, refusals and error bodies included.
+  const overHttp = async (path: '/verify' | '/settle', body: unknown, signer?: Wallet) => {
+    const text = JSON.stringify(body);
+    const response = await fetch(`${economy.facilitator.url}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(signer ? { [RESOURCE_SERVER_HEADER]: signResourceRequest(signer, 'POST', path, text) } : {}),
+      },
+      body: text,
+    });
+    return { status: response.status, body: await response.json() };
+  };
+  const routeCounts = async () =>
+    (await (await fetch(`${economy.facilitator.url}/metrics`)).text())
+      .split('\n')
+      .filter((line) => line.startsWith('http_requests_total') && /route="\/(verify|settle)"/.test(line))
+      .join('\n');
+
+  it('gives the answers HTTP gives, without an HTTP request', async () => {
+    const seller = economy.education.context.wallet;
+    const stranger = generateWallet();
+    const inProcess = (signer?: Wallet) => facilitatorClient(economy.facilitator.url, signer ? { sign: signer } : {});
+    const cases: { what: string; body: unknown; signer?: Wallet }[] = [
+      { what: 'a wrong amount', body: await payment({ amount: 1n }), signer: seller },
+      {
+        what: 'an unserved payTo, unsigned',
+        body: await payment({ requirements: { ...requirements, payTo: stranger.address } }),
+      },
+      { what: 'a signer that is not a resource server', body: await payment(), signer: stranger },
+      { what: 'a version that is not 2', body: { ...(await payment()), x402Version: 1 }, signer: seller },
+      { what: 'a payload missing its transaction', body: { ...(await payment()), paymentPayload: { x402Version: 2 } } },
+    ];
+    const before = await routeCounts();
+    const answers = [];
+    for (const { body, signer } of cases) {
+      answers.push(await inProcess(signer).verify(body as never), await inProcess(signer).settle(body as never));
+    }
+    // None of them was an HTTP request to the facilitator.
+    expect(await routeCounts()).toBe(before);
+    const expected = [];
+    for (const { body, signer } of cases) {
+      expected.push((await overHttp('/verify', body, signer)).body, (await overHttp('/settle', body, signer)).body);
+    }
+    // (The same calls over HTTP are counted: the count above can tell.)
+    expect(await routeCounts()).not.toBe(before);
+    expect(answers).toEqual(expected);
+    expect(answers.map((a) => ('invalidReason' in a ? a.invalidReason : a.errorReason))).toEqual([
+      'invalid_exact_svm_payload_amount_mismatch',
+      'invalid_exact_svm_payload_amount_mismatch',
+      'payee_not_served',
+      'payee_not_served',
+      'resource_server_unauthorized',
+      'resource_server_unauthorized',
+      'invalid_x402_version',
+      'invalid_x402_version',
+      'invalid_payload',
+      'invalid_payload',
+    ]);
+  });
+
+  it('settles a payment once, in process: the tokens move once, and HTTP then sees the settlement', async () => {
+    const seller = economy.education.context.wallet;
+    const client = facilitatorClient(economy.facilitator.url, { sign: seller });
+    const body = await payment();
+    const [buyerBefore, sellerBefore] = [
+      economy.ledger.tokenBalance(economy.buyer.address),
+      economy.ledger.tokenBalance(seller.address),
+    ];
+    expect(await client.verify(body)).toEqual({ isValid: true, payer: economy.buyer.address });
+    const settled = await client.settle(body);
+    expect(settled).toMatchObject({ success: true, payer: economy.buyer.address, amount: requirements.amount });
+    const again = await client.settle(body);
+    expect(again).toMatchObject({
+      success: false,
+      errorReason: 'duplicate_settlement',
+      transaction: settled.transaction,
+    });
+    expect((await overHttp('/settle', body, seller)).body).toEqual(again);
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - BigInt(requirements.amount));
+    expect(economy.ledger.tokenBalance(seller.address)).toBe(sellerBefore + BigInt(requirements.amount));
   });
 });
 
