@@ -312,7 +312,7 @@ describe('a paywall in the facilitator’s own process', () => {
     // (The same calls over HTTP are counted: the count above can tell.)
     expect(await routeCounts()).not.toBe(before);
     expect(answers).toEqual(expected);
-    expect(answers.map((a) => ('invalidReason' in a ? a.invalidReason : a.errorReason))).toEqual([
+    expect(answers.map((a) => ('isValid' in a ? a.invalidReason : a.errorReason))).toEqual([
       'invalid_exact_svm_payload_amount_mismatch',
       'invalid_exact_svm_payload_amount_mismatch',
       'payee_not_served',

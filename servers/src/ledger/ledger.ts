@@ -31,6 +31,7 @@ import {
   RESERVED_KEYS,
   SYSTEM_PROGRAM,
   TOKEN_PROGRAM,
+  TOKEN_2022_PROGRAM,
   associatedTokenAddress,
   computeBudgetOf,
   decodeMint,
@@ -676,13 +677,13 @@ export class LocalLedger {
     const tokens: TokenBalance[] = [];
     const decimals = new Map<string, number | undefined>();
     keys.forEach((key, accountIndex) => {
-      const account = overrides?.has(key) ? overrides.get(key)! : this.getAccount(key);
+      const account = overrides?.has(key) ? overrides.get(key)! : this.balanceView(key);
       lamports.push(account?.lamports ?? 0n);
       if (!account || !isTokenProgram(account.owner)) return;
       const token = decodeTokenAccount(account.owner, account.data);
       if (!token) return;
       if (!decimals.has(token.mint)) {
-        const mintAccount = overrides?.has(token.mint) ? overrides.get(token.mint) : this.getAccount(token.mint);
+        const mintAccount = overrides?.has(token.mint) ? overrides.get(token.mint) : this.balanceView(token.mint);
         decimals.set(token.mint, mintAccount ? decodeMint(mintAccount.owner, mintAccount.data)?.decimals : undefined);
       }
       const d = decimals.get(token.mint);
@@ -697,6 +698,24 @@ export class LocalLedger {
       });
     });
     return { lamports, tokens };
+  }
+
+  /**
+   * An account as a balance reads it: its lamports, and its owner and data only when a token program owns it. Every
+   * transaction's balances are read before and after it runs, and most of its accounts are programs and wallets:
+   * reading them whole (data copied out of the SVM, the owner in base58) was most of the cost of a balance.
+   */
+  private balanceView(key: string): Pick<LedgerAccount, 'lamports' | 'owner' | 'data'> | null {
+    const account = this.svm.getAccount(addressBytes(key));
+    const lamports = account?.lamports() ?? 0n;
+    if (!account || lamports === 0n) return null;
+    const owner = account.owner();
+    const program = sameBytes(owner, TOKEN_PROGRAM_BYTES)
+      ? TOKEN_PROGRAM
+      : sameBytes(owner, TOKEN_2022_PROGRAM_BYTES)
+        ? TOKEN_2022_PROGRAM
+        : undefined;
+    return program ? { lamports, owner: program, data: account.data() } : { lamports, owner: '', data: NO_DATA };
   }
 
   private loadedAccountsDataSize(keys: string[]): number {
@@ -1159,6 +1178,11 @@ export class LocalLedger {
     if (this.closed) throw new LedgerError('the ledger is closed');
   }
 }
+
+const TOKEN_PROGRAM_BYTES = addressBytes(TOKEN_PROGRAM);
+const TOKEN_2022_PROGRAM_BYTES = addressBytes(TOKEN_2022_PROGRAM);
+const NO_DATA = new Uint8Array(0);
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((byte, i) => byte === b[i]);
 
 function toLedgerAccount(account: Account): LedgerAccount {
   // rent collection is gone: every live account reports the rent-exempt epoch, as on current clusters

@@ -87,7 +87,7 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     if (local) {
       let answer: InProcessAnswer;
       try {
-        answer = await inSpan(`x402 facilitator ${path} (in process)`, SpanKind.CLIENT, {}, () =>
+        answer = await inSpan(`x402 facilitator ${path}`, SpanKind.CLIENT, { 'network.transport': 'inproc' }, () =>
           local(path, body as X402FacilitatorRequest, sign?.address),
         );
       } catch (error) {

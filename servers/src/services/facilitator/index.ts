@@ -5,6 +5,7 @@ import type { X402FacilitatorRequest, X402SettleResponse, X402VerifyResponse } f
 import { createServiceApp, type ErrorReply } from '../../runtime/app';
 import { offerInProcess, type InProcessAnswer, type InProcessFacilitator } from '../../runtime/facilitator-client';
 import { summarizeIssues, validateRequest } from '../../runtime/validation';
+import { SpanKind, currentTrace, endSpan, randomHex, runInTrace, startSpan } from '../../http/tracing';
 import { address } from '@solana/kit';
 import { tracedSolanaRpc } from '../../runtime/traced-rpc';
 import { facilitatorMetrics } from './metrics';
@@ -235,7 +236,7 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
    * /verify and /settle for a paywall in this process (runtime/facilitator-client.ts): the body validated against the
    * contract and every error rendered as the HTTP routes do, so the paywall reads the same answers either way.
    */
-  const inProcess: InProcessFacilitator = async (path, body, resourceServer) => {
+  const answerInProcess: InProcessFacilitator = async (path, body, resourceServer) => {
     const key = path === '/verify' ? 'verify' : 'settle';
     const fail = (error: ErrorReply, retryAfter?: string): InProcessAnswer => ({
       status: error.status,
@@ -260,6 +261,30 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
       logger.error({ err: error, path }, 'unhandled error (in-process facilitator call)');
       return fail({ status: 500, code: 'internal_error', message: 'An unexpected error occurred; it has been logged' });
     }
+  };
+  // Seen from outside as an HTTP call is: a server span of the facilitator under the caller's span, and its request
+  // log line, so a trace and the logs read the same whether the facilitator is in this process or not.
+  const inProcess: InProcessFacilitator = async (path, body, resourceServer) => {
+    const started = performance.now();
+    const trace = startSpan(`POST ${path}`, SpanKind.SERVER, currentTrace(), {
+      'http.request.method': 'POST',
+      'url.path': path,
+      'service.name': 'facilitator',
+      'network.transport': 'inproc',
+    });
+    const answer = await runInTrace(trace, () => answerInProcess(path, body, resourceServer));
+    if (logger.isLevelEnabled('info')) {
+      const ms = Math.round((performance.now() - started) * 10) / 10;
+      logger.info(
+        { requestId: `req_${randomHex(12)}`, traceId: trace.traceId, method: 'POST', path, status: answer.status, ms },
+        'request',
+      );
+    }
+    endSpan(trace, answer.status >= 500 ? new Error(`HTTP ${answer.status}`) : undefined, {
+      'http.response.status_code': answer.status,
+      'http.route': path,
+    });
+    return answer;
   };
 
   const app = await createServiceApp({
