@@ -25,6 +25,7 @@ import {
 import { createAdsApp } from '../servers/src/services/ads';
 import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
+import { inProcessRoutes } from '../servers/src/http/in-process';
 import { startService, type RunningService } from './support/servers';
 
 // The ad network on the local ledger, with the facilitator pointed at it: advertisers fund campaigns on chain, the
@@ -566,6 +567,41 @@ describe('match, events and the facilitator', () => {
     });
     const after = await as().ads.campaigns.get({ params: { id: campaign.id } });
     expect(after.stats.matches).toBe(before.stats.matches + 1);
+  });
+
+  it('in process (a facilitator beside it, as under npm start) it answers as over HTTP, refusals included', async () => {
+    // What the facilitator of this process calls after each settlement (facilitator/sponsored.ts).
+    const local = inProcessRoutes.lookup(adsUrl)?.match;
+    expect(local).toBeDefined();
+    const body = {
+      resourceUrl: lessonUrl(),
+      resourceDescription: 'A lesson',
+      network: SOLANA_DEVNET,
+      payerWallet: buyer.address,
+      settledAmount: '50000',
+      txHash: fakeTx(),
+    };
+    const before = await as().ads.campaigns.get({ params: { id: campaign.id } });
+    const matched = await local!(body, facilitatorSigner.address);
+    expect(matched).toMatchObject({ status: 200, body: { matched: true, campaignId: campaign.id } });
+    // The same settlement over HTTP: its first match, recorded once.
+    expect(await as(facilitatorSigner).ads.match({ body })).toEqual(matched.body);
+    expect((await as().ads.campaigns.get({ params: { id: campaign.id } })).stats.matches).toBe(
+      before.stats.matches + 1,
+    );
+    // Anyone but the trusted facilitator, no caller, a malformed body: refused as HTTP refuses them, nothing recorded.
+    const refused = await local!({ ...body, txHash: fakeTx() }, stranger.address);
+    expect(refused).toMatchObject({ status: 403, body: { error: { code: 'not_facilitator' } } });
+    expect(await local!({ ...body, txHash: fakeTx() }, undefined)).toMatchObject({
+      status: 401,
+      body: { error: { code: 'siwx_invalid' } },
+    });
+    const malformed = await local!({ ...body, settledAmount: '-1' }, facilitatorSigner.address);
+    expect(malformed).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
+    expect(JSON.stringify(malformed.body)).toContain('body.settledAmount');
+    expect((await as().ads.campaigns.get({ params: { id: campaign.id } })).stats.matches).toBe(
+      before.stats.matches + 1,
+    );
   });
 
   it('a made-up settlement costs a campaign nothing: events and conversions are checked against what the facilitator reported', async () => {

@@ -9,7 +9,7 @@ import { openDatabase, type Database } from '../../servers/src/db';
 import type { ServiceContext } from '../../servers/src/runtime/context';
 import { createLogger, type Logger } from '../../servers/src/runtime/logger';
 import type { PaywallConfig } from '../../servers/src/runtime/paywall';
-import { serveInProcess } from '../../servers/src/runtime/facilitator-client';
+import { serveInProcess } from '../../servers/src/http/in-process';
 import { generateWallet, type Wallet } from '../../servers/src/solana/keys';
 
 /**
@@ -130,7 +130,8 @@ export async function startService(
   };
   const app = await factory(context);
   server.on('request', app);
-  // As runtime/server.ts listen() does: a facilitator's paywalls in this process call it directly while it serves.
+  // As runtime/server.ts listen() does: what the service offers in process (http/in-process.ts) is called directly
+  // while it serves.
   const unserve = serveInProcess(app, url);
   const id = options.id ?? 'education';
   const stopServer = () =>

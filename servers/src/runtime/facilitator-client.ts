@@ -1,5 +1,5 @@
 import { RESOURCE_SERVER_HEADER, signResourceRequest } from './resource-auth';
-import { inProcessRegistry } from './in-process';
+import { inProcessRoutes, type InProcessAnswer } from '../http/in-process';
 import { SpanKind, inSpan, tracedFetch } from '../http/tracing';
 import type { Wallet } from '../solana/keys';
 import type {
@@ -19,44 +19,6 @@ export class FacilitatorUnavailable extends Error {
   ) {
     super(message);
   }
-}
-
-/** An HTTP answer without the HTTP: status, body and the Retry-After header's value, if any. */
-export interface InProcessAnswer {
-  status: number;
-  body: unknown;
-  retryAfter?: string;
-}
-
-/**
- * A facilitator served by this very process (npm start): it answers POST /verify and /settle exactly as its routes
- * would (the same validation, rules, records and error bodies), for a resource server that is `resourceServer`. In
- * process, holding the wallet is the proof the x-resource-server signature gives over HTTP: only this process's own
- * code reaches the registry. A paid call made three hops through loopback HTTP (the fetch client, the HTTP parsing,
- * the signature and its check on each side); now it makes none.
- */
-export type InProcessFacilitator = (
-  path: '/verify' | '/settle',
-  body: X402FacilitatorRequest,
-  resourceServer: string | undefined,
-) => Promise<InProcessAnswer>;
-
-const facilitators = inProcessRegistry<InProcessFacilitator>();
-
-const offered = new WeakMap<object, InProcessFacilitator>();
-
-/** The facilitator's app says what it answers in process; it is served once the app listens (serveInProcess). */
-export function offerInProcess(app: object, facilitator: InProcessFacilitator): void {
-  offered.set(app, facilitator);
-}
-
-/**
- * Serves in process what `app` offers, at the URL it now listens on, until the returned function is called (when
- * its server closes). An app that offers nothing: nothing to undo.
- */
-export function serveInProcess(app: object, url: string): () => void {
-  const facilitator = offered.get(app);
-  return facilitator ? facilitators.serve(url, facilitator) : () => undefined;
 }
 
 const VERIFY_TIMEOUT_MS = 15_000;
@@ -83,12 +45,14 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     body?: unknown,
     accept?: (value: unknown) => value is T,
   ): Promise<T> {
-    const local = body !== undefined && (path === '/verify' || path === '/settle') && facilitators.lookup(root);
+    // A facilitator served by this very process (npm start) is called directly: the same validation, rules, records
+    // and answers, without loopback HTTP, the fetch client, or the signature and its check (http/in-process.ts).
+    const local = path === '/verify' || path === '/settle' ? inProcessRoutes.lookup(root)?.[path.slice(1)] : undefined;
     if (local) {
       let answer: InProcessAnswer;
       try {
         answer = await inSpan(`x402 facilitator ${path}`, SpanKind.CLIENT, { 'network.transport': 'inproc' }, () =>
-          local(path, body as X402FacilitatorRequest, sign?.address),
+          local(body, sign?.address),
         );
       } catch (error) {
         throw new FacilitatorUnavailable(`the facilitator at ${root} failed (${(error as Error).message})`);

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { DEFAULT_CONNECTION_LIMITS, limitConnections, type ConnectionLimits } from '../http/connections';
-import { serveInProcess } from './facilitator-client';
+import { serveInProcess } from '../http/in-process';
 
 export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits };
 

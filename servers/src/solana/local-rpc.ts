@@ -1,4 +1,4 @@
-import { inProcessRegistry } from '../runtime/in-process';
+import { inProcessRegistry } from '../http/in-process';
 
 // A ledger served by this very process (npm start, the test economy) answers the JSON-RPC calls of the services
 // beside it without a round trip over loopback HTTP: the same request text, the same handler, the same response

@@ -8,6 +8,7 @@ import {
   type SettlementEvent,
 } from '@agent-economy/contracts';
 import type { Logger } from 'pino';
+import type { ServerInferRequest } from '@ts-rest/core';
 import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
 import { HttpError, conflict, notFound, unavailable, unprocessable } from '../../runtime/errors';
@@ -149,6 +150,45 @@ function assertFacilitator(deps: AdsDeps, caller: string) {
     throw forbidden('not_facilitator', 'Only the facilitator this ad network trusts may call this route');
 }
 
+type MatchRequest = ServerInferRequest<typeof ads.router.match>['body'];
+
+/**
+ * POST /v1/match for `caller` (the facilitator that proved its wallet): the campaign to recommend after a settlement,
+ * recorded once per settlement (over HTTP, or in process from a facilitator beside it: index.ts).
+ */
+export async function matchSettlement(deps: AdsDeps, body: MatchRequest, caller: string) {
+  assertFacilitator(deps, caller);
+  const { store, now } = deps;
+  const at = now();
+  const [facts, campaigns] = await Promise.all([deps.catalog.facts(body.resourceUrl), store.activeCampaigns(at)]);
+  const winner = pickCampaign(campaigns, { resourceUrl: body.resourceUrl, network: body.network }, facts, at);
+  if (body.txHash) {
+    const recorded = await store.recordMatch(
+      {
+        tx_hash: body.txHash,
+        network: body.network,
+        resource_url: body.resourceUrl,
+        payer: body.payerWallet,
+        settled_amount: BigInt(body.settledAmount),
+        campaign_id: winner?.id ?? null,
+        reported_at: at,
+      },
+      at,
+    );
+    // A settlement reported again (or two reports of it racing) answers its first match: it was recorded, and
+    // maybe delivered, once; the first choice stands.
+    const chosen =
+      recorded.campaign_id === winner?.id
+        ? winner
+        : recorded.campaign_id
+          ? await store.campaign(recorded.campaign_id)
+          : undefined;
+    return chosen ? matchFound(deps, chosen, body.txHash) : { matched: false as const };
+  }
+  if (winner) await store.countMatch(winner.id, at);
+  return winner ? matchFound(deps, winner) : { matched: false as const };
+}
+
 export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.router> {
   const { store, now } = deps;
 
@@ -168,37 +208,7 @@ export function adsHandlers(deps: AdsDeps): RouterImplementation<typeof ads.rout
   }
 
   return {
-    match: async ({ body, res }) => {
-      assertFacilitator(deps, callerOf(res));
-      const at = now();
-      const [facts, campaigns] = await Promise.all([deps.catalog.facts(body.resourceUrl), store.activeCampaigns(at)]);
-      const winner = pickCampaign(campaigns, { resourceUrl: body.resourceUrl, network: body.network }, facts, at);
-      if (body.txHash) {
-        const recorded = await store.recordMatch(
-          {
-            tx_hash: body.txHash,
-            network: body.network,
-            resource_url: body.resourceUrl,
-            payer: body.payerWallet,
-            settled_amount: BigInt(body.settledAmount),
-            campaign_id: winner?.id ?? null,
-            reported_at: at,
-          },
-          at,
-        );
-        // A settlement reported again (or two reports of it racing) answers its first match: it was recorded, and
-        // maybe delivered, once; the first choice stands.
-        const chosen =
-          recorded.campaign_id === winner?.id
-            ? winner
-            : recorded.campaign_id
-              ? await store.campaign(recorded.campaign_id)
-              : undefined;
-        return { status: 200, body: chosen ? matchFound(deps, chosen, body.txHash) : { matched: false as const } };
-      }
-      if (winner) await store.countMatch(winner.id, at);
-      return { status: 200, body: winner ? matchFound(deps, winner) : { matched: false as const } };
-    },
+    match: async ({ body, res }) => ({ status: 200, body: await matchSettlement(deps, body, callerOf(res)) }),
 
     campaigns: {
       list: async ({ query }) => {

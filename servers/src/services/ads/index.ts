@@ -6,8 +6,20 @@ import { settlementOf } from '../../runtime/paywall';
 import type { ServiceContext } from '../../runtime/context';
 import type { ParsedRequest } from '../../runtime/validation';
 import { resourceCatalog } from './catalog';
-import { adsHandlers, planActivation, type ActivationPayment, type AdsDeps } from './handlers';
+import { adsHandlers, matchSettlement, planActivation, type ActivationPayment, type AdsDeps } from './handlers';
+import type { ServerInferRequest } from '@ts-rest/core';
+import { offerInProcess } from '../../http/in-process';
+import { inProcessRoute } from '../../runtime/in-process-route';
+import { envelope, HttpError } from '../../runtime/errors';
 import { adsStore, migrations } from './store';
+
+const unauthorized = () =>
+  new HttpError(
+    401,
+    'siwx_invalid',
+    'SIGN-IN-WITH-X refused: this operation needs a SIGN-IN-WITH-X header proving your wallet',
+    { reason: 'missing' },
+  );
 
 export interface AdsOptions {
   /**
@@ -48,7 +60,7 @@ export async function createAdsApp(context: ServiceContext, options: AdsOptions 
     logger,
     now: options.now ?? (() => new Date()),
   };
-  return await createServiceApp({
+  const app = await createServiceApp({
     service: ads,
     handlers: adsHandlers(deps),
     ...fromContext(context),
@@ -64,4 +76,17 @@ export async function createAdsApp(context: ServiceContext, options: AdsOptions 
         void (await planActivation(deps, (request.params as { id: string }).id, caller)),
     } as never,
   });
+  // A facilitator in this process asks for its match directly (facilitator/sponsored.ts): its wallet is its proof.
+  offerInProcess(app, {
+    match: inProcessRoute<ServerInferRequest<typeof ads.router.match>['body']>({
+      route: ads.router.match,
+      logger,
+      render: (error, _body, requestId) => envelope(requestId, error.code, error.message, error.details),
+      answer: (body, caller) => {
+        if (caller === undefined) throw unauthorized();
+        return matchSettlement(deps, body, caller);
+      },
+    }),
+  });
+  return app;
 }

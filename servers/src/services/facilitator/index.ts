@@ -3,9 +3,8 @@ import { createSolanaRpc, type Signature } from '@solana/kit';
 import { migrate } from '../../db';
 import type { X402FacilitatorRequest, X402SettleResponse, X402VerifyResponse } from '@agent-economy/contracts';
 import { createServiceApp, type ErrorReply } from '../../runtime/app';
-import { offerInProcess, type InProcessAnswer, type InProcessFacilitator } from '../../runtime/facilitator-client';
-import { summarizeIssues, validateRequest } from '../../runtime/validation';
-import { SpanKind, currentTrace, endSpan, randomHex, runInTrace, startSpan } from '../../http/tracing';
+import { offerInProcess } from '../../http/in-process';
+import { inProcessRoute } from '../../runtime/in-process-route';
 import { address } from '@solana/kit';
 import { tracedSolanaRpc } from '../../runtime/traced-rpc';
 import { facilitatorMetrics } from './metrics';
@@ -232,59 +231,22 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
     },
   };
 
-  /**
-   * /verify and /settle for a paywall in this process (runtime/facilitator-client.ts): the body validated against the
-   * contract and every error rendered as the HTTP routes do, so the paywall reads the same answers either way.
-   */
-  const answerInProcess: InProcessFacilitator = async (path, body, resourceServer) => {
-    const key = path === '/verify' ? 'verify' : 'settle';
-    const fail = (error: ErrorReply, retryAfter?: string): InProcessAnswer => ({
-      status: error.status,
-      body: x402Error(key, error, body),
-      ...(retryAfter ? { retryAfter } : {}),
-    });
-    try {
-      const checked = validateRequest(facilitator.router[key], { body, params: {}, query: {}, headers: {} });
-      if (!checked.ok) {
-        return fail({
-          status: 400,
-          code: 'invalid_request',
-          message: summarizeIssues(checked.issues),
-          details: { fields: checked.issues },
-        });
-      }
-      const request = checked.parsed.body as X402FacilitatorRequest;
-      const signedBy = () => (resourceServer === undefined ? undefined : payees.registered(resourceServer));
-      return { status: 200, body: await x402[key](request, signedBy) };
-    } catch (error) {
-      if (error instanceof HttpError) return fail(error, error.headers['retry-after']);
-      logger.error({ err: error, path }, 'unhandled error (in-process facilitator call)');
-      return fail({ status: 500, code: 'internal_error', message: 'An unexpected error occurred; it has been logged' });
-    }
-  };
-  // Seen from outside as an HTTP call is: a server span of the facilitator under the caller's span, and its request
-  // log line, so a trace and the logs read the same whether the facilitator is in this process or not.
-  const inProcess: InProcessFacilitator = async (path, body, resourceServer) => {
-    const started = performance.now();
-    const trace = startSpan(`POST ${path}`, SpanKind.SERVER, currentTrace(), {
-      'http.request.method': 'POST',
-      'url.path': path,
-      'service.name': 'facilitator',
-      'network.transport': 'inproc',
-    });
-    const answer = await runInTrace(trace, () => answerInProcess(path, body, resourceServer));
-    if (logger.isLevelEnabled('info')) {
-      const ms = Math.round((performance.now() - started) * 10) / 10;
-      logger.info(
-        { requestId: `req_${randomHex(12)}`, traceId: trace.traceId, method: 'POST', path, status: answer.status, ms },
-        'request',
-      );
-    }
-    endSpan(trace, answer.status >= 500 ? new Error(`HTTP ${answer.status}`) : undefined, {
-      'http.response.status_code': answer.status,
-      'http.route': path,
-    });
-    return answer;
+  // /verify and /settle for a paywall in this process (runtime/facilitator-client.ts): the caller is the resource
+  // server it signs as over HTTP, checked against the registered ones as a signature's wallet is.
+  const signedIn = (caller: string | undefined) => () => (caller === undefined ? undefined : payees.registered(caller));
+  const inProcess = {
+    verify: inProcessRoute<X402FacilitatorRequest>({
+      route: facilitator.router.verify,
+      logger,
+      render: (error, body) => x402Error('verify', error, body),
+      answer: (body, caller) => x402.verify(body, signedIn(caller)),
+    }),
+    settle: inProcessRoute<X402FacilitatorRequest>({
+      route: facilitator.router.settle,
+      logger,
+      render: (error, body) => x402Error('settle', error, body),
+      answer: (body, caller) => x402.settle(body, signedIn(caller)),
+    }),
   };
 
   const app = await createServiceApp({

@@ -4,6 +4,12 @@ import type { Kysely, Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { signEd25519, type Wallet } from '../../solana/keys';
 import type { SharedDb } from '../../db';
+import { inProcessRoutes } from '../../http/in-process';
+import { SpanKind, inSpan } from '../../http/tracing';
+
+type AdsClient = ReturnType<typeof createServiceClient<typeof ads.router>>;
+type MatchRequest = Parameters<AdsClient['match']>[0]['body'];
+type MatchAnswer = Awaited<ReturnType<AdsClient['match']>>;
 
 // Sponsored access: after every settlement it records, the facilitator asks the ad network for a campaign matching
 // the settled resource (bounded by a short time limit), adds the recommendation to its answer under
@@ -11,7 +17,7 @@ import type { SharedDb } from '../../db';
 // notices conversions: a payer who was recommended a resource and later pays for it. The ad network is optional:
 // when it is down, slow or refuses, the payment settles exactly as it would without it (errors are logged, never
 // raised). Every call is signed (SIGN-IN-WITH-X) with the fee payer's key: the ad network trusts only that wallet
-// to report settlements.
+// to report settlements. An ad network served by this very process is asked for its match directly (requestMatch).
 
 export const SPONSORED_EXTENSION = 'sponsored-access';
 /** The spec's limit: a recommendation not found within 2 s is given up. */
@@ -141,6 +147,32 @@ export function sponsoredAccess(options: SponsoredOptions) {
     }
   }
 
+  /**
+   * The ad network's match for a settlement, within the time limit: called directly when this process serves the ad
+   * network (npm start: http/in-process.ts, the fee payer's wallet standing for its signature), else over HTTP.
+   */
+  async function requestMatch(url: string, body: MatchRequest): Promise<MatchAnswer> {
+    const local = inProcessRoutes.lookup(url)?.match;
+    if (!local) return client(url).match({ body }, { timeoutMs });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the ad network did not match within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      const answer = await Promise.race([
+        inSpan('ads /v1/match', SpanKind.CLIENT, { 'network.transport': 'inproc' }, () =>
+          local(body, options.wallet.address),
+        ),
+        late,
+      ]);
+      if (answer.status !== 200)
+        throw new Error(`the ad network answered /v1/match with ${answer.status}: ${JSON.stringify(answer.body)}`);
+      return answer.body as MatchAnswer;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   return {
     /**
      * Called once a settlement is recorded: the recommendation to add to the answer, or undefined (no resource, no
@@ -156,19 +188,14 @@ export function sponsoredAccess(options: SponsoredOptions) {
         // Independent of each other: the conversion lookup runs while the ad network matches.
         const [conversions, matching] = await Promise.allSettled([
           reportConversions(url, payment, resource.url, at),
-          client(url).match(
-            {
-              body: {
-                resourceUrl: resource.url,
-                resourceDescription: description,
-                network: payment.network,
-                payerWallet: payment.payer,
-                settledAmount: payment.amount,
-                txHash: payment.transaction,
-              },
-            },
-            { timeoutMs },
-          ),
+          requestMatch(url, {
+            resourceUrl: resource.url,
+            resourceDescription: description,
+            network: payment.network,
+            payerWallet: payment.payer,
+            settledAmount: payment.amount,
+            txHash: payment.transaction,
+          }),
         ]);
         if (conversions.status === 'rejected') throw conversions.reason;
         if (matching.status === 'rejected') throw matching.reason;
