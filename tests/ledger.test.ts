@@ -58,6 +58,9 @@ import {
   type LedgerRpcServer,
 } from '../servers/src/ledger';
 import { generateWallet, type Wallet } from '../servers/src/solana/keys';
+import { handleRpcBody, handleRpcValue } from '../servers/src/ledger/rpc';
+import { asKitRead, asRead } from '../servers/src/solana/local-rpc';
+import { parseJsonWithBigInts, stringifyJsonWithBigInts } from '@solana/rpc-spec-types';
 
 // The local ledger over its real JSON-RPC, driven with @solana/kit as any client would. Slots are an
 // hour long here so that the clock never moves on its own during a test: time passes only by warp.
@@ -674,6 +677,43 @@ describe('the JSON-RPC surface', () => {
     expect((await fetch(server.url)).status).toBe(405);
     expect(await (await fetch(`${server.url}/health`)).text()).toBe('ok');
     expect(await rpc.getHealth().send()).toBe('ok');
+  });
+});
+
+describe('in process', () => {
+  // Services of the process that serves the ledger call it without HTTP or JSON text (solana/local-rpc.ts): each
+  // answer must be what kit reads from the HTTP answer's text, to the type of every integer.
+  it('answers kit’s requests as over HTTP, read as kit reads them', async () => {
+    const alice = await signer();
+    await ledger.airdrop(alice.address, 1_000_000_000n);
+    await ledger.mintTo(alice.address, 3_000_000n);
+    const bob = generateWallet().address as Address;
+    await ledger.openTokenAccount(bob);
+    const transfer = await transferChecked(rpc, alice, bob, 1_250_000n);
+    const unfunded = await transferChecked(rpc, await signer(), bob, 1n);
+    let id = 0;
+    const request = (method: string, ...params: unknown[]) => ({ jsonrpc: '2.0', id: ++id, method, params });
+    const payloads: unknown[] = [
+      request('getLatestBlockhash', { commitment: 'confirmed' }),
+      request('getBalance', alice.address, { commitment: 'confirmed' }),
+      request('getAccountInfo', await ata(alice.address), { encoding: 'base64' }),
+      request('getAccountInfo', await ata(alice.address), { encoding: 'jsonParsed' }),
+      request('getTokenAccountBalance', await ata(alice.address)),
+      request('getMinimumBalanceForRentExemption', 165n),
+      request('simulateTransaction', transfer.wire, { encoding: 'base64', sigVerify: true }),
+      request('simulateTransaction', unfunded.wire, { encoding: 'base64', sigVerify: false }),
+      request('getSignatureStatuses', [transfer.signature], { searchTransactionHistory: true }),
+      request('getEpochInfo', { commitment: 'finalized', minContextSlot: undefined }),
+      request('getBalance', 'not-an-address'),
+      request('noSuchMethod'),
+      [request('getSlot'), request('getBlockHeight', { commitment: 'processed' })],
+    ];
+    for (const payload of payloads) {
+      const text = handleRpcBody(ledger, stringifyJsonWithBigInts(payload));
+      expect(asKitRead(handleRpcValue(ledger, asRead(payload))), stringifyJsonWithBigInts(payload)).toStrictEqual(
+        parseJsonWithBigInts(text ?? ''),
+      );
+    }
   });
 });
 

@@ -1110,16 +1110,23 @@ export function handleRpcBody(
     if (!(error instanceof JsonSyntaxError)) onError?.(error);
     return stringifyJson({ jsonrpc: '2.0', error: errorBody(-32700, 'Parse error'), id: null });
   }
+  const response = handleRpcValue(ledger, body, onError);
+  return response === undefined ? undefined : stringifyJson(response);
+}
+
+/**
+ * handleRpcBody without the text: a request as parseJson reads it (integers beyond 2^53 as bigint), answered in the
+ * shape stringifyJson writes (undefined: nothing to send back). Never throws.
+ */
+export function handleRpcValue(ledger: LocalLedger, body: unknown, onError?: (error: unknown) => void): unknown {
   // handlers run synchronously, so the ledger never changes in the middle of a request
   const handle = (request: unknown) => handleRequest(ledger, request, onError);
   if (Array.isArray(body)) {
-    if (body.length === 0)
-      return stringifyJson({ jsonrpc: '2.0', error: errorBody(-32600, 'Invalid request'), id: null });
+    if (body.length === 0) return { jsonrpc: '2.0', error: errorBody(-32600, 'Invalid request'), id: null };
     const refusal = batchRefusal(body);
-    if (refusal) return stringifyJson({ jsonrpc: '2.0', error: errorBody(-32600, refusal), id: null });
+    if (refusal) return { jsonrpc: '2.0', error: errorBody(-32600, refusal), id: null };
     const responses = body.map(handle).filter((r): r is Response => r !== undefined);
-    return responses.length > 0 ? stringifyJson(responses) : undefined;
+    return responses.length > 0 ? responses : undefined;
   }
-  const response = handle(body);
-  return response ? stringifyJson(response) : undefined;
+  return handle(body);
 }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { SpanKind, endSpan, parseTraceparent, startSpan } from '../http/tracing';
 import type { AddressInfo } from 'node:net';
 import { LedgerError, type LocalLedger } from './ledger';
-import { MAX_AIRDROP_LAMPORTS, handleRpcBody } from './rpc';
+import { MAX_AIRDROP_LAMPORTS, handleRpcBody, handleRpcValue } from './rpc';
 import { isAddress } from '../solana/wire';
 import { limitConnections } from '../http/connections';
 import { MAX_RPC_BODY_BYTES, serveLocally } from '../solana/local-rpc';
@@ -254,19 +254,28 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
     );
   }
 
-  /** A JSON-RPC body's answer, over HTTP or from a caller in this process (solana/local-rpc.ts). */
+  /** A JSON-RPC body's answer over HTTP. */
   function answer(text: string, traceparent: string | undefined): string | undefined {
-    // A caller's W3C trace (the facilitator settling a service's payment): the call is a server span of it.
+    const method = () => /"method"\s*:\s*"([A-Za-z]{1,64})"/.exec(text)?.[1];
+    return inSpanOf(traceparent, method, () => handleRpcBody(ledger, text, options.onError));
+  }
+
+  /** A request's answer for a caller in this process (solana/local-rpc.ts): the same, without the text. */
+  function answerValue(request: unknown, traceparent: string | undefined): unknown {
+    const method = () => {
+      const named = (request as { method?: unknown } | null)?.method;
+      return typeof named === 'string' ? named.slice(0, 64) : undefined;
+    };
+    return inSpanOf(traceparent, method, () => handleRpcValue(ledger, request, options.onError));
+  }
+
+  /** A caller's W3C trace (the facilitator settling a service's payment): the call is a server span of it. */
+  function inSpanOf<T>(traceparent: string | undefined, method: () => string | undefined, run: () => T): T {
     const parent = parseTraceparent(traceparent);
     const span = parent
-      ? startSpan(
-          `ledger jsonrpc ${/"method"\s*:\s*"([A-Za-z]{1,64})"/.exec(text)?.[1] ?? 'batch'}`,
-          SpanKind.SERVER,
-          parent,
-          { 'rpc.system': 'jsonrpc' },
-        )
+      ? startSpan(`ledger jsonrpc ${method() ?? 'batch'}`, SpanKind.SERVER, parent, { 'rpc.system': 'jsonrpc' })
       : undefined;
-    const response = handleRpcBody(ledger, text, options.onError);
+    const response = run();
     if (span) endSpan(span);
     return response;
   }
@@ -294,7 +303,7 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   // Services of this process call it directly (solana/local-rpc.ts).
-  const unserve = serveLocally(url, answer);
+  const unserve = serveLocally(url, answerValue);
   let closing: Promise<void> | undefined;
   return {
     url,

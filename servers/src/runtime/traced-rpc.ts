@@ -1,22 +1,21 @@
 import { createDefaultRpcTransport, createSolanaRpcFromTransport, type RpcTransport } from '@solana/kit';
-import { parseJsonWithBigInts, stringifyJsonWithBigInts } from '@solana/rpc-spec-types';
 import { SpanKind, currentTrace, currentTraceparent, inSpan } from '../http/tracing';
-import { MAX_RPC_BODY_BYTES, localRpc } from '../solana/local-rpc';
+import { TOO_LARGE, asKitRead, asRead, localRpc } from '../solana/local-rpc';
 
 /**
  * createSolanaRpc(url), with each call made while a request is served sent as a client span of it and carrying
  * its `traceparent`, so the chain's JSON-RPC (the local ledger) sees the trace. Calls outside a request (timers,
  * start-up) go out as before. A ledger served by this process is called directly (solana/local-rpc.ts): the same
- * request and response text as over HTTP, read as kit's HTTP transport reads them.
+ * request and response as over HTTP, in the shapes each side's JSON reader gives them.
  */
 export function tracedSolanaRpc(url: string) {
   const plain = createDefaultRpcTransport({ url });
   const local = async <TResponse>(config: Parameters<RpcTransport>[0], http: () => Promise<TResponse>) => {
     const handler = localRpc(url);
-    const body = handler && stringifyJsonWithBigInts(config.payload);
-    if (!handler || !body || body.length > MAX_RPC_BODY_BYTES) return http();
+    const request = handler && asRead(config.payload);
+    if (!handler || request === TOO_LARGE) return http();
     config.signal?.throwIfAborted();
-    return parseJsonWithBigInts(handler(body, currentTraceparent()) ?? '') as TResponse;
+    return asKitRead(handler(request, currentTraceparent())) as TResponse;
   };
   const transport = (<TResponse>(config: Parameters<RpcTransport>[0]): Promise<TResponse> => {
     if (!currentTrace()) return local(config, () => plain<TResponse>(config));
