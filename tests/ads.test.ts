@@ -542,16 +542,19 @@ describe('match, events and the facilitator', () => {
     ]);
   });
 
+  /** A settlement of a lesson, as the facilitator reports it to /v1/match (a new transaction each time). */
+  const settledLesson = () => ({
+    resourceUrl: lessonUrl(),
+    resourceDescription: 'A lesson',
+    network: SOLANA_DEVNET,
+    payerWallet: buyer.address,
+    settledAmount: '50000',
+    txHash: fakeTx(),
+  });
+
   it('a settlement reported again answers its first match and is counted once', async () => {
     const before = await as().ads.campaigns.get({ params: { id: campaign.id } });
-    const body = {
-      resourceUrl: lessonUrl(),
-      resourceDescription: 'A lesson',
-      network: SOLANA_DEVNET,
-      payerWallet: buyer.address,
-      settledAmount: '50000',
-      txHash: fakeTx(),
-    };
+    const body = settledLesson();
     const [first, raced] = await Promise.all([
       as(facilitatorSigner).ads.match({ body }),
       as(facilitatorSigner).ads.match({ body }),
@@ -573,14 +576,7 @@ describe('match, events and the facilitator', () => {
     // What the facilitator of this process calls after each settlement (facilitator/sponsored.ts).
     const local = inProcessRoutes.lookup(adsUrl)?.match;
     expect(local).toBeDefined();
-    const body = {
-      resourceUrl: lessonUrl(),
-      resourceDescription: 'A lesson',
-      network: SOLANA_DEVNET,
-      payerWallet: buyer.address,
-      settledAmount: '50000',
-      txHash: fakeTx(),
-    };
+    const body = settledLesson();
     const before = await as().ads.campaigns.get({ params: { id: campaign.id } });
     const matched = await local!(body, facilitatorSigner.address);
     expect(matched).toMatchObject({ status: 200, body: { matched: true, campaignId: campaign.id } });
