@@ -165,6 +165,9 @@ function capOf(value: string, decimals: number, name: string): bigint {
   return parsed;
 }
 
+/** A method name a span may carry (as the text's is read): letters only, at most 64. */
+const SPAN_METHOD = /^[A-Za-z]{1,64}$/;
+
 /** Serves the ledger over HTTP; resolves once listening (port 0 picks a free port). */
 export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOptions): Promise<LedgerRpcServer> {
   const host = options.host ?? '127.0.0.1';
@@ -264,7 +267,7 @@ export async function startLedgerRpc(ledger: LocalLedger, options: LedgerRpcOpti
   function answerValue(request: unknown, traceparent: string | undefined): unknown {
     const method = () => {
       const named = (request as { method?: unknown } | null)?.method;
-      return typeof named === 'string' ? named.slice(0, 64) : undefined;
+      return typeof named === 'string' && SPAN_METHOD.test(named) ? named : undefined;
     };
     return inSpanOf(traceparent, method, () => handleRpcValue(ledger, request, options.onError));
   }

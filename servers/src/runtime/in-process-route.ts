@@ -2,8 +2,10 @@ import type { AppRoute } from '@ts-rest/core';
 import type { Logger } from 'pino';
 import type { InProcessAnswer, InProcessRoute } from '../http/in-process';
 import { SpanKind, currentTrace, endSpan, randomHex, runInTrace, startSpan } from '../http/tracing';
+import { routeMeta } from '@agent-economy/contracts';
 import type { ErrorReply } from './app';
 import { HttpError } from './errors';
+import { siwxMissing } from './siwx';
 import { summarizeIssues, validateRequest } from './validation';
 
 /**
@@ -17,7 +19,7 @@ export function inProcessRoute<B>(options: {
   logger: Logger;
   /** The error body the HTTP route sends (the envelope, or the route's own wire format). */
   render: (error: ErrorReply, body: unknown, requestId: string) => unknown;
-  /** The route's work, for a caller proven to be `caller` (undefined: anonymous). */
+  /** The route's work, for a caller proven to be `caller` (undefined: anonymous; never on a SIGN-IN-WITH-X route). */
   answer: (body: B, caller: string | undefined) => Promise<unknown>;
 }): InProcessRoute {
   const { route, logger, render } = options;
@@ -38,6 +40,8 @@ export function inProcessRoute<B>(options: {
           details: { fields: checked.issues },
         });
       }
+      // A route that proves its caller over HTTP (SIGN-IN-WITH-X) needs one in process too: the wallet the call is for.
+      if (caller === undefined && routeMeta(route).auth === 'siwx') throw siwxMissing();
       return { status: 200, body: await options.answer(checked.parsed.body as B, caller) };
     } catch (error) {
       if (error instanceof HttpError) return fail(error, error.headers['retry-after']);

@@ -47,6 +47,9 @@ export interface SiwxPolicy {
 const refuse = (reason: string, message: string) =>
   new HttpError(401, 'siwx_invalid', `SIGN-IN-WITH-X refused: ${message}`, { reason });
 
+/** The 401 for a call to a SIGN-IN-WITH-X route that proves no wallet. */
+export const siwxMissing = () => refuse('missing', 'this operation needs a SIGN-IN-WITH-X header proving your wallet');
+
 function verifySignature(address: string, message: string, signature: string): boolean {
   const publicKey = base58Decode(address);
   const sig = base58Decode(signature);
@@ -55,7 +58,7 @@ function verifySignature(address: string, message: string, signature: string): b
 
 /** The wallet address a SIGN-IN-WITH-X header proves, or a 401 siwx_invalid naming the reason. */
 export async function verifySiwx(header: string | undefined, policy: SiwxPolicy): Promise<string> {
-  if (!header) throw refuse('missing', 'this operation needs a SIGN-IN-WITH-X header proving your wallet');
+  if (!header) throw siwxMissing();
   const parsed = SiwxProofSchema.safeParse(decodeX402Header(header));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

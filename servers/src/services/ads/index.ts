@@ -10,16 +10,8 @@ import { adsHandlers, matchSettlement, planActivation, type ActivationPayment, t
 import type { ServerInferRequest } from '@ts-rest/core';
 import { offerInProcess } from '../../http/in-process';
 import { inProcessRoute } from '../../runtime/in-process-route';
-import { envelope, HttpError } from '../../runtime/errors';
+import { envelope } from '../../runtime/errors';
 import { adsStore, migrations } from './store';
-
-const unauthorized = () =>
-  new HttpError(
-    401,
-    'siwx_invalid',
-    'SIGN-IN-WITH-X refused: this operation needs a SIGN-IN-WITH-X header proving your wallet',
-    { reason: 'missing' },
-  );
 
 export interface AdsOptions {
   /**
@@ -82,10 +74,7 @@ export async function createAdsApp(context: ServiceContext, options: AdsOptions 
       route: ads.router.match,
       logger,
       render: (error, _body, requestId) => envelope(requestId, error.code, error.message, error.details),
-      answer: (body, caller) => {
-        if (caller === undefined) throw unauthorized();
-        return matchSettlement(deps, body, caller);
-      },
+      answer: (body, caller) => matchSettlement(deps, body, caller!),
     }),
   });
   return app;
