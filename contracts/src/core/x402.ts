@@ -68,9 +68,22 @@ export const PaymentRequiredSchema: z.ZodType<PaymentRequired> = named(
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/**
+ * Node's Buffer, where there is one: its base64 is native, where Node's atob and btoa walk the text a character at a
+ * time in JavaScript (every paid request decodes one header and encodes another, on both sides). Elsewhere (a
+ * browser) atob and btoa.
+ */
+const NodeBuffer = (
+  globalThis as {
+    Buffer?: { from(text: string, encoding: 'utf8' | 'base64'): Uint8Array & { toString(encoding: 'base64'): string } };
+  }
+).Buffer;
+
 /** JSON -> UTF-8 -> standard base64, as every x402 header value is encoded. */
 export function encodeX402Header(value: unknown): string {
-  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  const json = JSON.stringify(value);
+  if (NodeBuffer) return NodeBuffer.from(json, 'utf8').toString('base64');
+  const bytes = new TextEncoder().encode(json);
   let binary = '';
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary);
@@ -78,15 +91,25 @@ export function encodeX402Header(value: unknown): string {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** The bytes of standard base64 text, or undefined where atob would refuse it (Buffer takes anything). */
+function base64Bytes(value: string): Uint8Array | undefined {
+  if (!BASE64.test(value)) return undefined;
+  const padding = value.endsWith('==') ? 2 : value.endsWith('=') ? 1 : 0;
+  // As atob: padding only on a whole number of quads, and no lone character left over.
+  if ((padding && value.length % 4) || (value.length - padding) % 4 === 1) return undefined;
+  if (NodeBuffer) return NodeBuffer.from(value, 'base64');
+  const binary = atob(value);
+  // A plain loop: Uint8Array.from with a mapping function costs a call per byte.
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
 /** Decodes an x402 header value; undefined when it is not base64 JSON. */
 export function decodeX402Header(value: string): unknown {
-  if (!BASE64.test(value)) return undefined;
   try {
-    const binary = atob(value);
-    // A plain loop: Uint8Array.from with a mapping function costs a call per byte, on every paid request.
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    return JSON.parse(utf8.decode(bytes));
+    const bytes = base64Bytes(value);
+    return bytes && JSON.parse(utf8.decode(bytes));
   } catch {
     return undefined;
   }
