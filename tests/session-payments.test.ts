@@ -679,6 +679,14 @@ describe('before the handler runs', () => {
         summary: 'Buys an item',
         metadata: { payment: fixed('0.05') },
       },
+      gift: {
+        method: 'POST',
+        path: '/api/gift',
+        body: z.object({ item: z.string().min(1) }).strict(),
+        responses: { 200: z.object({ item: z.string() }), ...standardErrors, ...paymentErrors },
+        summary: 'Buys an item wrapped as a gift',
+        metadata: { payment: fixed('0.10') },
+      },
     }),
   });
   const buy = (header: string | undefined, item: string, fail = false) =>
@@ -687,7 +695,25 @@ describe('before the handler runs', () => {
       headers: { 'content-type': 'application/json', ...(header ? { [PAYMENT_SIGNATURE_HEADER]: header } : {}) },
       body: JSON.stringify({ item, fail }),
     });
+  const gift = (header: string | undefined, item: string) =>
+    fetch(`${shop.url}/api/gift`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(header ? { [PAYMENT_SIGNATURE_HEADER]: header } : {}) },
+      body: JSON.stringify({ item }),
+    });
   const codeOf = async (answer: Response) => ((await answer.json()) as { error: { code: string } }).error.code;
+  const offerOf = async (answer: Response) =>
+    (decodeX402Header(answer.headers.get(PAYMENT_REQUIRED_HEADER)!) as PaymentRequired).accepts.find(
+      (a) => a.scheme === 'session',
+    )!;
+  const sessionRow = async (channelId: string) => {
+    const row = (await shop.context.db
+      .selectFrom('paywall_sessions')
+      .selectAll()
+      .where('channel_id', '=', channelId)
+      .executeTakeFirstOrThrow()) as { spent: bigint; vouchers: number };
+    return { spent: BigInt(row.spent), vouchers: Number(row.vouchers) };
+  };
 
   beforeAll(async () => {
     shop = await startService(
@@ -697,6 +723,10 @@ describe('before the handler runs', () => {
           handlers: {
             buy: async ({ body }) => {
               if (body.fail) return { status: 422, body: { error: { code: 'out_of_stock', message: 'none left' } } };
+              served.push(body.item);
+              return { status: 200, body: { item: body.item } };
+            },
+            gift: async ({ body }) => {
               served.push(body.item);
               return { status: 200, body: { item: body.item } };
             },
@@ -755,6 +785,35 @@ describe('before the handler runs', () => {
       .where('channel_id', '=', channelId)
       .executeTakeFirstOrThrow()) as { spent: bigint; vouchers: number };
     expect([BigInt(row.spent), Number(row.vouchers)]).toEqual([2n * PRICE, 2]);
+  }, 60_000);
+
+  // Vouchers of concurrent requests land in one UPDATE (group commit): each row keeps its own compare-and-set.
+  it('lands concurrent vouchers each on its own session, and only one of two signed from the same amount', async () => {
+    served.length = 0;
+    const offer = await offerOf(await buy(undefined, 'quote'));
+    const giftOffer = await offerOf(await gift(undefined, 'quote'));
+    const sessions = await Promise.all([0, 1, 2].map(async () => handSession(await fundedBuyer())));
+    const answers = await Promise.all(
+      sessions.map(({ channelId, key }, i) => buy(voucherHeader(offer, channelId, key, PRICE), `item-${i}`)),
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    for (const { channelId } of sessions) expect(await sessionRow(channelId)).toEqual({ spent: PRICE, vouchers: 1 });
+
+    // Both checked against PRICE: a 0.05 buy to 2 × PRICE and a 0.10 gift to 3 × PRICE. Both pass the check before the
+    // handler and run; one lands, and the other's answer is withheld (a 402 in its place), whichever lands first.
+    const { channelId, key } = sessions[0]!;
+    const [bought, wrapped] = await Promise.all([
+      buy(voucherHeader(offer, channelId, key, 2n * PRICE), 'bought'),
+      gift(voucherHeader(giftOffer, channelId, key, 3n * PRICE), 'wrapped'),
+    ]);
+    const statuses = [bought.status, wrapped.status];
+    expect([...statuses].sort()).toEqual([200, 402]);
+    const refused = bought.status === 402 ? bought : wrapped;
+    expect(['session_voucher_stale', 'session_voucher_mismatch']).toContain(await codeOf(refused));
+    const landed = bought.status === 200 ? 'bought' : 'wrapped';
+    expect([...served].sort()).toEqual(['bought', 'item-0', 'item-1', 'item-2', 'wrapped']);
+    expect(await (bought.status === 200 ? bought : wrapped).json()).toEqual({ item: landed });
+    expect(await sessionRow(channelId)).toEqual({ spent: landed === 'bought' ? 2n * PRICE : 3n * PRICE, vouchers: 2 });
   }, 60_000);
 });
 

@@ -22,6 +22,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { migrate, type SharedDb } from '../db';
+import { grouped } from '../db/grouped';
 import { verifyBase58Signature } from '../services/facilitator/session-domain';
 import type { Wallet } from '../solana/keys';
 import { envelope } from './errors';
@@ -177,6 +178,15 @@ export function sessionPayment(header: string): unknown {
 
 type Db = Kysely<{ paywall_sessions: SessionRow }>;
 
+/** A voucher checked against the session at `previous`, to land at `cumulative`. */
+interface LandedVoucher {
+  channelId: string;
+  cumulative: bigint;
+  previous: bigint;
+  signature: string;
+  at: Date;
+}
+
 export interface SessionPaywall {
   /** The quote's `accepts` with the session offer after `exact`, where this request may be paid by voucher. */
   offer(quote: PaymentRequired, requirements: PaymentRequirements, settleFirst: boolean): PaymentRequired;
@@ -240,6 +250,38 @@ export async function createSessionPaywall(options: {
       .executeTakeFirst();
     return row && rowOf(row);
   };
+
+  /**
+   * Lands accepted vouchers, those of concurrent requests in one UPDATE (group commit, db/grouped.ts), each row its own
+   * compare-and-set: it moves only from the amount its voucher was checked against, while open and within the
+   * deposit. A channel twice in a batch goes in a statement of its own after the first (an UPDATE takes one source
+   * row a target row). Gives what the facilitator holds of each landed voucher's session; undefined where it did not
+   * land.
+   */
+  const land = grouped<LandedVoucher, { forwarded: bigint } | undefined>(async (vouchers) => {
+    const landed = new Map<LandedVoucher, { forwarded: bigint }>();
+    for (let rest = vouchers; rest.length;) {
+      const channels = new Set<string>();
+      const round = rest.filter((v) => !channels.has(v.channelId) && channels.add(v.channelId));
+      rest = rest.filter((v) => !round.includes(v));
+      const rows = round.map(
+        (v) =>
+          sql`(${v.channelId}, ${v.cumulative.toString()}::int8, ${v.previous.toString()}::int8, ${v.signature}, ${v.at.toISOString()}::timestamptz)`,
+      );
+      const { rows: updated } = await sql<{ channel_id: string; forwarded: string | bigint }>`
+        update paywall_sessions as p
+        set spent = v.cumulative, last_signature = v.signature, vouchers = p.vouchers + 1, last_voucher_at = v.at
+        from (values ${sql.join(rows)}) as v(channel_id, cumulative, previous, signature, at)
+        where p.channel_id = v.channel_id and p.spent = v.previous and p.state = 'open' and p.deposit >= v.cumulative
+        returning p.channel_id, p.forwarded`.execute(db);
+      const byChannel = new Map(updated.map((r) => [r.channel_id, BigInt(r.forwarded)]));
+      for (const v of round) {
+        const forwarded = byChannel.get(v.channelId);
+        if (forwarded !== undefined) landed.set(v, { forwarded });
+      }
+    }
+    return vouchers.map((v) => landed.get(v));
+  });
 
   /** Forwards a voucher to the facilitator: the signed voucher, or the error it answered. */
   async function forward(v: SessionVoucher): Promise<MppSignedVoucher | ApiError> {
@@ -577,20 +619,13 @@ export async function createSessionPaywall(options: {
       };
       // The one atomic update: the voucher lands only on the amount it was checked against, while open.
       const at = now();
-      const updated = await db
-        .updateTable('paywall_sessions')
-        .set({
-          spent: cumulative,
-          last_signature: v.signature,
-          vouchers: sql`vouchers + 1` as never,
-          last_voucher_at: at,
-        })
-        .where('channel_id', '=', v.channelId)
-        .where('spent', '=', cumulative - price)
-        .where('state', '=', 'open')
-        .where('deposit', '>=', cumulative)
-        .returning(['forwarded'])
-        .executeTakeFirst();
+      const updated = await land({
+        channelId: v.channelId,
+        cumulative,
+        previous: cumulative - price,
+        signature: v.signature,
+        at,
+      });
       if (!updated) {
         const after = await read(v.channelId);
         if (after) remember(after);

@@ -10,7 +10,8 @@ import { HttpError, conflict, notFound, unprocessable } from '../../runtime/erro
 import { tokenBalanceChanges, type TransactionMeta } from '../../solana/token-balances';
 import type { SharedDb } from '../../db';
 import { camelCaseDb, json } from '../../db/camel-case';
-import { grouped, type Settlement } from './store';
+import { grouped } from '../../db/grouped';
+import type { Settlement } from './store';
 
 // Discovery: what the facilitator tells the world about the payments it settled.
 // - The settlement feed (GET /discovery/settlements): the public fields of every confirmed settlement, in a

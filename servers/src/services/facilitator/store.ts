@@ -2,6 +2,7 @@ import { sql, type Generated, type Kysely, type Migration } from 'kysely';
 import type { DiscoverySettlement, MppSettlementKind } from '@agent-economy/contracts';
 import { camelCaseDb } from '../../db/camel-case';
 import type { SharedDb } from '../../db';
+import { grouped } from '../../db/grouped';
 
 export const migrations: Record<string, Migration> = {
   '001_settlements': {
@@ -138,50 +139,6 @@ interface EventRow {
 
 /** How long counted calls wait in memory to be written together: one insert for many paid calls. */
 const EVENT_FLUSH_MS = 250;
-
-/**
- * Group commit: calls made in the same turn of the event loop, or while a batch is in flight, go together in the
- * next batch, so concurrent settlements share one query where each made its own. The turn matters on PGlite: its
- * queries run synchronously in WebAssembly, so a batch is never seen in flight there. A batch that fails is run
- * again one call at a time, so each call gets its own answer, as it would alone.
- */
-export function grouped<I, O>(run: (items: I[]) => Promise<O[]>, max = 100): (item: I) => Promise<O> {
-  let queue: { item: I; resolve: (value: O) => void; reject: (error: unknown) => void }[] = [];
-  let running = false;
-  let scheduled = false;
-  const next = (): void => {
-    if (running || scheduled || !queue.length) return;
-    scheduled = true;
-    setImmediate(flush);
-  };
-  const flush = (): void => {
-    scheduled = false;
-    if (running || !queue.length) return;
-    const batch = queue.slice(0, max);
-    queue = queue.slice(max);
-    running = true;
-    const alone = (b: (typeof batch)[number]) =>
-      run([b.item]).then(
-        ([value]) => b.resolve(value!),
-        (error: unknown) => b.reject(error),
-      );
-    run(batch.map((b) => b.item))
-      .then(
-        (values) => batch.forEach((b, i) => b.resolve(values[i]!)),
-        (error: unknown) =>
-          batch.length === 1 ? batch[0]!.reject(error) : Promise.all(batch.map((b) => alone(b))).then(() => undefined),
-      )
-      .finally(() => {
-        running = false;
-        next();
-      });
-  };
-  return (item) =>
-    new Promise<O>((resolve, reject) => {
-      queue.push({ item, resolve, reject });
-      next();
-    });
-}
 
 type Claim = Omit<Settlement, 'status' | 'error' | 'settledAt'>;
 type Finish = { key: string; status: 'settled' | 'failed'; at: Date; error: string | null };
