@@ -1,7 +1,15 @@
-import { SOLANA_DEVNET, USDC_DEVNET, usdToAtomic, type PaymentRequirements } from '@agent-economy/contracts';
+import {
+  SOLANA_DEVNET,
+  USDC_DEVNET,
+  base58Encode,
+  usdToAtomic,
+  voucherRequestMessage,
+  type PaymentRequirements,
+} from '@agent-economy/contracts';
 import { createSolanaRpc } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateWallet, type Wallet } from '../servers/src/solana/keys';
+import { generateWallet, signEd25519, type Wallet } from '../servers/src/solana/keys';
+import { inProcessRoutes } from '../servers/src/http/in-process';
 import { ata, buildPaymentTransaction, type PaymentShape } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
 import { facilitatorClient } from '../servers/src/runtime/facilitator-client';
@@ -323,6 +331,54 @@ describe('a paywall in the facilitator’s own process', () => {
       'invalid_x402_version',
       'invalid_payload',
       'invalid_payload',
+    ]);
+  });
+
+  it('answers a session voucher in process as over HTTP, refusals included', async () => {
+    // A session paywall in this process forwards its buyers' vouchers to POST /mpp/session/voucher in process.
+    const signVoucher = inProcessRoutes.lookup(economy.facilitator.url)!.signVoucher!;
+    const key = generateWallet();
+    const request = (channelId: string, cumulativeAmount: string) => ({
+      channelId,
+      cumulativeAmount,
+      units: 1,
+      signer: key.address,
+      signature: base58Encode(signEd25519(key, voucherRequestMessage({ channelId, cumulativeAmount, units: 1 }))),
+    });
+    const cases = [
+      request('chn_NoSuchChannel0000000000', '50000'),
+      { ...request('chn_NoSuchChannel0000000000', '50000'), cumulativeAmount: '-1' },
+      { channelId: 'chn_NoSuchChannel0000000000', units: 1 },
+    ];
+    const voucherCount = async () =>
+      (await (await fetch(`${economy.facilitator.url}/metrics`)).text())
+        .split('\n')
+        .filter((line) => line.startsWith('http_requests_total') && line.includes('route="/mpp/session/voucher"'))
+        .join('\n');
+    const before = await voucherCount();
+    const answers = [];
+    for (const body of cases) answers.push(await signVoucher(body, undefined));
+    expect(await voucherCount()).toBe(before);
+    // The same over HTTP, each answer's request id aside.
+    const withoutId = ({ status, body }: { status: number; body: unknown }) => ({
+      status,
+      body: { ...(body as object), requestId: undefined },
+    });
+    const expected = [];
+    for (const body of cases) {
+      const response = await fetch(`${economy.facilitator.url}/mpp/session/voucher`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expected.push(withoutId({ status: response.status, body: await response.json() }));
+    }
+    expect(await voucherCount()).not.toBe(before);
+    expect(answers.map(withoutId)).toEqual(expected);
+    expect(answers.map((a) => [a.status, (a.body as { error: { code: string } }).error.code])).toEqual([
+      [404, 'session_not_found'],
+      [400, 'invalid_request'],
+      [400, 'invalid_request'],
     ]);
   });
 

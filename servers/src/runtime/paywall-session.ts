@@ -22,6 +22,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { migrate, type SharedDb } from '../db';
+import { inProcessRoutes } from '../http/in-process';
 import { grouped } from '../db/grouped';
 import { verifyBase58Signature } from '../services/facilitator/session-domain';
 import type { Wallet } from '../solana/keys';
@@ -285,16 +286,21 @@ export async function createSessionPaywall(options: {
 
   /** Forwards a voucher to the facilitator: the signed voucher, or the error it answered. */
   async function forward(v: SessionVoucher): Promise<MppSignedVoucher | ApiError> {
+    const body = {
+      channelId: v.channelId,
+      cumulativeAmount: v.cumulativeAmount,
+      units: 1,
+      signer: v.signer,
+      signature: v.signature,
+    };
+    // A facilitator served by this very process (npm start) is asked directly: the same route, without HTTP.
+    const local = inProcessRoutes.lookup(facilitatorUrl!)?.signVoucher;
+    if (local) {
+      const answer = await local(body, undefined);
+      return answer.status === 200 ? (answer.body as MppSignedVoucher) : ApiError.from(answer.status, answer.body, {});
+    }
     try {
-      return await fac.signVoucher({
-        body: {
-          channelId: v.channelId,
-          cumulativeAmount: v.cumulativeAmount,
-          units: 1,
-          signer: v.signer,
-          signature: v.signature,
-        },
-      });
+      return await fac.signVoucher({ body });
     } catch (error) {
       if (error instanceof ApiError) return error;
       throw error;

@@ -1,7 +1,12 @@
 import { facilitator } from '@agent-economy/contracts';
 import { createSolanaRpc, type Signature } from '@solana/kit';
 import { migrate } from '../../db';
-import type { X402FacilitatorRequest, X402SettleResponse, X402VerifyResponse } from '@agent-economy/contracts';
+import type {
+  MppVoucherRequest,
+  X402FacilitatorRequest,
+  X402SettleResponse,
+  X402VerifyResponse,
+} from '@agent-economy/contracts';
 import { createServiceApp, type ErrorReply } from '../../runtime/app';
 import { offerInProcess } from '../../http/in-process';
 import { inProcessRoute } from '../../runtime/in-process-route';
@@ -10,7 +15,7 @@ import { tracedSolanaRpc } from '../../runtime/traced-rpc';
 import { facilitatorMetrics } from './metrics';
 import type { ServiceContext } from '../../runtime/context';
 import { callerOf } from '../../runtime/app';
-import { HttpError, badGateway } from '../../runtime/errors';
+import { HttpError, badGateway, envelope } from '../../runtime/errors';
 import { RESOURCE_SERVER_HEADER, verifyResourceRequest } from '../../runtime/resource-auth';
 import type { TransactionMeta } from '../../solana/token-balances';
 import { createChargeDesk } from './charge';
@@ -246,6 +251,14 @@ export async function createFacilitatorApp(context: ServiceContext, options: Fac
       logger,
       render: (error, body) => x402Error('settle', error, body),
       answer: (body, caller) => x402.settle(body, signedIn(caller)),
+    }),
+    // A session paywall in this process forwards its buyers' vouchers here (runtime/paywall-session.ts checkpoints).
+    // The route proves no caller over HTTP either: the session key's signature in the body is the proof.
+    signVoucher: inProcessRoute<MppVoucherRequest>({
+      route: facilitator.router.signVoucher,
+      logger,
+      render: (error, _body, requestId) => envelope(requestId, error.code, error.message, error.details),
+      answer: (body) => sessions!.voucher(body),
     }),
   };
 
