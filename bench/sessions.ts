@@ -6,13 +6,15 @@
 import { createClient, sessionsOf, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
 import { generateWallet } from '../servers/src/solana/keys';
 import { load, type LoadResult } from './support/load';
-import { cpuMsOf, fund, type Stack } from './support/stack';
+import { cpuMsOf, fund, loopCpuMsOf, type Stack } from './support/stack';
 
 export interface SessionRun extends LoadResult {
   /** Calls of the measured run that went out paid exact rather than by voucher. */
   notByVoucher: number;
   /** CPU the served process spent a measured call, ms. */
   serverCpuMs: number;
+  /** The part of it on the process's event loop (main thread), ms. */
+  loopCpuMs: number;
 }
 
 const LESSON = { body: { courseId: 'tool-use', lessonId: 'function-calling' } } as const;
@@ -55,7 +57,7 @@ export async function sessionThroughput(
       }),
     );
     let notByVoucher = 0;
-    const cpuBefore = cpuMsOf(stack.pid);
+    const [cpuBefore, loopBefore] = [cpuMsOf(stack.pid), loopCpuMsOf(stack.pid)];
     const result = await load(
       async (worker) => {
         const paid = await clients[worker]!.education.lesson.withResponse(LESSON);
@@ -63,8 +65,10 @@ export async function sessionThroughput(
       },
       { concurrency: options.concurrency, seconds: options.seconds },
     );
-    const serverCpuMs = (cpuMsOf(stack.pid) - cpuBefore) / Math.max(1, result.calls);
-    return { ...result, notByVoucher, serverCpuMs };
+    const calls = Math.max(1, result.calls);
+    const serverCpuMs = (cpuMsOf(stack.pid) - cpuBefore) / calls;
+    const loopCpuMs = (loopCpuMsOf(stack.pid) - loopBefore) / calls;
+    return { ...result, notByVoucher, serverCpuMs, loopCpuMs };
   } finally {
     // The sellers' closes settle what was vouched on chain.
     await Promise.allSettled(clients.map((client) => client.close()));

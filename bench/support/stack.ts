@@ -59,7 +59,19 @@ export function rssOf(pid: number): number {
  * where rates only compare within a run.
  */
 export function cpuMsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
+/**
+ * CPU time of a Node process's main thread alone, ms: its event loop, where every request is served, so the figure
+ * that limits its throughput (the rest is GC helpers and libuv's thread pool).
+ */
+export function loopCpuMsOf(pid: number): number {
+  return statCpuMs(`/proc/${pid}/task/${pid}/stat`);
+}
+
+function statCpuMs(file: string): number {
+  const fields = readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { generateWallet, signEd25519, verifyEd25519 } from '../../servers/src/solana/keys';
+import { generateWallet, signEd25519, verifyEd25519, verifyEd25519Async } from '../../servers/src/solana/keys';
 
 // verifyEd25519 remembers signatures that held (the payer's signature is checked by /verify and again by /settle):
 // the memory must never make a signature hold for another message or another key.
@@ -21,5 +21,28 @@ describe('verifyEd25519', () => {
     expect(verifyEd25519(key, message, forged)).toBe(false);
     expect(verifyEd25519(key, message, forged)).toBe(false);
     expect(verifyEd25519(key, message, signature)).toBe(true);
+  });
+});
+
+// The thread-pool check (a session's vouchers) must judge exactly as the synchronous one.
+describe('verifyEd25519Async', () => {
+  it('holds for its message and key only, and is false for malformed input', async () => {
+    const message = new TextEncoder().encode('voucher for 150000');
+    const signer = generateWallet();
+    const signature = signEd25519(signer, message);
+    const key = signer.secretKey.subarray(32);
+    const forged = Uint8Array.from(signature, (b, i) => (i === 63 ? b ^ 0x40 : b));
+    const cases: [Uint8Array, Uint8Array, Uint8Array][] = [
+      [key, message, signature],
+      [key, new TextEncoder().encode('voucher for 150001'), signature],
+      [generateWallet().secretKey.subarray(32), message, signature],
+      [key, message, forged],
+      [key, message, signature.subarray(0, 63)],
+      [key.subarray(0, 31), message, signature],
+      [new Uint8Array(32), message, signature],
+    ];
+    const answers = await Promise.all(cases.map(([k, m, s]) => verifyEd25519Async(k, m, s)));
+    expect(answers).toEqual([true, false, false, false, false, false, false]);
+    expect(answers).toEqual(cases.map(([k, m, s]) => verifyEd25519(k, m, s)));
   });
 });

@@ -25,7 +25,7 @@ import { migrate, type SharedDb } from '../db';
 import { inProcessRoutes } from '../http/in-process';
 import { grouped } from '../db/grouped';
 import { verifyBase58Signature } from '../services/facilitator/session-domain';
-import type { Wallet } from '../solana/keys';
+import { verifyEd25519Async, type Wallet } from '../solana/keys';
 import { envelope } from './errors';
 import {
   holdResponse,
@@ -155,20 +155,33 @@ export interface SessionVoucher {
   signature: string;
 }
 
+/** A well-formed voucher, with the bytes of its signer's key and signature. */
+interface ReadVoucher extends SessionVoucher {
+  signerKey: Uint8Array;
+  signatureBytes: Uint8Array;
+}
+
 const CHANNEL = /^chn_[A-Za-z0-9]{16,40}$/;
 const ATOMIC = /^[1-9]\d{0,19}$/;
 
-function voucherOf(payload: Record<string, unknown>): SessionVoucher | string {
+function voucherOf(payload: Record<string, unknown>): ReadVoucher | string {
   const { channelId, cumulativeAmount, signer, signature } = payload;
   if (typeof channelId !== 'string' || !CHANNEL.test(channelId))
     return 'payload.channelId must be a channel id (chn_…)';
   if (typeof cumulativeAmount !== 'string' || !ATOMIC.test(cumulativeAmount))
     return 'payload.cumulativeAmount must be a positive integer string (atomic units)';
-  if (typeof signer !== 'string' || base58Decode(signer)?.length !== 32)
-    return 'payload.signer must be the session key (base58)';
-  if (typeof signature !== 'string' || base58Decode(signature)?.length !== 64)
-    return 'payload.signature must be a base58 Ed25519 signature';
-  return { channelId, cumulativeAmount, signer, signature };
+  const signerKey = typeof signer === 'string' ? base58Decode(signer) : undefined;
+  if (signerKey?.length !== 32) return 'payload.signer must be the session key (base58)';
+  const signatureBytes = typeof signature === 'string' ? base58Decode(signature) : undefined;
+  if (signatureBytes?.length !== 64) return 'payload.signature must be a base58 Ed25519 signature';
+  return {
+    channelId,
+    cumulativeAmount,
+    signer: signer as string,
+    signature: signature as string,
+    signerKey,
+    signatureBytes,
+  };
 }
 
 /** A PAYMENT-SIGNATURE header for scheme `session`, decoded (undefined for any other: the exact path reads it). */
@@ -563,14 +576,10 @@ export async function createSessionPaywall(options: {
         quote,
         refusalOf(402, 'session_voucher_invalid', v, { reason: 'session_voucher_invalid' }),
       );
-    // One Ed25519 verification: the session key's signature over the cumulative amount.
-    if (
-      !verifyBase58Signature(
-        v.signer,
-        voucherRequestMessage({ channelId: v.channelId, cumulativeAmount: v.cumulativeAmount, units: 1 }),
-        v.signature,
-      )
-    ) {
+    // One Ed25519 verification: the session key's signature over the cumulative amount, on the thread pool (it is most
+    // of a voucher's own CPU, and the event loop serves the other requests meanwhile).
+    const message = voucherRequestMessage({ channelId: v.channelId, cumulativeAmount: v.cumulativeAmount, units: 1 });
+    if (!(await verifyEd25519Async(v.signerKey, message, v.signatureBytes))) {
       return refuse(
         res,
         requestId,
