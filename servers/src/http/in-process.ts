@@ -63,6 +63,22 @@ export type InProcessRoute = (body: unknown, caller: string | undefined) => Prom
 /** The routes each service of this process offers in process, by route key, at the URL it listens on. */
 export const inProcessRoutes = inProcessRegistry<Readonly<Record<string, InProcessRoute>>>();
 
+/**
+ * An in-process route's answer, or an error once `ms` have passed without one: the limit its HTTP call would have. The
+ * route's work is not cancelled; its late answer is dropped.
+ */
+export async function answerWithin(call: Promise<InProcessAnswer>, ms: number, what: string): Promise<InProcessAnswer> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([call, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const offered = new WeakMap<object, Readonly<Record<string, InProcessRoute>>>();
 
 /** A service's app says which routes it answers in process; they are served once it listens (serveInProcess). */

@@ -22,7 +22,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { migrate, type SharedDb } from '../db';
-import { inProcessRoutes } from '../http/in-process';
+import { answerWithin, inProcessRoutes } from '../http/in-process';
 import { grouped } from '../db/grouped';
 import { verifyBase58Signature } from '../services/facilitator/session-domain';
 import { verifyEd25519Async, type Wallet } from '../solana/keys';
@@ -162,6 +162,8 @@ interface ReadVoucher extends SessionVoucher {
 }
 
 const CHANNEL = /^chn_[A-Za-z0-9]{16,40}$/;
+/** How long the seller waits for the facilitator (a session lookup, a checkpoint, a close). */
+const FACILITATOR_TIMEOUT_MS = 30_000;
 const ATOMIC = /^[1-9]\d{0,19}$/;
 
 function voucherOf(payload: Record<string, unknown>): ReadVoucher | string {
@@ -243,7 +245,7 @@ export async function createSessionPaywall(options: {
     payments: false,
     maxRetries: 1,
     network: config.network,
-    timeoutMs: 30_000,
+    timeoutMs: FACILITATOR_TIMEOUT_MS,
   });
 
   // What this replica last saw of each session: its fixed facts, and a `spent` that can only be behind the
@@ -269,31 +271,43 @@ export async function createSessionPaywall(options: {
    * Lands accepted vouchers, those of concurrent requests in one UPDATE (group commit, db/grouped.ts), each row its own
    * compare-and-set: it moves only from the amount its voucher was checked against, while open and within the
    * deposit. A channel twice in a batch goes in a statement of its own after the first (an UPDATE takes one source
-   * row a target row). Gives what the facilitator holds of each landed voucher's session; undefined where it did not
-   * land.
+   * row a target row), in the same transaction. Gives what the facilitator holds of each landed voucher's session;
+   * undefined where it did not land.
    */
   const land = grouped<LandedVoucher, { forwarded: bigint } | undefined>(async (vouchers) => {
-    const landed = new Map<LandedVoucher, { forwarded: bigint }>();
-    for (let rest = vouchers; rest.length;) {
-      const channels = new Set<string>();
-      const round = rest.filter((v) => !channels.has(v.channelId) && channels.add(v.channelId));
-      rest = rest.filter((v) => !round.includes(v));
-      const rows = round.map(
-        (v) =>
-          sql`(${v.channelId}, ${v.cumulative.toString()}::int8, ${v.previous.toString()}::int8, ${v.signature}, ${v.at.toISOString()}::timestamptz)`,
-      );
-      const { rows: updated } = await sql<{ channel_id: string; forwarded: string | bigint }>`
-        update paywall_sessions as p
-        set spent = v.cumulative, last_signature = v.signature, vouchers = p.vouchers + 1, last_voucher_at = v.at
-        from (values ${sql.join(rows)}) as v(channel_id, cumulative, previous, signature, at)
-        where p.channel_id = v.channel_id and p.spent = v.previous and p.state = 'open' and p.deposit >= v.cumulative
-        returning p.channel_id, p.forwarded`.execute(db);
-      const byChannel = new Map(updated.map((r) => [r.channel_id, BigInt(r.forwarded)]));
-      for (const v of round) {
-        const forwarded = byChannel.get(v.channelId);
-        if (forwarded !== undefined) landed.set(v, { forwarded });
-      }
+    // Rounds of distinct channels, a channel's vouchers in the order they came; each round sorted by channel, so that
+    // replicas updating the same sessions lock their rows in one order and never deadlock.
+    const rounds: LandedVoucher[][] = [];
+    for (const v of vouchers) {
+      const round = rounds.find((r) => r.every((o) => o.channelId !== v.channelId));
+      if (round) round.push(v);
+      else rounds.push([v]);
     }
+    const landed = new Map<LandedVoucher, { forwarded: bigint }>();
+    const update = async (executor: Db) => {
+      for (const round of rounds) {
+        round.sort((x, y) => (x.channelId < y.channelId ? -1 : 1));
+        const rows = round.map(
+          (v) =>
+            sql`(${v.channelId}, ${v.cumulative.toString()}::int8, ${v.previous.toString()}::int8, ${v.signature}, ${v.at.toISOString()}::timestamptz)`,
+        );
+        const { rows: updated } = await sql<{ channel_id: string; forwarded: string | bigint }>`
+          update paywall_sessions as p
+          set spent = v.cumulative, last_signature = v.signature, vouchers = p.vouchers + 1, last_voucher_at = v.at
+          from (values ${sql.join(rows)}) as v(channel_id, cumulative, previous, signature, at)
+          where p.channel_id = v.channel_id and p.spent = v.previous and p.state = 'open' and p.deposit >= v.cumulative
+          returning p.channel_id, p.forwarded`.execute(executor);
+        const byChannel = new Map(updated.map((r) => [r.channel_id, BigInt(r.forwarded)]));
+        for (const v of round) {
+          const forwarded = byChannel.get(v.channelId);
+          if (forwarded !== undefined) landed.set(v, { forwarded });
+        }
+      }
+    };
+    // Rounds go in one transaction: should a later one fail, no voucher of the batch has landed, and each is tried
+    // again alone (grouped.ts) against its session as it was, rather than refused as stale by the first round's move.
+    if (rounds.length === 1) await update(db);
+    else await db.transaction().execute(update);
     return vouchers.map((v) => landed.get(v));
   });
 
@@ -306,11 +320,18 @@ export async function createSessionPaywall(options: {
       signer: v.signer,
       signature: v.signature,
     };
-    // A facilitator served by this very process (npm start) is asked directly: the same route, without HTTP.
+    // A facilitator served by this very process (npm start) is asked directly: the same route, without HTTP, and within
+    // the same time limit. A refusal it would retry once over HTTP (429, 503) waits for the next checkpoint instead.
     const local = inProcessRoutes.lookup(facilitatorUrl!)?.signVoucher;
     if (local) {
-      const answer = await local(body, undefined);
-      return answer.status === 200 ? (answer.body as MppSignedVoucher) : ApiError.from(answer.status, answer.body, {});
+      const answer = await answerWithin(
+        local(body, undefined),
+        FACILITATOR_TIMEOUT_MS,
+        'the facilitator’s voucher route',
+      );
+      return answer.status === 200
+        ? (answer.body as MppSignedVoucher)
+        : ApiError.from(answer.status, answer.body, answer.retryAfter ? { 'retry-after': answer.retryAfter } : {});
     }
     try {
       return await fac.signVoucher({ body });

@@ -4,7 +4,7 @@ import type { Kysely, Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { signEd25519, type Wallet } from '../../solana/keys';
 import type { SharedDb } from '../../db';
-import { inProcessRoutes } from '../../http/in-process';
+import { answerWithin, inProcessRoutes } from '../../http/in-process';
 import { SpanKind, inSpan } from '../../http/tracing';
 
 type AdsClient = ReturnType<typeof createServiceClient<typeof ads.router>>;
@@ -154,23 +154,16 @@ export function sponsoredAccess(options: SponsoredOptions) {
   async function requestMatch(url: string, body: MatchRequest): Promise<MatchAnswer> {
     const local = inProcessRoutes.lookup(url)?.match;
     if (!local) return client(url).match({ body }, { timeoutMs });
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the ad network did not match within ${timeoutMs} ms`)), timeoutMs);
-    });
-    try {
-      const answer = await Promise.race([
-        inSpan('ads /v1/match', SpanKind.CLIENT, { 'network.transport': 'inproc' }, () =>
-          local(body, options.wallet.address),
-        ),
-        late,
-      ]);
-      if (answer.status !== 200)
-        throw new Error(`the ad network answered /v1/match with ${answer.status}: ${JSON.stringify(answer.body)}`);
-      return answer.body as MatchAnswer;
-    } finally {
-      clearTimeout(timer);
-    }
+    const answer = await answerWithin(
+      inSpan('ads /v1/match', SpanKind.CLIENT, { 'network.transport': 'inproc' }, () =>
+        local(body, options.wallet.address),
+      ),
+      timeoutMs,
+      'the ad network’s /v1/match',
+    );
+    if (answer.status !== 200)
+      throw new Error(`the ad network answered /v1/match with ${answer.status}: ${JSON.stringify(answer.body)}`);
+    return answer.body as MatchAnswer;
   }
 
   return {
