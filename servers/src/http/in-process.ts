@@ -1,7 +1,8 @@
 // What this very process serves, by URL: a caller that finds its target here calls it directly instead of over
 // loopback HTTP. The ledger's JSON-RPC (solana/local-rpc.ts), and routes a service offers in process
-// (runtime/in-process-route.ts: the facilitator's /verify and /settle, the ad network's /v1/match). An entry lives
-// while its server listens; callers elsewhere, and every call once the server is closed, go over HTTP as before.
+// (runtime/in-process-route.ts: the facilitator's /verify, /settle and /mpp/session/voucher, the ad network's
+// /v1/match). An entry lives while its server listens; callers elsewhere, and every call once the server is closed,
+// go over HTTP as before.
 // No imports: the ledger, the runtime and the services all read it.
 
 /** A URL's normal form ("http://127.0.0.1:8899/"), or undefined for one with a query or fragment (never served). */

@@ -97,8 +97,8 @@ export function signEd25519(wallet: Wallet, message: Uint8Array): Uint8Array {
 }
 
 /** The key object of a 32-byte Ed25519 public key (cached), or null for bytes that are not one. */
-function publicKeyObject(publicKey: Uint8Array): KeyObject | null {
-  return cached(publicKeys, Buffer.from(publicKey).toString('hex'), () => {
+function publicKeyObject(publicKey: Uint8Array, hex = Buffer.from(publicKey).toString('hex')): KeyObject | null {
+  return cached(publicKeys, hex, () => {
     try {
       return createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
     } catch {
@@ -110,12 +110,13 @@ function publicKeyObject(publicKey: Uint8Array): KeyObject | null {
 /** Whether `signature` is the Ed25519 signature of `message` by the 32-byte `publicKey`; false for malformed input. */
 export function verifyEd25519(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
   if (publicKey.length !== 32 || signature.length !== 64) return false;
-  const key = publicKeyObject(publicKey);
+  const keyHex = Buffer.from(publicKey).toString('hex');
+  const key = publicKeyObject(publicKey, keyHex);
   if (!key) return false;
   // A signature that held once over the same message by the same key holds for good: the payer's signature on a
   // payment is checked by /verify and again by /settle, and the second check is this lookup (about 4 µs, not 200).
   const seen = Buffer.from(signature).toString('hex');
-  const what = `${Buffer.from(publicKey).toString('hex')}:${createHash('sha256').update(message).digest('hex')}`;
+  const what = `${keyHex}:${createHash('sha256').update(message).digest('hex')}`;
   if (verifiedOnce.get(seen) === what) return true;
   try {
     const valid = verify(null, message, key, signature);
