@@ -6,7 +6,7 @@
 import { createClient, sessionsOf, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
 import { generateWallet } from '../servers/src/solana/keys';
 import { load, type LoadResult } from './support/load';
-import { cpuMsOf, fund, loopCpuMsOf, type Stack } from './support/stack';
+import { clientCpuMs, cpuMsOf, fund, loopCpuMsOf, type Stack } from './support/stack';
 
 export interface SessionRun extends LoadResult {
   /** Calls of the measured run that went out paid exact rather than by voucher. */
@@ -15,6 +15,8 @@ export interface SessionRun extends LoadResult {
   serverCpuMs: number;
   /** The part of it on the process's event loop (main thread), ms. */
   loopCpuMs: number;
+  /** CPU the bench process (the buyers' SDK clients) spent a measured call, ms. */
+  clientCpuMs: number;
 }
 
 const LESSON = { body: { courseId: 'tool-use', lessonId: 'function-calling' } } as const;
@@ -57,7 +59,7 @@ export async function sessionThroughput(
       }),
     );
     let notByVoucher = 0;
-    const [cpuBefore, loopBefore] = [cpuMsOf(stack.pid), loopCpuMsOf(stack.pid)];
+    const [cpuBefore, loopBefore, clientBefore] = [cpuMsOf(stack.pid), loopCpuMsOf(stack.pid), clientCpuMs()];
     const result = await load(
       async (worker) => {
         const paid = await clients[worker]!.education.lesson.withResponse(LESSON);
@@ -68,7 +70,8 @@ export async function sessionThroughput(
     const calls = Math.max(1, result.calls);
     const serverCpuMs = (cpuMsOf(stack.pid) - cpuBefore) / calls;
     const loopCpuMs = (loopCpuMsOf(stack.pid) - loopBefore) / calls;
-    return { ...result, notByVoucher, serverCpuMs, loopCpuMs };
+    const clientCpu = (clientCpuMs() - clientBefore) / calls;
+    return { ...result, notByVoucher, serverCpuMs, loopCpuMs, clientCpuMs: clientCpu };
   } finally {
     // The sellers' closes settle what was vouched on chain.
     await Promise.allSettled(clients.map((client) => client.close()));

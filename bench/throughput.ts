@@ -18,7 +18,7 @@ import { buildPaymentTransaction } from '../servers/src/solana/payment-builder';
 import { walletFromSecretKey } from '../servers/src/solana/keys';
 import { load, runCount, type LoadResult } from './support/load';
 import { sessionThroughput } from './sessions';
-import { cpuMsOf, fund, loopCpuMsOf, rssOf, startStack, type Stack } from './support/stack';
+import { clientCpuMs, cpuMsOf, fund, loopCpuMsOf, rssOf, startStack, type Stack } from './support/stack';
 
 // `npm run bench -- throughput`: one `npm start` in a child process, driven under concurrency from this
 // process. Each row says its concurrency; ratios compare rows of this same run on this same machine.
@@ -133,10 +133,17 @@ async function withCpu<T extends { calls: number }>(
   concurrency: number,
   fn: () => Promise<T>,
 ): Promise<T & { cpu: string }> {
-  const [before, loopBefore] = [cpuMsOf(pid), loopCpuMsOf(pid)];
+  const [before, loopBefore, clientBefore] = [cpuMsOf(pid), loopCpuMsOf(pid), clientCpuMs()];
   const result = await fn();
   const calls = Math.max(1, result.calls + concurrency * 2);
-  return { ...result, cpu: cpuNote((cpuMsOf(pid) - before) / calls, (loopCpuMsOf(pid) - loopBefore) / calls) };
+  return {
+    ...result,
+    cpu: cpuNote(
+      (cpuMsOf(pid) - before) / calls,
+      (loopCpuMsOf(pid) - loopBefore) / calls,
+      (clientCpuMs() - clientBefore) / calls,
+    ),
+  };
 }
 
 /** Milliseconds of CPU as the rows print them: ms from 1 ms on, else µs. */
@@ -144,9 +151,12 @@ function cpuText(ms: number): string {
   return ms >= 1 ? `${ms.toFixed(2)} ms` : `${(ms * 1000).toFixed(0)} µs`;
 }
 
-/** The served process's CPU a call, and its event loop's share (the thread every request waits for). */
-export function cpuNote(ms: number, loopMs: number): string {
-  return `server CPU ${cpuText(ms)} a call (${cpuText(loopMs)} on its event loop)`;
+/**
+ * The served process's CPU a call, its event loop's share (the thread every request waits for), and the calling
+ * client's: on two cores the client shares the machine, so a row is bound by both.
+ */
+export function cpuNote(ms: number, loopMs: number, clientMs: number): string {
+  return `server CPU ${cpuText(ms)} a call (${cpuText(loopMs)} on its event loop); client ${cpuText(clientMs)}`;
 }
 
 async function settleRate(
@@ -263,7 +273,7 @@ export async function throughput(): Promise<{
     const sessionRow = 'session via SDK (education POST /api/lesson, vouchers)';
     if (want('session')) {
       const r = await sessionThroughput(stack, { concurrency: SDK_CONCURRENCY, seconds: SECONDS });
-      const note = `${r.calls} calls, a buyer per worker${r.notByVoucher ? `; ${r.notByVoucher} not by voucher` : ''}; ${cpuNote(r.serverCpuMs, r.loopCpuMs)}`;
+      const note = `${r.calls} calls, a buyer per worker${r.notByVoucher ? `; ${r.notByVoucher} not by voucher` : ''}; ${cpuNote(r.serverCpuMs, r.loopCpuMs, r.clientCpuMs)}`;
       rows.push(row(sessionRow, SDK_CONCURRENCY, r, note));
       ratios['session / free (SDK)'] = fmt(r.perSecond / freeSdk.perSecond, 3);
     } else rows.push(row(sessionRow, SDK_CONCURRENCY, undefined));

@@ -70,6 +70,12 @@ export function loopCpuMsOf(pid: number): number {
   return statCpuMs(`/proc/${pid}/task/${pid}/stat`);
 }
 
+/** CPU this process (the bench's callers: SDK clients or the raw HTTP client) has used, ms. */
+export function clientCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 function statCpuMs(file: string): number {
   const fields = readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { generateWallet, signEd25519, verifyEd25519, verifyEd25519Async } from '../../servers/src/solana/keys';
+import { walletFromSecretKey } from '../../sdk/src/wallet';
 
 // verifyEd25519 remembers signatures that held (the payer's signature is checked by /verify and again by /settle):
 // the memory must never make a signature hold for another message or another key.
@@ -44,5 +45,43 @@ describe('verifyEd25519Async', () => {
     const answers = await Promise.all(cases.map(([k, m, s]) => verifyEd25519Async(k, m, s)));
     expect(answers).toEqual([true, false, false, false, false, false, false]);
     expect(answers).toEqual(cases.map(([k, m, s]) => verifyEd25519(k, m, s)));
+  });
+});
+
+// The SDK signs with Node's Ed25519 where it can, else with WebCrypto's (browsers): the two must give the same bytes,
+// the ones the servers check, and both must refuse a secret key whose public half belongs to another seed.
+describe('SDK wallet signatures', () => {
+  const message = new TextEncoder().encode('agent-economy voucher 150000');
+  const withoutNodeCrypto = async <T>(run: () => Promise<T>): Promise<T> => {
+    const original = process.getBuiltinModule;
+    process.getBuiltinModule = ((id: string) => (id === 'node:crypto' ? undefined : original(id))) as typeof original;
+    try {
+      return await run();
+    } finally {
+      process.getBuiltinModule = original;
+    }
+  };
+
+  it('are the same bytes from node:crypto and from WebCrypto, and hold for the server', async () => {
+    const wallet = generateWallet();
+    const secret = wallet.secretKey;
+    const node = await walletFromSecretKey(secret);
+    const web = await withoutNodeCrypto(() => walletFromSecretKey(secret));
+    const [a, b] = [await node.signMessage(message), await web.signMessage(message)];
+    expect(a).toHaveLength(64);
+    expect(Buffer.from(a).toString('hex')).toBe(Buffer.from(b).toString('hex'));
+    expect(Buffer.from(a).toString('hex')).toBe(Buffer.from(signEd25519(wallet, message)).toString('hex'));
+    expect(verifyEd25519(secret.subarray(32), message, a)).toBe(true);
+    expect(verifyEd25519(secret.subarray(32), new TextEncoder().encode('agent-economy voucher 150001'), a)).toBe(false);
+  });
+
+  it('refuse a secret key whose public half is another key, on either path', async () => {
+    const mixed = new Uint8Array(64);
+    mixed.set(generateWallet().secretKey.subarray(0, 32), 0);
+    mixed.set(generateWallet().secretKey.subarray(32), 32);
+    await expect(walletFromSecretKey(mixed)).rejects.toThrow('the secret key does not match its public half');
+    await expect(withoutNodeCrypto(() => walletFromSecretKey(mixed))).rejects.toThrow(
+      'the secret key does not match its public half',
+    );
   });
 });
