@@ -5,28 +5,27 @@
 // cumulative, so one buyer's calls go one after another anyway. Figures depend on the machine; nothing asserts them.
 import { createClient, sessionsOf, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
 import { generateWallet } from '../servers/src/solana/keys';
-import { load, type LoadResult } from './support/load';
-import { clientCpuMs, cpuMsOf, fund, loopCpuMsOf, type Stack } from './support/stack';
+import { load, type Segment } from './support/load';
+import { fund, type Stack } from './support/stack';
 
-export interface SessionRun extends LoadResult {
-  /** Calls of the measured run that went out paid exact rather than by voucher. */
-  notByVoucher: number;
-  /** CPU the served process spent a measured call, ms. */
-  serverCpuMs: number;
-  /** The part of it on the process's event loop (main thread), ms. */
-  loopCpuMs: number;
-  /** CPU the bench process (the buyers' SDK clients) spent a measured call, ms. */
-  clientCpuMs: number;
+/** Buyers with a session open each, measured in segments (bench/support/load.ts interleave). */
+export interface SessionBuyers {
+  /** Calls for `seconds`, after a warm-up when asked. */
+  run(seconds: number, warmup: boolean): Promise<Segment>;
+  /** Measured calls that went out paid exact rather than by voucher. */
+  notByVoucher(): number;
+  /** Closes every session: the sellers' closes settle what was vouched on chain. */
+  close(): Promise<void>;
 }
 
 const LESSON = { body: { courseId: 'tool-use', lessonId: 'function-calling' } } as const;
 const LESSON_USD = 0.05;
 
-/** `concurrency` buyers, each with a session open to education, calling POST /api/lesson for `seconds`. */
-export async function sessionThroughput(
+/** `concurrency` buyers, each with a session open to education, to call POST /api/lesson for `seconds` in all. */
+export async function sessionBuyers(
   stack: Stack,
   options: { concurrency: number; seconds: number },
-): Promise<SessionRun> {
+): Promise<SessionBuyers> {
   // Enough for a generous rate for the whole run, with the warm-up; the faucet grants up to 1,000 USD a call.
   const depositUsd = Math.min(900, Math.ceil(options.seconds * 500 * LESSON_USD));
   // Each client with sessions closes them before the process exits (a beforeExit listener each).
@@ -47,6 +46,7 @@ export async function sessionThroughput(
       });
     }),
   );
+  const close = async () => void (await Promise.allSettled(clients.map((client) => client.close())));
   try {
     // The first call pays exact and opens the session; the measured calls should all go by voucher.
     await Promise.all(
@@ -58,22 +58,21 @@ export async function sessionThroughput(
           throw new Error(`no session opened: ${JSON.stringify(sessionsOf(client.payments).closed)}`);
       }),
     );
-    let notByVoucher = 0;
-    const [cpuBefore, loopBefore, clientBefore] = [cpuMsOf(stack.pid), loopCpuMsOf(stack.pid), clientCpuMs()];
-    const result = await load(
-      async (worker) => {
-        const paid = await clients[worker]!.education.lesson.withResponse(LESSON);
-        if (!paid.payment?.session) notByVoucher++;
-      },
-      { concurrency: options.concurrency, seconds: options.seconds },
-    );
-    const calls = Math.max(1, result.calls);
-    const serverCpuMs = (cpuMsOf(stack.pid) - cpuBefore) / calls;
-    const loopCpuMs = (loopCpuMsOf(stack.pid) - loopBefore) / calls;
-    const clientCpu = (clientCpuMs() - clientBefore) / calls;
-    return { ...result, notByVoucher, serverCpuMs, loopCpuMs, clientCpuMs: clientCpu };
-  } finally {
-    // The sellers' closes settle what was vouched on chain.
-    await Promise.allSettled(clients.map((client) => client.close()));
+  } catch (error) {
+    await close();
+    throw error;
   }
+  let notByVoucher = 0;
+  return {
+    run: (seconds, warmup) =>
+      load(
+        async (worker) => {
+          const paid = await clients[worker]!.education.lesson.withResponse(LESSON);
+          if (!paid.payment?.session) notByVoucher++;
+        },
+        { concurrency: options.concurrency, seconds, ...(warmup ? {} : { warmupCalls: 0 }) },
+      ),
+    notByVoucher: () => notByVoucher,
+    close,
+  };
 }

@@ -16,14 +16,16 @@ import { ExactSvmScheme } from '@x402/svm/exact/facilitator';
 import { facilitatorClient } from '../servers/src/runtime/facilitator-client';
 import { buildPaymentTransaction } from '../servers/src/solana/payment-builder';
 import { walletFromSecretKey } from '../servers/src/solana/keys';
-import { load, runCount, type LoadResult } from './support/load';
-import { sessionThroughput } from './sessions';
+import { interleave, load, runCount, summary, type LoadResult, type Segment } from './support/load';
+import { sessionBuyers } from './sessions';
 import { clientCpuMs, cpuMsOf, fund, loopCpuMsOf, rssOf, startStack, type Stack } from './support/stack';
 
 // `npm run bench -- throughput`: one `npm start` in a child process, driven under concurrency from this
 // process. Each row says its concurrency; ratios compare rows of this same run on this same machine.
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+// Rows compared by a ratio run interleaved, in this many rounds of SECONDS / ROUNDS each (bench/support/load.ts).
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
 const SDK_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const HTTP_CONCURRENCY = Number(process.env.BENCH_HTTP_CONCURRENCY ?? 50);
 const PAID_CALLS = Number(process.env.BENCH_PAID_CALLS ?? 10_000);
@@ -124,25 +126,26 @@ export async function preparePayments(
 
 let lastFailure = '';
 
-/**
- * Runs a load() and says the CPU `pid` spent on each of its calls (its warm-up calls, twice its concurrency,
- * included): a figure that holds on a loaded machine.
- */
-async function withCpu<T extends { calls: number }>(
-  pid: number,
-  concurrency: number,
-  fn: () => Promise<T>,
-): Promise<T & { cpu: string }> {
-  const [before, loopBefore, clientBefore] = [cpuMsOf(pid), loopCpuMsOf(pid), clientCpuMs()];
-  const result = await fn();
-  const calls = Math.max(1, result.calls + concurrency * 2);
+/** One kind of call measured in segments (interleave): its calls and the CPU `pid` and this process spent on them. */
+function measured(pid: number, run: (seconds: number, warmup: boolean) => Promise<Segment>) {
+  const segments: Segment[] = [];
+  const cpu = { server: 0, loop: 0, client: 0, calls: 0 };
   return {
-    ...result,
-    cpu: cpuNote(
-      (cpuMsOf(pid) - before) / calls,
-      (loopCpuMsOf(pid) - loopBefore) / calls,
-      (clientCpuMs() - clientBefore) / calls,
-    ),
+    async measure(seconds: number, warmup: boolean): Promise<void> {
+      const [server, loop, client] = [cpuMsOf(pid), loopCpuMsOf(pid), clientCpuMs()];
+      const segment = await run(seconds, warmup);
+      cpu.server += cpuMsOf(pid) - server;
+      cpu.loop += loopCpuMsOf(pid) - loop;
+      cpu.client += clientCpuMs() - client;
+      // The warm-up calls ran inside the CPU window: they count as calls for the CPU a call.
+      cpu.calls += segment.calls + segment.warmupCalls;
+      segments.push(segment);
+    },
+    /** The rate and latencies over every segment, and the CPU a call (a figure that holds on a loaded machine). */
+    result(): LoadResult & { cpu: string } {
+      const calls = Math.max(1, cpu.calls);
+      return { ...summary(segments), cpu: cpuNote(cpu.server / calls, cpu.loop / calls, cpu.client / calls) };
+    },
   };
 }
 
@@ -240,7 +243,6 @@ export async function throughput(): Promise<{
     const wallet = await walletFromFile(stack.demoKeyFile);
     // The demo wallet starts with 100 USD: 2,000 lessons. The local faucet tops it up for the memory run.
     await fund(stack, wallet.address, (PAID_CALLS + 3 * SETTLEMENTS) * 0.06);
-    const free = createClient({ deployment: stack.servicesJson, maxRetries: 0 });
     const paying = createClient({
       deployment: stack.servicesJson,
       wallet,
@@ -251,14 +253,40 @@ export async function throughput(): Promise<{
     const lesson = { body: { courseId: 'tool-use', lessonId: 'function-calling' } };
     const rssStart = stack.rss();
 
-    const sdkLoad = { concurrency: SDK_CONCURRENCY, seconds: SECONDS };
-    const freeSdk = want('free')
-      ? await withCpu(stack.pid, SDK_CONCURRENCY, () => load(() => free.education.catalog(), sdkLoad))
-      : { ...NONE, cpu: '' };
+    // Free, paid and session calls take turns (interleave), so that their ratios compare like with like.
+    const sdkLoad = (seconds: number, warmup: boolean) => ({
+      concurrency: SDK_CONCURRENCY,
+      seconds,
+      ...(warmup ? {} : { warmupCalls: 0 }),
+    });
+    const free = createClient({ deployment: stack.servicesJson, maxRetries: 0 });
+    const freeSide = measured(stack.pid, (seconds, warmup) =>
+      load(() => free.education.catalog(), sdkLoad(seconds, warmup)),
+    );
+    const paidSide = measured(stack.pid, (seconds, warmup) =>
+      load(() => paying.education.lesson(lesson), sdkLoad(seconds, warmup)),
+    );
+    // Paid by vouchers in payment sessions: one buyer per worker, against the same stack (bench/sessions.ts).
+    const buyers = want('session')
+      ? await sessionBuyers(stack, { concurrency: SDK_CONCURRENCY, seconds: SECONDS })
+      : undefined;
+    const sessionSide = buyers && measured(stack.pid, buyers.run);
+    try {
+      await interleave(
+        {
+          ...(want('free') ? { free: freeSide.measure } : {}),
+          ...(want('paid') ? { paid: paidSide.measure } : {}),
+          ...(sessionSide ? { session: sessionSide.measure } : {}),
+        },
+        { seconds: SECONDS, rounds: ROUNDS },
+      );
+    } finally {
+      // The sellers' closes settle what was vouched on chain.
+      await buyers?.close();
+    }
+    const freeSdk = want('free') ? freeSide.result() : { ...NONE, cpu: '' };
+    const paidSdk = want('paid') ? paidSide.result() : { ...NONE, cpu: '' };
     rows.push(row('free via SDK (education GET /api/catalog)', SDK_CONCURRENCY, freeSdk, freeSdk.cpu));
-    const paidSdk = want('paid')
-      ? await withCpu(stack.pid, SDK_CONCURRENCY, () => load(() => paying.education.lesson(lesson), sdkLoad))
-      : { ...NONE, cpu: '' };
     rows.push(
       row(
         'paid x402 exact via SDK (education POST /api/lesson)',
@@ -268,12 +296,11 @@ export async function throughput(): Promise<{
       ),
     );
     ratios['paid exact / free (SDK)'] = fmt(paidSdk.perSecond / freeSdk.perSecond, 3);
-
-    // Paid by vouchers in payment sessions: one buyer per worker, against the same stack (bench/sessions.ts).
     const sessionRow = 'session via SDK (education POST /api/lesson, vouchers)';
-    if (want('session')) {
-      const r = await sessionThroughput(stack, { concurrency: SDK_CONCURRENCY, seconds: SECONDS });
-      const note = `${r.calls} calls, a buyer per worker${r.notByVoucher ? `; ${r.notByVoucher} not by voucher` : ''}; ${cpuNote(r.serverCpuMs, r.loopCpuMs, r.clientCpuMs)}`;
+    if (buyers && sessionSide) {
+      const r = sessionSide.result();
+      const notByVoucher = buyers.notByVoucher();
+      const note = `${r.calls} calls, a buyer per worker${notByVoucher ? `; ${notByVoucher} not by voucher` : ''}; ${r.cpu}`;
       rows.push(row(sessionRow, SDK_CONCURRENCY, r, note));
       ratios['session / free (SDK)'] = fmt(r.perSecond / freeSdk.perSecond, 3);
     } else rows.push(row(sessionRow, SDK_CONCURRENCY, undefined));
@@ -283,25 +310,29 @@ export async function throughput(): Promise<{
       const catalogJson = await (await fetch(`${education}/api/catalog`)).text();
       const bare = await bareExpress(catalogJson);
       try {
-        const options = { concurrency: HTTP_CONCURRENCY, seconds: SECONDS };
-        const ours = await withCpu(stack.pid, HTTP_CONCURRENCY, () =>
-          load(getter(`${education}/api/catalog`, HTTP_CONCURRENCY), options),
-        );
-        const theirs = await withCpu(bare.pid, HTTP_CONCURRENCY, () =>
-          load(getter(`${bare.url}/api/catalog`, HTTP_CONCURRENCY), options),
-        );
-        const health = await withCpu(stack.pid, HTTP_CONCURRENCY, () =>
-          load(getter(`${education}/health`, HTTP_CONCURRENCY), options),
-        );
-        const bareHealth = await withCpu(bare.pid, HTTP_CONCURRENCY, () =>
-          load(getter(`${bare.url}/health`, HTTP_CONCURRENCY), options),
-        );
-        rows.push(row('free GET /api/catalog, raw HTTP', HTTP_CONCURRENCY, ours, ours.cpu));
-        rows.push(row('bare Express 4, same JSON', HTTP_CONCURRENCY, theirs, theirs.cpu));
-        rows.push(row('GET /health (education)', HTTP_CONCURRENCY, health, health.cpu));
-        rows.push(row('bare Express 4, GET /health', HTTP_CONCURRENCY, bareHealth, bareHealth.cpu));
-        ratios['free route / bare Express'] = fmt(ours.perSecond / theirs.perSecond, 2);
-        ratios['/health / bare Express'] = fmt(health.perSecond / bareHealth.perSecond, 2);
+        const http = (pid: number, url: string) => {
+          const get = getter(url, HTTP_CONCURRENCY);
+          return measured(pid, (seconds, warmup) =>
+            load(get, { concurrency: HTTP_CONCURRENCY, seconds, ...(warmup ? {} : { warmupCalls: 0 }) }),
+          );
+        };
+        const sides = {
+          ours: http(stack.pid, `${education}/api/catalog`),
+          theirs: http(bare.pid, `${bare.url}/api/catalog`),
+          health: http(stack.pid, `${education}/health`),
+          bareHealth: http(bare.pid, `${bare.url}/health`),
+        };
+        await interleave(Object.fromEntries(Object.entries(sides).map(([name, side]) => [name, side.measure])), {
+          seconds: SECONDS,
+          rounds: ROUNDS,
+        });
+        const [ours, theirs, health, bareHealth] = Object.values(sides).map((side) => side.result());
+        rows.push(row('free GET /api/catalog, raw HTTP', HTTP_CONCURRENCY, ours, ours!.cpu));
+        rows.push(row('bare Express 4, same JSON', HTTP_CONCURRENCY, theirs, theirs!.cpu));
+        rows.push(row('GET /health (education)', HTTP_CONCURRENCY, health, health!.cpu));
+        rows.push(row('bare Express 4, GET /health', HTTP_CONCURRENCY, bareHealth, bareHealth!.cpu));
+        ratios['free route / bare Express'] = fmt(ours!.perSecond / theirs!.perSecond, 2);
+        ratios['/health / bare Express'] = fmt(health!.perSecond / bareHealth!.perSecond, 2);
       } finally {
         bare.close();
       }

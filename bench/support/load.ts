@@ -9,10 +9,20 @@ export interface LoadResult {
   p95Ms: number;
 }
 
+/** A run's calls one by one: what `interleave` adds up over rounds. */
+export interface Segment {
+  calls: number;
+  seconds: number;
+  /** Each measured call's latency, ms. */
+  times: number[];
+  /** Calls made before the measured ones (warm-up): they cost CPU too. */
+  warmupCalls: number;
+}
+
 export async function load(
   fn: (worker: number) => Promise<unknown>,
   options: { concurrency: number; seconds: number; warmupCalls?: number },
-): Promise<LoadResult> {
+): Promise<LoadResult & Segment> {
   const warmup = options.warmupCalls ?? options.concurrency * 2;
   for (let i = 0; i < warmup; i += options.concurrency) {
     await Promise.all(Array.from({ length: Math.min(options.concurrency, warmup - i) }, (_, w) => fn(w)));
@@ -29,10 +39,36 @@ export async function load(
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1000;
-  times.sort((a, b) => a - b);
+  return {
+    ...summary([{ calls: times.length, seconds: (performance.now() - started) / 1000, times, warmupCalls: 0 }]),
+    times,
+    warmupCalls: warmup,
+  };
+}
+
+/** Segments of one kind of call taken together: their rate and latency percentiles. */
+export function summary(segments: Segment[]): LoadResult {
+  const times = segments.flatMap((s) => s.times).sort((a, b) => a - b);
+  const seconds = segments.reduce((sum, s) => sum + s.seconds, 0);
   const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? NaN;
   return { calls: times.length, seconds, perSecond: times.length / seconds, p50Ms: at(0.5), p95Ms: at(0.95) };
+}
+
+/**
+ * Runs each side `rounds` times for `seconds / rounds`, one side after another, the order reversed every other round.
+ * A shared machine's speed drifts by a fifth over minutes: run one after the other in one block each, two sides are
+ * measured on different machines. Interleaved, the drift falls on every side alike, so their ratio holds.
+ * Only a side's first segment warms up.
+ */
+export async function interleave(
+  sides: Record<string, (seconds: number, warmup: boolean) => Promise<unknown>>,
+  options: { seconds: number; rounds: number },
+): Promise<void> {
+  const order = Object.keys(sides);
+  for (let round = 0; round < options.rounds; round++) {
+    for (const side of round % 2 ? [...order].reverse() : order)
+      await sides[side]!(options.seconds / options.rounds, round === 0);
+  }
 }
 
 /** Runs `fn` `total` times with `concurrency` in flight; resolves with the elapsed seconds. */

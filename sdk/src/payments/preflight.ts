@@ -1,8 +1,8 @@
 import { address, createSolanaRpc, fetchEncodedAccount } from '@solana/kit';
-import { findAssociatedTokenPda, getTokenDecoder } from '@solana-program/token';
+import { getTokenDecoder } from '@solana-program/token';
 import type { PaymentRequirements } from '@agent-economy/contracts';
 import { AgentEconomyError, ChainMismatchError, InsufficientFundsError, SolanaRpcError } from '../errors';
-import type { MintInfo } from './exact-svm';
+import { associatedTokenAccount, type MintInfo } from './exact-svm';
 
 // Checks on the chain before a payment is signed, so that what cannot settle fails here with a clear
 // error instead of at the facilitator's simulation (a payer without a token account shows up there as
@@ -64,11 +64,7 @@ export async function checkFunds(
   requirements: PaymentRequirements,
   mint: MintInfo,
 ): Promise<bigint> {
-  const [ata] = await findAssociatedTokenPda({
-    owner: address(payer),
-    mint: address(requirements.asset),
-    tokenProgram: mint.tokenProgram,
-  });
+  const ata = await associatedTokenAccount(address(payer), address(requirements.asset), mint.tokenProgram);
   let account: Awaited<ReturnType<typeof fetchEncodedAccount>>;
   try {
     account = await fetchEncodedAccount(rpcAt(rpcUrl), ata);
