@@ -1,4 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace, type Span } from '@opentelemetry/api';
+import { randomHex } from './random';
 
 // W3C trace context for each logical call (one method call, its retries and its payment): a `traceparent`
 // the services carry on to the facilitator and the chain. The call continues the caller's trace when there
@@ -18,12 +19,6 @@ function parse(value: string | undefined): Parent | undefined {
   const match = value ? TRACEPARENT.exec(value.trim().toLowerCase()) : null;
   if (!match || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return undefined;
   return { traceId: match[1]!, spanId: match[2]!, flags: parseInt(match[3]!, 16) };
-}
-
-function randomHex(bytes: number): string {
-  const buffer = new Uint8Array(bytes);
-  globalThis.crypto.getRandomValues(buffer);
-  return Array.from(buffer, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 let ambient: (() => string | undefined) | undefined;

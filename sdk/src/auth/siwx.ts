@@ -1,5 +1,6 @@
 import { SOLANA_DEVNET, base58Encode, encodeX402Header, siwsMessage, type SiwxProof } from '@agent-economy/contracts';
 import type { Signer } from '../wallet';
+import { randomHex } from '../random';
 
 export interface SiwxOptions {
   /** The full URL of the request the proof is for. */
@@ -13,8 +14,7 @@ export interface SiwxOptions {
 }
 
 function randomNonce(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  return randomHex(16);
 }
 
 /**

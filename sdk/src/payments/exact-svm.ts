@@ -26,6 +26,7 @@ import {
 } from '@solana-program/token';
 import { USDC_DEVNET, USDC_MAINNET, base58Encode, type PaymentRequirements } from '@agent-economy/contracts';
 import { AgentEconomyError } from '../errors';
+import { randomHex } from '../random';
 import type { Signer } from '../wallet';
 
 // The Solana `exact` scheme as x402 clients build it (research/x402.md §2.3), so that any x402
@@ -109,7 +110,7 @@ export function associatedTokenAccount(owner: Address, mint: Address, tokenProgr
 
 /** 16 random bytes as hex: two payments of one quote in one slot must differ, or the chain drops the second. */
 export function randomMemo(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+  return randomHex(16);
 }
 
 /** Our wallet as a kit signer that signs only the message bytes, so the fee payer's slot stays empty. */

@@ -1,5 +1,6 @@
 import { AgentEconomyError, ApiError, ConnectionError, PaymentRequiredError, UserAbortError } from '../errors';
 import { backoffMs, retryAfterMs, sleep, type RequestOptions } from '../http';
+import { randomHex } from '../random';
 
 // x402's payment-identifier extension: the service advertises `extensions['payment-identifier']` in its
 // 402 and the client echoes it with `info.id`, one id per logical call. A service that sees a second
@@ -14,7 +15,7 @@ export function isValidPaymentId(id: unknown): id is string {
 }
 
 export function generatePaymentId(): string {
-  return `pay_${Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('')}`;
+  return `pay_${randomHex(16)}`;
 }
 
 /**

@@ -41,6 +41,7 @@ import {
 import type { SpendRecord, SpendStore } from './spend-store';
 import type { SessionOptions } from './session';
 import type { BudgetLimit, PaymentReceipt, SentPayment } from './types';
+import { randomHex } from '../random';
 
 /** How the client pays x402 quotes: `createClient({ wallet, payments: { … } })`. */
 export interface PaymentOptions {
@@ -218,8 +219,7 @@ export interface ReserveContext {
   paymentId?: string;
 }
 
-const newId = () =>
-  Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join('');
+const newId = () => randomHex(12);
 const atomic = (text: string | undefined) => (text !== undefined && /^\d{1,30}$/.test(text) ? BigInt(text) : undefined);
 
 /** A payment session's deposit held against the budgets: holdDeposit. */
