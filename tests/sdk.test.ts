@@ -282,6 +282,24 @@ describe('retries', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('never follows a redirect with a payment, where a free call follows it', async () => {
+    handler = (request, response) =>
+      request.url === '/elsewhere'
+        ? json(response, 200, { done: true, id: 'y' })
+        : json(response, 307, envelope('moved', 'moved'), { location: `${baseUrl}/elsewhere` });
+    const paid = await rejection(client().act({ body: { n: 1 } }, { headers: { 'payment-signature': 'sig-abc' } }));
+    expect(paid).toBeInstanceOf(ApiError);
+    expect(paid.status).toBe(307);
+    expect(seen.map((r) => r.url)).toEqual(['/api/do']);
+
+    seen = [];
+    expect(await client().act({ body: { n: 1 } })).toEqual({ done: true, id: 'y' });
+    expect(seen.map((r) => [r.method, r.url])).toEqual([
+      ['POST', '/api/do'],
+      ['POST', '/elsewhere'],
+    ]);
+  });
+
   it('respects maxRetries and then throws the typed error from the envelope', async () => {
     handler = script([
       503,

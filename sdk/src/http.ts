@@ -94,7 +94,7 @@ function flatHeaders(headers: unknown): Record<string, string> {
 /**
  * Sends one logical call, retrying what is safe to retry: connection failures and 408/429/5xx for
  * idempotent requests, 429 and 503 (the service did nothing) for any request. A request carrying a
- * payment is never retried: paying twice for one call is worse than failing once.
+ * payment is never retried (paying twice for one call is worse than failing once) nor redirected.
  */
 export async function send(
   request: HttpRequest,
@@ -133,6 +133,9 @@ export async function send(
         headers:
           request.body === undefined ? attemptHeaders : { 'content-type': 'application/json', ...attemptHeaders },
         signal: controller.signal,
+        // A payment is presented to the service it was made for, never re-sent where a redirect points: a voucher
+        // or a signed transfer in other hands buys the call for them.
+        ...(paid ? { maxRedirects: 0 } : {}),
         validateStatus: () => true,
         responseType: 'text',
         transformResponse: (data: unknown) => data,
