@@ -7,12 +7,12 @@ import {
   type PaymentRequirements,
 } from '@agent-economy/contracts';
 import { createSolanaRpc } from '@solana/kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateWallet, signEd25519, type Wallet } from '../servers/src/solana/keys';
 import { inProcessRoutes } from '../servers/src/http/in-process';
 import { ata, buildPaymentTransaction, type PaymentShape } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
-import { facilitatorClient } from '../servers/src/runtime/facilitator-client';
+import { FacilitatorUnavailable, facilitatorClient } from '../servers/src/runtime/facilitator-client';
 import { RESOURCE_SERVER_HEADER, signResourceRequest } from '../servers/src/runtime/resource-auth';
 
 // The facilitator's x402 routes, driven through the SDK against the local ledger: every verification
@@ -332,6 +332,39 @@ describe('a paywall in the facilitator’s own process', () => {
       'invalid_payload',
       'invalid_payload',
     ]);
+  });
+
+  it('gives up on an in-process /verify or /settle that does not answer, after the time limit HTTP has', async () => {
+    // A hung facilitator in this process (its chain stuck, say) must fail the call as an HTTP timeout would: a payment
+    // claim's lease counts on a settle call ending within its limit.
+    const url = 'http://127.0.0.1:9/hung-facilitator';
+    const calls: string[] = [];
+    const stop = inProcessRoutes.serve(url, {
+      verify: () => (calls.push('verify'), new Promise(() => undefined)),
+      settle: () => (calls.push('settle'), new Promise(() => undefined)),
+    });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const client = facilitatorClient(url);
+      const body = await payment();
+      const verifying = client.verify(body).catch((error: unknown) => error);
+      await vi.advanceTimersByTimeAsync(14_999);
+      const settling = client.settle(body).catch((error: unknown) => error);
+      await vi.advanceTimersByTimeAsync(1);
+      const verified = (await verifying) as Error;
+      expect(verified).toBeInstanceOf(FacilitatorUnavailable);
+      expect(verified.message).toContain("the facilitator's /verify did not answer within 15000 ms");
+      await vi.advanceTimersByTimeAsync(44_998);
+      expect(await Promise.race([settling, Promise.resolve('still waiting')])).toBe('still waiting');
+      await vi.advanceTimersByTimeAsync(1);
+      const settled = (await settling) as Error;
+      expect(settled).toBeInstanceOf(FacilitatorUnavailable);
+      expect(settled.message).toContain("the facilitator's /settle did not answer within 45000 ms");
+      expect(calls).toEqual(['verify', 'settle']);
+    } finally {
+      vi.useRealTimers();
+      stop();
+    }
   });
 
   it('answers a session voucher in process as over HTTP, refusals included', async () => {

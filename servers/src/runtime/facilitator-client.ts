@@ -1,5 +1,5 @@
 import { RESOURCE_SERVER_HEADER, signResourceRequest } from './resource-auth';
-import { inProcessRoutes, type InProcessAnswer } from '../http/in-process';
+import { answerWithin, inProcessRoutes, type InProcessAnswer } from '../http/in-process';
 import { SpanKind, inSpan, tracedFetch } from '../http/tracing';
 import type { Wallet } from '../solana/keys';
 import type {
@@ -46,13 +46,14 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     accept?: (value: unknown) => value is T,
   ): Promise<T> {
     // A facilitator served by this very process (npm start) is called directly: the same validation, rules, records
-    // and answers, without loopback HTTP, the fetch client, or the signature and its check (http/in-process.ts).
+    // and answers, without loopback HTTP, the fetch client, or the signature and its check (http/in-process.ts). It
+    // has the same time limit: a claim's lease counts on a settle call ending within SETTLE_TIMEOUT_MS (paywall.ts).
     const local = path === '/verify' || path === '/settle' ? inProcessRoutes.lookup(root)?.[path.slice(1)] : undefined;
     if (local) {
       let answer: InProcessAnswer;
       try {
         answer = await inSpan(`x402 facilitator ${path}`, SpanKind.CLIENT, { 'network.transport': 'inproc' }, () =>
-          local(body, sign?.address),
+          answerWithin(local(body, sign?.address), timeoutMs, `the facilitator's ${path}`),
         );
       } catch (error) {
         throw new FacilitatorUnavailable(`the facilitator at ${root} failed (${(error as Error).message})`);
