@@ -12,7 +12,7 @@ import { fund, type Stack } from './support/stack';
 export interface SessionBuyers {
   /** Calls for `seconds`, after a warm-up when asked. */
   run(seconds: number, warmup: boolean): Promise<Segment>;
-  /** Measured calls that went out paid exact rather than by voucher. */
+  /** Calls (warm-up included) that went out paid exact rather than by voucher. */
   notByVoucher(): number;
   /** Closes every session: the sellers' closes settle what was vouched on chain. */
   close(): Promise<void>;
@@ -41,7 +41,13 @@ export async function sessionBuyers(
         payments: {
           rpcUrl: stack.rpcUrl,
           maxPerCallUsd: '0.10',
-          sessions: { after: 1, depositUsd: String(depositUsd), spendLimitUsd: String(depositUsd) },
+          // Idle between its turns (interleave) for a few seconds a round: never long enough to close.
+          sessions: {
+            after: 1,
+            depositUsd: String(depositUsd),
+            spendLimitUsd: String(depositUsd),
+            idleMs: 60 * 60_000,
+          },
         },
       });
     }),

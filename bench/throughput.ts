@@ -24,8 +24,10 @@ import { clientCpuMs, cpuMsOf, fund, loopCpuMsOf, rssOf, startStack, type Stack 
 // process. Each row says its concurrency; ratios compare rows of this same run on this same machine.
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-// Rows compared by a ratio run interleaved, in this many rounds of SECONDS / ROUNDS each (bench/support/load.ts).
-const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
+// Rows compared by a ratio run interleaved, in this many rounds of SECONDS / ROUNDS each (bench/support/load.ts): six
+// puts each of three sides in each place twice.
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_ROUNDS: a whole number from 1, not ${ROUNDS}`);
 const SDK_CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const HTTP_CONCURRENCY = Number(process.env.BENCH_HTTP_CONCURRENCY ?? 50);
 const PAID_CALLS = Number(process.env.BENCH_PAID_CALLS ?? 10_000);

@@ -282,22 +282,47 @@ describe('retries', () => {
     expect(seen).toHaveLength(1);
   });
 
-  it('never follows a redirect with a payment, where a free call follows it', async () => {
-    handler = (request, response) =>
-      request.url === '/elsewhere'
-        ? json(response, 200, { done: true, id: 'y' })
-        : json(response, 307, envelope('moved', 'moved'), { location: `${baseUrl}/elsewhere` });
-    const paid = await rejection(client().act({ body: { n: 1 } }, { headers: { 'payment-signature': 'sig-abc' } }));
-    expect(paid).toBeInstanceOf(ApiError);
-    expect(paid.status).toBe(307);
-    expect(seen.map((r) => r.url)).toEqual(['/api/do']);
-
-    seen = [];
-    expect(await client().act({ body: { n: 1 } })).toEqual({ done: true, id: 'y' });
-    expect(seen.map((r) => [r.method, r.url])).toEqual([
-      ['POST', '/api/do'],
-      ['POST', '/elsewhere'],
-    ]);
+  it('carries a payment across a same-origin redirect only: another origin gets the request without it', async () => {
+    // Another origin (another port): what reaches it, and with which headers.
+    const elsewhere: IncomingHttpHeaders[] = [];
+    const other = createServer((request, response) => {
+      elsewhere.push(request.headers);
+      request.resume();
+      request.on('end', () => json(response, 402, envelope('payment_required', 'pay here')));
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      handler = (request, response) =>
+        request.url === '/moved'
+          ? json(response, 200, { done: true })
+          : json(response, 307, envelope('moved', 'moved'), {
+              location: request.headers['x-to'] === 'other' ? `${otherUrl}/api/do` : `${baseUrl}/moved`,
+            });
+      const paid = { 'payment-signature': 'sig-abc' };
+      // Same origin (a moved path, a trailing slash): the payment goes along, as it did to the first URL.
+      expect(await client().act({ body: { n: 1 } }, { headers: paid })).toEqual({ done: true });
+      expect(seen.map((r) => [r.url, r.headers['payment-signature']])).toEqual([
+        ['/api/do', 'sig-abc'],
+        ['/moved', 'sig-abc'],
+      ]);
+      // Another origin: the request arrives there without the payment, which that origin cannot spend.
+      const moved = await rejection(client().act({ body: { n: 1 } }, { headers: { ...paid, 'x-to': 'other' } }));
+      expect(moved).toBeInstanceOf(PaymentRequiredError);
+      expect(elsewhere).toHaveLength(1);
+      expect(elsewhere[0]!['x-to']).toBe('other');
+      expect(elsewhere[0]!['payment-signature']).toBeUndefined();
+      // A call without a payment follows redirects anywhere, as before.
+      seen = [];
+      elsewhere.length = 0;
+      await expect(client().act({ body: { n: 1 } }, { headers: { 'x-to': 'other' } })).rejects.toBeInstanceOf(
+        PaymentRequiredError,
+      );
+      expect(elsewhere).toHaveLength(1);
+    } finally {
+      other.closeAllConnections();
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
   });
 
   it('respects maxRetries and then throws the typed error from the envelope', async () => {

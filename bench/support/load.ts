@@ -55,10 +55,10 @@ export function summary(segments: Segment[]): LoadResult {
 }
 
 /**
- * Runs each side `rounds` times for `seconds / rounds`, one side after another, the order reversed every other round.
- * A shared machine's speed drifts by a fifth over minutes: run one after the other in one block each, two sides are
- * measured on different machines. Interleaved, the drift falls on every side alike, so their ratio holds.
- * Only a side's first segment warms up.
+ * Runs each side `rounds` times for `seconds / rounds`, one side after another, the order rotated by one each round
+ * (so over as many rounds as sides each side runs once in each place). A shared machine's speed drifts by a fifth over
+ * minutes: run one after the other in one block each, two sides are measured on different machines. Interleaved, the
+ * drift falls on every side alike, so their ratio holds. Only a side's first segment warms up.
  */
 export async function interleave(
   sides: Record<string, (seconds: number, warmup: boolean) => Promise<unknown>>,
@@ -66,8 +66,8 @@ export async function interleave(
 ): Promise<void> {
   const order = Object.keys(sides);
   for (let round = 0; round < options.rounds; round++) {
-    for (const side of round % 2 ? [...order].reverse() : order)
-      await sides[side]!(options.seconds / options.rounds, round === 0);
+    for (let i = 0; i < order.length; i++)
+      await sides[order[(i + round) % order.length]!]!(options.seconds / options.rounds, round === 0);
   }
 }
 

@@ -94,7 +94,7 @@ function flatHeaders(headers: unknown): Record<string, string> {
 /**
  * Sends one logical call, retrying what is safe to retry: connection failures and 408/429/5xx for
  * idempotent requests, 429 and 503 (the service did nothing) for any request. A request carrying a
- * payment is never retried (paying twice for one call is worse than failing once) nor redirected.
+ * payment is never retried (paying twice for one call is worse than failing once), nor carried to another origin.
  */
 export async function send(
   request: HttpRequest,
@@ -133,9 +133,10 @@ export async function send(
         headers:
           request.body === undefined ? attemptHeaders : { 'content-type': 'application/json', ...attemptHeaders },
         signal: controller.signal,
-        // A payment is presented to the service it was made for, never re-sent where a redirect points: a voucher
-        // or a signed transfer in other hands buys the call for them.
-        ...(paid ? { maxRedirects: 0 } : {}),
+        // A payment is a credential, as Authorization is: a redirect to another origin goes without it (a voucher or
+        // a signed transfer in other hands buys the call for them). Same-origin redirects keep it. (Node; a browser
+        // follows redirects itself.)
+        ...(paid ? { sensitiveHeaders: [PAYMENT_SIGNATURE_HEADER] } : {}),
         validateStatus: () => true,
         responseType: 'text',
         transformResponse: (data: unknown) => data,
@@ -176,7 +177,8 @@ export async function send(
       headers: responseHeaders,
       requestId: responseHeaders['x-request-id'],
     };
-    if (response.status < 300) return result;
+    // (A browser's fetch reports a redirect it did not follow as status 0: an error, not an empty success.)
+    if (response.status >= 200 && response.status < 300) return result;
 
     const retryable =
       response.status === 429 ||

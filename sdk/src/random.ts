@@ -8,6 +8,8 @@ const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'
 
 /** `bytes` random bytes (at most 4096) as lowercase hex. */
 export function randomHex(bytes: number): string {
+  if (!Number.isInteger(bytes) || bytes < 1 || bytes > pool.length)
+    throw new RangeError(`randomHex: 1 to ${pool.length} bytes, not ${bytes}`);
   if (used + bytes > pool.length) {
     globalThis.crypto.getRandomValues(pool);
     used = 0;

@@ -50,9 +50,15 @@ function nodeEd25519Signer(pkcs8: Uint8Array): Sign | undefined {
     typeof process === 'undefined'
       ? undefined
       : (process.getBuiltinModule?.('node:crypto') as typeof import('node:crypto') | undefined);
-  if (!nodeCrypto?.createPrivateKey) return undefined;
-  const key = nodeCrypto.createPrivateKey({ key: pkcs8 as Buffer, format: 'der', type: 'pkcs8' });
-  return (message) => new Uint8Array(nodeCrypto.sign(null, message, key));
+  if (typeof nodeCrypto?.createPrivateKey !== 'function' || typeof nodeCrypto.sign !== 'function') return undefined;
+  try {
+    const key = nodeCrypto.createPrivateKey({ key: pkcs8 as Buffer, format: 'der', type: 'pkcs8' });
+    nodeCrypto.sign(null, new Uint8Array(0), key);
+    return (message) => new Uint8Array(nodeCrypto.sign(null, message, key));
+  } catch {
+    // A runtime whose node:crypto lacks Ed25519 (some Node-compatible ones): WebCrypto's then.
+    return undefined;
+  }
 }
 
 /** WebCrypto's Ed25519 (browsers, and runtimes without node:crypto). */

@@ -65,7 +65,26 @@ describe('SDK wallet signatures', () => {
   it('are the same bytes from node:crypto and from WebCrypto, and hold for the server', async () => {
     const wallet = generateWallet();
     const secret = wallet.secretKey;
-    const node = await walletFromSecretKey(secret);
+    // The Node path is the one taken where node:crypto is: its signing calls are counted.
+    const original = process.getBuiltinModule;
+    let nodeSignatures = 0;
+    process.getBuiltinModule = ((id: string) => {
+      const module = original(id) as typeof import('node:crypto');
+      if (id !== 'node:crypto') return module;
+      return {
+        ...module,
+        sign: (...args: Parameters<typeof module.sign>) => (nodeSignatures++, module.sign(...args)),
+      };
+    }) as typeof original;
+    let node: Awaited<ReturnType<typeof walletFromSecretKey>>;
+    try {
+      node = await walletFromSecretKey(secret);
+    } finally {
+      process.getBuiltinModule = original;
+    }
+    const before = nodeSignatures;
+    await node.signMessage(message);
+    expect(nodeSignatures).toBe(before + 1);
     const web = await withoutNodeCrypto(() => walletFromSecretKey(secret));
     const [a, b] = [await node.signMessage(message), await web.signMessage(message)];
     expect(a).toHaveLength(64);

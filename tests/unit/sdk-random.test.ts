@@ -15,6 +15,8 @@ describe('SDK randomHex', () => {
     // A draw that does not fit what is left of the pool takes fresh bytes, whole.
     expect(randomHex(4096)).toMatch(/^[0-9a-f]{8192}$/);
     expect(randomHex(4000)).not.toBe(randomHex(4000));
+    // Anything else is refused, never padded with "undefined".
+    for (const bad of [0, 4097, 1.5, NaN]) expect(() => randomHex(bad)).toThrow(RangeError);
   });
 
   it('draws on every byte value', () => {

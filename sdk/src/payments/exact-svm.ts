@@ -103,7 +103,8 @@ export function associatedTokenAccount(owner: Address, mint: Address, tokenProgr
     if (atas.size >= ATA_CACHE_SIZE) atas.delete(atas.keys().next().value!);
     atas.set(key, found);
     // A derivation that failed (it does not, for valid addresses) is not remembered.
-    found.catch(() => atas.delete(key));
+    const mine = found;
+    found.catch(() => atas.get(key) === mine && atas.delete(key));
   }
   return found;
 }
