@@ -76,7 +76,7 @@ export async function sessionBuyers(
           const paid = await clients[worker]!.education.lesson.withResponse(LESSON);
           if (!paid.payment?.session) notByVoucher++;
         },
-        { concurrency: options.concurrency, seconds, ...(warmup ? {} : { warmupCalls: 0 }) },
+        { concurrency: options.concurrency, seconds, warmup },
       ),
     notByVoucher: () => notByVoucher,
     close,

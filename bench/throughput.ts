@@ -256,17 +256,12 @@ export async function throughput(): Promise<{
     const rssStart = stack.rss();
 
     // Free, paid and session calls take turns (interleave), so that their ratios compare like with like.
-    const sdkLoad = (seconds: number, warmup: boolean) => ({
-      concurrency: SDK_CONCURRENCY,
-      seconds,
-      ...(warmup ? {} : { warmupCalls: 0 }),
-    });
     const free = createClient({ deployment: stack.servicesJson, maxRetries: 0 });
     const freeSide = measured(stack.pid, (seconds, warmup) =>
-      load(() => free.education.catalog(), sdkLoad(seconds, warmup)),
+      load(() => free.education.catalog(), { concurrency: SDK_CONCURRENCY, seconds, warmup }),
     );
     const paidSide = measured(stack.pid, (seconds, warmup) =>
-      load(() => paying.education.lesson(lesson), sdkLoad(seconds, warmup)),
+      load(() => paying.education.lesson(lesson), { concurrency: SDK_CONCURRENCY, seconds, warmup }),
     );
     // Paid by vouchers in payment sessions: one buyer per worker, against the same stack (bench/sessions.ts).
     const buyers = want('session')
@@ -314,9 +309,7 @@ export async function throughput(): Promise<{
       try {
         const http = (pid: number, url: string) => {
           const get = getter(url, HTTP_CONCURRENCY);
-          return measured(pid, (seconds, warmup) =>
-            load(get, { concurrency: HTTP_CONCURRENCY, seconds, ...(warmup ? {} : { warmupCalls: 0 }) }),
-          );
+          return measured(pid, (seconds, warmup) => load(get, { concurrency: HTTP_CONCURRENCY, seconds, warmup }));
         };
         const sides = {
           ours: http(stack.pid, `${education}/api/catalog`),
@@ -328,13 +321,16 @@ export async function throughput(): Promise<{
           seconds: SECONDS,
           rounds: ROUNDS,
         });
-        const [ours, theirs, health, bareHealth] = Object.values(sides).map((side) => side.result());
-        rows.push(row('free GET /api/catalog, raw HTTP', HTTP_CONCURRENCY, ours, ours!.cpu));
-        rows.push(row('bare Express 4, same JSON', HTTP_CONCURRENCY, theirs, theirs!.cpu));
-        rows.push(row('GET /health (education)', HTTP_CONCURRENCY, health, health!.cpu));
-        rows.push(row('bare Express 4, GET /health', HTTP_CONCURRENCY, bareHealth, bareHealth!.cpu));
-        ratios['free route / bare Express'] = fmt(ours!.perSecond / theirs!.perSecond, 2);
-        ratios['/health / bare Express'] = fmt(health!.perSecond / bareHealth!.perSecond, 2);
+        const ours = sides.ours.result();
+        const theirs = sides.theirs.result();
+        const health = sides.health.result();
+        const bareHealth = sides.bareHealth.result();
+        rows.push(row('free GET /api/catalog, raw HTTP', HTTP_CONCURRENCY, ours, ours.cpu));
+        rows.push(row('bare Express 4, same JSON', HTTP_CONCURRENCY, theirs, theirs.cpu));
+        rows.push(row('GET /health (education)', HTTP_CONCURRENCY, health, health.cpu));
+        rows.push(row('bare Express 4, GET /health', HTTP_CONCURRENCY, bareHealth, bareHealth.cpu));
+        ratios['free route / bare Express'] = fmt(ours.perSecond / theirs.perSecond, 2);
+        ratios['/health / bare Express'] = fmt(health.perSecond / bareHealth.perSecond, 2);
       } finally {
         bare.close();
       }

@@ -21,9 +21,10 @@ export interface Segment {
 
 export async function load(
   fn: (worker: number) => Promise<unknown>,
-  options: { concurrency: number; seconds: number; warmupCalls?: number },
+  options: { concurrency: number; seconds: number; warmup?: boolean },
 ): Promise<LoadResult & Segment> {
-  const warmup = options.warmupCalls ?? options.concurrency * 2;
+  // Warm-up (on by default): twice the concurrency in calls before the measured ones.
+  const warmup = options.warmup === false ? 0 : options.concurrency * 2;
   for (let i = 0; i < warmup; i += options.concurrency) {
     await Promise.all(Array.from({ length: Math.min(options.concurrency, warmup - i) }, (_, w) => fn(w)));
   }
@@ -39,11 +40,8 @@ export async function load(
       }
     }),
   );
-  return {
-    ...summary([{ calls: times.length, seconds: (performance.now() - started) / 1000, times, warmupCalls: 0 }]),
-    times,
-    warmupCalls: warmup,
-  };
+  const segment = { calls: times.length, seconds: (performance.now() - started) / 1000, times, warmupCalls: warmup };
+  return { ...summary([segment]), ...segment };
 }
 
 /** Segments of one kind of call taken together: their rate and latency percentiles. */
