@@ -246,15 +246,24 @@ describe('x402 failure shapes', () => {
     }
   });
 
-  it('names the specific reason when a settle fails, with an empty transaction', async () => {
+  it('names the specific reason when a settle fails, with an empty transaction, and the fee payer pays nothing', async () => {
     const poor = generateWallet();
     await economy.ledger.mintTo(poor.address, 1n);
     const body = await x402Body(poor, terms(economy.education.context.wallet.address, '5'));
+    const lamports = economy.ledger.lamports(economy.feePayer.address);
     expect(await economy.facilitator.client.facilitator.settle({ body })).toMatchObject({
       success: false,
       errorReason: 'insufficient_funds',
       transaction: '',
       payer: poor.address,
+    });
+    // Refused in the node's preflight, before it was sent: no fee, and the payment is not held as settling.
+    expect(economy.ledger.lamports(economy.feePayer.address)).toBe(lamports);
+    await economy.ledger.mintTo(poor.address, 10n);
+    expect(await economy.facilitator.client.facilitator.settle({ body })).toMatchObject({
+      success: true,
+      payer: poor.address,
+      amount: '5',
     });
   });
 });

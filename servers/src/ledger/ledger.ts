@@ -864,6 +864,21 @@ export class LocalLedger {
     };
   }
 
+  /**
+   * sendTransaction's preflight: null when the transaction would succeed now, else its simulation (the error's data).
+   * A transaction that succeeds is only run: the balances, accounts and sizes a simulation reports are built for one
+   * that fails, which is then simulated again in full. Every payment a facilitator settles passes here.
+   */
+  preflight(prepared: PreparedTransaction): SimulationOutcome | null {
+    this.assertOpen();
+    const current = this.slot();
+    this.syncClock(current);
+    if (this.check(prepared, current)) return this.simulate(prepared, { sigVerify: true });
+    if (prepared.instructions.some((ix) => ix.programId === ADDRESS_LOOKUP_TABLE_PROGRAM)) this.syncSlotHashes(current);
+    const result = this.runSimulation(prepared.tx, true);
+    return result instanceof FailedTransactionMetadata ? this.simulate(prepared, { sigVerify: true }) : null;
+  }
+
   private runSimulation(tx: ParsedTransaction, sigVerify: boolean) {
     if (!sigVerify) this.svm.setSigverify(false);
     try {

@@ -658,8 +658,8 @@ const METHODS: Record<string, Handler> = {
     const prepared = prepare(rpc.ledger, tx);
     if (!skipPreflight) {
       if (!verifySignatures(tx)) throw new RpcError(-32003, 'Transaction signature verification failure');
-      const outcome = rpc.ledger.simulate(prepared, { sigVerify: true });
-      if (outcome.err !== null) {
+      const outcome = rpc.ledger.preflight(prepared);
+      if (outcome && outcome.err !== null) {
         const data = simulationJson(prepared, outcome, {
           accounts: null,
           innerInstructions: false,
