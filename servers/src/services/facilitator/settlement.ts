@@ -54,7 +54,7 @@ export interface Submission {
   description: string | null;
   /**
    * The node simulates it before sending (sendTransaction's preflight) instead of the caller beforehand: one
-   * simulation and one round trip fewer. A transaction that would fail is refused unsent (state `refused`, `preflight`).
+   * simulation and one round trip fewer. One that would fail is refused unsent (state `refused`, `preflight`).
    */
   preflight?: boolean;
 }
