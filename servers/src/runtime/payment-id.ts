@@ -7,7 +7,7 @@ import {
   type X402FacilitatorRequest,
 } from '@agent-economy/contracts';
 import type { Response } from 'express';
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import { decodeBase64, parseTransaction } from '../solana/wire';
 import { verifyEd25519 } from '../solana/keys';
 import { HttpError, envelope } from './errors';
@@ -66,6 +66,16 @@ export const paymentIdMigrations: Record<string, Migration> = {
         .on('runtime_payment_ids')
         .column('created_at')
         .execute();
+    },
+  },
+  '005_payment_answers_uncompressed': {
+    async up(db) {
+      // Every identified payment writes its request (a few KB) and its answer (base64, often past 10 KB): trying to
+      // compress them was the costliest write of a paid call on PGlite, for little (base64 hardly compresses), and they
+      // are kept a day only. They are stored out of line as they are.
+      await sql`alter table runtime_payment_ids
+        alter column request set storage external,
+        alter column answer_body set storage external`.execute(db);
     },
   },
 };
