@@ -302,12 +302,18 @@ describe('POST /mpp/settle', () => {
     const stale = await chargeTransaction();
     economy.ledger.warp(151);
     const before = balances();
+    const fees = economy.ledger.lamports(economy.feePayer.address);
     const error = await facilitator()
       .settleCharge({ body: body(stale) })
       .catch((e) => e);
     expect(error).toBeInstanceOf(ConflictError);
     expect(error.code).toBe('blockhash_expired');
     expect(balances()).toEqual(before);
+    // Refused in the node's preflight, unsent: the fee payer paid nothing, and no claim of it is left behind.
+    expect(economy.ledger.lamports(economy.feePayer.address)).toBe(fees);
+    expect((await settlementRows()).filter((r) => r.payer === economy.buyer.address && r.status !== 'settled')).toEqual(
+      [],
+    );
     // Rebuilt on a fresh blockhash from /mpp/prepare, it settles.
     await facilitator().settleCharge({ body: body(await chargeTransaction()) });
     expect(balances()).toEqual({ buyer: before.buyer - AMOUNT, seller: before.seller + AMOUNT });

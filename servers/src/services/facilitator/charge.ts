@@ -289,9 +289,6 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
     payees.admit(recipient, resourceServer);
     await capped.check('charge', charge.payer, recipient);
     await checkBalance(charge);
-    const rejection = await facilitator.simulate(charge.tx);
-    if (rejection) throw simulationRefusal(rejection.err, rejection.logs, charge);
-
     const row = {
       key: charge.tx.key,
       payer: charge.payer,
@@ -310,7 +307,11 @@ export function createChargeDesk({ facilitator, policy, caps, payees, logger, se
       asset: charge.mint,
       resource: request.resource?.url ?? null,
       description: request.resource?.description ?? null,
+      // The node simulates it before sending: one simulation and one round trip fewer than simulating here first.
+      preflight: true,
     });
+    if (outcome.state === 'refused' && outcome.rejection)
+      throw simulationRefusal(outcome.rejection.err, outcome.rejection.logs, charge);
     return answer(outcome, row);
   }
 

@@ -54,7 +54,7 @@ export interface Submission {
   description: string | null;
   /**
    * The node simulates it before sending (sendTransaction's preflight) instead of the caller beforehand: one
-   * simulation and one round trip fewer. One that would fail is refused unsent (state `refused`, `preflight`).
+   * simulation and one round trip fewer. One that would fail is refused unsent (state `refused`, with `rejection`).
    */
   preflight?: boolean;
 }
@@ -67,8 +67,11 @@ export type SubmitOutcome =
   | { state: 'failed'; transaction: string; error: string }
   /** Sent (or maybe sent), confirmation not seen: reconciliation or a repeated request settles its fate. */
   | { state: 'pending'; transaction: string; message: string }
-  /** The node refused it before broadcasting: nothing can land, the claim was released. */
-  | { state: 'refused'; message: string; preflight?: boolean }
+  /**
+   * The node refused it before broadcasting: nothing can land, the claim was released. `rejection`: refused in
+   * preflight, the chain's error and logs as a simulation gives them, for the caller to word.
+   */
+  | { state: 'refused'; message: string; rejection?: { err: unknown; logs: readonly string[] } }
   /** Another request (on any replica) claimed the same payment first. */
   | { state: 'taken' };
 
@@ -287,7 +290,11 @@ export function createFacilitator(options: FacilitatorOptions) {
       if (sent.state === 'unreachable' || sent.state === 'refused') await store.release(s.tx.key);
       if (sent.state === 'unreachable')
         throw unavailable('chain_unavailable', 'The Solana RPC endpoint does not answer; nothing was broadcast', 5);
-      if (sent.state === 'refused') return sent;
+      if (sent.state === 'refused') {
+        // Refused in preflight (rare: the payer moved the funds since it was checked): simulated again for the error.
+        const rejection = sent.preflight ? await simulate(s.tx) : null;
+        return { state: 'refused', message: sent.message, ...(rejection ? { rejection } : {}) };
+      }
       // The request may have reached the node: keep the claim; reconciliation or a repeated settle resolves it.
       return { state: 'pending', transaction, message: 'the transaction may have been sent' };
     }
@@ -463,13 +470,9 @@ export function createFacilitator(options: FacilitatorOptions) {
         description: request.paymentPayload.resource?.description ?? null,
         preflight: true,
       });
-      if (outcome.state === 'refused' && outcome.preflight) {
-        // Refused in preflight (rare: the payer moved the funds after verify): simulated again for the x402 reason.
-        const rejection = await simulate(payment.tx);
-        if (rejection) {
-          const refusal = chainRejection(rejection.err, rejection.logs, payment.payer);
-          return failure(requirements, refusal.reason, refusal.message, { payer: payment.payer });
-        }
+      if (outcome.state === 'refused' && outcome.rejection) {
+        const refusal = chainRejection(outcome.rejection.err, outcome.rejection.logs, payment.payer);
+        return failure(requirements, refusal.reason, refusal.message, { payer: payment.payer });
       }
       return x402Outcome(outcome, payment.payer, payment.amount, requirements);
     },
