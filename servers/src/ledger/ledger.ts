@@ -738,12 +738,8 @@ export class LocalLedger {
    * cluster drops it, and the error says why.
    */
   submit(prepared: PreparedTransaction): SendOutcome {
-    this.assertOpen();
-    const current = this.slot();
-    this.syncClock(current);
-    const checked = this.check(prepared, current);
-    if (checked) return this.drop(prepared, checked);
-    if (prepared.instructions.some((ix) => ix.programId === ADDRESS_LOOKUP_TABLE_PROGRAM)) this.syncSlotHashes(current);
+    const { current, refused } = this.begin(prepared);
+    if (refused) return this.drop(prepared, refused);
     const { tx, keys } = prepared;
     const pre = this.balances(keys);
     const result =
@@ -806,9 +802,6 @@ export class LocalLedger {
 
   /** Runs a transaction without committing anything; sigVerify false skips signature checks. */
   simulate(prepared: PreparedTransaction, options: { sigVerify: boolean }): SimulationOutcome {
-    this.assertOpen();
-    const current = this.slot();
-    this.syncClock(current);
     const notExecuted = (err: TransactionErrorJson): SimulationOutcome => ({
       err,
       executed: false,
@@ -824,9 +817,8 @@ export class LocalLedger {
       postTokenBalances: null,
       postAccounts: new Map(),
     });
-    const checked = this.check(prepared, current);
-    if (checked) return notExecuted(checked);
-    if (prepared.instructions.some((ix) => ix.programId === ADDRESS_LOOKUP_TABLE_PROGRAM)) this.syncSlotHashes(current);
+    const { refused } = this.begin(prepared);
+    if (refused) return notExecuted(refused);
     const { tx, keys } = prepared;
     const pre = this.balances(keys);
     const result = this.runSimulation(tx, options.sigVerify);
@@ -870,13 +862,24 @@ export class LocalLedger {
    * that fails, which is then simulated again in full. Every payment a facilitator settles passes here.
    */
   preflight(prepared: PreparedTransaction): SimulationOutcome | null {
+    const failed =
+      this.begin(prepared).refused || this.runSimulation(prepared.tx, true) instanceof FailedTransactionMetadata;
+    return failed ? this.simulate(prepared, { sigVerify: true }) : null;
+  }
+
+  /**
+   * What every run of a transaction (sent, simulated or preflighted) does first: the clock moved to the current slot,
+   * the leader's checks (age, dedup, signatures, fee payer; `refused` names the one that fails), then SlotHashes for
+   * address-table instructions, which read it.
+   */
+  private begin(prepared: PreparedTransaction): { current: bigint; refused: TransactionErrorJson | null } {
     this.assertOpen();
     const current = this.slot();
     this.syncClock(current);
-    if (this.check(prepared, current)) return this.simulate(prepared, { sigVerify: true });
-    if (prepared.instructions.some((ix) => ix.programId === ADDRESS_LOOKUP_TABLE_PROGRAM)) this.syncSlotHashes(current);
-    const result = this.runSimulation(prepared.tx, true);
-    return result instanceof FailedTransactionMetadata ? this.simulate(prepared, { sigVerify: true }) : null;
+    const refused = this.check(prepared, current);
+    if (!refused && prepared.instructions.some((ix) => ix.programId === ADDRESS_LOOKUP_TABLE_PROGRAM))
+      this.syncSlotHashes(current);
+    return { current, refused };
   }
 
   private runSimulation(tx: ParsedTransaction, sigVerify: boolean) {
