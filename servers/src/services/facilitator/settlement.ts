@@ -24,8 +24,8 @@ import { PaymentRejected, checkTransaction, type CheckedPayment, type VerifyPoli
 // Verify, co-sign, simulate, send and confirm (research/x402.md §2.5). A payment is claimed in the
 // database before it is broadcast, so it settles once however many replicas or requests race for it.
 // simulate / submit / follow are the one pipeline every kind of settlement goes through (x402 /settle
-// here, charges in charge.ts); each route only words the outcome its own way. x402 /settle leaves its
-// simulation to the node's preflight (verify has simulated the payment already).
+// here, charges in charge.ts); each route only words the outcome its own way. Both leave the last
+// simulation to the node's preflight as it sends (x402's /verify has simulated the payment already).
 
 export interface FacilitatorOptions {
   rpc: Rpc<SolanaRpcApi>;
@@ -456,7 +456,7 @@ export function createFacilitator(options: FacilitatorOptions) {
         );
       }
       await options.admit?.({ payer: payment.payer, payTo: requirements.payTo });
-      // The node's preflight stands in for a simulation of our own: the fee payer never signs one that would fail.
+      // The node's preflight stands in for a simulation of our own: one that would fail is refused unsent, no fee paid.
       const outcome = await submit({
         tx: payment.tx,
         kind: 'x402',
