@@ -10,7 +10,13 @@ import {
   type PaymentRequired,
   type X402PaymentPayload,
 } from '@agent-economy/contracts';
-import { ConnectionError, PaymentRequiredError, createServiceClient } from '@agent-economy/sdk';
+import {
+  ConnectionError,
+  PaymentRequiredError,
+  createServiceClient,
+  createSiwxHeader,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { createSolanaRpc } from '@solana/kit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -211,9 +217,23 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
           expect(buyer()).toBe(before);
           return;
         }
+        if (charged) {
+          // Its transaction is public once charged: a stranger presenting a copy, without proof or signed in as
+          // itself, gets nothing, and does not hold the claim up for the buyer.
+          const stranger = generateWallet();
+          for (const headers of [{}, await signedInAs(stranger, survivor.url)()]) {
+            const copy = await createServiceClient(education, survivor.url, { maxRetries: 0 })
+              .lesson(LESSON, { headers: { 'payment-signature': header, ...headers } })
+              .catch((e) => e);
+            expect(copy).toBeInstanceOf(PaymentRequiredError);
+            expect(copy.code).toBe('payment_already_used');
+            expect(copy.message).toContain('only its buyer can finish it');
+          }
+          expect(buyer()).toBe(before - amount);
+        }
         const served = await createServiceClient(education, survivor.url, { maxRetries: 0 }).lesson.withResponse(
           LESSON,
-          { headers: { 'payment-signature': header } },
+          { headers: { 'payment-signature': header, ...(await signedInAs(economy.buyer, survivor.url)()) } },
         );
         expect(served.status).toBe(200);
         const receipt = decodeX402Header(served.headers[PAYMENT_RESPONSE_HEADER]!) as {
@@ -234,6 +254,17 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
         expect(buyer()).toBe(before - amount);
       }, 120_000);
     }
+  });
+}
+
+/**
+ * SIGN-IN-WITH-X headers of `wallet` for the service at `url`: a charged payment whose request was never answered is
+ * served again only to its buyer, who shows itself this way (or with the payment identifier it first sent; these raw
+ * payments carry none).
+ */
+function signedInAs(wallet: { secretKey: Uint8Array }, url: string) {
+  return async () => ({
+    'sign-in-with-x': await createSiwxHeader(await walletFromSecretKey(wallet.secretKey), { url }),
   });
 }
 
@@ -422,7 +453,7 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
         }
         if (fail === 'no') {
           const placed = await bare(survivor.url).order.withResponse(order(fail), {
-            headers: { 'payment-signature': header },
+            headers: { 'payment-signature': header, ...(await signedInAs(economy.buyer, survivor.url)()) },
           });
           expect(placed.status).toBe(201);
           expect(decodeX402Header(placed.headers[PAYMENT_RESPONSE_HEADER]!)).toMatchObject({
@@ -433,7 +464,9 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
           if (db.shared) expect(await ordersOf(key)).toBe(1);
         } else {
           const back = await bare(survivor.url)
-            .order(order(fail), { headers: { 'payment-signature': header } })
+            .order(order(fail), {
+              headers: { 'payment-signature': header, ...(await signedInAs(economy.buyer, survivor.url)()) },
+            })
             .catch((e) => e);
           // after-settle: the survivor places the order, it fails, and it refunds: the handler's own error.
           // before/after-refund: the refund is finished (sent once, whoever sent it): payment_refunded.

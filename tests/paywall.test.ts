@@ -5,6 +5,7 @@ import {
   PAYMENT_RESPONSE_HEADER,
   SOLANA_DEVNET,
   decodeX402Header,
+  encodeX402Header,
   defineService,
   fixed,
   paymentErrors,
@@ -12,10 +13,17 @@ import {
   type PaymentRequired,
   type X402PaymentPayload,
 } from '@agent-economy/contracts';
-import { InternalServerError, PaymentRequiredError, createServiceClient } from '@agent-economy/sdk';
+import {
+  InternalServerError,
+  PaymentRequiredError,
+  createServiceClient,
+  createSiwxHeader,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { createSolanaRpc } from '@solana/kit';
 import { createServiceApp } from '../servers/src/runtime/app';
 import { paymentKey } from '../servers/src/runtime/paywall';
+import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 import { buildPaymentTransaction, paymentHeader } from './support/payments';
 import { startService, type RunningService } from './support/servers';
@@ -235,9 +243,23 @@ describe('paywall', () => {
       .execute();
     expect(balance()).toBe(before - 250_000n);
 
+    // Charged, and its transaction public: only the buyer finishes it. A copy without proof, or signed in as someone
+    // else, is refused and leaves the claim as it was; the buyer signs in (a raw payment carries no payment
+    // identifier, the other way to show itself).
+    const signedIn = async (secretKey: Uint8Array) => ({
+      'sign-in-with-x': await createSiwxHeader(await walletFromSecretKey(secretKey), { url: seller.url }),
+    });
+    for (const headers of [{}, await signedIn(generateWallet().secretKey)]) {
+      const copy = await client
+        .buy({ body: { item: 'stolen' } }, { headers: { 'payment-signature': header, ...headers } })
+        .catch((e) => e);
+      expect(copy).toBeInstanceOf(PaymentRequiredError);
+      expect(copy.code).toBe('payment_already_used');
+    }
+    expect(served).not.toContain('stolen');
     const response = await client.buy.withResponse(
       { body: { item: 'clock' } },
-      { headers: { 'payment-signature': header } },
+      { headers: { 'payment-signature': header, ...(await signedIn(economy.buyer.secretKey)) } },
     );
     expect(response.data).toEqual({ item: 'clock', payer: economy.buyer.address });
     expect(decodeX402Header(response.headers[PAYMENT_RESPONSE_HEADER]!)).toMatchObject({
@@ -251,6 +273,51 @@ describe('paywall', () => {
       .catch((e) => e);
     expect(again.code).toBe('payment_already_used');
     expect(served.filter((s) => s === 'clock')).toHaveLength(1);
+  });
+
+  it('finishes a charged, unanswered payment only for the buyer that names its payment identifier', async () => {
+    const q = await quote();
+    // The buyer's payment carries its identifier (x402 payment-identifier), as the SDK sends with every payment.
+    const withId = (header: string, id?: string) => {
+      const payload = decodeX402Header(header) as X402PaymentPayload & { extensions?: Record<string, unknown> };
+      return encodeX402Header({
+        ...payload,
+        ...(id ? { extensions: { ...q.extensions, 'payment-identifier': { info: { required: false, id } } } } : {}),
+      });
+    };
+    const raw = await signedPayment(q);
+    const header = withId(raw, 'pay_buyer_secret_0001');
+    const key = paymentKey(decodeX402Header(header) as X402PaymentPayload)!;
+    const before = balance();
+    await client.buy({ body: { item: 'lamp' } }, { headers: { 'payment-signature': header } });
+    expect(balance()).toBe(before - 250_000n);
+    // What a buyer that hung up before the answer leaves (or a crash after the settlement's record): charged, never
+    // answered, its lease over, no answer kept for its identifier.
+    await seller.database.db
+      .updateTable('runtime_payments')
+      .set({ served_at: null, lease_until: new Date(Date.now() - 1000) })
+      .where('key', '=', key)
+      .execute();
+    await seller.database.db
+      .updateTable('runtime_payment_ids' as never)
+      .set({ answer_status: null, answer_type: null, answer_body: null, settlement: null } as never)
+      .where('key' as never, '=', key as never)
+      .execute();
+
+    // A stranger copies the public transaction: with an identifier of its own, or none, and for its own request.
+    for (const copy of [withId(raw, 'pay_stranger_guess_01'), withId(raw)]) {
+      const refused = await client
+        .buy({ body: { item: 'stolen' } }, { headers: { 'payment-signature': copy } })
+        .catch((e) => e);
+      expect(refused).toBeInstanceOf(PaymentRequiredError);
+      expect(refused.code).toBe('payment_already_used');
+      expect(refused.message).toContain('only its buyer can finish it');
+    }
+    expect(served).not.toContain('stolen');
+    // The buyer presents its payment again with its identifier: served once, not charged again.
+    const back = await client.buy({ body: { item: 'lamp' } }, { headers: { 'payment-signature': header } });
+    expect(back).toEqual({ item: 'lamp', payer: economy.buyer.address });
+    expect(balance()).toBe(before - 250_000n);
   });
 
   it('quotes a paid HEAD without charging it', async () => {

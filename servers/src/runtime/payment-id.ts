@@ -165,7 +165,8 @@ export function identityOf(
   return { payer, id, fingerprint };
 }
 
-function signedPayer(request: X402FacilitatorRequest): string | undefined {
+/** The exact payment's payer: its transaction's second signer, when that signature verifies. */
+export function signedPayer(request: X402FacilitatorRequest): string | undefined {
   const encoded = request.paymentPayload.payload.transaction;
   if (typeof encoded !== 'string') return undefined;
   try {
@@ -202,6 +203,17 @@ export async function storedAnswer(database: SharedDb, identity: PaymentIdentity
   if (!row) return undefined;
   if (row.fingerprint !== identity.fingerprint) throw conflict(identity);
   return row.answerStatus === null ? undefined : row;
+}
+
+/** Whether this identity (payer, id, same request) is the one bound to the payment `key`: its first presentation's. */
+export async function boundTo(database: SharedDb, identity: PaymentIdentity, key: string): Promise<boolean> {
+  const row = await camelCaseDb<Tables>(database)
+    .selectFrom('runtime_payment_ids')
+    .select(['key', 'fingerprint'])
+    .where('payer', '=', identity.payer)
+    .where('id', '=', identity.id)
+    .executeTakeFirst();
+  return row?.key === key && row.fingerprint === identity.fingerprint;
 }
 
 export type Binding = { bound: true } | { replay: IdRow } | { first: { key: string; request: X402FacilitatorRequest } };

@@ -3,6 +3,7 @@ import type { AppRoute } from '@ts-rest/core';
 import {
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
+  SIGN_IN_WITH_X_HEADER,
   X402PaymentPayloadSchema,
   atomicToUsd,
   decodeX402Header,
@@ -22,14 +23,17 @@ import { bazaarDeclaration } from './bazaar';
 import {
   PAYMENT_IDENTIFIER,
   bindPaymentId,
+  boundTo,
   identityOf,
   paymentIdMigrations,
   paymentIdentifierDeclaration,
   replayAnswer,
+  signedPayer,
   storeAnswer,
   storedAnswer,
   type PaymentIdentity,
 } from './payment-id';
+import { verifySiwx } from './siwx';
 import { decodeBase64, parseTransaction } from '../solana/wire';
 import { HttpError, envelope } from './errors';
 import { FacilitatorUnavailable, SETTLE_TIMEOUT_MS, type FacilitatorClient } from './facilitator-client';
@@ -339,6 +343,8 @@ type Claim = Omit<PaymentRow, 'resource' | 'pay_to' | 'amount' | 'settled_at'>;
  */
 const IN_FLIGHT = ['verifying', 'settling', 'resuming', 'settled', 'refunding'];
 const GIVEN_UP = ['pending', 'unknown', 'refund_pending'];
+/** Claim states in which the payment may have been charged already: taking one over serves its request. */
+const MAYBE_CHARGED = ['settling', 'resuming', 'settled', 'pending', 'unknown'];
 
 /** One paid request on its way through the paywall. */
 interface Paid {
@@ -606,6 +612,10 @@ async function claimPayment(p: Paid): Promise<{ takenOver?: Claim } | { refusal:
               ),
       };
     }
+    if (MAYBE_CHARGED.includes(row.status)) {
+      const refusal = await notItsBuyer(p, row);
+      if (refusal) return { refusal };
+    }
     // Compare-and-set on the state read (still that status, still unserved, lease still over): of several
     // presentations racing for a dead claim, one wins; the others find it leased again.
     let takeover = db
@@ -629,6 +639,38 @@ async function claimPayment(p: Paid): Promise<{ takenOver?: Claim } | { refusal:
       retryAfterSeconds: 5,
     }),
   };
+}
+
+/**
+ * A payment charged for a request that was never answered (its process died, or its caller hung up) is served when it
+ * comes back, but only to its buyer: once settled, its transaction is public, and a copy of it must not buy a stranger
+ * the answer, nor run their own request on it. The buyer shows itself with the payment identifier the payment was
+ * first sent with (secret between buyer and seller; the SDK sends one with every payment), or with SIGN-IN-WITH-X
+ * signed by the payer. Checked before the claim is taken over, so a refused copy holds nothing up.
+ */
+async function notItsBuyer(p: Paid, row: Claim): Promise<Refusal | undefined> {
+  const { db, requirements, quote } = p.options;
+  const identity = p.res.locals.paymentIdentity as PaymentIdentity | undefined;
+  if (identity && (await boundTo(db as never, identity, p.key))) return undefined;
+  const payer = row.payer ?? signedPayer(p.request);
+  const proof = p.res.req.header(SIGN_IN_WITH_X_HEADER);
+  // A route that signs its caller in has checked the proof already (and spent its nonce).
+  const caller =
+    (p.res.locals.caller as string | undefined) ??
+    (proof
+      ? await verifySiwx(proof, {
+          origin: new URL(quote.resource.url).origin,
+          network: requirements.network,
+          db: db as never,
+        })
+      : undefined);
+  if (payer && caller === payer) return undefined;
+  return refusalOf(
+    402,
+    'payment_already_used',
+    `This payment was charged for a request that was not answered; only its buyer can finish it: present it again with the payment identifier it was first sent with, or with SIGN-IN-WITH-X signed by its payer ${payer ?? ''}`.trim(),
+    { reason: 'duplicate_settlement' },
+  );
 }
 
 /**
