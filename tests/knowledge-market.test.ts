@@ -835,6 +835,94 @@ describe('integrity: an agreement is honoured only for the wallet that paid as i
     expect(balance(broker.address)).toBe(brokerStart - 425_000n);
     expect(await paying(client).knowledgeMarket.download({ params: { purchaseId: purchase.id } })).toEqual(purchase);
   });
+
+  it('refuses the seller paying for their own module for a fresh wallet (422 own_module): nothing moves, no sale, nothing to rate', async () => {
+    const fresh = await signer();
+    const listed = () => paying(seller).knowledgeMarket.get({ params: { moduleId } });
+    const before = await listed();
+    const sellerStart = balance(seller.address);
+    const error = await fail(
+      paying(seller).knowledgeMarket.purchase({ params: { moduleId }, body: { beneficiary: fresh.address } }),
+    );
+    expect(error).toBeInstanceOf(UnprocessableEntityError);
+    expect(error).toMatchObject({ status: 422, code: 'own_module', details: { moduleId } });
+    expect(error.message).toMatch(/seller’s own wallet/);
+    expect((error as { body?: { content?: string } }).body?.content).toBeUndefined();
+    // Refused after verification and before settlement: the seller was not charged (not even to themself).
+    expect(balance(seller.address)).toBe(sellerStart);
+    const after = await listed();
+    expect(after.sales).toBe(before.sales);
+    expect(after.rating).toEqual(before.rating);
+    // No purchase was recorded for the fresh wallet, so it has nothing to rate with.
+    const rows = await paidMarket.database.db
+      .selectFrom('knowledge_market_purchases')
+      .select('id')
+      .where('buyer', '=', fresh.address)
+      .execute();
+    expect(rows).toEqual([]);
+  });
+
+  it('never counts or lets anyone rate a purchase paid from the seller’s own wallet (one recorded before the check)', async () => {
+    const fresh = await signer();
+    const db = paidMarket.database.db;
+    const listed = () => paying(seller).knowledgeMarket.get({ params: { moduleId } });
+    const before = await listed();
+    const statsBefore = await paying(seller).knowledgeMarket.stats();
+    // A settled purchase for a fresh wallet, paid by the seller to the seller, as the market recorded them before.
+    const row = {
+      id: 'pur_SelfPaidPurchase0001',
+      module_id: moduleId,
+      title: 'Agreement-bound module',
+      version: '1.0.0',
+      seller: seller.address,
+      buyer: fresh.address,
+      paid_by: seller.address,
+      price: 500_000n,
+      list_price: 500_000n,
+      negotiation_id: null,
+      payment_key: 'e'.repeat(64),
+      purchased_at: new Date(),
+    };
+    await db.insertInto('knowledge_market_purchases').values(row).execute();
+    await db
+      .insertInto('runtime_payments')
+      .values({
+        key: row.payment_key,
+        status: 'settled',
+        resource: 'test',
+        payer: seller.address,
+        pay_to: seller.address,
+        amount: 500_000n,
+        transaction: null,
+        created_at: new Date(),
+        settled_at: new Date(),
+      })
+      .execute();
+    expect((await listed()).sales).toBe(before.sales);
+    const rate = await fail(
+      as(fresh, paidMarket.url).knowledgeMarket.rate({ params: { moduleId }, body: { purchaseId: row.id, rating: 5 } }),
+    );
+    expect(rate).toBeInstanceOf(UnprocessableEntityError);
+    expect(rate).toMatchObject({ status: 422, code: 'own_module' });
+    // Even a rating already stored against such a purchase does not count.
+    await db
+      .insertInto('knowledge_market_ratings')
+      .values({ purchase_id: row.id, module_id: moduleId, buyer: fresh.address, rating: 5, rated_at: new Date() })
+      .execute();
+    const after = await listed();
+    expect(after.sales).toBe(before.sales);
+    expect(after.rating).toEqual(before.rating);
+    const statsAfter = await paying(seller).knowledgeMarket.stats();
+    expect(statsAfter).toMatchObject({
+      purchases: statsBefore.purchases,
+      volumeUsd: statsBefore.volumeUsd,
+      ratings: statsBefore.ratings,
+      averageRating: statsBefore.averageRating,
+    });
+    await db.deleteFrom('knowledge_market_ratings').where('purchase_id', '=', row.id).execute();
+    await db.deleteFrom('knowledge_market_purchases').where('id', '=', row.id).execute();
+    await db.deleteFrom('runtime_payments').where('key', '=', row.payment_key).execute();
+  });
 });
 
 describe('statistics', () => {

@@ -82,6 +82,13 @@ export function paymentKeyOf(headers: unknown): string | null {
 }
 
 export const moduleNotFound = (moduleId: string) => notFound('module_not_found', `No module ${moduleId}`, { moduleId });
+/** 422 own_module for a purchase paid from the module's seller's wallet, whoever it names as buyer. */
+const ownPayment = (moduleId: string) =>
+  unprocessable(
+    'own_module',
+    'The payment comes from the module’s seller’s own wallet: a seller cannot buy their own module, for anyone',
+    { moduleId },
+  );
 
 /** Everything about a publish that can fail before the listing fee is charged. */
 export async function checkPublish(deps: MarketDeps, body: PublishBody, seller: string): Promise<void> {
@@ -205,6 +212,9 @@ export function marketHandlers(
       const plan = await planPurchase(res.locals.parsed as Parameters<typeof planPurchase>[0]);
       const { module, terms } = plan;
       const payer = (res.locals.payment as VerifiedPayment | undefined)?.payer || undefined;
+      // A seller paying for their own module, for any beneficiary, pays themself: a free sale and a rating. The route
+      // settles after its handler, so this refusal (after verification, before settlement) charges nothing.
+      if (payer && payer === module.seller) throw ownPayment(module.id);
       // Knowing an agreement's id is not owning it: only its buyer, or the registered broker that opened it for them,
       // may
       // pay with it. Refused here, after verification and before settlement, so nothing is charged and the agreement
@@ -275,6 +285,8 @@ export function marketHandlers(
         throw notFound('purchase_not_found', `No purchase ${body.purchaseId}`, { purchaseId: body.purchaseId });
       // Strangers learn nothing about a purchase, not even which module it bought.
       if (caller !== purchase.buyer) throw new HttpError(403, 'not_buyer', 'Only the buyer of a purchase may rate it');
+      // A purchase the seller paid for (recorded before the purchase route refused them) rates nothing.
+      if (purchase.paidBy === purchase.seller) throw ownPayment(purchase.moduleId);
       if (purchase.moduleId !== module.id) {
         throw unprocessable(
           'purchase_module_mismatch',

@@ -92,6 +92,13 @@ interface Tables {
  * that failed, so a purchase whose settlement failed never counts.
  */
 const SETTLED = sql<boolean>`(p.payment_key is null or exists (select 1 from runtime_payments r where r.key = p.payment_key and r.status = 'settled'))`;
+/**
+ * Neither bought nor paid for by the module's own seller. The purchase route refuses both, so only a row recorded
+ * before it did fails this; it never counts (sales, ratings, statistics): a seller paying themself is no sale.
+ */
+const ARMS_LENGTH = sql<boolean>`(p.paid_by <> p.seller and p.buyer <> p.seller)`;
+/** A purchase's rating (g), joined to its purchase (p), that counts. */
+const COUNTED_RATINGS = sql`knowledge_market_ratings g join knowledge_market_purchases p on p.id = g.purchase_id where ${ARMS_LENGTH}`;
 /** Settled, or its payment still in flight (verifying, pending, unknown): it holds an agreement against reuse. */
 const LIVE = sql<boolean>`(p.payment_key is null or exists (select 1 from runtime_payments r where r.key = p.payment_key))`;
 
@@ -124,13 +131,11 @@ export function marketStore(database: SharedDb) {
       .selectFrom('knowledge_market_modules as m')
       .select(listingColumns)
       .select([
-        sql<string>`(select count(*) from knowledge_market_purchases p where p.module_id = m.id and ${SETTLED})`.as(
+        sql<string>`(select count(*) from knowledge_market_purchases p where p.module_id = m.id and ${SETTLED} and ${ARMS_LENGTH})`.as(
           'sales',
         ),
-        sql<string>`(select coalesce(sum(rating), 0) from knowledge_market_ratings g where g.module_id = m.id)`.as(
-          'ratingSum',
-        ),
-        sql<string>`(select count(*) from knowledge_market_ratings g where g.module_id = m.id)`.as('ratingCount'),
+        sql<string>`(select coalesce(sum(g.rating), 0) from ${COUNTED_RATINGS} and g.module_id = m.id)`.as('ratingSum'),
+        sql<string>`(select count(*) from ${COUNTED_RATINGS} and g.module_id = m.id)`.as('ratingCount'),
       ]);
     if (id) query = query.where('m.id', '=', id);
     const rows = await query.execute();
@@ -255,11 +260,18 @@ export function marketStore(database: SharedDb) {
         .selectFrom('knowledge_market_purchases as p')
         .select(['p.price', 'p.purchasedAt'])
         .where(SETTLED)
+        .where(ARMS_LENGTH)
         .execute();
     },
 
     async allRatings(): Promise<number[]> {
-      return (await db.selectFrom('knowledge_market_ratings').select('rating').execute()).map((r) => r.rating);
+      const rows = await db
+        .selectFrom('knowledge_market_ratings as g')
+        .innerJoin('knowledge_market_purchases as p', 'p.id', 'g.purchaseId')
+        .select('g.rating')
+        .where(ARMS_LENGTH)
+        .execute();
+      return rows.map((r) => r.rating);
     },
   };
 }
