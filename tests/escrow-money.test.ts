@@ -1,7 +1,9 @@
+import axios from 'axios';
 import fc from 'fast-check';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ESCROW_MILESTONE_IDS, usdToAtomic, type Escrow } from '@agent-economy/contracts';
-import { ApiError, createClient, walletFromSecretKey, type Signer } from '@agent-economy/sdk';
+import { ApiError, ConflictError, createClient, walletFromSecretKey, type Signer } from '@agent-economy/sdk';
 import { createEscrowService, type EscrowService } from '../servers/src/services/escrow';
 import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
@@ -24,6 +26,9 @@ let service: EscrowService;
 let buyers: Signer[];
 let sellers: Signer[];
 let offset = 0;
+/** The vault's balance and the sum of every wallet's before anything happened. */
+let vaultStart: bigint;
+let constant: bigint;
 const now = () => new Date(Date.now() + offset);
 const escrows: { id: string; buyer: Signer; seller: Signer; milestones: number }[] = [];
 
@@ -53,6 +58,8 @@ beforeAll(async () => {
   buyers = await Promise.all([0, 1].map(() => walletFromSecretKey(generateWallet().secretKey)));
   sellers = await Promise.all([0, 1].map(() => walletFromSecretKey(generateWallet().secretKey)));
   for (const b of buyers) await economy.ledger.mintTo(b.address, usdToAtomic('1000'));
+  vaultStart = balance(running.context.wallet.address);
+  constant = total();
 }, 60_000);
 afterAll(async () => {
   await economy?.close();
@@ -152,7 +159,7 @@ async function run(c: Command): Promise<void> {
   }
 }
 
-async function assertBooks(vaultStart: bigint, constant: bigint): Promise<void> {
+async function assertBooks(): Promise<void> {
   const stats = await createClient({ baseUrls: { escrow: running.url }, maxRetries: 0 }).escrow.stats();
   const vault = balance(running.context.wallet.address);
   expect(vault - vaultStart).toBe(BigInt(stats.volumeLocked) + BigInt(stats.volume.fees));
@@ -168,8 +175,6 @@ async function assertBooks(vaultStart: bigint, constant: bigint): Promise<void> 
 }
 
 it('keeps the vault equal to what open escrows hold, and conserves every unit, whatever the sequence', async () => {
-  const vaultStart = balance(running.context.wallet.address);
-  const constant = total();
   await fc.assert(
     fc.asyncProperty(fc.array(command, { minLength: 4, maxLength: 14 }), async (commands) => {
       for (const c of commands) {
@@ -179,7 +184,7 @@ it('keeps the vault equal to what open escrows hold, and conserves every unit, w
           // Refusals (wrong party, wrong state) are part of the game; a server error is not.
           if (!(error instanceof ApiError) || error.status >= 500) throw error;
         }
-        await assertBooks(vaultStart, constant);
+        await assertBooks();
       }
     }),
     { numRuns: 5 },
@@ -195,3 +200,66 @@ it('keeps the vault equal to what open escrows hold, and conserves every unit, w
   expect(balance(running.context.wallet.address) - vaultStart).toBe(BigInt(stats.volume.fees));
   expect(total()).toBe(constant);
 }, 600_000);
+
+it('never refunds a payment that funded an escrow when it is presented again by another wallet', async () => {
+  const [w, w2, seller] = [buyers[0]!, buyers[1]!, sellers[0]!];
+  // The buyer's payment header, as its SDK sent it.
+  let header: string | undefined;
+  const http = axios.create();
+  http.interceptors.request.use((config) => {
+    header = (config.headers['payment-signature'] as string | undefined) ?? header;
+    return config;
+  });
+  const paying = createClient({
+    baseUrls: { escrow: running.url },
+    wallet: w,
+    payments: { rpcUrl: economy.rpcUrl, maxPerCallUsd: '100' },
+    maxRetries: 0,
+    axios: http,
+  }).escrow;
+  const body = { seller: seller.address, title: 'Funded once', amount: '2000000' };
+  const escrow = await paying.create({ body });
+  escrows.push({ id: escrow.id, buyer: w, seller, milestones: 1 });
+  expect(header).toBeDefined();
+  await assertBooks();
+
+  // What a process that died after storing the escrow and before its answer left (or was kept) leaves: the payment
+  // settled and never served, its lease over; the next presentation of it runs the handler again.
+  const db = running.database.db;
+  const unserve = async () => {
+    const { rows } = await sql<{ payment_key: string }>`
+      select payment_key from escrow_escrows where id = ${escrow.id}`.execute(db);
+    const key = rows[0]!.payment_key;
+    await sql`update runtime_payments set served_at = null, lease_until = now() - interval '1 second'
+      where key = ${key}`.execute(db);
+    await sql`update runtime_payment_ids set answer_status = null, answer_type = null, answer_body = null,
+      settlement = null, answered_at = null where key = ${key}`.execute(db);
+  };
+  await unserve();
+  const [wBefore, w2Before] = [balance(w.address), balance(w2.address)];
+  const stolen = await client(w2)
+    .create({ body }, { headers: { 'payment-signature': header! } })
+    .then(
+      () => expect.unreachable('another wallet was served with the payment') as never,
+      (e: ApiError) => e,
+    );
+  expect(stolen).toBeInstanceOf(ConflictError);
+  expect(stolen.code).toBe('payment_already_used');
+  expect(stolen.message).toContain(escrow.id);
+  // Nothing was refunded: the escrow still holds the funding, and the vault holds what its escrows do.
+  expect([balance(w.address), balance(w2.address)]).toEqual([wBefore, w2Before]);
+  await assertBooks();
+  expect((await client(w).get({ params: { escrowId: escrow.id } })).balances.locked).toBe('2000000');
+
+  // The buyer presenting it again gets the escrow it funded: no second escrow, no refund.
+  const statsBefore = await createClient({ baseUrls: { escrow: running.url }, maxRetries: 0 }).escrow.stats();
+  await unserve();
+  const again = await client(w).create({ body }, { headers: { 'payment-signature': header! } });
+  expect(again.id).toBe(escrow.id);
+  expect(again.buyer).toBe(w.address);
+  expect(again.balances.locked).toBe('2000000');
+  expect([balance(w.address), balance(w2.address)]).toEqual([wBefore, w2Before]);
+  const statsAfter = await createClient({ baseUrls: { escrow: running.url }, maxRetries: 0 }).escrow.stats();
+  expect(statsAfter.totalEscrows).toBe(statsBefore.totalEscrows);
+  await assertBooks();
+}, 120_000);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { escrowFee, usdToAtomic, type Escrow } from '@agent-economy/contracts';
 import {
   ApiError,
@@ -849,6 +849,57 @@ describe('attacks and failures', () => {
       expect(balance(seller.address)).toBe(sellerBefore + 1_000_000n);
     } finally {
       await fragile.close();
+    }
+  });
+
+  it('pays for one investigation when the same party disputes five times at once: the refused ones cost nothing', async () => {
+    // An escrow service of its own, so that its books hold this test's expenses only.
+    const own = await startEscrow();
+    try {
+      const escrow = await client(buyer, own.url).create({ body: body(seller.address) });
+      await client(seller, own.url).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } });
+      const [vaultBefore, buyerBefore] = [vault(), balance(buyer.address)];
+      expect(await own.service.expenses()).toBe(0n);
+      const results = await Promise.allSettled(
+        [0, 1, 2, 3, 4].map((i) =>
+          client(buyer, own.url).dispute({
+            body: { escrowId: escrow.id, reason: 'low_quality', statement: `Not what the terms promised (${i}).` },
+          }),
+        ),
+      );
+      const won = results.filter((r) => r.status === 'fulfilled');
+      const lost = results
+        .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+        .map((r) => r.reason as ApiError);
+      expect(won).toHaveLength(1);
+      expect(lost).toHaveLength(4);
+      for (const error of lost) {
+        expect(error).toBeInstanceOf(ConflictError);
+        expect(error.code).toBe('dispute_already_stated');
+      }
+      const { dispute } = won[0]!.value;
+      expect(dispute.statements).toHaveLength(1);
+      expect(dispute.investigation).toMatchObject({ status: 'complete', unavailable: [] });
+      expect(dispute.investigation.scans).toHaveLength(1);
+      // One investigation: a scan of m1 (0.02) and both parties' reputation (2 × 0.002); one dispute fee charged.
+      expect(balance(buyer.address)).toBe(buyerBefore - 50_000n);
+      expect(vault()).toBe(vaultBefore + 50_000n - 24_000n);
+      await vi.waitFor(async () => expect(await own.service.expenses()).toBe(24_000n));
+      const stored = await client(buyer, own.url).get({ params: { escrowId: escrow.id } });
+      expect(stored.disputes).toHaveLength(1);
+      expect(stored.disputes[0]!.investigation).toEqual(dispute.investigation);
+      expect(stored.timeline.filter((e) => e.event === 'investigation_updated')).toHaveLength(1);
+
+      // The seller's answer reuses the scan already made of m1: two reads, no new scan.
+      const answered = await client(seller, own.url).dispute({
+        body: { escrowId: escrow.id, reason: 'other', statement: 'The chapter was delivered as agreed.' },
+      });
+      expect(answered.dispute.investigation.scans.map((s) => s.scanId)).toEqual([
+        dispute.investigation.scans[0]!.scanId,
+      ]);
+      await vi.waitFor(async () => expect(await own.service.expenses()).toBe(24_000n + 4_000n));
+    } finally {
+      await own.close();
     }
   });
 

@@ -577,11 +577,43 @@ export function checkDispute(
 const toEvidence = (e: EscrowEvidenceInput): EscrowEvidence =>
   ({ ...e, description: e.description ?? null }) as EscrowEvidence;
 
+/**
+ * The investigation of a dispute just opened, until its facts are gathered: the dispute is stated first (under the
+ * row lock), and investigated after (a refused statement costs no paid reads). Nothing is weighed yet.
+ */
+export function investigationUnderWay(
+  doc: EscrowDoc,
+  milestoneIds: string[],
+  generator: EscrowInvestigation['generator'],
+  now: Date,
+): EscrowInvestigation {
+  const disputed = doc.milestones.filter((m) => milestoneIds.includes(m.id));
+  const delivered = disputed.flatMap((m) => (m.delivery ? [m.delivery] : []));
+  const timeout = Date.parse(doc.timeoutAt);
+  return {
+    status: 'partial',
+    scans: [],
+    reputation: { buyer: null, seller: null },
+    milestonesDelivered: delivered.length,
+    milestonesDisputed: disputed.length,
+    deliveredBeforeTimeout: delivered.length ? delivered.every((d) => Date.parse(d.deliveredAt) <= timeout) : null,
+    observations: ['The investigation is under way: scans and reputation are not read yet'],
+    leaning: 'neutral',
+    unavailable: [],
+    generator,
+    updatedAt: iso(now),
+  };
+}
+
+/**
+ * States the caller's side: opens a dispute (its investigation under way) or answers the open one (its investigation
+ * as it stands). The investigation is gathered afterwards and recorded with recordInvestigation.
+ */
 export function dispute(
   doc: EscrowDoc,
   caller: string,
   input: DisputeInput,
-  investigation: EscrowInvestigation,
+  generator: EscrowInvestigation['generator'],
   now: Date,
 ): { doc: EscrowDoc; dispute: EscrowDispute } {
   const { party, answer, milestoneIds } = checkDispute(doc, caller, input);
@@ -599,7 +631,7 @@ export function dispute(
   let milestones = doc.milestones;
   let timersPausedAt = doc.timersPausedAt;
   if (answer) {
-    current = { ...answer, statements: [...answer.statements, statement], investigation };
+    current = { ...answer, statements: [...answer.statements, statement] };
     disputes = doc.disputes.map((d) => (d.id === answer.id ? current : d));
     timeline.push(
       entry(now, 'dispute_response', party, milestoneIds, `The ${party} answered the dispute (${input.reason})`),
@@ -616,7 +648,7 @@ export function dispute(
       statements: [statement],
       respondBy: iso(respondBy),
       autoResolveAt: iso(new Date(respondBy.getTime() + ESCROW_DISPUTE_AUTO_RESOLVE_HOURS * HOUR)),
-      investigation,
+      investigation: investigationUnderWay(doc, milestoneIds, generator, now),
       decision: null,
       openedAt: iso(now),
       resolvedAt: null,
@@ -641,16 +673,42 @@ export function dispute(
       ),
     );
   }
-  timeline.push(
+  return { doc: { ...doc, milestones, disputes, timersPausedAt, timeline, updatedAt: iso(now) }, dispute: current };
+}
+
+/**
+ * Records the investigation a dispute call gathered on the dispute it stated, while that dispute is open and nothing
+ * gathered later is recorded already (racing calls: the latest investigation stands). Null: nothing to change.
+ */
+export function recordInvestigation(
+  doc: EscrowDoc,
+  disputeId: string,
+  investigation: EscrowInvestigation,
+  now: Date,
+): { doc: EscrowDoc; dispute: EscrowDispute } | null {
+  const current = doc.disputes.find((d) => d.id === disputeId);
+  if (!current || current.status !== 'open') return null;
+  if (Date.parse(current.investigation.updatedAt) > Date.parse(investigation.updatedAt)) return null;
+  const updated: EscrowDispute = { ...current, investigation };
+  const timeline = [
+    ...doc.timeline,
     entry(
       now,
       'investigation_updated',
       'mediator',
-      milestoneIds,
+      current.milestoneIds,
       `Investigation ${investigation.status}: leaning ${investigation.leaning}${investigation.unavailable.length ? `; unavailable: ${investigation.unavailable.join(', ')}` : ''}`,
     ),
-  );
-  return { doc: { ...doc, milestones, disputes, timersPausedAt, timeline, updatedAt: iso(now) }, dispute: current };
+  ];
+  return {
+    doc: {
+      ...doc,
+      disputes: doc.disputes.map((d) => (d.id === disputeId ? updated : d)),
+      timeline,
+      updatedAt: iso(now),
+    },
+    dispute: updated,
+  };
 }
 
 /** Who may ask the mediator now; the open dispute. Nothing changes. */

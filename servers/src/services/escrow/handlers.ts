@@ -5,10 +5,11 @@ import {
   type ScanResult,
   escrow as escrowContract,
 } from '@agent-economy/contracts';
+import type { Response } from 'express';
 import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
 import { HttpError, unprocessable } from '../../runtime/errors';
-import { settlementOf } from '../../runtime/paywall';
+import { keepPayment, settlementOf } from '../../runtime/paywall';
 import {
   agentSummary,
   assertParty,
@@ -21,6 +22,7 @@ import {
   dispute,
   escrowNotFound,
   planConfirm,
+  recordInvestigation,
   sha256,
   stateOf,
   toEscrow,
@@ -140,6 +142,22 @@ export async function preflightResolve(
 
 const sameSet = (a: string[], b: string[]) => a.length === b.length && a.every((x) => b.includes(x));
 
+/**
+ * The answer to a create whose payment funded `funded`: that escrow again for its buyer (the same payment presented
+ * again), else 409 payment_already_used, kept unrefunded (keepPayment): the payment is the escrow's funding, and a
+ * refund would leave the escrow funded by the vault's other money.
+ */
+function answerFunded(funded: EscrowDoc, caller: string, res: Response, at: Date) {
+  if (funded.buyer === caller) return { status: 201 as const, body: toEscrow(funded, at) };
+  keepPayment(res);
+  throw new HttpError(
+    409,
+    'payment_already_used',
+    `This payment already funded escrow ${funded.id}; it is not refunded and funds nothing else. Pay again to create an escrow`,
+    { escrowId: funded.id },
+  );
+}
+
 // Handlers only translate between the contract and the domain.
 export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof escrowContract.router> {
   const { store, engine, now } = deps;
@@ -147,6 +165,11 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
     create: async ({ body, req, res }) => {
       const buyer = callerOf(res);
       const settlement = settlementOf(res);
+      // A payment presented again after its escrow was stored (its first answer never left: the runtime runs the
+      // handler again) is answered before any check that could fail: a failure here would refund a payment that
+      // funds an escrow, which the vault would then pay out a second time.
+      const funded = await store.byPaymentKey(settlement.key);
+      if (funded) return answerFunded(funded, buyer, res, now());
       // The funding must come from the signed-in buyer's wallet (else the runtime refunds the payer).
       if (settlement.payer !== buyer) {
         throw new HttpError(
@@ -187,9 +210,9 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
         },
         at,
       );
-      // The same settled payment served again (after a crash) returns the escrow it funded.
+      // The same settled payment served again (a presentation racing this one) returns the escrow it funded.
       const stored = await store.insert(doc, settlement.key);
-      return { status: 201, body: toEscrow(stored, now()) };
+      return answerFunded(stored, buyer, res, now());
     },
 
     get: async ({ params, res }) => {
@@ -237,24 +260,32 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
 
     dispute: async ({ body, res }) => {
       const caller = callerOf(res);
-      const current = await load(store, body.escrowId);
-      const { answer, milestoneIds } = checkDispute(current, caller, body);
-      // The investigation reads the verification and reputation services before the escrow is locked.
+      // The statement is taken under the row lock before anything is paid: a call refused there (the same party
+      // stating twice, however many race) costs the vault no investigation, and is not charged either.
+      let stated: { doc: EscrowDoc; dispute: EscrowDispute } | undefined;
+      await engine.execute(body.escrowId, (doc) => {
+        stated = dispute(doc, caller, body as DisputeInput, deps.generator, now());
+        return { doc: stated.doc };
+      });
+      const { doc: statedDoc, dispute: opened } = stated!;
+      // Then the investigation (paid reads of the verification and reputation services, a scan already made read
+      // again for free), outside the lock, recorded on the dispute this call stated.
       const investigation = await investigate(
-        current,
-        milestoneIds,
-        answer?.investigation ?? null,
+        statedDoc,
+        opened.milestoneIds,
+        opened.investigation,
         deps.readers,
         now(),
         deps.generator,
       );
-      let opened: EscrowDispute | undefined;
-      const done = await engine.execute(body.escrowId, (doc) => {
-        const result = dispute(doc, caller, body as DisputeInput, investigation, now());
-        opened = result.dispute;
-        return { doc: result.doc };
+      const done = await store.mutate(body.escrowId, ({ doc }) => {
+        const recorded = recordInvestigation(doc, opened.id, investigation, now());
+        // Resolved meanwhile, or a later investigation recorded: the dispute as it stands.
+        const current = recorded ?? { doc, dispute: doc.disputes.find((d) => d.id === opened.id) ?? opened };
+        return { change: recorded ? { doc: recorded.doc } : {}, result: current };
       });
-      return { status: 200, body: { escrow: toEscrow(done.doc, now()), dispute: opened! } };
+      if (!done) throw escrowNotFound(body.escrowId);
+      return { status: 200, body: { escrow: toEscrow(done.doc, now()), dispute: done.dispute } };
     },
 
     resolve: async ({ body, res }) => {

@@ -41,6 +41,17 @@ export function scanSummary(scan: ScanResult, milestoneId: string): EscrowScanSu
   };
 }
 
+/**
+ * A scan already made of a milestone's delivered content (deliveries never change): this investigation's earlier one,
+ * one another investigation of the escrow made, or the seller's attached scan. Read again by id for free; only a
+ * milestone no scan is known of is scanned anew (paid).
+ */
+export function knownScan(doc: EscrowDoc, milestoneId: string, previous: EscrowInvestigation | null): string | null {
+  const of = (inv: EscrowInvestigation | null | undefined) => inv?.scans.find((s) => s.milestoneId === milestoneId);
+  const earlier = of(previous) ?? doc.disputes.map((d) => of(d.investigation)).find((s) => s !== undefined);
+  return earlier?.scanId ?? doc.milestones.find((m) => m.id === milestoneId)?.delivery?.scanId ?? null;
+}
+
 const reason = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 200);
 
 /** Gathers the facts of a dispute over `milestoneIds`. Unreachable services are named, never skipped silently. */
@@ -58,7 +69,7 @@ export async function investigate(
   const delivered = disputed.filter((m) => m.delivery);
   const scans: EscrowScanSummary[] = [];
   for (const m of delivered) {
-    const known = previous?.scans.find((s) => s.milestoneId === m.id)?.scanId ?? m.delivery!.scanId;
+    const known = knownScan(doc, m.id, previous);
     try {
       const scan = await readers.scan(doc, m.id, known);
       scans.push(scanSummary(scan, m.id));

@@ -150,6 +150,16 @@ export function escrowStore(database: SharedDb) {
       return docOf(row);
     },
 
+    /** The escrow a payment funded, if any (its key: the settlement's). */
+    async byPaymentKey(paymentKey: string): Promise<EscrowDoc | undefined> {
+      const row = await db
+        .selectFrom('escrow_escrows')
+        .select('doc')
+        .where('payment_key', '=', paymentKey)
+        .executeTakeFirst();
+      return row && docOf(row);
+    },
+
     async get(id: string): Promise<Locked | undefined> {
       const row = await db
         .selectFrom('escrow_escrows')
