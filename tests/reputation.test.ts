@@ -10,13 +10,16 @@ import {
   walletFromSecretKey,
   type Signer,
 } from '@agent-economy/sdk';
+import { createSolanaRpc } from '@solana/kit';
 import { createReputationApp } from '../servers/src/services/reputation';
-import { generateWallet } from '../servers/src/solana/keys';
+import { generateWallet, type Wallet } from '../servers/src/solana/keys';
+import { transferTokens } from '../servers/src/simulate/mints';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
 
 // Expected scores are worked out by hand from the contract's formula:
-//   score = (50 × 5 + Σ weight × points) / (5 + Σ weight), weight 1 verified, 0 unverified, halved per 180 days.
+//   score = (50 × 5 + Σ weight × points) / (5 + Σ weight), weights halved per 180 days, where a report weighs 1 from
+//   a trusted service, amount / (amount + 100 000) when a cited transfer of `amount` atomic units verifies it, else 0.
 
 const FREE = { kind: 'fixed', usd: '0' } as const;
 const DAY = 86_400_000;
@@ -463,6 +466,15 @@ describe('paid and verified on chain', () => {
       payments: { rpcUrl: economy.rpcUrl },
       maxRetries: 0,
     });
+  /** Sends `amount` atomic units of the stablecoin from `from` to `to` on the ledger: the transaction's signature. */
+  let gasPayer: Wallet | undefined;
+  const pay = async (from: Wallet, to: string, amount: bigint) => {
+    if (!gasPayer) {
+      gasPayer = generateWallet();
+      await economy.ledger.airdrop(gasPayer.address, 10_000_000_000n);
+    }
+    return transferTokens(createSolanaRpc(economy.rpcUrl), gasPayer, economy.ledger.mint, 6, from, to, amount);
+  };
 
   it('checks a report before asking for payment: a self-report is 422, not 402', async () => {
     const error = await as(buyer, paid.url)
@@ -480,21 +492,25 @@ describe('paid and verified on chain', () => {
       economy.ledger.tokenBalance(seller),
     ];
 
-    // Paying for this report is itself a transfer from the buyer to the service's wallet.
+    // A report citing nothing is unverified; paying for it is a transfer from the buyer to the service's wallet.
     const unverified = await client.reputation.report({
       body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 5 },
     });
     expect(unverified).toMatchObject({ verified: false, weight: 0 });
     expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.001'));
     expect(economy.ledger.tokenBalance(seller)).toBe(sellerBefore + usdToAtomic('0.001'));
-    const transfer = client.payments.receipts[0]!.transaction;
 
-    // Citing that transfer: the chain shows 1000 atomic units moved from the reporter to the subject.
+    // The buyer pays the seller 1 USD for a purchase and cites that transfer: the chain shows 1 USD moved from the
+    // reporter to the subject, so the report is verified and weighs what was at stake, 1 / (1 + 0.1) = 0.909.
+    const transfer = await pay(economy.buyer, seller, usdToAtomic('1'));
     const verified = await client.reputation.report({
       body: { subject: seller, subjectRole: 'seller', outcome: 'completed', rating: 4, signature: transfer },
     });
-    expect(verified).toMatchObject({ verified: true, weight: 1, signature: transfer, amount: '1000', points: 87.5 });
-    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.002'));
+    expect(verified).toMatchObject({ verified: true, signature: transfer, amount: '1000000', points: 87.5 });
+    expect(verified.weight).toBeCloseTo(1_000_000 / 1_100_000, 12);
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(
+      buyerBefore - usdToAtomic('1') - usdToAtomic('0.002'),
+    );
 
     // The same transfer cited about someone it did not pay is no proof: recorded, unverified.
     const other = await client.reputation.report({
@@ -507,7 +523,9 @@ describe('paid and verified on chain', () => {
       .report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed', signature: transfer } })
       .catch((e) => e);
     expect(again.code).toBe('duplicate_report');
-    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(buyerBefore - usdToAtomic('0.003'));
+    expect(economy.ledger.tokenBalance(economy.buyer.address)).toBe(
+      buyerBefore - usdToAtomic('1') - usdToAtomic('0.003'),
+    );
   });
 
   it('takes a transfer-verified trade’s amount from the chain, its role from the transfer’s direction, and lets it overwrite no other trade', async () => {
@@ -541,9 +559,8 @@ describe('paid and verified on chain', () => {
         ratedBy: carol.address,
       },
     });
-    // The buyer pays the seller's wallet 1000 atomic units for a report (a real transfer between the two)...
-    await buyerClient.reputation.report({ body: { subject: seller, subjectRole: 'seller', outcome: 'completed' } });
-    const first = buyerClient.payments.receipts[0]!.transaction;
+    // The buyer pays the seller's wallet 0.5 USD (a real purchase between the two)...
+    const first = await pay(economy.buyer, seller, usdToAtomic('0.5'));
     // ...and cites it naming the escrow's trade, claiming a lost dispute worth far more than it moved.
     const cited = await buyerClient.reputation.report({
       body: {
@@ -555,21 +572,135 @@ describe('paid and verified on chain', () => {
         signature: first,
       },
     });
-    expect(cited).toMatchObject({ verified: true, amount: '1000', signature: first });
+    expect(cited).toMatchObject({ verified: true, amount: '500000', signature: first });
     const profile = await buyerClient.reputation.get({ params: { agentId: seller } });
-    // Two verified trades: the escrow's (completed, 2 USD) untouched, and the buyer's own (lost, 1000 units).
-    expect(profile).toMatchObject({ tradeCount: 2, verifiedTradeCount: 2, volume: '2001000' });
+    // Two verified trades: the escrow's (completed, 2 USD) untouched, and the buyer's own (lost, 0.5 USD).
+    expect(profile).toMatchObject({ tradeCount: 2, verifiedTradeCount: 2, volume: '2500000' });
     expect(profile.asSeller).toMatchObject({ trades: 2, completed: 1, disputes: 1, disputesLost: 1 });
 
-    // The seller received the second transfer too (the fee of the cited report): it shows the seller selling.
-    const second = buyerClient.payments.receipts[1]!.transaction;
+    // The seller received the cited report's fee too (a transfer from the buyer): it shows the seller selling.
+    const fee = buyerClient.payments.receipts[0]!.transaction;
     const asBuyer = await buyerClient.reputation.report({
-      body: { subject: seller, subjectRole: 'buyer', outcome: 'completed', signature: second! },
+      body: { subject: seller, subjectRole: 'buyer', outcome: 'completed', signature: fee },
     });
     expect(asBuyer).toMatchObject({ verified: false, weight: 0 });
     const after = await buyerClient.reputation.get({ params: { agentId: seller } });
     expect(after.asBuyer).toMatchObject({ score: null, trades: 0, volume: '0' });
-    expect(after).toMatchObject({ tradeCount: 2, volume: '2001000' });
+    expect(after).toMatchObject({ tradeCount: 2, volume: '2500000' });
+  });
+
+  describe('a cited transfer weighs what it moved', () => {
+    /** `count` fresh wallets, each funded for one report fee and sending `amount` atomic units to `subject`. */
+    const sybilsPaying = async (subject: string, count: number, amount: bigint) => {
+      const sybils = Array.from({ length: count }, () => generateWallet());
+      const cited: { wallet: Wallet; signature: string }[] = [];
+      for (const wallet of sybils) {
+        await economy.ledger.mintTo(wallet.address, usdToAtomic('0.001') + amount);
+        cited.push({ wallet, signature: await pay(wallet, subject, amount) });
+      }
+      return cited;
+    };
+    const reputationOf = async (wallet: Wallet) =>
+      createClient({
+        baseUrls: { reputation: paid.url },
+        wallet: await walletFromSecretKey(wallet.secretKey),
+        payments: { rpcUrl: economy.rpcUrl },
+        maxRetries: 0,
+      }).reputation;
+
+    it('lets five fresh wallets that each sent the victim 1 atomic unit barely move its score, and count no trade', async () => {
+      const victim = generateWallet().address;
+      for (const { wallet, signature } of await sybilsPaying(victim, 5, 1n)) {
+        const report = await (
+          await reputationOf(wallet)
+        ).report({
+          body: { subject: victim, subjectRole: 'seller', outcome: 'dispute_lost', rating: 1, signature },
+        });
+        // Verified (the transfer is real and runs the right way) but weighing 1 / (1 + 100 000): 0.000001 USD at stake.
+        expect(report).toMatchObject({ verified: true, amount: '1', points: 0 });
+        expect(report.weight).toBeCloseTo(1 / 100_001, 12);
+      }
+      const profile = await payingClient().reputation.get({ params: { agentId: victim } });
+      // 250 / (5 + 5 / 100 001) = 49.9995: within 0.01 of the prior, where weight 1 each would have made it 25.
+      expect(Math.abs(profile.score - 50)).toBeLessThan(0.01);
+      expect(profile).toMatchObject({ tradeCount: 0, verifiedTradeCount: 0, volume: '0', confidence: 0 });
+      // Nor do their 1-star ratings make an average: ratings come from trades.
+      expect(profile.averageRating).toBeNull();
+      expect(profile.asSeller).toMatchObject({ trades: 0, disputes: 0, disputesLost: 0, volume: '0' });
+      expect(['unrated', 'new']).toContain(profile.tier);
+      // Shown as they are: five verified reports, each with its amount and its tiny weight.
+      expect(profile.history.items.map((r) => [r.verified, r.amount])).toEqual(Array(5).fill([true, '1']));
+    }, 60_000);
+
+    it('weighs a report citing a 1 USD transfer 1 / 1.1, and counts it as a trade', async () => {
+      const [victim, reporter] = [generateWallet().address, generateWallet()];
+      await economy.ledger.mintTo(reporter.address, usdToAtomic('1.001'));
+      const signature = await pay(reporter, victim, usdToAtomic('1'));
+      const report = await (
+        await reputationOf(reporter)
+      ).report({
+        body: { subject: victim, subjectRole: 'seller', outcome: 'dispute_lost', rating: 1, signature },
+      });
+      // weight = 1 000 000 / (1 000 000 + 100 000) = 10 / 11; score = (250 + 10/11 × 0) / (5 + 10/11) = 2750 / 65.
+      expect(report).toMatchObject({
+        verified: true,
+        amount: '1000000',
+        points: 0,
+        scoreBefore: 50,
+        scoreAfter: 42.31,
+      });
+      expect(report.weight).toBeCloseTo(10 / 11, 12);
+      const profile = await payingClient().reputation.get({ params: { agentId: victim } });
+      expect(profile).toMatchObject({
+        score: 42.31,
+        confidence: 0.1538, // (10/11) / (10/11 + 5) = 10 / 65
+        tradeCount: 1,
+        verifiedTradeCount: 1,
+        volume: '1000000',
+        tier: 'new',
+      });
+      expect(profile.asSeller).toMatchObject({ score: 42.31, trades: 1, disputesLost: 1 });
+    });
+
+    it('counts a transfer-verified report as a trade from 0.01 USD, not below', async () => {
+      const victim = generateWallet().address;
+      const [below, at] = [generateWallet(), generateWallet()];
+      for (const [wallet, amount] of [
+        [below, 9_999n],
+        [at, 10_000n],
+      ] as const) {
+        await economy.ledger.mintTo(wallet.address, usdToAtomic('0.001') + amount);
+        const signature = await pay(wallet, victim, amount);
+        await (
+          await reputationOf(wallet)
+        ).report({ body: { subject: victim, subjectRole: 'seller', outcome: 'completed', signature } });
+      }
+      const profile = await payingClient().reputation.get({ params: { agentId: victim } });
+      // Both verified and weighing (9 999 / 109 999 and 10 000 / 110 000), one trade: the 0.01 USD one.
+      expect(profile).toMatchObject({ tradeCount: 1, volume: '10000' });
+      expect(profile.history.items.map((r) => [r.amount, r.verified, r.weight])).toEqual([
+        ['10000', true, expect.closeTo(10_000 / 110_000, 12)],
+        ['9999', true, expect.closeTo(9_999 / 109_999, 12)],
+      ]);
+    });
+
+    it('keeps a wallet that twenty sybils each paid 1 atomic unit from rising above new', async () => {
+      const target = generateWallet().address;
+      for (const { wallet, signature } of await sybilsPaying(target, 20, 1n)) {
+        await (
+          await reputationOf(wallet)
+        ).report({
+          body: { subject: target, subjectRole: 'seller', outcome: 'completed', rating: 5, signature },
+        });
+      }
+      const profile = await payingClient().reputation.get({ params: { agentId: target } });
+      // At weight 1 each these made (250 + 2000) / 25 = 90 with 20 trades: platinum. Now: no trade, score ~50.
+      expect(['unrated', 'new']).toContain(profile.tier);
+      expect(profile).toMatchObject({ tradeCount: 0, volume: '0' });
+      expect(Math.abs(profile.score - 50)).toBeLessThan(0.01);
+      const ranked = (await payingClient().reputation.top({ query: { minTrades: 5, limit: 100 } })).items;
+      expect(ranked.map((a) => a.agentId)).not.toContain(target);
+    }, 120_000);
   });
 });
 

@@ -173,7 +173,7 @@ const ProfileSchema: z.ZodType<ReputationProfile> = named(
     verifiedTradeCount: count.describe(
       'trades with verified evidence; several verified reports of one transaction (else escrow) are one trade',
     ),
-    averageRating: z.number().min(1).max(5).nullable().describe('mean rating of verified reports'),
+    averageRating: z.number().min(1).max(5).nullable().describe('mean rating of the reports that are trades'),
     ratingCount: count.describe('verified reports with a rating'),
     volume: AtomicAmount.describe(
       'sum of verified trade amounts, atomic units: as a trusted service reported it, or as the chain shows a cited ' +
@@ -258,8 +258,10 @@ const router = c.router({
     summary: 'Report a trade outcome and rating',
     description:
       'Design: records one trade outcome about `subject` and updates its score. The caller is the reporter (SIGN-IN-WITH-X). ' +
-      'A report is verified (weight 1) when the reporter is a trusted service (the escrow service reports every settled ' +
-      'escrow automatically, rating included) or when `signature` is a confirmed transfer between reporter and subject; ' +
+      'A report is verified when the reporter is a trusted service (weight 1: the escrow service reports every settled ' +
+      'escrow automatically, rating included) or when `signature` is a confirmed transfer between reporter and subject ' +
+      '(weight amount / (amount + 100000) in atomic units, what was at stake: 0.5 at 0.1 USD, 0.91 at 1 USD, next to ' +
+      'nothing for dust from fresh wallets; a trade in trade counts, tiers, ratings and volume only from 0.01 USD); ' +
       'otherwise it is kept and shown in the subject’s history, marked `verified: false`, and counts in no figure (score, ' +
       'confidence, tier, trade counts, rates, ratings, volume, rankings): only a counterparty of a real trade moves them, ' +
       'so reports from wallets that never traded with the subject cost their sender and change nothing. A cited transfer ' +

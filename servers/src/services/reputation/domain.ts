@@ -11,13 +11,24 @@ import type {
 
 // Reputation as plain functions over plain report data. The formulas are the contract's:
 //   points  = outcome points, averaged with (rating - 1) × 25 when rated
-//   weight  = 1 verified, 0 unverified (kept and shown, weighing nothing), halved every 180 days of age
+//   weight  = 1 from a trusted service; amount / (amount + 100 000) when verified by a cited transfer of `amount`
+//             atomic units (what was at stake: 0.1 USD weighs 0.5); 0 unverified (kept and shown, weighing nothing);
+//             halved every 180 days of age
 //   score   = (50 × 5 + Σ weight × points) / (5 + Σ weight)     (Bayesian average, prior 50 with weight 5)
 //   confidence = Σ weight / (Σ weight + 5)
 
 export const PRIOR_SCORE = 50;
 export const PRIOR_WEIGHT = 5;
-export const VERIFIED_WEIGHT = 1;
+/** A trusted service's report: it carried the trade out, so the report is the trade's record, whatever its size. */
+export const TRUSTED_WEIGHT = 1;
+/**
+ * A report a cited transfer verifies weighs amount / (amount + HALF_WEIGHT_ATOMIC): half at 0.1 USD, 0.91 at 1 USD,
+ * 0.00001 at one atomic unit. The transfer proves only that the two wallets exchanged that much, and fresh wallets
+ * sending dust cost next to nothing, so the weight follows what was at stake.
+ */
+export const HALF_WEIGHT_ATOMIC = 100_000n;
+/** A transfer-verified report is a trade (in trade counts, tiers, volumes) only when it moved at least 0.01 USD. */
+export const MIN_TRADE_ATOMIC = 10_000n;
 /**
  * A report from a wallet that shows no trade with the subject (no trusted reporter, no cited transfer between the two)
  * weighs nothing: anyone can file one for 0.001 USD, and from fresh wallets without limit, so it must not move a score.
@@ -59,7 +70,33 @@ export function reportPoints(outcome: ReputationOutcome, rating?: number | null)
   return rating == null ? base : (base + (rating - 1) * 25) / 2;
 }
 
-export const baseWeight = (verified: boolean) => (verified ? VERIFIED_WEIGHT : UNVERIFIED_WEIGHT);
+const WEIGHT_SCALE = 10n ** 18n;
+
+/** amount / (amount + HALF_WEIGHT_ATOMIC), divided in bigint (amounts may exceed 2^53) before becoming a number. */
+export function transferWeight(amount: bigint): number {
+  if (amount <= 0n) return UNVERIFIED_WEIGHT;
+  return Number((amount * WEIGHT_SCALE) / (amount + HALF_WEIGHT_ATOMIC)) / Number(WEIGHT_SCALE);
+}
+
+/**
+ * A report's weight before decay, from its evidence: a trusted reporter's 1, a cited transfer's by the amount the chain
+ * shows it moved, nothing for a report without either. Stored with the report, so a score never re-reads the chain.
+ */
+export function baseWeight(evidence: { trusted: boolean; chainAmount: bigint | null }): number {
+  if (evidence.trusted) return TRUSTED_WEIGHT;
+  if (evidence.chainAmount != null) return transferWeight(evidence.chainAmount);
+  return UNVERIFIED_WEIGHT;
+}
+
+/**
+ * Whether a report is evidence of a trade: verified, and either from a trusted service (weight 1) or citing a transfer
+ * of at least MIN_TRADE_ATOMIC (its amount is then the chain's). A transfer-verified report of less still weighs its
+ * little in the score, but is no trade: dust from fresh wallets must not earn a tier or a trade count.
+ */
+export function isTrade(report: Pick<StoredReport, 'verified' | 'weight' | 'amount'>): boolean {
+  if (!report.verified) return false;
+  return report.weight >= TRUSTED_WEIGHT || (report.amount != null && report.amount >= MIN_TRADE_ATOMIC);
+}
 
 /** A report's weight at `now`: its base weight halved for every 180 days of age. */
 export function decayedWeight(report: Pick<Scored, 'weight' | 'createdAt'>, now: Date): number {
@@ -79,7 +116,10 @@ export function scoreOf(reports: readonly Scored[], now: Date): { score: number;
   return { score: (PRIOR_SCORE * PRIOR_WEIGHT + weighted) / (PRIOR_WEIGHT + weight), totalWeight: weight };
 }
 
-/** The tier from verified trades and reports only (unverified ones are shown but earn nothing). */
+/**
+ * The tier from verified trades and reports only (unverified ones are shown but earn nothing; transfer-verified ones of
+ * less than MIN_TRADE_ATOMIC are reports, not trades).
+ */
 export function tierOf(score: number, trades: number, reports: number): ReputationTier {
   if (reports === 0) return 'unrated';
   if (trades < 5) return 'new';
@@ -90,16 +130,17 @@ export function tierOf(score: number, trades: number, reports: number): Reputati
 }
 
 /**
- * The trades behind a set of reports, verified ones only (an unverified report is no evidence of a trade). Several
- * verified reports may describe one trade: identified by the transaction they cite, else by the escrow id (a report
- * verified by a transfer always cites it, so only a trusted service's report is keyed by escrow id), else each report
- * is a trade of its own. The trade's first report decides its outcome and amount; a later one only supplies an amount
- * the first lacks, so no report can re-outcome or re-amount a trade already on record.
+ * The trades behind a set of reports, from those that are trades (isTrade: an unverified report is no evidence of a
+ * trade, and a transfer of dust no trade worth counting). Several such reports may describe one trade: identified by
+ * the transaction they cite, else by the escrow id (a report verified by a transfer always cites it, so only a trusted
+ * service's report is keyed by escrow id), else each report is a trade of its own. The trade's first report decides
+ * its outcome and amount; a later one only supplies an amount the first lacks, so no report can re-outcome or
+ * re-amount a trade already on record.
  */
 export function tradesOf(reports: readonly StoredReport[]): StoredReport[] {
   const byKey = new Map<string, StoredReport>();
   const oldestFirst = reports
-    .filter((r) => r.verified)
+    .filter(isTrade)
     .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   for (const r of oldestFirst) {
     const key = r.signature
@@ -120,7 +161,7 @@ const DISPUTED: ReadonlySet<ReputationOutcome> = new Set(['dispute_won', 'disput
 interface Summary {
   score: number;
   confidence: number;
-  /** Verified trades and verified reports: the only ones any figure counts. */
+  /** Verified trades (isTrade) and verified reports: the only ones any figure counts. */
   trades: number;
   reports: number;
   completed: number;
@@ -143,11 +184,12 @@ export function summarize(all: readonly StoredReport[], now: Date): Summary {
   const reports = all.filter((r) => r.verified);
   const { score, totalWeight } = scoreOf(reports, now);
   const trades = tradesOf(reports);
-  const ratings = reports.filter((r) => r.rating != null).map((r) => r.rating!);
+  // Ratings and the last trade's time come from trades alone: dust from fresh wallets would pull the average anywhere.
+  const ratings = reports.filter((r) => isTrade(r) && r.rating != null).map((r) => r.rating!);
   const count = (set: ReadonlySet<ReputationOutcome>) => trades.filter((t) => set.has(t.outcome)).length;
   const completed = count(COMPLETED);
   const disputes = count(DISPUTED);
-  const times = reports.map((r) => r.createdAt.getTime());
+  const times = reports.filter(isTrade).map((r) => r.createdAt.getTime());
   return {
     score: round(score),
     confidence: round(totalWeight / (totalWeight + PRIOR_WEIGHT), 4),

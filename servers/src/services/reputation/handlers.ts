@@ -119,7 +119,7 @@ export function reportChecks(deps: ReputationDeps) {
     // A transfer shows a trade in one direction: the seller received it, the buyer paid it. Cited the other way round,
     // it would let a real payment make the subject a trader of the role the reporter picks.
     const backed = !!transfer?.transfer && (transfer.payee === body.subject) === (body.subjectRole === 'seller');
-    return { ratedBy, verified: trusted || backed, chainAmount: backed ? (transfer?.amount ?? null) : null };
+    return { ratedBy, trusted, verified: trusted || backed, chainAmount: backed ? (transfer?.amount ?? null) : null };
   };
 }
 
@@ -132,7 +132,7 @@ export function reputationHandlers(
   return {
     report: async ({ body, res }) => {
       const caller = callerOf(res);
-      const { ratedBy, verified, chainAmount } = await check(body, caller);
+      const { ratedBy, trusted, verified, chainAmount } = await check(body, caller);
       const createdAt = now();
       const report = await store.insert(body.subject, (earlier) => {
         const draft: StoredReport = {
@@ -150,7 +150,8 @@ export function reputationHandlers(
           moduleId: body.moduleId ?? null,
           signature: body.signature ?? null,
           verified,
-          weight: baseWeight(verified),
+          // What the report is worth: 1 from a trusted service, by the amount the chain shows for a cited transfer.
+          weight: baseWeight({ trusted, chainAmount }),
           points: reportPoints(body.outcome, body.rating),
           scoreBefore: 0,
           scoreAfter: 0,
