@@ -903,3 +903,127 @@ describe('a buyer that moves its funds away after vouching', () => {
     expect(balance(buyer.address)).toBe(0n);
   }, 60_000);
 });
+
+/**
+ * A seller in front of a real one (replicas[0]) that sees every voucher the buyer sends and records it: the first
+ * voucher of a session it answers in its own way (`first`), the rest it passes on. An adversarial counterparty, not a
+ * stand-in for our own code: what it answers the SDK must not trust further than its own signatures go.
+ */
+async function interceptingSeller(
+  upstream: string,
+  first: (req: IncomingMessage, res: ServerResponse, target: URL) => void,
+) {
+  const vouchers: bigint[] = [];
+  let intercepted = false;
+  const server: Server = createServer((req, res) => {
+    const target = new URL(req.url ?? '/', upstream);
+    const header = req.headers[PAYMENT_SIGNATURE_HEADER];
+    const payload = (
+      typeof header === 'string' ? (decodeX402Header(header) as { payload?: Record<string, unknown> }) : undefined
+    )?.payload;
+    if (typeof payload?.channelId !== 'string' || typeof payload.cumulativeAmount !== 'string')
+      return passOn(req, res, target);
+    vouchers.push(BigInt(payload.cumulativeAmount));
+    if (intercepted) return passOn(req, res, target);
+    intercepted = true;
+    first(req, res, target);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    vouchers,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe("a seller's account of the session after a refused voucher", () => {
+  it('is not trusted beyond what the buyer signed: a seller claiming the deposit less a price gets no voucher for it', async () => {
+    const DEPOSIT = 500_000n;
+    // It answers the first voucher (PRICE) as stale and claims to hold DEPOSIT - PRICE, so that the next voucher
+    // (DEPOSIT - PRICE + PRICE) would let it settle the whole deposit for one lesson.
+    const liar = await interceptingSeller(replicas[0]!.url, (req, res) => {
+      req.resume();
+      res.writeHead(402, {
+        'content-type': 'application/json',
+        'x-session-state': JSON.stringify({
+          acceptedCumulative: (DEPOSIT - PRICE).toString(),
+          depositAtomic: DEPOSIT.toString(),
+          state: 'open',
+        }),
+      });
+      res.end(JSON.stringify({ error: { code: 'session_voucher_stale', message: 'a stale voucher' } }));
+    });
+    try {
+      const buyer = await fundedBuyer();
+      const buyerBefore = balance(buyer.address);
+      const client = await buyerClient(buyer, liar.url, {
+        rpcUrl: economy.rpcUrl,
+        sessions: { after: 1, depositUsd: '0.5', idleMs: 600_000 },
+      });
+      await client.education.lesson(LESSON);
+      const [open] = await until(
+        () => sessionsOf(client.payments).open,
+        (o) => o.length === 1,
+        'the session to open',
+      );
+      expect(open!.depositAtomic).toBe(DEPOSIT.toString());
+      // The lesson is served all the same, paid another way (exact) once the session is given up.
+      const paid = await client.education.lesson.withResponse(LESSON);
+      expect(paid.status).toBe(200);
+      expect(paid.payment?.transaction).toBeTruthy();
+      // The only voucher it ever got is the one the buyer signed for this lesson.
+      expect(liar.vouchers).toEqual([PRICE]);
+      // Spent: two lessons paid exact. Nothing of the claimed amount was counted.
+      expect(client.payments.spentUsd('education')).toBe('0.1');
+      await client.close();
+      const closed = sessionsOf(client.payments).closed.find((c) => c.channelId === open!.channelId);
+      expect(closed?.vouchedAtomic).toBe('0');
+      const settled = await facilitatorSession(open!.channelId);
+      expect(settled?.state).toBe('closed');
+      expect(BigInt(settled!.amount_settled ?? 0)).toBe(0n);
+      expect(buyerBefore - balance(buyer.address)).toBe(2n * PRICE);
+    } finally {
+      await liar.close();
+    }
+  }, 60_000);
+
+  it('is trusted up to a voucher it was sent but whose answer was lost: counted once, and vouching goes on from it', async () => {
+    // The first voucher reaches the seller, which serves the lesson; its answer never reaches the buyer.
+    const lossy = await interceptingSeller(replicas[0]!.url, (req, res, target) => {
+      const out = httpRequest(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (a) => {
+        a.resume();
+        a.on('end', () => res.destroy());
+      });
+      out.on('error', () => res.destroy());
+      req.pipe(out);
+    });
+    try {
+      const buyer = await fundedBuyer();
+      const [buyerBefore, sellerBefore] = [balance(buyer.address), balance(seller.address)];
+      const client = await buyerClient(buyer, lossy.url, {
+        rpcUrl: economy.rpcUrl,
+        sessions: { after: 1, depositUsd: '0.5', idleMs: 600_000 },
+      });
+      await client.education.lesson(LESSON);
+      const [open] = await until(
+        () => sessionsOf(client.payments).open,
+        (o) => o.length === 1,
+        'the session to open',
+      );
+      expect(await client.education.lesson(LESSON).catch((e) => e)).toBeInstanceOf(Error);
+      // The same voucher again: the seller holds it (stale), so the next one is for two lessons.
+      const next = await client.education.lesson.withResponse(LESSON);
+      expect(next.payment?.session).toEqual({ channelId: open!.channelId, cumulativeAmount: (2n * PRICE).toString() });
+      expect(lossy.vouchers).toEqual([PRICE, PRICE, 2n * PRICE]);
+      expect(client.payments.spentUsd('education')).toBe('0.15');
+      await client.close();
+      const closed = sessionsOf(client.payments).closed.find((c) => c.channelId === open!.channelId);
+      expect([closed?.error, closed?.vouchedAtomic]).toEqual([undefined, (2n * PRICE).toString()]);
+      expect(BigInt((await facilitatorSession(open!.channelId))!.amount_settled!)).toBe(2n * PRICE);
+      expect(buyerBefore - balance(buyer.address)).toBe(3n * PRICE);
+      expect(balance(seller.address) - sellerBefore).toBe(3n * PRICE);
+    } finally {
+      await lossy.close();
+    }
+  }, 60_000);
+});

@@ -54,7 +54,11 @@ interface Session {
   channelId: string;
   key: GeneratedWallet;
   deposit: bigint;
+  /** What the seller answered: counted as spent. */
   cumulative: bigint;
+  /** The highest cumulative amount signed: no voucher of ours lets the seller claim more. */
+  signed: bigint;
+  /** The signature over `cumulative`, for a close through the facilitator. */
   lastSignature?: string;
   hold: DepositHold;
   idle?: ReturnType<typeof setTimeout>;
@@ -180,6 +184,7 @@ class SessionManager {
     const signature = base58Encode(
       await s.key.signMessage(voucherRequestMessage({ channelId: s.channelId, cumulativeAmount, units: 1 })),
     );
+    if (next > s.signed) s.signed = next;
     const header = encodeX402Header({
       x402Version: 2,
       resource: { url: call.request.url },
@@ -223,6 +228,12 @@ class SessionManager {
           retry &&
           state.state === 'open'
         ) {
+          // A seller can hold no voucher above the highest we signed: one that claims more lies (to have the next
+          // voucher cover the rest of the deposit). Nothing more is vouched to it; this call is paid another way.
+          if (acceptedCumulative > s.signed) {
+            void this.close(seller, s);
+            return undefined;
+          }
           // The seller holds more than we counted (an answer lost on the way back): that much was vouched.
           if (acceptedCumulative > s.cumulative) {
             s.hold.reserve(acceptedCumulative - s.cumulative, accepted.payTo).commit({
@@ -236,6 +247,16 @@ class SessionManager {
               session: { channelId: s.channelId, cumulativeAmount: acceptedCumulative.toString() },
             });
             s.cumulative = acceptedCumulative;
+            // Signed before (the signature is deterministic): what a close through the facilitator presents.
+            s.lastSignature = base58Encode(
+              await s.key.signMessage(
+                voucherRequestMessage({
+                  channelId: s.channelId,
+                  cumulativeAmount: acceptedCumulative.toString(),
+                  units: 1,
+                }),
+              ),
+            );
           }
           return this.voucher(seller, call, price, label, false);
         }
@@ -341,7 +362,7 @@ class SessionManager {
           idleTimeoutSeconds: this.options.idleTimeoutSeconds ?? 900,
         },
       });
-      const session: Session = { channelId: opened.channelId, key, deposit, cumulative: 0n, hold };
+      const session: Session = { channelId: opened.channelId, key, deposit, cumulative: 0n, signed: 0n, hold };
       seller.session = session;
       this.arm(seller, session);
       if (!this.#exitHook && typeof process !== 'undefined' && typeof process.once === 'function') {
