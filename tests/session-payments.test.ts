@@ -361,7 +361,7 @@ describe("the buyer's budgets over a session", () => {
 });
 
 /** A session opened by hand (onboarded, a session key of our own), for the seller's refusals. */
-async function handSession(buyer: Wallet, depositAtomic = '500000') {
+async function handSession(buyer: Wallet, depositAtomic = '500000', pricePerUnit?: string) {
   const facilitator = createClient({
     baseUrls: { facilitator: economy.facilitator.url },
     wallet: await walletFromSecretKey(buyer.secretKey),
@@ -381,7 +381,13 @@ async function handSession(buyer: Wallet, depositAtomic = '500000') {
   }
   const key = generateWallet();
   const session = await facilitator.openSession({
-    body: { buyerWallet: buyer.address, sellerWallet: seller.address, depositAtomic, sessionKey: key.address },
+    body: {
+      buyerWallet: buyer.address,
+      sellerWallet: seller.address,
+      depositAtomic,
+      sessionKey: key.address,
+      ...(pricePerUnit ? { pricePerUnit } : {}),
+    },
   });
   return { channelId: session.channelId, key };
 }
@@ -463,6 +469,25 @@ describe('the seller', () => {
     // After the close a voucher is refused, and nothing more is settled.
     const late = await pay(url, voucherHeader(session, channelId, key, 3n * PRICE));
     expect(((await late.json()) as { error: { code: string } }).error.code).toBe('session_closed');
+  }, 60_000);
+
+  it('refuses the vouchers of a session whose buyer set a minimum increment above the price: the facilitator would refuse them all', async () => {
+    // The buyer opens the session and sets pricePerUnit itself: every checkpoint of a one-price voucher would be an
+    // underpayment, so the seller would serve and settle nothing. It serves nothing on it instead.
+    const buyer = await fundedBuyer();
+    const { channelId, key } = await handSession(buyer, '500000', (1000n * PRICE).toString());
+    const url = replicas[0]!.url;
+    const { session } = await offer(url);
+    const [buyerBefore, sellerBefore] = [balance(buyer.address), balance(seller.address)];
+    for (const replica of replicas) {
+      const refused = await pay(replica.url, voucherHeader(session, channelId, key, PRICE));
+      expect(refused.status).toBe(402);
+      const { error } = (await refused.json()) as { error: { code: string; message: string } };
+      expect(error.code).toBe('session_price_mismatch');
+      expect(error.message).toContain(`minimum of ${1000n * PRICE}`);
+    }
+    expect(balance(buyer.address)).toBe(buyerBefore);
+    expect(balance(seller.address)).toBe(sellerBefore);
   }, 60_000);
 
   it('lets a close race a voucher: the voucher lands before the close or is refused, never paid twice nor unpaid', async () => {

@@ -108,6 +108,12 @@ export const sessionPaymentMigrations: Record<string, Migration> = {
       await sql`alter table paywall_sessions set (fillfactor = 70)`.execute(db);
     },
   },
+  '003_price_per_unit': {
+    async up(db) {
+      // The minimum increment the buyer set at open: a voucher below it would be refused at every checkpoint.
+      await db.schema.alterTable('paywall_sessions').addColumn('price_per_unit', 'int8').execute();
+    },
+  },
 };
 
 export interface SessionRow {
@@ -118,6 +124,8 @@ export interface SessionRow {
   network: string;
   asset: string;
   deposit: bigint;
+  /** The session's minimum increment a voucher (pricePerUnit at open), or null. */
+  price_per_unit: bigint | null;
   spent: bigint;
   forwarded: bigint;
   last_signature: string;
@@ -136,6 +144,7 @@ export interface SessionRow {
 const rowOf = (r: SessionRow): SessionRow => ({
   ...r,
   deposit: BigInt(r.deposit),
+  price_per_unit: r.price_per_unit === null || r.price_per_unit === undefined ? null : BigInt(r.price_per_unit),
   spent: BigInt(r.spent),
   forwarded: BigInt(r.forwarded),
   vouchers: Number(r.vouchers),
@@ -162,6 +171,18 @@ interface ReadVoucher extends SessionVoucher {
 }
 
 const CHANNEL = /^chn_[A-Za-z0-9]{16,40}$/;
+/**
+ * The facilitator's refusals of a checkpoint that no retry changes: the buyer's wallet or role no longer covers what was
+ * vouched, or the vouchers break the session's own terms (its minimum increment, its key, their signatures). Each
+ * closes the session at once, settling what the facilitator accepted, rather than serve more on it.
+ */
+const FINAL_REFUSALS = new Set([
+  'insufficient_balance',
+  'wallet_role_not_found',
+  'underpayment',
+  'signer_mismatch',
+  'voucher_signature_invalid',
+]);
 /** How long the seller waits for the facilitator (a session lookup, a checkpoint, a close). */
 const FACILITATOR_TIMEOUT_MS = 30_000;
 const ATOMIC = /^[1-9]\d{0,19}$/;
@@ -341,13 +362,11 @@ export async function createSessionPaywall(options: {
     }
   }
 
-  /** Forwards the session's latest voucher when the facilitator has less; records what it then holds. */
   /**
-   * The facilitator no longer vouches for what the buyer vouched (its wallet or role does not cover it any more): the
-   * session is closed at once, settling what is covered, rather than serve more on it.
+   * The facilitator refuses for good what the buyer vouched (FINAL_REFUSALS: no longer covered, or against the session's
+   * terms): the session is closed at once, settling what is covered, rather than serve more on it.
    */
-  const uncovered = (error: unknown) =>
-    error instanceof ApiError && (error.code === 'insufficient_balance' || error.code === 'wallet_role_not_found');
+  const uncovered = (error: unknown) => error instanceof ApiError && FINAL_REFUSALS.has(error.code);
 
   /** A checkpoint that failed: a session no longer covered is closed (settled), any other failure tried again. */
   async function checkpointed(row: SessionRow): Promise<void> {
@@ -550,6 +569,11 @@ export async function createSessionPaywall(options: {
         'session_deposit_exhausted',
         `cumulativeAmount ${cumulative} exceeds the session's deposit ${row.deposit}`,
       );
+    if (row.price_per_unit !== null && price < row.price_per_unit)
+      return reason(
+        'session_price_mismatch',
+        `session ${row.channel_id} was opened with a minimum of ${row.price_per_unit} a voucher, above this request's price ${price}: the facilitator would refuse its vouchers; pay with exact`,
+      );
     if (cumulative - row.spent !== price)
       return reason(
         'session_voucher_mismatch',
@@ -739,6 +763,7 @@ export async function createSessionPaywall(options: {
         network: requirements.network,
         asset: requirements.asset,
         deposit: BigInt(session.depositAtomic),
+        price_per_unit: session.pricePerUnit === null ? null : BigInt(session.pricePerUnit),
         spent: accepted,
         forwarded: accepted,
         last_signature: '',
