@@ -172,8 +172,8 @@ interface ReadVoucher extends SessionVoucher {
 
 const CHANNEL = /^chn_[A-Za-z0-9]{16,40}$/;
 /**
- * The facilitator's refusals of a checkpoint that no retry changes: the buyer's wallet or role no longer covers what was
- * vouched, or the vouchers break the session's own terms (its minimum increment, its key, their signatures). Each
+ * The facilitator's refusals of a checkpoint that no retry changes: the buyer's wallet or role no longer covers what
+ * was vouched, or the vouchers break the session's own terms (its minimum increment, its key, their signatures). Each
  * closes the session at once, settling what the facilitator accepted, rather than serve more on it.
  */
 const FINAL_REFUSALS = new Set([
@@ -363,8 +363,8 @@ export async function createSessionPaywall(options: {
   }
 
   /**
-   * The facilitator refuses for good what the buyer vouched (FINAL_REFUSALS: no longer covered, or against the session's
-   * terms): the session is closed at once, settling what is covered, rather than serve more on it.
+   * The facilitator refuses for good what the buyer vouched (FINAL_REFUSALS: no longer covered, or against the
+   * session's terms): the session is closed at once, settling what is covered, rather than serve more on it.
    */
   const uncovered = (error: unknown) => error instanceof ApiError && FINAL_REFUSALS.has(error.code);
 
