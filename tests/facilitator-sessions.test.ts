@@ -35,13 +35,13 @@ import {
   setTransactionMessageLifetimeUsingBlockhash,
   type Base64EncodedWireTransaction,
 } from '@solana/kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TOKEN_PROGRAM, MEMO_PROGRAM } from '../servers/src/solana/programs';
 import { generateWallet, signEd25519, verifyEd25519, type Wallet } from '../servers/src/solana/keys';
 import { createFacilitatorApp } from '../servers/src/services/facilitator';
 import { ata } from './support/payments';
 import { startEconomy, type Economy } from './support/economy';
-import { startService, type RunningService } from './support/servers';
+import { listenLocal, startService, type RunningService } from './support/servers';
 
 // Payment sessions and onboarding against the local ledger: a buyer onboards (an SPL Token delegation the
 // chain shows), opens a session with a seller, pays by vouchers for cumulative amounts, and a close moves
@@ -846,12 +846,22 @@ describe('payment sessions', () => {
     const buyer = economy.buyer;
     const client = await as(buyer);
     const key = generateWallet();
+    // Amounts are stored as int8: 2^63 - 1 is the most any amount field takes, and it is taken.
+    const MAX = '9223372036854775807';
+    const widest = await client.openSession({ body: openBody(buyer, generateWallet(), { pricePerUnit: MAX }) });
+    expect(widest.pricePerUnit).toBe(MAX);
+    expect((await client.closeSession({ body: { channelId: widest.channelId } })).state).toBe('closed');
     const session = await client.openSession({ body: openBody(buyer, key, { depositAtomic: '1000' }) });
     const sessionsBefore = await sessionRows();
     const onboardingBefore = await economy.facilitator.database.db
       .selectFrom('facilitator_onboarding_txs')
       .selectAll()
       .execute();
+    // Onboarding calls are counted for the rate limit: a refused body is not a call.
+    const onboardingCalls = () =>
+      economy.facilitator.database.db.selectFrom('facilitator_onboarding_calls').selectAll().execute();
+    const callsBefore = await onboardingCalls();
+    const tooLarge = ['9223372036854775808', '10000000000000000000', '99999999999999999999'];
     const badOpens: [Record<string, unknown>, string][] = [
       [{ depositAtomic: '0' }, 'body.depositAtomic'],
       [{ depositAtomic: '1.5' }, 'body.depositAtomic'],
@@ -859,6 +869,8 @@ describe('payment sessions', () => {
       [{ sellerWallet: '' }, 'body.sellerWallet'],
       [{ sessionKey: '0OIl' }, 'body.sessionKey'],
       [{ pricePerUnit: '-1' }, 'body.pricePerUnit'],
+      ...tooLarge.map((v): [Record<string, unknown>, string] => [{ pricePerUnit: v }, 'body.pricePerUnit']),
+      ...tooLarge.map((v): [Record<string, unknown>, string] => [{ depositAtomic: v }, 'body.depositAtomic']),
       [{ idleTimeoutSeconds: 10 }, 'body.idleTimeoutSeconds'],
       [{ network: 'ethereum' }, 'body.network'],
       [{ surprise: true }, 'body.surprise'],
@@ -878,6 +890,7 @@ describe('payment sessions', () => {
     const badVouchers: [Record<string, unknown>, string][] = [
       [{ channelId: 'chn_short' }, 'body.channelId'],
       [{ cumulativeAmount: '0500' }, 'body.cumulativeAmount'],
+      ...tooLarge.map((v): [Record<string, unknown>, string] => [{ cumulativeAmount: v }, 'body.cumulativeAmount']),
       [{ units: 0 }, 'body.units'],
       [{ meter: 'two words' }, 'body.meter'],
       [{ serverNonce: 'a'.repeat(129) }, 'body.serverNonce'],
@@ -908,6 +921,16 @@ describe('payment sessions', () => {
         )
       ).fields[0].field,
     ).toBe('body.spendLimitAtomic');
+    for (const spendLimitAtomic of tooLarge) {
+      const error = await expectError(
+        client.onboard({ body: { ...onboardBody, spendLimitAtomic } as never }),
+        BadRequestError,
+        'invalid_request',
+      );
+      expect(error.fields, spendLimitAtomic).toEqual([
+        expect.objectContaining({ field: 'body.spendLimitAtomic', message: expect.stringContaining(MAX) }),
+      ]);
+    }
     expect(
       (
         await expectError(
@@ -949,6 +972,7 @@ describe('payment sessions', () => {
     expect(
       await economy.facilitator.database.db.selectFrom('facilitator_onboarding_txs').selectAll().execute(),
     ).toEqual(onboardingBefore);
+    expect(await onboardingCalls()).toEqual(callsBefore);
     // The good voucher still works: none of the refusals touched the session.
     expect((await client.signVoucher({ body: good })).voucher.sequence).toBe(1);
   });
@@ -1106,6 +1130,109 @@ describe('time', () => {
         )
       ).details.reason,
     ).toBe('expired');
+  });
+});
+
+describe('a close slower than reconciliation', () => {
+  const cleanup: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    vi.useRealTimers();
+    for (const step of cleanup.reverse()) await step();
+  });
+
+  it('never settles twice: reconciliation reopens a stalled close, which then sends nothing, and the next close settles once', async () => {
+    // The chain's RPC behind a relay that holds getLatestBlockhash while a gate is set: a close stalls there, after it
+    // took the session to closing and before anything is recorded or sent (an RPC without a timeout).
+    let gate: { held: () => void; released: Promise<void> } | undefined;
+    const relay = await listenLocal((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        void (async () => {
+          const body = Buffer.concat(chunks);
+          const method = (JSON.parse(body.toString()) as { method?: string }).method;
+          if (method === 'getLatestBlockhash' && gate) {
+            const held = gate;
+            held.held();
+            await held.released;
+          }
+          const upstream = await fetch(economy.rpcUrl, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body,
+          });
+          res.writeHead(upstream.status, { 'content-type': 'application/json' });
+          res.end(Buffer.from(await upstream.arrayBuffer()));
+        })();
+      });
+    });
+    cleanup.push(() => relay.close());
+    // Reconciliation runs on the facilitator's 15 s interval: that interval (only) is the test's to advance.
+    let offsetMs = 0;
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const slow = await startService(
+      (context) =>
+        createFacilitatorApp(context, {
+          sellers: economy.sellers,
+          sessionCloseGraceSeconds: 0,
+          now: () => new Date(Date.now() + offsetMs),
+        }),
+      { id: 'facilitator', wallet: economy.feePayer, rpcUrl: relay.url },
+    );
+    cleanup.push(() => slow.close());
+
+    const buyer = await fundedBuyer();
+    await onboard(buyer, '500000', 3600, slow.url);
+    const client = await as(buyer, slow.url);
+    const key = generateWallet();
+    const session = await client.openSession({
+      body: openBody(buyer, key, { depositAtomic: '100000', idleTimeoutSeconds: 3600 }),
+    });
+    await client.signVoucher({ body: voucherRequest(key, session.channelId, '4000') });
+    const before = economy.ledger.tokenBalance(seller.address);
+    const row = () =>
+      slow.database.db
+        .selectFrom('facilitator_sessions')
+        .selectAll()
+        .where('channel_id', '=', session.channelId)
+        .executeTakeFirstOrThrow();
+    const settlements = () =>
+      slow.database.db
+        .selectFrom('facilitator_settlements')
+        .selectAll()
+        .where('kind', '=', 'session')
+        .where('description', '=', `payment session ${session.channelId}`)
+        .execute();
+
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      gate = { held: resolve, released: new Promise<void>((done) => (release = done)) };
+    });
+    const stalled = client.closeSession({ body: { channelId: session.channelId } }).catch((e: unknown) => e);
+    await held;
+    expect((await row()).state).toBe('closing');
+
+    // Three minutes later (by the facilitator's clock) reconciliation finds it closing, with nothing recorded.
+    offsetMs = 3 * 60_000;
+    await vi.advanceTimersByTimeAsync(15_000);
+    await expect.poll(async () => (await row()).state, { timeout: 10_000 }).toBe('open');
+
+    // The stalled close goes on: it no longer owns the session, so it sends nothing and says so.
+    gate = undefined;
+    release();
+    const answer = (await stalled) as { status?: number; code?: string };
+    expect(answer, JSON.stringify(answer)).toBeInstanceOf(InternalServerError);
+    expect(answer).toMatchObject({ status: 503, code: 'chain_unavailable' });
+    expect((await row()).state).toBe('open');
+    expect(await settlements()).toHaveLength(0);
+    expect(economy.ledger.tokenBalance(seller.address)).toBe(before);
+
+    // Closed again, the session settles its accepted amount once.
+    const closed = await client.closeSession({ body: { channelId: session.channelId } });
+    expect(closed.settlement.amountSettled).toBe('4000');
+    expect(await settlements()).toHaveLength(1);
+    expect(economy.ledger.tokenBalance(seller.address)).toBe(before + 4000n);
+    expect(await row()).toMatchObject({ state: 'closed', amount_settled: 4000n });
   });
 });
 

@@ -122,6 +122,13 @@ export const sessionMigrations: Record<string, Migration> = {
       await db.schema.alterTable('facilitator_sessions').addColumn('seller_seen_at', 'timestamptz').execute();
     },
   },
+  '006_session_close_owner': {
+    async up(db) {
+      // The close that took the session to closing (a token it chose): only that close records, sends and finishes,
+      // so a close that outlived reconciliation's reopen cannot settle a session that is open again.
+      await db.schema.alterTable('facilitator_sessions').addColumn('close_owner', 'text').execute();
+    },
+  },
 };
 
 export type SessionState = 'open' | 'closing' | 'closed';
@@ -191,6 +198,16 @@ export interface SessionRow {
   settlement_signature: string | null;
   amount_settled: bigint | null;
   seller_seen_at: Date | null;
+  /** The token of the close that holds the session closing (null when open, or closing from before the column). */
+  close_owner: string | null;
+}
+
+/**
+ * What reconciliation read of a session left closing: it reopens the session only if no close has moved it since.
+ */
+export interface ClosingSeen {
+  closingAt: Date;
+  settlementKey: string | null;
 }
 
 export interface VoucherRow {
@@ -233,6 +250,7 @@ function sessionOf(r: SessionRow): SessionRow {
     closed_at: dateOrNull(r.closed_at),
     amount_settled: bigintOrNull(r.amount_settled),
     seller_seen_at: dateOrNull(r.seller_seen_at),
+    close_owner: r.close_owner ?? null,
   };
 }
 
@@ -539,42 +557,83 @@ export function sessionStore(database: SharedDb) {
       });
     },
 
-    /** open -> closing, for one request only (on any replica). */
-    async beginClose(channelId: string, at: Date, by: 'buyer' | 'seller' | 'idle'): Promise<boolean> {
+    // A close owns the session from beginClose on: every later write of the close names its token (`owner`) and
+    // changes nothing once the session is no longer closing under it (reconciliation reopened it, another close took
+    // it). Each is one conditional UPDATE, so of a close's write and a reopen racing, exactly one applies.
+
+    /** open -> closing, for one request only (on any replica), owned by the close whose token is `owner`. */
+    async beginClose(channelId: string, at: Date, by: ClosedBy, owner: string): Promise<boolean> {
       const updated = await db
         .updateTable('facilitator_sessions')
-        .set({ state: 'closing', closing_at: at, closed_by: by })
+        .set({ state: 'closing', closing_at: at, closed_by: by, close_owner: owner })
         .where('channel_id', '=', channelId)
         .where('state', '=', 'open')
         .executeTakeFirst();
       return Number(updated.numUpdatedRows ?? 0n) > 0;
     },
 
-    /** closing -> open: nothing was broadcast (or it failed on chain); the session goes on. */
-    async reopen(channelId: string): Promise<void> {
-      await db
+    /**
+     * closing -> open: nothing was broadcast (or it failed on chain); the session goes on. By the owning close, or by
+     * reconciliation when the session is still as it read it (`seen`): not if its close recorded a settlement since.
+     */
+    async reopen(channelId: string, owner: string | null, seen?: ClosingSeen): Promise<boolean> {
+      let query = db
         .updateTable('facilitator_sessions')
-        .set({ state: 'open', closing_at: null, closed_by: null, settlement_key: null, settlement_signature: null })
+        .set({
+          state: 'open',
+          closing_at: null,
+          closed_by: null,
+          settlement_key: null,
+          settlement_signature: null,
+          close_owner: null,
+        })
         .where('channel_id', '=', channelId)
         .where('state', '=', 'closing')
-        .execute();
+        .where((eb) => (owner === null ? eb('close_owner', 'is', null) : eb('close_owner', '=', owner)));
+      if (seen) {
+        query = query
+          .where('closing_at', '=', seen.closingAt)
+          .where((eb) =>
+            seen.settlementKey === null
+              ? eb('settlement_key', 'is', null)
+              : eb('settlement_key', '=', seen.settlementKey),
+          );
+      }
+      const updated = await query.executeTakeFirst();
+      return Number(updated.numUpdatedRows ?? 0n) > 0;
     },
 
-    async noteSettlement(channelId: string, key: string, signature: string): Promise<void> {
-      await db
+    /**
+     * Records the settlement the owning close is about to send, and renews its hold (closing_at = `at`): false when the
+     * close no longer owns the session, which must then send nothing.
+     */
+    async noteSettlement(channelId: string, owner: string, key: string, signature: string, at: Date): Promise<boolean> {
+      const updated = await db
         .updateTable('facilitator_sessions')
-        .set({ settlement_key: key, settlement_signature: signature })
+        .set({ settlement_key: key, settlement_signature: signature, closing_at: at })
         .where('channel_id', '=', channelId)
-        .execute();
+        .where('state', '=', 'closing')
+        .where('close_owner', '=', owner)
+        .executeTakeFirst();
+      return Number(updated.numUpdatedRows ?? 0n) > 0;
     },
 
-    async finishClose(channelId: string, at: Date, amount: bigint, signature: string | null): Promise<void> {
-      await db
+    /** closing -> closed, by the owning close (or by reconciliation, naming the owner it read). */
+    async finishClose(
+      channelId: string,
+      owner: string | null,
+      at: Date,
+      amount: bigint,
+      signature: string | null,
+    ): Promise<boolean> {
+      const updated = await db
         .updateTable('facilitator_sessions')
         .set({ state: 'closed', closed_at: at, amount_settled: amount, settlement_signature: signature })
         .where('channel_id', '=', channelId)
         .where('state', '=', 'closing')
-        .execute();
+        .where((eb) => (owner === null ? eb('close_owner', 'is', null) : eb('close_owner', '=', owner)))
+        .executeTakeFirst();
+      return Number(updated.numUpdatedRows ?? 0n) > 0;
     },
 
     /** What the buyer's sessions closed since `since` settled (through the current role). */

@@ -29,7 +29,9 @@ import { buildTransaction } from './transaction';
 // buyer's delegation role, vouchers raise the cumulative amount consumed (off chain, signed by the
 // channel's key), close moves that amount once, on chain, from the buyer's wallet to the seller through the
 // role, by the same send-and-record pipeline as every other settlement (kind 'session').
-// State machine: open -> closing -> closed; closing goes back to open when nothing was broadcast.
+// State machine: open -> closing -> closed; closing goes back to open when nothing was broadcast. The close that
+// took the session to closing owns it (a token in the row): only it records and sends the settlement, and only while
+// it still owns the session, so a close outliving reconciliation's reopen sends nothing.
 
 export interface SessionDeskOptions {
   facilitator: Facilitator;
@@ -187,6 +189,7 @@ export function createSessionDesk({
       settlement_signature: null,
       amount_settled: null,
       seller_seen_at: null,
+      close_owner: null,
     };
     // Every open session's deposit must stay covered by both what the wallet holds and what the role may move.
     const available = state.balance < state.remaining ? state.balance : state.remaining;
@@ -420,15 +423,30 @@ export function createSessionDesk({
    * open -> closing -> closed: settles the accepted cumulative amount once; back to open when nothing was broadcast.
    */
   async function close(session: SessionRow, by: ClosedBy): Promise<MppClosedSession> {
-    if (!(await store.beginClose(session.channel_id, now(), by)))
+    const owner = randomId('cls');
+    if (!(await store.beginClose(session.channel_id, now(), by, owner)))
       throw notOpen((await store.session(session.channel_id)) ?? session);
     // Read again under the closing state: no voucher can change it any more.
     const s = (await store.session(session.channel_id))!;
+    /** This close lost the session before sending anything (reconciliation reopened it, so another close may run). */
+    const lost = async (): Promise<HttpError> => {
+      const current = (await store.session(s.channel_id)) ?? s;
+      logger.warn(
+        { channelId: s.channel_id, state: current.state },
+        'session close outlived its hold; nothing was sent',
+      );
+      if (current.state !== 'open') return notOpen(current);
+      return unavailable(
+        'chain_unavailable',
+        `the close of ${s.channel_id} took too long (the chain answered too slowly) and the session was reopened; nothing was broadcast and the session stays open: close it again`,
+        5,
+      );
+    };
     let broadcastStarted = false;
     try {
       if (s.accepted === 0n) {
         const at = now();
-        await store.finishClose(s.channel_id, at, 0n, null);
+        if (!(await store.finishClose(s.channel_id, owner, at, 0n, null))) throw await lost();
         return closed(s, by, at, null);
       }
       const delegation = await backend();
@@ -469,7 +487,8 @@ export function createSessionDesk({
       }
       // The fee payer's signature is the transaction's id; Ed25519 is deterministic, so it is known before sending.
       const signature = base58Encode(signEd25519(feePayer, tx.messageBytes));
-      await store.noteSettlement(s.channel_id, tx.key, signature);
+      // The point of no return: recorded under this close's ownership, or nothing is sent at all.
+      if (!(await store.noteSettlement(s.channel_id, owner, tx.key, signature, now()))) throw await lost();
       broadcastStarted = true;
       const outcome = await facilitator.submit({
         tx,
@@ -485,14 +504,15 @@ export function createSessionDesk({
       });
       switch (outcome.state) {
         case 'confirmed':
-          await store.finishClose(s.channel_id, outcome.at, covered, outcome.transaction);
+          // Not finished here only when reconciliation finished it first from the settlement row: closed all the same.
+          await store.finishClose(s.channel_id, owner, outcome.at, covered, outcome.transaction);
           logger.info(
             { channelId: s.channel_id, amount: covered.toString(), signature: outcome.transaction, by },
             'session settled',
           );
           return closed({ ...s, amount_settled: covered }, by, outcome.at, outcome.transaction);
         case 'failed':
-          await store.reopen(s.channel_id);
+          await store.reopen(s.channel_id, owner);
           throw unprocessable(
             'simulation_failed',
             `the settlement was broadcast and failed on chain (${outcome.error}); nothing moved and the session stays open`,
@@ -502,7 +522,7 @@ export function createSessionDesk({
             },
           );
         case 'refused':
-          await store.reopen(s.channel_id);
+          await store.reopen(s.channel_id, owner);
           throw unprocessable('simulation_failed', `${outcome.message}; nothing moved and the session stays open`, {
             error: outcome.message,
             logs: [],
@@ -520,7 +540,7 @@ export function createSessionDesk({
     } catch (error) {
       // Nothing was broadcast (or the send was refused outright): the session goes on, open.
       const unsent = !broadcastStarted || (error instanceof HttpError && error.code === 'chain_unavailable');
-      if (unsent) await store.reopen(s.channel_id);
+      if (unsent) await store.reopen(s.channel_id, owner);
       throw error;
     }
   }
@@ -578,12 +598,26 @@ export function createSessionDesk({
     async reconcile(): Promise<void> {
       const at = now();
       for (const s of await store.closing(new Date(at.getTime() - facilitator.confirmTimeoutMs))) {
+        const closingAt = s.closing_at;
+        if (!closingAt) continue;
         const settlement = s.settlement_key ? await facilitator.store.get(s.settlement_key) : undefined;
+        // Every write names the close that owned the session as read, and a reopen also what it read: a close that
+        // moved on meanwhile (recorded its settlement, renewing its hold) keeps the session.
+        const seen = { closingAt, settlementKey: s.settlement_key };
         if (settlement?.status === 'settled')
-          await store.finishClose(s.channel_id, settlement.settledAt ?? at, settlement.amount, settlement.transaction);
-        else if (settlement?.status === 'failed') await store.reopen(s.channel_id);
-        else if (!settlement && at.getTime() - (s.closing_at?.getTime() ?? 0) > 2 * 60_000)
-          await store.reopen(s.channel_id);
+          await store.finishClose(
+            s.channel_id,
+            s.close_owner,
+            settlement.settledAt ?? at,
+            settlement.amount,
+            settlement.transaction,
+          );
+        else if (settlement?.status === 'failed') await store.reopen(s.channel_id, s.close_owner, seen);
+        // Closing for 2 minutes with no settlement claimed: the close died (a crash) before sending, or is stalled
+        // before sending (an RPC without a timeout). Reopened, the session can be closed again; a stalled close that
+        // wakes up no longer owns it, and its noteSettlement refuses, so it sends nothing.
+        else if (!settlement && at.getTime() - closingAt.getTime() > 2 * 60_000)
+          await store.reopen(s.channel_id, s.close_owner, seen);
       }
       for (const s of await store.idle(at)) {
         await close(s, 'idle').catch((error: unknown) =>
