@@ -364,6 +364,17 @@ describe('funding, activation and pause', () => {
     expect(tooLarge).toBeInstanceOf(UnprocessableEntityError);
     expect(tooLarge.code).toBe('budget_too_large');
     expect(balance(advertiser.address)).toBe(ownerBefore);
+    // Beyond what the database's int8 holds (2^63 - 1): a 400 naming the field, not an overflow (a 500).
+    for (const budget_total of ['9223372036854775808', '9'.repeat(25)]) {
+      const over = await fail(as(advertiser).ads.campaigns.create({ body: campaignBody({ budget_total }) as never }));
+      expect(over.status).toBe(400);
+      expect(over.code).toBe('invalid_request');
+      expect(JSON.stringify(over.details)).toContain('budget_total');
+    }
+    const most = await as(advertiser).ads.campaigns.create({
+      body: campaignBody({ budget_total: '9223372036854775807', budget_daily: '1000000' }) as never,
+    });
+    expect(most.budget_total).toBe('9223372036854775807');
     expect(await fail(as(advertiser).ads.campaigns.pause({ params: { id: 'cmp_0000000000000000' } }))).toBeInstanceOf(
       NotFoundError,
     );

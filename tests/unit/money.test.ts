@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   AtomicAmount,
+  MAX_ATOMIC_MESSAGE,
   MoneyError,
   STABLECOIN_DECIMALS,
   UsdAmount,
@@ -426,10 +427,15 @@ describe('zod schemas', () => {
     for (const usd of ['0', '0.05', '0.000001', '999999999999.999999']) expect(() => usdToAtomic(usd)).not.toThrow();
   });
 
-  it('AtomicAmount accepts non-negative integer strings of up to 25 digits', () => {
-    for (const atomic of ['0', '1', '50000', '1000000', '9'.repeat(25)]) {
+  it('AtomicAmount accepts non-negative integer strings up to 2^63 - 1, what an int8 column holds', () => {
+    for (const atomic of ['0', '1', '50000', '1000000', '9223372036854775807']) {
       expect(AtomicAmount.safeParse(atomic).success, atomic).toBe(true);
       expect(parseAtomic(AtomicAmount.parse(atomic))).toBe(BigInt(atomic));
+    }
+    for (const atomic of ['9223372036854775808', '18446744073709551615', '9'.repeat(25)]) {
+      const result = AtomicAmount.safeParse(atomic);
+      expect(result.success, atomic).toBe(false);
+      if (!result.success) expect(result.error.issues[0]!.message).toBe(MAX_ATOMIC_MESSAGE);
     }
   });
 

@@ -20,10 +20,22 @@ export const UsdAmount = named(
   { example: '0.05' },
 );
 
+/**
+ * The most atomic units an amount may be: 2^63 - 1, what the services' int8 columns hold (and within the chain's u64).
+ * A larger amount is bad input naming its field, never a database overflow.
+ */
+export const MAX_ATOMIC = 9_223_372_036_854_775_807n;
+/** Zod runs refinements on values that failed the format too: those are left to the format's message. */
+export const atMostMaxAtomic = (pattern: RegExp) => (v: string) => !pattern.test(v) || BigInt(v) <= MAX_ATOMIC;
+export const MAX_ATOMIC_MESSAGE = `must be at most ${MAX_ATOMIC} atomic units (2^63 - 1)`;
+
 /** Atomic stablecoin units on the wire: a non-negative integer string, e.g. "1000000" (= 1.00 USD). */
 export const AtomicAmount = named(
   'AtomicAmount',
-  z.string().regex(ATOMIC_PATTERN, 'must be an integer string of atomic units, e.g. "1000000"'),
+  z
+    .string()
+    .regex(ATOMIC_PATTERN, 'must be an integer string of atomic units, e.g. "1000000"')
+    .refine(atMostMaxAtomic(ATOMIC_PATTERN), MAX_ATOMIC_MESSAGE),
   {
     example: '50000',
   },

@@ -4,7 +4,7 @@ import { defineService } from '../core/service';
 import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { adaptive, free, type RouteMeta } from '../core/payment';
-import { AtomicAmount } from '../core/money';
+import { AtomicAmount, MAX_ATOMIC_MESSAGE, atMostMaxAtomic } from '../core/money';
 import { Caip2Network, SolanaAddress, SolanaSignature, Timestamp } from '../core/chain';
 import { authErrors, PageQuery, page } from './shared';
 
@@ -161,9 +161,11 @@ const HttpUrl = z
   .url()
   .regex(/^https?:\/\//, 'must be an http(s) address');
 /** A positive number of atomic units: budgets and bids cannot be zero. */
+const POSITIVE_ATOMIC = /^[1-9]\d{0,18}$/;
 const PositiveAtomic = z
   .string()
-  .regex(/^[1-9]\d{0,24}$/, 'must be a positive integer string of atomic units, e.g. "1000000" (= 1.00 USD)');
+  .regex(POSITIVE_ATOMIC, 'must be a positive integer string of atomic units, e.g. "1000000" (= 1.00 USD)')
+  .refine(atMostMaxAtomic(POSITIVE_ATOMIC), MAX_ATOMIC_MESSAGE);
 const CampaignId = z.string().regex(/^cmp_[A-Za-z0-9]{8,40}$/, 'must be a campaign id such as "cmp_7Hq2LxN4pR8sT1vW"');
 const AdvertiserId = z
   .string()

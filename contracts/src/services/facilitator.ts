@@ -4,7 +4,7 @@ import { defineService } from '../core/service';
 import { named } from '../core/names';
 import { ErrorEnvelope, standardErrors } from '../core/errors';
 import { free, type RouteMeta } from '../core/payment';
-import { AtomicAmount } from '../core/money';
+import { AtomicAmount, MAX_ATOMIC, MAX_ATOMIC_MESSAGE, atMostMaxAtomic } from '../core/money';
 import {
   Caip2Network,
   isBase58OfLength,
@@ -445,11 +445,7 @@ const Ed25519Signature = named(
     example: '4Nh3b2byArLCjLJpy9oEmY9zzY4pTrSgQwjVuSio3Ak7pKfUSyvB8Ym1v6HnneC8TkoEP5Y3iUECyM4wr18LU3d9',
   },
 );
-/**
- * The most an amount on these routes may be: 2^63 - 1, what the facilitator's int8 columns hold (and within the chain's
- * u64). Larger is refused as bad input naming the field, never stored or encoded.
- */
-const MAX_ATOMIC = 9_223_372_036_854_775_807n;
+// At most 2^63 - 1 (MAX_ATOMIC): the facilitator's int8 columns, within the chain's u64.
 const POSITIVE_ATOMIC = /^[1-9]\d{0,18}$/;
 const PositiveAtomic = z
   .string()
@@ -457,11 +453,7 @@ const PositiveAtomic = z
     POSITIVE_ATOMIC,
     `must be a positive integer string of atomic units, at most ${MAX_ATOMIC}, e.g. "1000000" (= 1.00 USD)`,
   )
-  // Zod runs refinements on values that failed the format too: leave those to the pattern's message.
-  .refine(
-    (v) => !POSITIVE_ATOMIC.test(v) || BigInt(v) <= MAX_ATOMIC,
-    `must be at most ${MAX_ATOMIC} atomic units (2^63 - 1)`,
-  );
+  .refine(atMostMaxAtomic(POSITIVE_ATOMIC), MAX_ATOMIC_MESSAGE);
 const ChannelId = z
   .string()
   .regex(/^chn_[A-Za-z0-9]{16,40}$/, 'must be a channel id returned by POST /mpp/session/open (chn_…)');
