@@ -58,6 +58,8 @@ beforeAll(async () => {
   buyers = await Promise.all([0, 1].map(() => walletFromSecretKey(generateWallet().secretKey)));
   sellers = await Promise.all([0, 1].map(() => walletFromSecretKey(generateWallet().secretKey)));
   for (const b of buyers) await economy.ledger.mintTo(b.address, usdToAtomic('1000'));
+  // The vault pays only wallets with a stablecoin account open (vault.ts): sellers open theirs.
+  for (const s of sellers) await economy.ledger.openTokenAccount(s.address);
   vaultStart = balance(running.context.wallet.address);
   constant = total();
 }, 60_000);

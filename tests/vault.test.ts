@@ -73,6 +73,13 @@ afterAll(async () => {
   await economy?.close();
 });
 
+/** A new wallet with its stablecoin account open (a recipient the vault pays). */
+async function openedWallet(): Promise<string> {
+  const { address } = generateWallet();
+  await economy.ledger.openTokenAccount(address);
+  return address;
+}
+
 describe('vault', () => {
   it('is the service wallet, pays its own fees, and reads its balance on chain', async () => {
     expect(vault.address).toBe(context.wallet.address);
@@ -82,8 +89,25 @@ describe('vault', () => {
     expect(await empty.balance()).toBe(0n);
   });
 
-  it('moves exactly the amount, to a wallet without a token account yet', async () => {
+  it('pays no wallet without a token account: it would pay the rent, which the wallet takes back by closing it', async () => {
     const to = generateWallet().address;
+    const [tokens, lamports] = [economy.ledger.tokenBalance(vault.address), economy.ledger.lamports(vault.address)];
+    const missing = await failure(vault.transfer({ to, amount: 1000n, key: 'test:no-account' }));
+    expect([missing.status, missing.code]).toEqual([409, 'recipient_account_missing']);
+    expect(missing.message).toContain('nothing was sent');
+    expect(economy.ledger.tokenBalance(vault.address)).toBe(tokens);
+    expect(economy.ledger.lamports(vault.address)).toBe(lamports);
+    expect(await rowOf('test:no-account')).toBeUndefined();
+    // Once the wallet has opened its account (at its own cost), the same transfer goes through, and the vault pays
+    // nothing but the transaction's fee.
+    await economy.ledger.openTokenAccount(to);
+    await vault.transfer({ to, amount: 1000n, key: 'test:no-account' });
+    expect(economy.ledger.tokenBalance(to)).toBe(1000n);
+    expect(lamports - economy.ledger.lamports(vault.address)).toBeLessThan(10_000n);
+  });
+
+  it('moves exactly the amount', async () => {
+    const to = await openedWallet();
     const before = economy.ledger.tokenBalance(vault.address);
     const amount = usdToAtomic('1.234567');
     const { transaction } = await vault.transfer({ to, amount, key: 'test:exact', memo: 'refund' });
@@ -94,7 +118,7 @@ describe('vault', () => {
   });
 
   it('sends a key once, however often and however concurrently it is asked', async () => {
-    const to = generateWallet().address;
+    const to = await openedWallet();
     const before = economy.ledger.tokenBalance(vault.address);
     const results = await Promise.all([1, 2, 3].map(() => vault.transfer({ to, amount: 1000n, key: 'test:once' })));
     const again = await vault.transfer({ to, amount: 1000n, key: 'test:once' });
@@ -138,7 +162,7 @@ describe('vault', () => {
     const proxy = await lossyRpc(economy.rpcUrl);
     try {
       const lossy = await createVault({ ...context, rpcUrl: proxy.url });
-      const to = generateWallet().address;
+      const to = await openedWallet();
       const held = economy.ledger.tokenBalance(vault.address);
       proxy.lose = true;
       const lost = await failure(lossy.transfer({ to, amount: 777n, key: 'test:lost' }));
@@ -173,7 +197,7 @@ describe('vault', () => {
   });
 
   it('does not resend a transfer that landed though the crash left it unconfirmed in the database', async () => {
-    const to = generateWallet().address;
+    const to = await openedWallet();
     const { transaction } = await vault.transfer({ to, amount: 4242n, key: 'test:landed' });
     const held = economy.ledger.tokenBalance(vault.address);
     // As if the process died between the broadcast and recording its confirmation.

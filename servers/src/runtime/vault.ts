@@ -15,14 +15,12 @@ import {
   type Instruction,
   type Signature,
 } from '@solana/kit';
-import { getCreateAssociatedTokenIdempotentInstruction, getTransferCheckedInstruction } from '@solana-program/token';
+import { getTransferCheckedInstruction } from '@solana-program/token';
 import type { Migration } from 'kysely';
 import { migrate } from '../db';
 import { camelCaseDb } from '../db/camel-case';
 import {
-  ASSOCIATED_TOKEN_PROGRAM,
   MEMO_PROGRAM,
-  SYSTEM_PROGRAM,
   associatedTokenAddress,
   decodeMint,
   decodeTokenAccount,
@@ -131,6 +129,14 @@ function chainDown(error: unknown): boolean {
 const down = (action: string) =>
   unavailable('chain_unavailable', `The Solana RPC endpoint does not answer (${action}); nothing was sent`, 5);
 
+/** 409 recipient_account_missing: nothing was sent; the same transfer goes through once the account is open. */
+const recipientAccountMissing = (to: string, account: string) =>
+  conflict(
+    'recipient_account_missing',
+    `${to} has no token account for the stablecoin (its associated token account ${account}): it must open one to be paid; nothing was sent, and the same transfer goes through once it exists`,
+    { to, account },
+  );
+
 /** A chain read; a silent chain becomes 503 chain_unavailable (nothing was sent yet). */
 async function read<T>(action: string, call: () => Promise<T>): Promise<T> {
   try {
@@ -185,21 +191,17 @@ export async function createVault(context: ServiceContext, options: VaultOptions
     const self = createNoopSigner(address(wallet.address));
     const program = address(tokenProgram);
     const destination = address(associatedTokenAddress(input.to, mint, tokenProgram));
+    // The recipient's token account must exist: the vault never opens one. Opening it would cost the vault its rent in
+    // SOL, which the recipient gets back by closing it, so a wallet that closes its account between payouts (a wager
+    // declined, a small escrow released) would drain the vault's SOL one rent at a time.
+    const { value: account } = await read('getAccountInfo', () =>
+      rpc.getAccountInfo(destination, { encoding: 'base64', commitment: 'confirmed' }).send(),
+    );
+    if (!account) throw recipientAccountMissing(input.to, destination);
     // The memo carries the key: two transfers of one amount to one wallet in one slot must differ, or the chain drops
     // one.
     const memo = input.memo ? `${input.memo} (${input.key})` : input.key;
     const instructions: Instruction[] = [
-      getCreateAssociatedTokenIdempotentInstruction(
-        {
-          payer: self,
-          ata: destination,
-          owner: address(input.to),
-          mint: address(mint),
-          systemProgram: address(SYSTEM_PROGRAM),
-          tokenProgram: program,
-        },
-        { programAddress: address(ASSOCIATED_TOKEN_PROGRAM) },
-      ),
       getTransferCheckedInstruction(
         {
           source: address(associatedTokenAddress(wallet.address, mint, tokenProgram)),
