@@ -210,6 +210,12 @@ describe('create', () => {
     const self = await fail(client(buyer).create({ body: body(buyer.address) }));
     expect(self).toBeInstanceOf(UnprocessableEntityError);
     expect(self.code).toBe('self_escrow');
+    // A seller without a stablecoin account could never be released to (the vault opens none): refused unpaid.
+    const unopened = generateWallet().address;
+    const noAccount = await fail(client(buyer).create({ body: body(unopened) }));
+    expect(noAccount).toBeInstanceOf(UnprocessableEntityError);
+    expect(noAccount.code).toBe('seller_account_missing');
+    expect(noAccount.details).toEqual({ seller: unopened });
     const sum = await fail(client(buyer).create({ body: body(seller.address, { amount: '2400000' }) }));
     expect(sum).toBeInstanceOf(BadRequestError);
     expect(sum.message).toContain('milestone amounts add up to 2500000, not to amount 2400000');

@@ -47,9 +47,12 @@ export interface Vault {
   address: string;
   /** The vault's stablecoin balance on chain, atomic units (0n when its token account does not exist). */
   balance(): Promise<bigint>;
+  /** Whether `owner` has its stablecoin account open: only then can the vault pay it. */
+  accountOpen(owner: string): Promise<boolean>;
   /**
    * Sends `amount` atomic units of the stablecoin (context.paywall.asset) from the vault's associated token account to
-   * `to`'s (created idempotently when missing), signed and fee-paid by the vault wallet, and waits for `confirmed`.
+   * `to`'s (which must exist: 409 `recipient_account_missing`, the vault never opens one), signed and fee-paid by the
+   * vault wallet, and waits for `confirmed`.
    * Idempotent per `key` (unique, e.g. `escrow:esc_1:release:m0`): a key already sent returns its earlier transaction
    * and sends nothing. Crash-safe: the signed transaction's signature is recorded before it is sent; a key found
    * unfinished is looked up on chain and resent only once its blockhash has expired without landing.
@@ -180,6 +183,13 @@ export async function createVault(context: ServiceContext, options: VaultOptions
     return decodeTokenAccount(value.owner, Buffer.from(value.data[0], 'base64'))?.amount ?? 0n;
   }
 
+  async function accountExists(account: string): Promise<boolean> {
+    const { value } = await read('getAccountInfo', () =>
+      rpc.getAccountInfo(address(account), { encoding: 'base64', commitment: 'confirmed' }).send(),
+    );
+    return value !== null;
+  }
+
   /** Builds and signs the transfer against the current blockhash (nothing is sent). */
   async function sign(
     input: VaultTransfer,
@@ -194,10 +204,7 @@ export async function createVault(context: ServiceContext, options: VaultOptions
     // The recipient's token account must exist: the vault never opens one. Opening it would cost the vault its rent in
     // SOL, which the recipient gets back by closing it, so a wallet that closes its account between payouts (a wager
     // declined, a small escrow released) would drain the vault's SOL one rent at a time.
-    const { value: account } = await read('getAccountInfo', () =>
-      rpc.getAccountInfo(destination, { encoding: 'base64', commitment: 'confirmed' }).send(),
-    );
-    if (!account) throw recipientAccountMissing(input.to, destination);
+    if (!(await accountExists(destination))) throw recipientAccountMissing(input.to, destination);
     // The memo carries the key: two transfers of one amount to one wallet in one slot must differ, or the chain drops
     // one.
     const memo = input.memo ? `${input.memo} (${input.key})` : input.key;
@@ -443,5 +450,10 @@ export async function createVault(context: ServiceContext, options: VaultOptions
     );
   }
 
-  return { address: wallet.address, balance, transfer };
+  async function accountOpen(owner: string): Promise<boolean> {
+    const { tokenProgram } = await mintOf();
+    return accountExists(associatedTokenAddress(owner, mint, tokenProgram));
+  }
+
+  return { address: wallet.address, balance, accountOpen, transfer };
 }

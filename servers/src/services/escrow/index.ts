@@ -13,7 +13,7 @@ import type { Express } from 'express';
 import { migrate } from '../../db';
 import { createServiceApp, fromContext, vaultOf } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
-import { HttpError, notFound } from '../../runtime/errors';
+import { HttpError, notFound, unprocessable } from '../../runtime/errors';
 import { escrowEngine, type EscrowEngine } from './engine';
 import {
   checkCreate,
@@ -191,9 +191,16 @@ export async function createEscrowService(
     pricing: { create: ({ body }) => ({ usd: atomicToUsd(BigInt(body.amount) + escrowFee(BigInt(body.amount))) }) },
     // Every refusal that does not depend on the payment itself comes before the quote: nobody pays to be refused.
     preflight: {
-      create: ({ body }, caller) => {
+      create: async ({ body }, caller) => {
         checkStorable(body);
         checkCreate(body, caller!, vault.address);
+        // The vault pays only an open stablecoin account (vault.ts): a seller without one could never be released to.
+        if (!(await vault.accountOpen(body.seller)))
+          throw unprocessable(
+            'seller_account_missing',
+            'The seller has no stablecoin account, so no release could reach it: it opens one (its associated token account) first; nothing was charged',
+            { seller: body.seller },
+          );
       },
       deliver: ({ body }, caller) => (checkStorable(body), preflightDeliver(deps, body, caller!)),
       confirm: ({ body }, caller) => (checkStorable(body), preflightConfirm(deps, body, caller!)),
