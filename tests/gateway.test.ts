@@ -146,16 +146,22 @@ beforeAll(async () => {
     { id: 'gateway', sol: true },
   );
   const gatewayWallet = gatewaySvc.context.wallet.address;
-  negotiations = await economy.startPaidService(
-    (c) => createNegotiationApp(c, { marketUrl: () => urls.market, brokers: [gatewayWallet] }),
-    { id: 'negotiation' },
-  );
-  urls.negotiation = negotiations.url;
+  // The market before the negotiation service, which trusts its wallet to read agreements.
   market = await economy.startPaidService(
     (c) => createKnowledgeMarketApp(c, { negotiationUrl: () => urls.negotiation }),
     { id: 'knowledge-market' },
   );
   urls.market = market.url;
+  negotiations = await economy.startPaidService(
+    (c) =>
+      createNegotiationApp(c, {
+        marketUrl: () => urls.market,
+        brokers: [gatewayWallet],
+        trustedReaders: [market.context.wallet.address],
+      }),
+    { id: 'negotiation' },
+  );
+  urls.negotiation = negotiations.url;
   reputation = await economy.startPaidService((c) => createReputationApp(c, { trustedReporters: [gatewayWallet] }), {
     id: 'reputation',
   });

@@ -69,8 +69,14 @@ beforeAll(async () => {
   [alice, bob, carol, dave] = await Promise.all([signer(), signer(), signer(), signer()]);
   await Promise.all([alice, bob].map((s) => economy.ledger.openTokenAccount(s.address)));
   let marketUrl = '';
+  // The market signs in with its own wallet to read agreements: the negotiation service trusts it as a reader.
+  const marketWallet = generateWallet();
   negotiations = await startService(
-    (c) => createNegotiationApp({ ...c, prices: { open: FREE, counter: FREE } }, { marketUrl: () => marketUrl }),
+    (c) =>
+      createNegotiationApp(
+        { ...c, prices: { open: FREE, counter: FREE } },
+        { marketUrl: () => marketUrl, trustedReaders: [marketWallet.address] },
+      ),
     {
       id: 'negotiation',
     },
@@ -81,7 +87,7 @@ beforeAll(async () => {
         { ...c, prices: { publish: FREE, purchase: FREE } },
         { negotiationUrl: negotiations.url },
       ),
-    { id: 'knowledge-market', rpcUrl: economy.rpcUrl },
+    { id: 'knowledge-market', rpcUrl: economy.rpcUrl, wallet: marketWallet },
   );
   marketUrl = market.url;
 });
@@ -583,7 +589,7 @@ describe('negotiated purchases', () => {
           { ...c, prices: { purchase: FREE } },
           { negotiationUrl: negotiations.url, now: () => new Date(Date.now() + DAY + 60_000) },
         ),
-      { id: 'knowledge-market', database: market.database },
+      { id: 'knowledge-market', database: market.database, wallet: market.context.wallet },
     );
     const cut = await startService(
       (c) => createKnowledgeMarketApp({ ...c, prices: { purchase: FREE } }, { negotiationUrl: 'http://127.0.0.1:9' }),
@@ -612,6 +618,42 @@ describe('negotiated purchases', () => {
       await cut.stopServer();
     }
   });
+
+  it('reads agreements signed in as the trusted market: another wallet learns nothing and cannot price with one', async () => {
+    const negotiationId = await agreed(carol, otherModuleId);
+    // A stranger holding the id is refused by the negotiation service, signed in or not.
+    expect(await fail(as(dave).negotiation.agreement({ params: { negotiationId } }))).toMatchObject({
+      status: 403,
+      code: 'not_a_party',
+    });
+    expect(await fail(as().negotiation.agreement({ params: { negotiationId } }))).toMatchObject({
+      status: 401,
+      code: 'siwx_invalid',
+    });
+    // A market with a wallet the negotiation service does not trust cannot read it: 502, and it says why.
+    const untrusted = await startService(
+      (c) => createKnowledgeMarketApp({ ...c, prices: { purchase: FREE } }, { negotiationUrl: negotiations.url }),
+      { id: 'knowledge-market', database: market.database },
+    );
+    try {
+      const refused = await fail(
+        as(undefined, untrusted.url).knowledgeMarket.purchase({
+          params: { moduleId: otherModuleId },
+          body: { negotiationId, beneficiary: carol.address },
+        }),
+      );
+      expect(refused).toMatchObject({ status: 502, code: 'negotiation_unavailable' });
+      expect(refused.message).toContain('trusted readers');
+    } finally {
+      await untrusted.stopServer();
+    }
+    // Its buyer still reads it, unused (the trusted market's purchases with agreements are the tests above and below;
+    // one more here would change the statistics this file counts).
+    expect(await as(carol).negotiation.agreement({ params: { negotiationId } })).toMatchObject({
+      buyer: carol.address,
+      priceUsd: '0.425',
+    });
+  });
 });
 
 describe('paid through the economy', () => {
@@ -629,15 +671,21 @@ describe('paid through the economy', () => {
     });
 
   beforeAll(async () => {
-    let marketUrl = '';
-    paidNegotiation = await economy.startPaidService((c) => createNegotiationApp(c, { marketUrl: () => marketUrl }), {
-      id: 'negotiation',
-    });
+    // The market first: the negotiation service trusts its wallet to read agreements.
+    let negotiationUrl = '';
     paidMarket = await economy.startPaidService(
-      (c) => createKnowledgeMarketApp(c, { negotiationUrl: paidNegotiation.url }),
+      (c) => createKnowledgeMarketApp(c, { negotiationUrl: () => negotiationUrl }),
       { id: 'knowledge-market' },
     );
-    marketUrl = paidMarket.url;
+    paidNegotiation = await economy.startPaidService(
+      (c) =>
+        createNegotiationApp(c, {
+          marketUrl: paidMarket.url,
+          trustedReaders: [paidMarket.context.wallet.address],
+        }),
+      { id: 'negotiation' },
+    );
+    negotiationUrl = paidNegotiation.url;
     seller = await signer();
     await economy.ledger.mintTo(seller.address, usdToAtomic('1'));
     buyer = await walletFromSecretKey(economy.buyer.secretKey);
@@ -750,16 +798,22 @@ describe('integrity: an agreement is honoured only for the wallet that paid as i
   beforeAll(async () => {
     [seller, buyer, stranger, broker] = await Promise.all([signer(), signer(), signer(), signer()]);
     await Promise.all([seller, buyer, stranger, broker].map((s) => economy.ledger.mintTo(s.address, usdToAtomic('2'))));
-    let marketUrl = '';
-    paidNegotiation = await economy.startPaidService(
-      (c) => createNegotiationApp(c, { marketUrl: () => marketUrl, brokers: [broker.address] }),
-      { id: 'negotiation' },
-    );
+    // The market first: the negotiation service trusts its wallet to read agreements.
+    let negotiationUrl = '';
     paidMarket = await economy.startPaidService(
-      (c) => createKnowledgeMarketApp(c, { negotiationUrl: paidNegotiation.url }),
+      (c) => createKnowledgeMarketApp(c, { negotiationUrl: () => negotiationUrl }),
       { id: 'knowledge-market' },
     );
-    marketUrl = paidMarket.url;
+    paidNegotiation = await economy.startPaidService(
+      (c) =>
+        createNegotiationApp(c, {
+          marketUrl: paidMarket.url,
+          brokers: [broker.address],
+          trustedReaders: [paidMarket.context.wallet.address],
+        }),
+      { id: 'negotiation' },
+    );
+    negotiationUrl = paidNegotiation.url;
     moduleId = (
       await paying(seller).knowledgeMarket.publish({
         body: { ...baseModule, title: 'Agreement-bound module', content: 'agreement content' },

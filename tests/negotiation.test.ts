@@ -29,7 +29,7 @@ const HOUR = 3_600_000;
 let economy: Economy;
 let market: RunningService;
 let service: RunningService;
-let seller: Signer, bob: Signer, carol: Signer, gateway: Signer, stranger: Signer;
+let seller: Signer, bob: Signer, carol: Signer, gateway: Signer, stranger: Signer, reader: Signer;
 let clockOffset = 0;
 const modules: Record<'auto' | 'manual' | 'off' | 'cheap', string> = { auto: '', manual: '', off: '', cheap: '' };
 
@@ -65,7 +65,14 @@ const moduleBody = {
 
 beforeAll(async () => {
   economy = await startEconomy();
-  [seller, bob, carol, gateway, stranger] = await Promise.all([signer(), signer(), signer(), signer(), signer()]);
+  [seller, bob, carol, gateway, stranger, reader] = await Promise.all([
+    signer(),
+    signer(),
+    signer(),
+    signer(),
+    signer(),
+    signer(),
+  ]);
   await economy.ledger.openTokenAccount(seller.address);
   market = await startService((c) => createKnowledgeMarketApp({ ...c, prices: { publish: FREE, purchase: FREE } }), {
     id: 'knowledge-market',
@@ -75,7 +82,12 @@ beforeAll(async () => {
     (c) =>
       createNegotiationApp(
         { ...c, prices: { open: FREE, counter: FREE } },
-        { marketUrl: market.url, brokers: [gateway.address], now: () => new Date(Date.now() + clockOffset) },
+        {
+          marketUrl: market.url,
+          brokers: [gateway.address],
+          trustedReaders: [reader.address],
+          now: () => new Date(Date.now() + clockOffset),
+        },
       ),
     { id: 'negotiation' },
   );
@@ -162,7 +174,7 @@ describe('the automatic responder', () => {
     });
     expect(Date.parse(done.agreement!.validUntil) - Date.parse(done.agreement!.acceptedAt)).toBe(24 * HOUR);
     expect(done.offers).toHaveLength(9);
-    expect(await as().negotiation.agreement({ params: { negotiationId: opened.id } })).toEqual({
+    expect(await as(buyer).negotiation.agreement({ params: { negotiationId: opened.id } })).toEqual({
       negotiationId: opened.id,
       moduleId: modules.auto,
       buyer: buyer.address,
@@ -198,7 +210,7 @@ describe('the automatic responder', () => {
       agreement: null,
       rejection: { by: 'seller', automatic: true, reason: 'below_floor' },
     });
-    const terms = await fail(as().negotiation.agreement({ params: { negotiationId: opened.id } }));
+    const terms = await fail(as(buyer).negotiation.agreement({ params: { negotiationId: opened.id } }));
     expect(terms).toBeInstanceOf(ConflictError);
     expect(terms).toMatchObject({ code: 'negotiation_not_accepted', details: { state: 'rejected' } });
   });
@@ -582,9 +594,9 @@ describe('reading', () => {
     const missing = await fail(as(bob).negotiation.get({ params: { negotiationId: 'neg_0000000000000000' } }));
     expect(missing).toBeInstanceOf(NotFoundError);
     expect(missing.code).toBe('negotiation_not_found');
-    expect((await fail(as().negotiation.agreement({ params: { negotiationId: 'neg_0000000000000000' } }))).code).toBe(
-      'negotiation_not_found',
-    );
+    expect(
+      (await fail(as(bob).negotiation.agreement({ params: { negotiationId: 'neg_0000000000000000' } }))).code,
+    ).toBe('negotiation_not_found');
     expect(
       (await fail(as(bob).negotiation.accept({ params: { negotiationId: 'neg_0000000000000000' }, body: {} }))).code,
     ).toBe('negotiation_not_found');
@@ -718,13 +730,13 @@ describe('integrity: nobody opens a negotiation in another buyer’s name unless
       body: { moduleId: modules.auto, offerUsd: '0.5', buyer: buyer.address },
     });
     expect(n).toMatchObject({ state: 'accepted', buyer: buyer.address, broker: gateway.address });
-    expect(await as().negotiation.agreement({ params: { negotiationId: n.id } })).toMatchObject({
+    expect(await as(gateway).negotiation.agreement({ params: { negotiationId: n.id } })).toMatchObject({
       buyer: buyer.address,
       broker: gateway.address,
       priceUsd: '0.5',
     });
     const own = await as(buyer).negotiation.open({ body: { moduleId: modules.cheap, offerUsd: '0.1' } });
-    expect(await as().negotiation.agreement({ params: { negotiationId: own.id } })).toMatchObject({
+    expect(await as(buyer).negotiation.agreement({ params: { negotiationId: own.id } })).toMatchObject({
       buyer: buyer.address,
       broker: null,
     });
@@ -735,5 +747,64 @@ describe('integrity: nobody opens a negotiation in another buyer’s name unless
     expect(loadConfig([], { NEGOTIATION_BROKERS: ` ${a} ,` }).NEGOTIATION_BROKERS).toEqual([a]);
     expect(loadConfig([], {}).NEGOTIATION_BROKERS).toEqual([]);
     expect(() => loadConfig([], { NEGOTIATION_BROKERS: 'nope' })).toThrow(/NEGOTIATION_BROKERS: "nope" /);
+  });
+});
+
+describe('privacy: an agreement is shown only to its parties and the trusted readers', () => {
+  it('refuses a stranger who found the id in the public search (403 not_a_party), before any state, party or price', async () => {
+    const buyer = await signer();
+    const deal = await as(buyer).negotiation.open({ body: { moduleId: modules.auto, offerUsd: '0.5' } });
+    expect(deal.state).toBe('accepted');
+    const pending = await as(buyer).negotiation.open({ body: { moduleId: modules.manual, offerUsd: '0.3' } });
+
+    // The public search names the accepted negotiation, and nothing of its parties or price.
+    const found = await as().negotiation.search({ query: { state: 'accepted', limit: 100 } });
+    const summary = found.items.find((x) => x.id === deal.id)!;
+    expect(summary).toBeDefined();
+    expect(Object.keys(summary).sort()).toEqual(
+      ['id', 'maxRounds', 'mode', 'moduleId', 'moduleTitle', 'openedAt', 'rounds', 'state', 'updatedAt'].sort(),
+    );
+
+    // Anonymous: signing in is required.
+    const anonymous = await fail(as().negotiation.agreement({ params: { negotiationId: deal.id } }));
+    expect(anonymous).toBeInstanceOf(AuthenticationError);
+    expect(anonymous).toMatchObject({ status: 401, code: 'siwx_invalid' });
+
+    // Signed in as a stranger: refused, for an accepted negotiation and an unfinished one alike (no 409 naming the
+    // state), and the refusal names no party and no price.
+    for (const id of [deal.id, pending.id]) {
+      const refused = await fail(as(stranger).negotiation.agreement({ params: { negotiationId: id } }));
+      expect(refused).toBeInstanceOf(PermissionDeniedError);
+      expect(refused).toMatchObject({ status: 403, code: 'not_a_party' });
+      const said = JSON.stringify({ message: refused.message, details: refused.details ?? null });
+      for (const secret of [buyer.address, seller.address, '0.5', 'accepted', 'open'])
+        expect(said).not.toContain(secret);
+    }
+
+    // The parties and a trusted reader read the terms; an unfinished one is still a 409 for them.
+    const terms = {
+      negotiationId: deal.id,
+      buyer: buyer.address,
+      seller: seller.address,
+      broker: null,
+      priceUsd: '0.5',
+    };
+    for (const wallet of [buyer, seller, reader])
+      expect(await as(wallet).negotiation.agreement({ params: { negotiationId: deal.id } })).toMatchObject(terms);
+    for (const wallet of [buyer, reader])
+      expect(await fail(as(wallet).negotiation.agreement({ params: { negotiationId: pending.id } }))).toMatchObject({
+        status: 409,
+        code: 'negotiation_not_accepted',
+        details: { state: 'open' },
+      });
+  });
+
+  it('reads the trusted readers from NEGOTIATION_TRUSTED_READERS and names a bad one', () => {
+    const a = generateWallet().address;
+    expect(loadConfig([], { NEGOTIATION_TRUSTED_READERS: ` ${a} ,` }).NEGOTIATION_TRUSTED_READERS).toEqual([a]);
+    expect(loadConfig([], {}).NEGOTIATION_TRUSTED_READERS).toEqual([]);
+    expect(() => loadConfig([], { NEGOTIATION_TRUSTED_READERS: 'nope' })).toThrow(
+      /NEGOTIATION_TRUSTED_READERS: "nope" /,
+    );
   });
 });

@@ -143,6 +143,8 @@ const Env = z.object({
   ESCROW_TICK_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   // Wallets that may open negotiations for other buyers and pay with their agreements: the gateways of other processes.
   NEGOTIATION_BROKERS: listOf(SolanaAddress),
+  // Wallets besides the parties that may read a negotiation's agreement: the knowledge markets of other processes.
+  NEGOTIATION_TRUSTED_READERS: listOf(SolanaAddress),
   // The chat wager service (spec 002): stake limits in USD, the house's share of each pot, how long a challenge waits,
   // and the chain its stakes move on (default: the deployment's, SOLANA_RPC_URL or the local ledger).
   MIN_WAGER_USD: UsdAmount.refine((v) => !/^0(\.0*)?$/.test(v), 'must be more than 0').default('1'),

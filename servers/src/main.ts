@@ -264,10 +264,15 @@ async function main() {
           ...(['escrow', 'gateway'] as const).flatMap((id) => (wallets[id] ? [wallets[id].address] : [])),
         ],
       }),
-    // The gateway negotiates and buys for its buyers; run here, its wallet is a registered broker.
+    // The gateway negotiates and buys for its buyers; run here, its wallet is a registered broker. The knowledge
+    // market prices purchases with agreements; run here, its wallet is a trusted reader of them.
     negotiation: async (context) =>
       (await import('./services/negotiation')).createNegotiationApp(context, {
         brokers: [...config.NEGOTIATION_BROKERS, ...(wallets.gateway ? [wallets.gateway.address] : [])],
+        trustedReaders: [
+          ...config.NEGOTIATION_TRUSTED_READERS,
+          ...(wallets['knowledge-market'] ? [wallets['knowledge-market'].address] : []),
+        ],
       }),
     // CHAIN_RPC_URL (the spec's setting of the wager service) points its stakes, refunds and payouts at another
     // endpoint.

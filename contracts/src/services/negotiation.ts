@@ -469,9 +469,13 @@ const router = c.router({
     description:
       'Design: only the terms a purchase needs: module, buyer, broker, seller, agreed price, validity. The knowledge market ' +
       'reads it to price a purchase, and honours it only when the purchase’s payer is the buyer or the broker (knowing the ' +
-      'id is not enough to spend it); nothing else of the negotiation is shown. Free: read service to service. Errors: 404 negotiation_not_found, 409 negotiation_not_accepted (details.state).',
-    responses: { 200: TermsSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, ...standardErrors },
-    metadata: { payment: free(), example: { params: { negotiationId: EXAMPLE_ID } } } satisfies RouteMeta,
+      'id is not enough to spend it); nothing else of the negotiation is shown. Private like the negotiation: the caller ' +
+      'signs in, and only its buyer, seller or broker, or a trusted reader (the knowledge market; the deployment lists ' +
+      'readers’ wallets in NEGOTIATION_TRUSTED_READERS) may read it; anyone else, even holding an id from the public ' +
+      'search, is refused before the state is revealed. Free: read service to service. Errors: 404 ' +
+      'negotiation_not_found, 403 not_a_party (the caller is none of these), 409 negotiation_not_accepted (details.state).',
+    responses: { 200: TermsSchema, 404: ErrorEnvelope, 409: ErrorEnvelope, ...standardErrors, ...authErrors },
+    metadata: { payment: free(), auth: 'siwx', example: { params: { negotiationId: EXAMPLE_ID } } } satisfies RouteMeta,
   },
   stats: {
     method: 'GET',

@@ -1,5 +1,5 @@
 import { atomicToUsd, knowledgeMarket, negotiation } from '@agent-economy/contracts';
-import { ApiError, createServiceClient } from '@agent-economy/sdk';
+import { ApiError, createServiceClient, walletFromSecretKey, type Signer } from '@agent-economy/sdk';
 import { migrate } from '../../db';
 import { createServiceApp, fromContext } from '../../runtime/app';
 import type { ServiceContext } from '../../runtime/context';
@@ -20,12 +20,22 @@ export interface KnowledgeMarketOptions {
 }
 
 /**
- * How the market reads an agreement: over HTTP through the SDK, its errors translated to the purchase route's codes.
+ * How the market reads an agreement: over HTTP through the SDK, signed in (SIGN-IN-WITH-X) with the market's own
+ * wallet, which the negotiation service trusts as a reader (NEGOTIATION_TRUSTED_READERS, or `npm start`); its errors
+ * translated to the purchase route's codes.
  */
-function agreementReader(url: () => string) {
+function agreementReader(url: () => string, context: ServiceContext) {
+  let signer: Promise<Signer> | undefined;
   return async (negotiationId: string) => {
-    const client = createServiceClient(negotiation, url(), { payments: false, maxRetries: 1, timeoutMs: 10_000 });
     try {
+      signer ??= walletFromSecretKey(context.wallet.secretKey);
+      const client = createServiceClient(negotiation, url(), {
+        wallet: await signer,
+        network: context.paywall.network,
+        payments: false,
+        maxRetries: 1,
+        timeoutMs: 10_000,
+      });
       return await client.agreement({ params: { negotiationId } });
     } catch (error) {
       if (error instanceof ApiError && error.status === 404)
@@ -39,10 +49,15 @@ function agreementReader(url: () => string) {
         );
       }
       const reason = error instanceof Error ? error.message : String(error);
+      // A refusal of the market's own sign-in is the deployment's fault (the market's wallet is not a trusted reader),
+      // not the buyer's: the same 502, saying so.
+      const refused = error instanceof ApiError && (error.status === 401 || error.status === 403);
       throw new HttpError(
         502,
         'negotiation_unavailable',
-        `The negotiation service did not answer: ${reason}`,
+        refused
+          ? `The negotiation service refused the market's reading of the agreement (is the market's wallet among its trusted readers?): ${reason}`
+          : `The negotiation service did not answer: ${reason}`,
         { negotiationId },
         { 'retry-after': '5' },
       );
@@ -58,7 +73,7 @@ export async function createKnowledgeMarketApp(context: ServiceContext, options:
   const mint = context.paywall.asset;
   const deps: MarketDeps = {
     store: marketStore(context.db),
-    agreement: agreementReader(negotiationUrl),
+    agreement: agreementReader(negotiationUrl, context),
     // x402 pays into the payee's associated token account of the stablecoin (under whichever token program owns it).
     async assertPayable(wallet) {
       const candidates = [TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map((program) => ({

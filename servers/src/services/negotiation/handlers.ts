@@ -32,6 +32,11 @@ export interface NegotiationDeps {
    * gateway.
    */
   brokers: ReadonlySet<string>;
+  /**
+   * Wallets besides the parties allowed to read an agreement (the knowledge market, which prices purchases with it):
+   * NEGOTIATION_TRUSTED_READERS and `npm start`'s market.
+   */
+  trustedReaders: ReadonlySet<string>;
   now: () => Date;
 }
 
@@ -229,9 +234,19 @@ export function negotiationHandlers(
       };
     },
 
-    agreement: async ({ params }) => {
+    agreement: async ({ params, res }) => {
+      const caller = callerOf(res);
       const stored = await store.get(params.negotiationId);
       if (!stored) throw notFoundError(params.negotiationId);
+      // Ids are public (the search lists them): a stranger is refused before learning the state, parties or price.
+      const party = caller === stored.buyer || caller === stored.seller || caller === stored.broker;
+      if (!party && !deps.trustedReaders.has(caller))
+        throw new HttpError(
+          403,
+          'not_a_party',
+          'Only the buyer, the seller or the broker of a negotiation, or a trusted reader (the knowledge market), may ' +
+            'read its agreement',
+        );
       return { status: 200, body: toTerms(effective(stored, now())) };
     },
 

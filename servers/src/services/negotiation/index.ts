@@ -20,6 +20,12 @@ export interface NegotiationOptions {
    * gateway (`npm start` adds its wallet when it runs it, and NEGOTIATION_BROKERS). Default: none.
    */
   brokers?: readonly string[];
+  /**
+   * Wallets besides a negotiation's buyer, seller and broker that may read its agreement: the knowledge market, which
+   * prices purchases with it (`npm start` adds its wallet when it runs it, and NEGOTIATION_TRUSTED_READERS). Default:
+   * none.
+   */
+  trustedReaders?: readonly string[];
   /** The clock (tests move it past expiries). */
   now?: () => Date;
 }
@@ -61,6 +67,7 @@ export async function createNegotiationApp(context: ServiceContext, options: Neg
     store: negotiationStore(context.db),
     module: moduleReader(marketUrl),
     brokers: new Set(options.brokers ?? []),
+    trustedReaders: new Set(options.trustedReaders ?? []),
     now: options.now ?? (() => new Date()),
   };
   const logic = negotiationLogic(deps);
