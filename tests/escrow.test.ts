@@ -22,7 +22,7 @@ import { createVerificationApp } from '../servers/src/services/verification';
 import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import type { Database } from '../servers/src/db';
 import { startEconomy, type Economy } from './support/economy';
-import { startService, testDatabase, type RunningService } from './support/servers';
+import { listenLocal, startService, testDatabase, type RunningService } from './support/servers';
 
 // Amounts are worked out by hand: the fee is 1 % rounded up, at least 10000 atomic units (0.01 USD); deliver costs
 // 5000, confirm 1000, dispute and resolve 50000 each, paid by the caller to the escrow's vault.
@@ -906,6 +906,111 @@ describe('attacks and failures', () => {
       await vi.waitFor(async () => expect(await own.service.expenses()).toBe(24_000n + 4_000n));
     } finally {
       await own.close();
+    }
+  });
+
+  it('pays for one investigation when five resolves of one dispute race: the others are refused before any read', async () => {
+    // An escrow service of its own, so that its books hold this test's expenses only.
+    const own = await startEscrow();
+    try {
+      const escrow = await client(buyer, own.url).create({ body: body(seller.address) });
+      await client(seller, own.url).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } });
+      await client(buyer, own.url).dispute({
+        body: { escrowId: escrow.id, milestoneIds: ['m1'], reason: 'low_quality', statement: 'Not what was promised.' },
+      });
+      await client(seller, own.url).dispute({
+        body: { escrowId: escrow.id, reason: 'other', statement: 'The chapter was delivered as agreed.' },
+      });
+      // The dispute's investigation: a scan of m1 (0.02) and two reputation reads (2 × 0.002); the answer's: two reads.
+      await vi.waitFor(async () => expect(await own.service.expenses()).toBe(24_000n + 4_000n));
+      const [vaultBefore, sellerBefore, buyerBefore] = [vault(), balance(seller.address), balance(buyer.address)];
+      const results = await Promise.allSettled(
+        [0, 1, 2, 3, 4].map(() => client(seller, own.url).resolve({ body: { escrowId: escrow.id } })),
+      );
+      const won = results.filter((r) => r.status === 'fulfilled');
+      const lost = results
+        .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+        .map((r) => r.reason as ApiError);
+      expect(won).toHaveLength(1);
+      expect(lost).toHaveLength(4);
+      const { decision } = won[0]!.value;
+      const { toSeller, toBuyer } = decision.distribution;
+      // One resolve fee charged; one investigation read (two reputation reads, the scan read again for free) and
+      // the decision's two reports (2 × 0.001) paid.
+      expect(balance(seller.address)).toBe(sellerBefore - 50_000n + BigInt(toSeller));
+      expect(balance(buyer.address)).toBe(buyerBefore + BigInt(toBuyer));
+      expect(vault()).toBe(vaultBefore + 50_000n - 1_000_000n - 4_000n - 2_000n);
+      await vi.waitFor(async () => expect(await own.service.expenses()).toBe(28_000n + 4_000n + 2_000n));
+      for (const error of lost) {
+        expect(error).toBeInstanceOf(ConflictError);
+        // Refused while the winner resolves, or (arriving after its commit) because the dispute is resolved.
+        expect(['resolution_in_progress', 'not_disputed']).toContain(error.code);
+      }
+      const busy = lost.find((e) => e.code === 'resolution_in_progress');
+      expect(busy).toBeDefined();
+      expect(busy!.details).toMatchObject({ escrowId: escrow.id, disputeId: won[0]!.value.dispute.id });
+      expect(Date.parse((busy!.details as { resolvingUntil: string }).resolvingUntil)).toBeGreaterThan(now().getTime());
+      const stored = await client(buyer, own.url).get({ params: { escrowId: escrow.id } });
+      expect(stored.timeline.filter((e) => e.event === 'resolved')).toHaveLength(1);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('lets a resolve through once a stalled resolve’s lease is over, the scheduler’s included', async () => {
+    // A reputation service that holds its requests while `stalled`: the first resolve stalls in its investigation.
+    const held: { destroy(): void }[] = [];
+    let holding = true;
+    const stall = await listenLocal((req) => (holding ? held.push(req.socket) : req.socket.destroy()));
+    let stalled = false;
+    const own = await startEscrow({ reputationUrl: () => (stalled ? stall.url : reputation.url) });
+    try {
+      const escrow = await client(buyer, own.url).create({ body: body(seller.address) });
+      await client(seller, own.url).deliver({ body: { escrowId: escrow.id, content: chapter('Chunking') } });
+      const disputed = await client(buyer, own.url).dispute({
+        body: { escrowId: escrow.id, milestoneIds: ['m1'], reason: 'low_quality', statement: 'Not what was promised.' },
+      });
+      await client(seller, own.url).dispute({
+        body: { escrowId: escrow.id, reason: 'other', statement: 'The chapter was delivered as agreed.' },
+      });
+      // Past the dispute's automatic resolution: the scheduler would resolve it now.
+      offset += Date.parse(disputed.dispute.autoResolveAt) - now().getTime() + 60_000;
+      const [sellerBefore, buyerBefore] = [balance(seller.address), balance(buyer.address)];
+
+      stalled = true;
+      const first = fail(client(seller, own.url).resolve({ body: { escrowId: escrow.id } }));
+      await vi.waitFor(() => expect(held.length).toBeGreaterThan(0), { timeout: 10_000 });
+      stalled = false;
+      // The lease is taken: the buyer is refused before the quote (nothing charged), the scheduler leaves it.
+      const unpaid = createClient({ baseUrls: { escrow: own.url }, wallet: buyer, payments: false, maxRetries: 0 });
+      const refused = await fail(unpaid.escrow.resolve({ body: { escrowId: escrow.id } }));
+      expect(refused).toBeInstanceOf(ConflictError);
+      expect(refused.code).toBe('resolution_in_progress');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expect(balance(buyer.address)).toBe(buyerBefore);
+      expect(await own.service.scheduler.tick()).toMatchObject({ fired: 0 });
+      expect((await client(buyer, own.url).get({ params: { escrowId: escrow.id } })).state).toBe('disputed');
+
+      // The stalled resolve outlives its lease: the scheduler's automatic resolution goes through.
+      offset += 3 * 60_000;
+      expect(await own.service.scheduler.tick()).toMatchObject({ fired: 1 });
+      const after = await client(buyer, own.url).get({ params: { escrowId: escrow.id } });
+      expect(after.disputes[0]!.status).toBe('resolved');
+      expect(after.disputes[0]!.decision!.requestedBy).toBe('system');
+      expect(after.timeline.filter((e) => e.event === 'resolved')).toHaveLength(1);
+
+      // The stalled one wakes up to a resolved dispute: refused, and not charged.
+      holding = false;
+      for (const socket of held) socket.destroy();
+      const late = await first;
+      expect(late).toBeInstanceOf(ConflictError);
+      expect(late.code).toBe('not_disputed');
+      const { toSeller } = after.disputes[0]!.decision!.distribution;
+      expect(balance(seller.address)).toBe(sellerBefore + BigInt(toSeller));
+      expect((await client(buyer, own.url).get({ params: { escrowId: escrow.id } })).timeline).toEqual(after.timeline);
+    } finally {
+      await own.close();
+      await stall.close();
     }
   });
 

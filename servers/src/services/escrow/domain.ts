@@ -60,7 +60,23 @@ export interface EscrowDoc {
   createdAt: string;
   updatedAt: string;
   closedAt: string | null;
+  /**
+   * A resolve under way on the open dispute (its paid investigation and its decision, before the commit): another
+   * resolve is refused until `until`. Internal (never served); cleared by the commit or when the resolve fails, and
+   * simply lapses when its process dies.
+   */
+  resolving?: Resolving | null;
 }
+
+/** A resolve's hold on a dispute: `token` names the request that took it. */
+export interface Resolving {
+  disputeId: string;
+  token: string;
+  until: string;
+}
+
+/** How long a resolve holds the open dispute while it investigates, decides and pays out. */
+export const RESOLUTION_LEASE_MS = 120_000;
 
 /** One transfer out of the vault an operation needs; `key` makes it happen once whatever retries it. */
 export interface Payout {
@@ -743,6 +759,53 @@ export function checkResolve(
   return { party, dispute: open };
 }
 
+/** The live hold of a resolve on the open dispute, if any (one on a dispute no longer open, or lapsed, is none). */
+export function resolutionUnderWay(doc: EscrowDoc, now: Date): Resolving | null {
+  const held = doc.resolving;
+  if (!held || Date.parse(held.until) <= now.getTime()) return null;
+  return openDispute(doc)?.id === held.disputeId ? held : null;
+}
+
+/** 409 resolution_in_progress while another resolve holds the open dispute. Nothing changes. */
+export function checkNotResolving(doc: EscrowDoc, now: Date): void {
+  const held = resolutionUnderWay(doc, now);
+  if (!held) return;
+  // Its answer is usually seconds away; a resolve that died lets go of the dispute at `until` at the latest.
+  const seconds = Math.max(1, Math.min(5, Math.ceil((Date.parse(held.until) - now.getTime()) / 1000)));
+  throw new HttpError(
+    409,
+    'resolution_in_progress',
+    `The mediator is already resolving dispute ${held.disputeId} for another request; ask again in a moment (its hold lapses at ${held.until} at the latest)`,
+    { escrowId: doc.id, disputeId: held.disputeId, resolvingUntil: held.until },
+    { 'retry-after': String(seconds) },
+  );
+}
+
+/**
+ * Takes the open dispute for one resolve (under the row lock, before anything is paid): who asks (a party, else the
+ * scheduler), the dispute, and the document holding it. Refuses what checkResolve refuses, and a dispute another
+ * resolve holds.
+ */
+export function claimResolution(
+  doc: EscrowDoc,
+  caller: string | null,
+  disputeId: string | undefined,
+  token: string,
+  now: Date,
+): { doc: EscrowDoc; dispute: EscrowDispute; requestedBy: EscrowParty | 'system' } {
+  const requestedBy = caller ? checkResolve(doc, caller, disputeId, now).party : 'system';
+  const open = openDispute(doc);
+  if (!open) throw conflict('not_disputed', `Escrow ${doc.id} has no open dispute`, { escrowId: doc.id });
+  checkNotResolving(doc, now);
+  const resolving = { disputeId: open.id, token, until: iso(new Date(now.getTime() + RESOLUTION_LEASE_MS)) };
+  return { doc: { ...doc, resolving }, dispute: open, requestedBy };
+}
+
+/** The document without the hold `token` took (null: it holds nothing of that request's). */
+export function releaseResolution(doc: EscrowDoc, token: string): EscrowDoc | null {
+  return doc.resolving?.token === token ? { ...doc, resolving: null } : null;
+}
+
 /** The mediator's split of each disputed milestone: a whole percent to the seller, rounding dust to the buyer. */
 export function distribute(doc: EscrowDoc, dispute: EscrowDispute, sellerPercent: number) {
   const milestones = doc.milestones
@@ -994,6 +1057,8 @@ export function applyOp(
     );
   }
   const next: EscrowDoc = { ...doc, milestones, disputes, timersPausedAt, timeoutAt, timeline, updatedAt: at };
+  // The decision committed: the resolve's hold on the dispute ends with it.
+  if (op.kind === 'resolve') next.resolving = null;
   if (isClosed(next)) {
     next.closedAt = at;
     next.timeline = [...next.timeline, entry(now, 'closed', 'system', [], `The escrow is ${stateOf(next)}`)];

@@ -1,4 +1,4 @@
-import type { EscrowParty, EscrowTransfer } from '@agent-economy/contracts';
+import type { EscrowInvestigation, EscrowTransfer } from '@agent-economy/contracts';
 import type { Logger } from 'pino';
 import type { Reasoner } from '../../ai';
 import { HttpError } from '../../runtime/errors';
@@ -6,10 +6,14 @@ import type { Vault } from '../../runtime/vault';
 import {
   applyOp,
   checkResolve,
+  claimResolution,
   escrowNotFound,
+  newId,
   openDispute,
   planResolve,
   planTimer,
+  releaseResolution,
+  type DraftDecision,
   type EscrowDoc,
   type PendingOp,
   type ReportDraft,
@@ -184,53 +188,75 @@ export function escrowEngine(deps: EngineDeps) {
     throw busy(id);
   }
 
-  /** The mediator's binding decision over the open dispute, paid out. */
+  /**
+   * The mediator's binding decision over the open dispute, paid out. The dispute is first taken for this request under
+   * the row lock (claimResolution, RESOLUTION_LEASE_MS): a concurrent resolve, however many race, is refused there at
+   * once (409 resolution_in_progress), before any paid read or decision. The commit ends the hold; a failure lets go
+   * of it; a process that dies leaves it to lapse.
+   */
   async function resolve(
     id: string,
     caller: string | null,
     disputeId: string | undefined,
     finalStatement?: string,
   ): Promise<Finished> {
-    const current = await store.get(id);
-    if (!current) throw escrowNotFound(id);
-    const requestedBy: EscrowParty | 'system' = caller
-      ? checkResolve(current.doc, caller, disputeId, now()).party
-      : 'system';
-    const dispute = openDispute(current.doc);
-    if (!dispute) throw new HttpError(409, 'not_disputed', `Escrow ${id} has no open dispute`, { escrowId: id });
-    // The investigation reads other services: done before the row lock, then the decision is taken on the latest state.
-    const investigation = await investigate(
-      current.doc,
-      dispute.milestoneIds,
-      dispute.investigation,
-      deps.readers,
-      now(),
-      deps.reasoner.generator,
-    );
-    if (finalStatement) investigation.observations.push(`Final statement of the ${requestedBy}: ${finalStatement}`);
-    const decision = await decide(
-      deps.reasoner,
-      current.doc,
-      { ...dispute, investigation },
-      investigation,
-      requestedBy,
-      now(),
-    );
-    const done = await execute(
-      id,
-      (doc) => {
-        if (caller) checkResolve(doc, caller, disputeId, now());
-        const open = openDispute(doc);
-        if (!open || open.id !== dispute.id)
-          throw new HttpError(409, 'not_disputed', `Dispute ${dispute.id} is already resolved`, {
-            escrowId: id,
-            disputeId: dispute.id,
-          });
-        return { op: planResolve(doc, open, decision, investigation, now()) };
-      },
-      (pending) => pending.kind === 'resolve' && pending.disputeId === dispute.id,
-    );
-    return done as Finished;
+    const token = newId('rsv');
+    const claimed = await store.mutate(id, (locked) => {
+      const taken = claimResolution(locked.doc, caller, disputeId, token, now());
+      return { change: { doc: taken.doc }, result: { ...taken, pending: locked.pending } };
+    });
+    if (!claimed) throw escrowNotFound(id);
+    const { dispute, requestedBy, pending } = claimed;
+    try {
+      // A decision already recorded for this dispute (its transfers interrupted) is finished as it was: nothing is
+      // read or decided again. Otherwise the investigation reads other services (paid) outside the lock.
+      let decided: { decision: DraftDecision; investigation: EscrowInvestigation } | undefined;
+      if (pending?.kind !== 'resolve' || pending.disputeId !== dispute.id) {
+        const investigation = await investigate(
+          claimed.doc,
+          dispute.milestoneIds,
+          dispute.investigation,
+          deps.readers,
+          now(),
+          deps.reasoner.generator,
+        );
+        if (finalStatement) investigation.observations.push(`Final statement of the ${requestedBy}: ${finalStatement}`);
+        const decision = await decide(
+          deps.reasoner,
+          claimed.doc,
+          { ...dispute, investigation },
+          investigation,
+          requestedBy,
+          now(),
+        );
+        decided = { decision, investigation };
+      }
+      const done = await execute(
+        id,
+        (doc) => {
+          if (caller) checkResolve(doc, caller, disputeId, now());
+          const open = openDispute(doc);
+          if (!open || open.id !== dispute.id)
+            throw new HttpError(409, 'not_disputed', `Dispute ${dispute.id} is already resolved`, {
+              escrowId: id,
+              disputeId: dispute.id,
+            });
+          if (!decided) throw busy(id);
+          return { op: planResolve(doc, open, decided.decision, decided.investigation, now()) };
+        },
+        (op) => op.kind === 'resolve' && op.disputeId === dispute.id,
+      );
+      return done as Finished;
+    } catch (error) {
+      // Let go of the dispute at once, if this request still holds it: a retry need not wait for the hold to lapse.
+      await store
+        .mutate(id, (locked) => {
+          const released = releaseResolution(locked.doc, token);
+          return { change: released ? { doc: released } : {}, result: null };
+        })
+        .catch(() => undefined);
+      throw error;
+    }
   }
 
   /** The scheduler's work on one claimed escrow: finish what was abandoned, then fire every timer due. */
@@ -262,7 +288,13 @@ export function escrowEngine(deps: EngineDeps) {
         continue;
       }
       if (autoResolve) {
-        await resolve(id, null, undefined);
+        try {
+          await resolve(id, null, undefined);
+        } catch (error) {
+          // A party's resolve holds the dispute: its decision stands, else the timer comes due again.
+          if (error instanceof HttpError && error.code === 'resolution_in_progress') return fired;
+          throw error;
+        }
         fired += 1;
         continue;
       }

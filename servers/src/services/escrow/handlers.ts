@@ -16,6 +16,7 @@ import {
   buildStats,
   checkDeliver,
   checkDispute,
+  checkNotResolving,
   checkResolve,
   createEscrow,
   deliver,
@@ -137,7 +138,10 @@ export async function preflightResolve(
   body: { escrowId: string; disputeId?: string },
   caller: string,
 ): Promise<void> {
-  checkResolve(await load(deps.store, body.escrowId), caller, body.disputeId, deps.now());
+  const doc = await load(deps.store, body.escrowId);
+  checkResolve(doc, caller, body.disputeId, deps.now());
+  // Another resolve of this dispute under way: refused before the quote, as the resolve itself would refuse it.
+  checkNotResolving(doc, deps.now());
 }
 
 const sameSet = (a: string[], b: string[]) => a.length === b.length && a.every((x) => b.includes(x));
