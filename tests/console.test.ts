@@ -140,6 +140,8 @@ describe('the console', () => {
 
   it('lists an open escrow and its settlement, and the ad campaigns', async () => {
     const seller = generateWallet();
+    // An escrow's seller needs its stablecoin account open: the vault opens none.
+    await economy.ledger.openTokenAccount(seller.address);
     const buyer = createClient({
       baseUrls: { escrow: escrowService.url },
       wallet: await walletFromSecretKey(economy.buyer.secretKey),

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   AtomicAmount,
+  MAX_ATOMIC,
   MAX_ATOMIC_MESSAGE,
+  atMostMaxAtomic,
   MoneyError,
   STABLECOIN_DECIMALS,
   UsdAmount,
@@ -427,16 +429,20 @@ describe('zod schemas', () => {
     for (const usd of ['0', '0.05', '0.000001', '999999999999.999999']) expect(() => usdToAtomic(usd)).not.toThrow();
   });
 
-  it('AtomicAmount accepts non-negative integer strings up to 2^63 - 1, what an int8 column holds', () => {
-    for (const atomic of ['0', '1', '50000', '1000000', '9223372036854775807']) {
+  it('AtomicAmount accepts non-negative integer strings of up to 25 digits', () => {
+    for (const atomic of ['0', '1', '50000', '1000000', '9'.repeat(25)]) {
       expect(AtomicAmount.safeParse(atomic).success, atomic).toBe(true);
       expect(parseAtomic(AtomicAmount.parse(atomic))).toBe(BigInt(atomic));
     }
-    for (const atomic of ['9223372036854775808', '18446744073709551615', '9'.repeat(25)]) {
-      const result = AtomicAmount.safeParse(atomic);
-      expect(result.success, atomic).toBe(false);
-      if (!result.success) expect(result.error.issues[0]!.message).toBe(MAX_ATOMIC_MESSAGE);
-    }
+  });
+
+  it('atMostMaxAtomic: what an int8 column holds, up to 2^63 - 1, and leaves malformed strings to the pattern', () => {
+    const pattern = /^(0|[1-9]\d{0,24})$/;
+    const fits = atMostMaxAtomic(pattern);
+    for (const atomic of ['0', '9223372036854775807', '-1', 'abc']) expect(fits(atomic), atomic).toBe(true);
+    for (const atomic of ['9223372036854775808', '18446744073709551615', '9'.repeat(25)])
+      expect(fits(atomic), atomic).toBe(false);
+    expect(MAX_ATOMIC_MESSAGE).toBe(`must be at most ${MAX_ATOMIC} atomic units (2^63 - 1)`);
   });
 
   it('AtomicAmount rejects everything else', () => {

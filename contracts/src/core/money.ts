@@ -21,8 +21,9 @@ export const UsdAmount = named(
 );
 
 /**
- * The most atomic units an amount may be: 2^63 - 1, what the services' int8 columns hold (and within the chain's u64).
- * A larger amount is bad input naming its field, never a database overflow.
+ * The most atomic units an amount stored in an int8 column may be: 2^63 - 1 (within the chain's u64). A request field
+ * stored that way refines its schema with atMostMaxAtomic, so a larger amount is bad input naming its field, never a
+ * database overflow. (AtomicAmount itself is wider: the reputation service keeps amounts beyond 64 bits exact.)
  */
 export const MAX_ATOMIC = 9_223_372_036_854_775_807n;
 /** Zod runs refinements on values that failed the format too: those are left to the format's message. */
@@ -32,10 +33,7 @@ export const MAX_ATOMIC_MESSAGE = `must be at most ${MAX_ATOMIC} atomic units (2
 /** Atomic stablecoin units on the wire: a non-negative integer string, e.g. "1000000" (= 1.00 USD). */
 export const AtomicAmount = named(
   'AtomicAmount',
-  z
-    .string()
-    .regex(ATOMIC_PATTERN, 'must be an integer string of atomic units, e.g. "1000000"')
-    .refine(atMostMaxAtomic(ATOMIC_PATTERN), MAX_ATOMIC_MESSAGE),
+  z.string().regex(ATOMIC_PATTERN, 'must be an integer string of atomic units, e.g. "1000000"'),
   {
     example: '50000',
   },
