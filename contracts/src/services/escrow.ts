@@ -876,8 +876,17 @@ const router = c.router({
       'The timeout release (`timeoutHours`, default 336 = 14 days) refunds every milestone still undelivered to the buyer. ' +
       'Errors: 403 payer_mismatch (the x402 payment does not come from the signed-in wallet), 422 self_escrow (seller is ' +
       "the buyer), 422 invalid_seller (the seller is the escrow's own vault), 422 seller_account_missing (the seller has " +
-      'no stablecoin account to be released to: the vault opens none). The price ranges from 0.02 to 10,100 USD; it depends on the amount, not on demand.',
-    responses: { 201: EscrowSchema, 422: ErrorEnvelope, ...standardErrors, ...paymentErrors, ...authErrors },
+      'no stablecoin account to be released to: the vault opens none), 409 payment_already_used (the payment already ' +
+      'funded another buyer’s escrow, details.escrowId: not refunded; its own buyer presenting it again gets that ' +
+      'escrow). The price ranges from 0.02 to 10,100 USD; it depends on the amount, not on demand.',
+    responses: {
+      201: EscrowSchema,
+      409: ErrorEnvelope,
+      422: ErrorEnvelope,
+      ...standardErrors,
+      ...paymentErrors,
+      ...authErrors,
+    },
     metadata: {
       payment: adaptive('0.02', '10100'),
       // The payment is the funding: settled before the escrow is created, refunded if creation then fails.
