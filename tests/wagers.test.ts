@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSolanaRpc, type Base64EncodedWireTransaction } from '@solana/kit';
+import { address, createSolanaRpc, type Base64EncodedWireTransaction } from '@solana/kit';
+import { getCloseAccountInstruction } from '@solana-program/token';
 import {
   SOLANA_DEVNET,
   USDC_DEVNET,
@@ -23,6 +24,7 @@ import { cascade, drawCoins, initialKey } from '../servers/src/services/entropy/
 import { createWagersApp } from '../servers/src/services/wagers';
 import { wagerStore } from '../servers/src/services/wagers/store';
 import { generateWallet, type Wallet } from '../servers/src/solana/keys';
+import { sendInstructions } from '../servers/src/solana/send';
 import { startEconomy, type Economy } from './support/economy';
 import { ata, buildPaymentTransaction, type PaymentShape } from './support/payments';
 import { startService, type RunningService } from './support/servers';
@@ -850,6 +852,314 @@ describe('a flip whose answer is lost', () => {
   });
 });
 
+/**
+ * A connection to a service that holds paid requests (those carrying PAYMENT-SIGNATURE) until `release()`: the vault's
+ * fee is settled, and the flip drawn, only then.
+ */
+async function gatedProxy(target: () => string) {
+  const waiting: (() => void)[] = [];
+  const state = { held: 0, url: '', release: () => {}, close: async () => {} };
+  let open = false;
+  state.release = () => {
+    open = true;
+    for (const go of waiting.splice(0)) go();
+  };
+  const server = createServer((req, res) => {
+    const forward = () => {
+      const url = new URL(req.url ?? '/', target());
+      const upstream = httpRequest(
+        url,
+        { method: req.method, headers: { ...req.headers, host: url.host } },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    };
+    if (open || !req.headers['payment-signature']) return forward();
+    state.held += 1;
+    waiting.push(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  state.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return state;
+}
+
+async function until(condition: () => boolean, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('a wager the entropy service never flips', () => {
+  // WAGER_VOID_HOURS, default 24: a wager with no flip for longer is void, both stakes refunded.
+  const HOUR = 3600 * 1000;
+  const DEAD_ENTROPY = 'http://127.0.0.1:9';
+
+  const newPlayer = async (username: string, fundUsd = '10') => {
+    const wallet = generateWallet();
+    await economy.ledger.airdrop(wallet.address, 1_000_000_000n);
+    await economy.ledger.mintTo(wallet.address, usd(fundUsd));
+    const client = createClient({
+      baseUrls: { wagers: service.url },
+      wallet: await walletFromSecretKey(wallet.secretKey),
+      payments: false,
+      maxRetries: 0,
+    });
+    await client.wagers.connect({ body: { address: wallet.address, username } });
+    return { wallet, client };
+  };
+  type Player = Awaited<ReturnType<typeof newPlayer>>;
+
+  /** The player closes its (empty) stablecoin account: the vault can no longer pay it until it opens one again. */
+  const closeAccount = (wallet: Wallet) =>
+    sendInstructions(
+      rpc,
+      [wallet],
+      [
+        getCloseAccountInstruction({
+          account: address(ata(wallet.address, USDC_DEVNET)),
+          destination: address(wallet.address),
+          owner: address(wallet.address),
+        }),
+      ],
+    );
+
+  /** `challenger` challenges `opponent` (by username), who accepts: the wager as the acceptance answers it. */
+  async function wager(challenger: Player, opponent: Player & { name: string }, amountUsd: string) {
+    const challenge = await challenger.client.wagers.challenge({
+      body: {
+        opponent: opponent.name,
+        amountUsd,
+        stakeTxSignature: await transfer(challenger.wallet, usd(amountUsd)),
+      },
+    });
+    return opponent.client.wagers.accept({
+      body: { challengeId: challenge.challengeId, stakeTxSignature: await transfer(opponent.wallet, usd(amountUsd)) },
+    });
+  }
+
+  it('is void once it has had no flip for longer than the limit: both stakes refunded in full, players free', async () => {
+    const gina = await newPlayer('gina');
+    const hank = { ...(await newPlayer('hank')), name: 'hank' };
+    const ivan = await newPlayer('ivan');
+    const judy = { ...(await newPlayer('judy')), name: 'judy' };
+    const entropyWallet = entropy.context.wallet.address;
+    const [vaultBefore, entropyBefore] = [balance(vault), balance(entropyWallet)];
+    entropyUrl = DEAD_ENTROPY;
+    let late: Wager;
+    let voided: Wager;
+    try {
+      const active = await wager(gina, hank, '2');
+      expect(active).toMatchObject({ status: 'active', flip: null, winner: null });
+      const createdAt = clockMs;
+      // Half a day later another wager starts; it is still within the limit when the first one passes it.
+      clockMs += 12 * HOUR;
+      late = await wager(ivan, judy, '1');
+      expect(late.status).toBe('active');
+      clockMs = createdAt + 24 * HOUR;
+      // At the limit, not past it: still active, its players still blocked.
+      expect((await gina.client.wagers.active()).wagerId).toBe(active.wagerId);
+      const busy = await fail(
+        gina.client.wagers.challenge({
+          body: { opponent: 'ivan', amountUsd: '1', stakeTxSignature: await refusedStake(gina.wallet, usd('1')) },
+        }),
+      );
+      expect(busy.code).toBe('WAGER_IN_PROGRESS');
+      expect(balance(gina.wallet.address)).toBe(usd('10') - usd('2') - usd('1'));
+
+      clockMs += 1000;
+      // The sweep (here run by a read) voids it and refunds both stakes from the vault.
+      const none = await fail(gina.client.wagers.active());
+      expect([none.status, none.code]).toEqual([404, 'NO_ACTIVE_WAGER']);
+      voided = await hank.client.wagers.get({ params: { wagerId: active.wagerId } });
+      expect(voided).toMatchObject({
+        status: 'void',
+        winner: null,
+        flip: null,
+        seed: null,
+        settledAt: null,
+        voidedAt: new Date(clockMs).toISOString(),
+      });
+      expect(voided.transfers.map((t) => [t.kind, t.from, t.to, t.amountUsd])).toEqual([
+        ['stake', gina.wallet.address, vault, '2'],
+        ['stake', hank.wallet.address, vault, '2'],
+        ['refund', vault, gina.wallet.address, '2'],
+        ['refund', vault, hank.wallet.address, '2'],
+      ]);
+      expect(voided.refundTxSignatures).toEqual({
+        challenger: voided.transfers[2]!.txSignature,
+        opponent: voided.transfers[3]!.txSignature,
+      });
+      // Back to exactly what they had before staking (gina also paid the 1 USD transfer refused while she was busy);
+      // the vault paid no flip fee and no house cut was taken.
+      expect(balance(gina.wallet.address)).toBe(usd('10') - usd('1'));
+      expect(balance(hank.wallet.address)).toBe(usd('10'));
+      expect(balance(vault)).toBe(vaultBefore + usd('1') + usd('1') + usd('1'));
+      expect(balance(entropyWallet)).toBe(entropyBefore);
+      // The wager within the limit stays active.
+      expect((await judy.client.wagers.active()).wagerId).toBe(late.wagerId);
+      await assertBooksBalance();
+      // A void is neither won nor lost.
+      for (const p of [gina, hank])
+        expect((await p.client.wagers.wallet()).record).toEqual({
+          wagers: 0,
+          wins: 0,
+          losses: 0,
+          wageredUsd: '0',
+          wonUsd: '0',
+        });
+    } finally {
+      entropyUrl = entropy.url;
+    }
+    // The entropy service is back: the void wager stays void (its flip is never asked for), the other settles.
+    expect((await judy.client.wagers.get({ params: { wagerId: late.wagerId } })).status).toBe('settled');
+    await gina.client.wagers.challenges();
+    expect(await gina.client.wagers.get({ params: { wagerId: voided.wagerId } })).toEqual(voided);
+    expect(balance(entropyWallet)).toBe(entropyBefore + FLIP_FEE);
+    expect(balance(gina.wallet.address)).toBe(usd('10') - usd('1'));
+    expect(balance(hank.wallet.address)).toBe(usd('10'));
+    await assertBooksBalance();
+    // Both players may wager again.
+    const again = await wager(gina, hank, '1');
+    expect(again.status).toBe('settled');
+    await assertBooksBalance();
+  });
+
+  it('pays out or voids, never both, when the flip arrives while the sweep voids it', async () => {
+    const kate = await newPlayer('kate');
+    const liam = { ...(await newPlayer('liam')), name: 'liam' };
+    const gate = await gatedProxy(() => entropy.url);
+    const vaultBefore = balance(vault);
+    entropyUrl = gate.url;
+    try {
+      // The acceptance takes the wager's lease and asks for the flip, which is held on its way.
+      const accepting = wager(kate, liam, '2');
+      await until(() => gate.held === 1);
+      // A day later the lease has lapsed: a sweep takes it, sees no flip, and voids the wager.
+      clockMs += 24 * HOUR + 1000;
+      expect((await fail(kate.client.wagers.active())).code).toBe('NO_ACTIVE_WAGER');
+      expect(balance(kate.wallet.address)).toBe(usd('10'));
+      expect(balance(liam.wallet.address)).toBe(usd('10'));
+      // Now the flip arrives (the vault's fee settles): it is too late to decide anything.
+      gate.release();
+      const answered = await accepting;
+      expect(answered).toMatchObject({ status: 'void', flip: null, winner: null, seed: null });
+      expect(answered.transfers.map((t) => t.kind)).toEqual(['stake', 'stake', 'refund', 'refund']);
+      expect(await liam.client.wagers.get({ params: { wagerId: answered.wagerId } })).toEqual(answered);
+      expect(balance(kate.wallet.address)).toBe(usd('10'));
+      expect(balance(liam.wallet.address)).toBe(usd('10'));
+      // The fee of the late flip is the house's loss, and the books say so.
+      expect(balance(vault)).toBe(vaultBefore - FLIP_FEE);
+      await assertBooksBalance();
+    } finally {
+      entropyUrl = entropy.url;
+      gate.release();
+      await gate.close();
+    }
+  });
+
+  it('is never voided once its flip is drawn: only its payout is retried', async () => {
+    // Both players stake all they have and close their stablecoin accounts: the winner cannot be paid yet.
+    const mona = await newPlayer('mona', '2');
+    const nick = { ...(await newPlayer('nick', '2')), name: 'nick' };
+    const challenge = await mona.client.wagers.challenge({
+      body: { opponent: 'nick', amountUsd: '2', stakeTxSignature: await transfer(mona.wallet, usd('2')) },
+    });
+    const stake = await transfer(nick.wallet, usd('2'));
+    await Promise.all([closeAccount(mona.wallet), closeAccount(nick.wallet)]);
+    const drawn = await nick.client.wagers.accept({
+      body: { challengeId: challenge.challengeId, stakeTxSignature: stake },
+    });
+    expect(drawn.status).toBe('active');
+    expect(drawn.flip).not.toBeNull();
+    const winner = drawn.winner === 'challenger' ? mona : nick;
+    clockMs += 48 * HOUR;
+    await mona.client.wagers.challenges();
+    const still = await mona.client.wagers.get({ params: { wagerId: drawn.wagerId } });
+    expect(still).toMatchObject({ status: 'active', winner: drawn.winner, flip: drawn.flip });
+    expect(still.transfers.map((t) => t.kind)).toEqual(['stake', 'stake']);
+    // Even asked directly (a sweep that read the wager just before another finisher stored the flip), the store
+    // refuses to void a wager that has its flip.
+    const store = wagerStore(service.database.db);
+    expect(await store.voidWager(drawn.wagerId, new Date(clockMs))).toMatchObject({ status: 'active', voidedAt: null });
+    expect(await store.hasActiveWager(mona.wallet.address)).toBe(true);
+    await assertBooksBalance();
+    await Promise.all([
+      economy.ledger.openTokenAccount(mona.wallet.address),
+      economy.ledger.openTokenAccount(nick.wallet.address),
+    ]);
+    const settled = await nick.client.wagers.get({ params: { wagerId: drawn.wagerId } });
+    expect(settled.status).toBe('settled');
+    expect(balance(winner.wallet.address)).toBe(3_800_000n);
+    await assertBooksBalance();
+  });
+
+  it('leaves a refund the vault cannot send owed, and a later sweep sends it once', async () => {
+    // Olga stakes all she has and closes her stablecoin account; the entropy service is gone.
+    const olga = await newPlayer('olga', '2');
+    const pete = { ...(await newPlayer('pete')), name: 'pete' };
+    const challenge = await olga.client.wagers.challenge({
+      body: { opponent: 'pete', amountUsd: '2', stakeTxSignature: await transfer(olga.wallet, usd('2')) },
+    });
+    await closeAccount(olga.wallet);
+    const vaultBefore = balance(vault);
+    entropyUrl = DEAD_ENTROPY;
+    let wagerId = '';
+    try {
+      const active = await pete.client.wagers.accept({
+        body: { challengeId: challenge.challengeId, stakeTxSignature: await transfer(pete.wallet, usd('2')) },
+      });
+      wagerId = active.wagerId;
+      clockMs += 24 * HOUR + 1000;
+      await pete.client.wagers.challenges();
+      const owed = await pete.client.wagers.get({ params: { wagerId } });
+      expect(owed).toMatchObject({ status: 'void', flip: null });
+      // Pete is refunded; Olga's refund waits for her account, and her stake stays in the vault (held, in the books).
+      expect(owed.refundTxSignatures).toEqual({ challenger: null, opponent: expect.any(String) });
+      expect(owed.transfers.map((t) => [t.kind, t.to])).toEqual([
+        ['stake', vault],
+        ['stake', vault],
+        ['refund', pete.wallet.address],
+      ]);
+      expect(balance(pete.wallet.address)).toBe(usd('10'));
+      expect(balance(vault)).toBe(vaultBefore);
+      expect((await assertBooksBalance()).held).toBeGreaterThanOrEqual(usd('2'));
+      // Both are free to wager again; Olga can disconnect.
+      expect((await fail(olga.client.wagers.active())).code).toBe('NO_ACTIVE_WAGER');
+      await olga.client.wagers.disconnect();
+      await olga.client.wagers.connect({ body: { address: olga.wallet.address, username: 'olga' } });
+
+      await economy.ledger.openTokenAccount(olga.wallet.address);
+      await pete.client.wagers.challenges();
+      await pete.client.wagers.challenges();
+      const done = await olga.client.wagers.get({ params: { wagerId } });
+      expect(done.status).toBe('void');
+      expect(done.refundTxSignatures!.challenger).toEqual(expect.any(String));
+      expect(done.transfers.map((t) => [t.kind, t.to, t.amountUsd])).toEqual([
+        ['stake', vault, '2'],
+        ['stake', vault, '2'],
+        ['refund', pete.wallet.address, '2'],
+        ['refund', olga.wallet.address, '2'],
+      ]);
+      expect(balance(olga.wallet.address)).toBe(usd('2'));
+      expect(balance(vault)).toBe(vaultBefore - usd('2'));
+      await assertBooksBalance();
+    } finally {
+      entropyUrl = entropy.url;
+    }
+  });
+});
+
 describe('npm run example:wager', () => {
   it('wagers 2 USD between the demo wallet and a faucet-funded second wallet, and prints the proof, winner, payout and balances', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'ae-wager-example-'));
@@ -910,28 +1220,37 @@ describe('settings', () => {
       defaults.MAX_WAGER_USD,
       defaults.HOUSE_CUT_PERCENT,
       defaults.WAGER_CHALLENGE_TTL_SECONDS,
+      defaults.WAGER_VOID_HOURS,
       defaults.CHAIN_RPC_URL,
-    ]).toEqual(['1', '25', 500, 600, undefined]);
+    ]).toEqual(['1', '25', 500, 600, 24, undefined]);
     const custom = loadConfig([wagers], {
       MIN_WAGER_USD: '0.5',
       MAX_WAGER_USD: '100',
       HOUSE_CUT_PERCENT: '2.5',
+      WAGER_VOID_HOURS: '72',
       CHAIN_RPC_URL: 'http://127.0.0.1:8899',
     });
-    expect([custom.MIN_WAGER_USD, custom.MAX_WAGER_USD, custom.HOUSE_CUT_PERCENT, custom.CHAIN_RPC_URL]).toEqual([
-      '0.5',
-      '100',
-      250,
-      'http://127.0.0.1:8899',
-    ]);
+    expect([
+      custom.MIN_WAGER_USD,
+      custom.MAX_WAGER_USD,
+      custom.HOUSE_CUT_PERCENT,
+      custom.WAGER_VOID_HOURS,
+      custom.CHAIN_RPC_URL,
+    ]).toEqual(['0.5', '100', 250, 72, 'http://127.0.0.1:8899']);
     let message = '';
     try {
-      loadConfig([wagers], { MIN_WAGER_USD: '0', HOUSE_CUT_PERCENT: '100', CHAIN_RPC_URL: 'mainnet' });
+      loadConfig([wagers], {
+        MIN_WAGER_USD: '0',
+        HOUSE_CUT_PERCENT: '100',
+        WAGER_VOID_HOURS: '0',
+        CHAIN_RPC_URL: 'mainnet',
+      });
     } catch (error) {
       message = (error as Error).message;
     }
     expect(message).toContain('MIN_WAGER_USD: must be more than 0');
     expect(message).toContain('HOUSE_CUT_PERCENT: must be a percentage from 0 to below 100');
+    expect(message).toContain('WAGER_VOID_HOURS: ');
     expect(message).toContain('CHAIN_RPC_URL: ');
     expect(() => loadConfig([wagers], { MIN_WAGER_USD: '30' })).toThrow(
       'MIN_WAGER_USD: must not be above MAX_WAGER_USD',

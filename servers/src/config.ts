@@ -146,7 +146,8 @@ const Env = z.object({
   // Wallets besides the parties that may read a negotiation's agreement: the knowledge markets of other processes.
   NEGOTIATION_TRUSTED_READERS: listOf(SolanaAddress),
   // The chat wager service (spec 002): stake limits in USD, the house's share of each pot, how long a challenge waits,
-  // and the chain its stakes move on (default: the deployment's, SOLANA_RPC_URL or the local ledger).
+  // how long an accepted wager waits for its flip before it is void (both stakes refunded), and the chain its stakes
+  // move on (default: the deployment's, SOLANA_RPC_URL or the local ledger).
   MIN_WAGER_USD: UsdAmount.refine((v) => !/^0(\.0*)?$/.test(v), 'must be more than 0').default('1'),
   MAX_WAGER_USD: UsdAmount.default('25'),
   // Held as basis points (5 % = 500) so that the cut is integer arithmetic.
@@ -156,6 +157,7 @@ const Env = z.object({
     .default('5')
     .transform((v) => Math.round(Number(v) * 100)),
   WAGER_CHALLENGE_TTL_SECONDS: z.coerce.number().int().min(30).max(86_400).default(600),
+  WAGER_VOID_HOURS: z.coerce.number().int().min(1).max(8_760).default(24),
   CHAIN_RPC_URL: z.string().url().optional(),
 });
 

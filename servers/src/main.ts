@@ -284,6 +284,7 @@ async function main() {
           maxWagerUsd: config.MAX_WAGER_USD,
           houseCutBps: config.HOUSE_CUT_PERCENT,
           challengeTtlSeconds: config.WAGER_CHALLENGE_TTL_SECONDS,
+          voidAfterHours: config.WAGER_VOID_HOURS,
         },
       ),
   };

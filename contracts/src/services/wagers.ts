@@ -23,10 +23,12 @@ const c = initContract();
 //   hex(SHA-256(UTF-8 of seed + ":" + challengeId + ":" + challenger's stakeTxSignature + ":" + opponent's
 //   stakeTxSignature)): fixed before the chain is harvested, steerable by neither player alone. Heads: the challenger
 //   wins; tails: the opponent. Anyone can recompute the seed hash, the clientSeed and the flip from the proof.
+// - Void: a wager that has had no flip for longer than WAGER_VOID_HOURS since acceptance (the entropy service gone) is
+//   void: each stake is refunded in full from the vault, no house cut, no winner. A wager with its flip is never void.
 // - Error codes of this service are UPPER_SNAKE_CASE, like the five the specification names.
 
 export type ChallengeStatus = 'pending' | 'accepted' | 'declined' | 'expired' | 'cancelled';
-export type WagerStatus = 'active' | 'settled';
+export type WagerStatus = 'active' | 'settled' | 'void';
 export type TransferKind = 'stake' | 'refund' | 'payout';
 
 export interface WagerLimits {
@@ -129,6 +131,10 @@ export interface Wager {
   transfers: WagerTransfer[];
   createdAt: string;
   settledAt: string | null;
+  /** Present on a void wager only. */
+  voidedAt?: string | null;
+  /** Present on a void wager only: each player's refund, null until it lands. */
+  refundTxSignatures?: { challenger: string | null; opponent: string | null } | null;
 }
 
 const Username = z
@@ -180,7 +186,7 @@ const ConnectedWalletSchema: z.ZodType<ConnectedWallet> = named(
       'stablecoin balance of the wallet on the chain; null when the chain does not answer',
     ),
     record: z.object({
-      wagers: z.number().int().describe('settled wagers'),
+      wagers: z.number().int().describe('settled wagers (a void wager counts neither as won nor as lost)'),
       wins: z.number().int(),
       losses: z.number().int(),
       wageredUsd: UsdAmount.describe('sum of the stakes of settled wagers'),
@@ -238,8 +244,12 @@ const WagerSchema: z.ZodType<Wager> = named(
     wagerId: z.string(),
     challengeId: z.string(),
     status: z
-      .enum(['active', 'settled'])
-      .describe('active: both stakes are in the vault and the payout is under way; settled: the winner is paid'),
+      .enum(['active', 'settled', 'void'])
+      .describe(
+        'active: both stakes are in the vault and the payout is under way; settled: the winner is paid; void: no flip ' +
+          'came within WAGER_VOID_HOURS (24 by default) of acceptance, so nobody won and each player’s stake is ' +
+          'refunded in full from the vault (no house cut, no flip fee)',
+      ),
     network: z.string(),
     vaultAddress: z.string(),
     challenger: ChatUserSchema,
@@ -284,6 +294,18 @@ const WagerSchema: z.ZodType<Wager> = named(
       .describe('audit trail: every confirmed on-chain movement of this wager’s money, oldest first'),
     createdAt: Timestamp,
     settledAt: Timestamp.nullable(),
+    voidedAt: Timestamp.nullable().optional().describe('when the wager became void; present on a void wager only'),
+    refundTxSignatures: z
+      .object({
+        challenger: z.string().nullable().describe('the vault’s refund of the challenger’s stake; null until it lands'),
+        opponent: z.string().nullable().describe('the vault’s refund of the opponent’s stake; null until it lands'),
+      })
+      .nullable()
+      .optional()
+      .describe(
+        'present on a void wager only: the two refunds (also in `transfers`); a refund the chain refuses (e.g. the ' +
+          'player closed its token account) is retried until it lands',
+      ),
   }),
 );
 
@@ -427,11 +449,12 @@ const router = c.router({
       'Design: with your matching stake in the vault the challenge becomes a wager: `active` while the entropy service ' +
       'flips the coin (its proof is stored on the wager) and the winner is paid (payoutUsd = both stakes less ' +
       'HOUSE_CUT_PERCENT) from the vault, then `settled`; when the flip or the payout cannot finish now, the wager stays ' +
-      '`active` and the service finishes it later. ' +
+      '`active` and the service finishes it later. A wager still without a flip after WAGER_VOID_HOURS (24 by default) ' +
+      'becomes `void`: both stakes are refunded in full and both players are free again. ' +
       stakeRule +
-      'Answers the wager (`active`, or already `settled`). Errors: 404 CHALLENGE_NOT_FOUND (no such challenge to you); 409 ' +
-      'CHALLENGE_NOT_PENDING (already accepted, declined, expired or cancelled), WAGER_IN_PROGRESS (you or the challenger ' +
-      'have an active wager).',
+      'Answers the wager (`active`, or already `settled` or `void`). Errors: 404 CHALLENGE_NOT_FOUND (no such challenge ' +
+      'to you); 409 CHALLENGE_NOT_PENDING (already accepted, declined, expired or cancelled), WAGER_IN_PROGRESS (you or ' +
+      'the challenger have an active wager).',
     responses: {
       200: WagerSchema,
       404: ErrorEnvelope,

@@ -163,7 +163,7 @@ export interface StoredFlip {
 export interface StoredWager {
   id: string;
   challengeId: string;
-  status: 'active' | 'settled';
+  status: 'active' | 'settled' | 'void';
   challenger: string;
   challengerName: string;
   opponent: string;
@@ -180,6 +180,11 @@ export interface StoredWager {
   payoutTx: string | null;
   createdAt: Date;
   settledAt: Date | null;
+  /** When it became void (no flip within WAGER_VOID_HOURS); null otherwise. */
+  voidedAt: Date | null;
+  /** A void wager's refund of each player's stake; null until sent. */
+  challengerRefundTx: string | null;
+  opponentRefundTx: string | null;
 }
 
 export interface StoredTransfer {
@@ -247,8 +252,19 @@ export function toWager(w: StoredWager, transfers: StoredTransfer[], chain: { ne
     transfers: transfers.map(toTransfer),
     createdAt: w.createdAt.toISOString(),
     settledAt: w.settledAt?.toISOString() ?? null,
+    // Only a void wager carries these: active and settled ones keep their shape.
+    ...(w.status === 'void'
+      ? {
+          voidedAt: w.voidedAt?.toISOString() ?? null,
+          refundTxSignatures: { challenger: w.challengerRefundTx, opponent: w.opponentRefundTx },
+        }
+      : {}),
   };
 }
+
+/** Whether a wager is due to be voided at `now`: still without a flip longer than `voidAfterMs` after acceptance. */
+export const voidDue = (w: StoredWager, now: Date, voidAfterMs: number): boolean =>
+  w.status === 'active' && !w.flip && now.getTime() - w.createdAt.getTime() > voidAfterMs;
 
 export interface RecordFacts {
   wagers: number;

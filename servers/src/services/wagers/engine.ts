@@ -16,6 +16,7 @@ import type { Vault } from '../../runtime/vault';
 import {
   clientSeedOf,
   stakeProblem,
+  voidDue,
   type ParsedTransactionView,
   type StoredChallenge,
   type StoredFlip,
@@ -165,9 +166,15 @@ export function entropyFlipper(context: ServiceContext, entropyUrl: () => string
 export interface Engine {
   /** Refunds a challenge's stake from the vault (idempotent: keyed by the challenge) and records it. */
   refund(challenge: StoredChallenge): Promise<StoredChallenge>;
-  /** Draws the flip (once) and pays the winner (once); leaves the wager active when either cannot finish now. */
+  /**
+   * Draws the flip (once) and pays the winner (once); leaves the wager active when either cannot finish now. A wager
+   * still without a flip longer than the void limit after acceptance is voided instead, both stakes refunded.
+   */
   finish(wagerId: string): Promise<StoredWager>;
-  /** Expires due challenges, retries refunds owed, finishes active wagers; safe to run on every replica at once. */
+  /**
+   * Expires due challenges, retries refunds owed (challenges and void wagers), finishes or voids active wagers; safe to
+   * run on every replica at once.
+   */
   sweep(): Promise<void>;
 }
 
@@ -179,8 +186,10 @@ export function wagerEngine(deps: {
   flip: Flipper;
   now: () => Date;
   logger: Logger;
+  /** WAGER_VOID_HOURS in ms: a wager with no flip for longer than this after acceptance is voided. */
+  voidAfterMs: number;
 }): Engine {
-  const { store, vault, flip, now, logger } = deps;
+  const { store, vault, flip, now, logger, voidAfterMs } = deps;
 
   async function refund(challenge: StoredChallenge): Promise<StoredChallenge> {
     if (challenge.refundTx) return challenge;
@@ -193,15 +202,45 @@ export function wagerEngine(deps: {
     return store.refunded(challenge, transaction, vault.address, now());
   }
 
+  /**
+   * Refunds each player's stake of a void wager not refunded yet, in full (keyed per player, so never twice); a refund
+   * the vault cannot send now (chain down, the player's token account closed) is left owed for a later sweep.
+   */
+  async function refundVoid(wager: StoredWager): Promise<StoredWager> {
+    for (const side of ['challenger', 'opponent'] as const) {
+      if (wager[side === 'challenger' ? 'challengerRefundTx' : 'opponentRefundTx']) continue;
+      try {
+        const { transaction } = await vault.transfer({
+          to: wager[side],
+          amount: wager.amount,
+          key: `wagers:${wager.id}:void:${side}`,
+          memo: `wager ${wager.id} void: ${side} stake refunded`,
+        });
+        wager = await store.voidRefunded(wager, side, transaction, vault.address, now());
+      } catch (error) {
+        logger.warn({ err: error, wagerId: wager.id, side }, 'void refund not sent yet; a later sweep retries');
+      }
+    }
+    return wager;
+  }
+
   async function finish(wagerId: string): Promise<StoredWager> {
     const started = now();
     if (!(await store.lease(wagerId, started, new Date(started.getTime() + LEASE_MS))))
       return (await store.wager(wagerId))!;
     let wager = (await store.wager(wagerId))!;
     try {
+      // Under the lease: a wager that has waited too long for its flip is voided, never flipped afterwards. The void
+      // is conditional on the row having no flip, and storing a flip on it being active: if a finisher whose lease
+      // lapsed stores its flip first, this one pays that winner instead; if the void is stored first, that flip decides
+      // nothing.
+      if (voidDue(wager, started, voidAfterMs)) wager = await store.voidWager(wager.id, started);
+      if (wager.status === 'void') return await refundVoid(wager);
       if (!wager.flip) {
         const clientSeed = clientSeedOf(wager.seed, wager.challengeId, wager.challengerStakeTx, wager.opponentStakeTx);
         wager = await store.setFlip(wager.id, await flip(clientSeed));
+        // Voided by a sweep while this flip was on its way (this lease had lapsed): nothing is paid out.
+        if (wager.status !== 'active' || !wager.flip) return wager;
       }
       const winner = wager.flip!.outcome === 'heads' ? wager.challenger : wager.opponent;
       const { transaction } = await vault.transfer({
@@ -230,6 +269,7 @@ export function wagerEngine(deps: {
         logger.warn({ err: error, challengeId: challenge.id }, 'refund not sent yet; a later sweep retries');
       }
     }
+    for (const wager of await store.voidRefundsDue()) await refundVoid(wager);
     for (const id of await store.unfinished(now())) await finish(id);
   }
 

@@ -17,6 +17,11 @@ export interface WagerSettings {
   houseCutBps?: number;
   /** WAGER_CHALLENGE_TTL_SECONDS, default 600. */
   challengeTtlSeconds?: number;
+  /**
+   * WAGER_VOID_HOURS, default 24: a wager still without its flip this long after acceptance (the entropy service gone)
+   * is void, each stake refunded in full.
+   */
+  voidAfterHours?: number;
 }
 
 export interface WagersOptions extends WagerSettings {
@@ -38,6 +43,7 @@ export const WAGER_DEFAULTS = {
   maxWagerUsd: '25',
   houseCutBps: 500,
   challengeTtlSeconds: 600,
+  voidAfterHours: 24,
 } as const;
 
 /**
@@ -65,12 +71,22 @@ export async function createWagersApp(context: ServiceContext, options: WagersOp
       `wager limits: HOUSE_CUT_PERCENT of the smallest pot (twice MIN_WAGER_USD) must cover the flip fee of up to ${MAX_FLIP_FEE_USD} USD`,
     );
   }
+  const voidAfterHours = options.voidAfterHours ?? WAGER_DEFAULTS.voidAfterHours;
+  if (!Number.isFinite(voidAfterHours) || voidAfterHours <= 0)
+    throw new Error('wager limits: WAGER_VOID_HOURS must be above 0');
   const configured = options.entropyUrl ?? (() => context.serviceUrl('entropy'));
   const entropyUrl = typeof configured === 'function' ? configured : () => configured;
   const now = options.now ?? (() => new Date());
   const store = wagerStore(context.db);
   const vault = await createVault(context);
-  const engine = wagerEngine({ store, vault, flip: entropyFlipper(context, entropyUrl), now, logger: context.logger });
+  const engine = wagerEngine({
+    store,
+    vault,
+    flip: entropyFlipper(context, entropyUrl),
+    now,
+    logger: context.logger,
+    voidAfterMs: voidAfterHours * 3_600_000,
+  });
   const app = await createServiceApp({
     service: wagers,
     handlers: wagerHandlers({

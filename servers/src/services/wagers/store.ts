@@ -109,6 +109,17 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // A wager with no flip for longer than WAGER_VOID_HOURS is void: when, and each player's refund (null until sent).
+  '002_wagers_void': {
+    async up(db) {
+      await db.schema
+        .alterTable('wagers_wagers')
+        .addColumn('voided_at', 'timestamptz')
+        .addColumn('challenger_refund_tx', 'text')
+        .addColumn('opponent_refund_tx', 'text')
+        .execute();
+    },
+  },
 };
 
 interface UserRow {
@@ -141,7 +152,7 @@ interface ChallengeRow {
 interface WagerRow {
   id: string;
   challenge_id: string;
-  status: 'active' | 'settled';
+  status: StoredWager['status'];
   challenger: string;
   challenger_name: string;
   opponent: string;
@@ -161,6 +172,9 @@ interface WagerRow {
   lease_until: Date | null;
   created_at: Date;
   settled_at: Date | null;
+  voided_at: Date | null;
+  challenger_refund_tx: string | null;
+  opponent_refund_tx: string | null;
 }
 interface ActiveRow {
   address: string;
@@ -233,6 +247,9 @@ const toWager = (r: WagerRow): StoredWager => ({
   payoutTx: r.payout_tx,
   createdAt: new Date(r.created_at),
   settledAt: r.settled_at ? new Date(r.settled_at) : null,
+  voidedAt: r.voided_at ? new Date(r.voided_at) : null,
+  challengerRefundTx: r.challenger_refund_tx,
+  opponentRefundTx: r.opponent_refund_tx,
 });
 const toTransfer = (r: Selectable<TransferRow>): StoredTransfer => ({
   kind: r.kind,
@@ -526,6 +543,9 @@ export function wagerStore(database: SharedDb) {
             lease_until: null,
             created_at: a.now,
             settled_at: null,
+            voided_at: null,
+            challenger_refund_tx: null,
+            opponent_refund_tx: null,
           })
           .returningAll()
           .executeTakeFirstOrThrow();
@@ -706,10 +726,14 @@ export function wagerStore(database: SharedDb) {
         .execute();
     },
 
-    /** Stores the flip once: the first drawn decides, whatever another replica drew later. */
+    /**
+     * Stores the flip once, on an active wager: the first drawn decides, whatever another replica drew later. A flip
+     * arriving after the wager was voided (a conditional update on the same row: exactly one of the two wins) decides
+     * nothing; only its fee, paid by the vault, is recorded (once) for the books.
+     */
     async setFlip(id: string, flip: StoredFlip): Promise<StoredWager> {
       const { fee, ...rest } = flip;
-      await db
+      const stored = await db
         .updateTable('wagers_wagers')
         .set({
           flip: json(rest) as never,
@@ -717,9 +741,82 @@ export function wagerStore(database: SharedDb) {
           winner: flip.outcome === 'heads' ? 'challenger' : 'opponent',
         })
         .where('id', '=', id)
+        .where('status', '=', 'active')
         .where('flip', 'is', null)
-        .execute();
+        .executeTakeFirst();
+      if (!stored.numUpdatedRows && fee > 0n)
+        await db
+          .updateTable('wagers_wagers')
+          .set({ entropy_fee: fee })
+          .where('id', '=', id)
+          .where('status', '=', 'void')
+          .where('flip', 'is', null)
+          .where('entropy_fee', 'is', null)
+          .execute();
       return toWager(await db.selectFrom('wagers_wagers').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
+    },
+
+    /**
+     * Voids an active wager that has no flip (a conditional update: a flip stored first wins, and a void stored first
+     * keeps any later flip from deciding), freeing both players; the refunds are the caller's next step.
+     */
+    async voidWager(id: string, at: Date): Promise<StoredWager> {
+      return db.transaction().execute(async (t) => {
+        const voided = await t
+          .updateTable('wagers_wagers')
+          .set({ status: 'void', voided_at: at, lease_until: null })
+          .where('id', '=', id)
+          .where('status', '=', 'active')
+          .where('flip', 'is', null)
+          .executeTakeFirst();
+        if (voided.numUpdatedRows > 0n) await t.deleteFrom('wagers_active').where('wager_id', '=', id).execute();
+        return toWager(await t.selectFrom('wagers_wagers').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
+      });
+    },
+
+    /** Void wagers with a refund not sent yet. */
+    async voidRefundsDue(limit = 50): Promise<StoredWager[]> {
+      const rows = await db
+        .selectFrom('wagers_wagers')
+        .selectAll()
+        .where('status', '=', 'void')
+        .where((eb) => eb.or([eb('challenger_refund_tx', 'is', null), eb('opponent_refund_tx', 'is', null)]))
+        .orderBy('voided_at')
+        .limit(limit)
+        .execute();
+      return rows.map(toWager);
+    },
+
+    /** Records one player's confirmed refund of a void wager (once: the vault's key returns the same transaction). */
+    async voidRefunded(
+      w: StoredWager,
+      side: 'challenger' | 'opponent',
+      tx: string,
+      vault: string,
+      at: Date,
+    ): Promise<StoredWager> {
+      const column = side === 'challenger' ? 'challenger_refund_tx' : 'opponent_refund_tx';
+      return db.transaction().execute(async (t) => {
+        await insertTransfer(t, {
+          challengeId: w.challengeId,
+          kind: 'refund',
+          from: vault,
+          to: side === 'challenger' ? w.challenger : w.opponent,
+          amount: w.amount,
+          tx,
+          confirmedAt: at,
+        });
+        await t
+          .updateTable('wagers_wagers')
+          .set({ [column]: tx })
+          .where('id', '=', w.id)
+          .where('status', '=', 'void')
+          .where(column, 'is', null)
+          .execute();
+        return toWager(
+          await t.selectFrom('wagers_wagers').selectAll().where('id', '=', w.id).executeTakeFirstOrThrow(),
+        );
+      });
     },
 
     /** Records the payout and settles the wager, freeing both players. */
@@ -760,7 +857,7 @@ export function wagerStore(database: SharedDb) {
       return rows.map((r) => r.id);
     },
 
-    /** A player's settled wagers: how many, won, staked and received. */
+    /** A player's settled wagers (a void one is neither won nor lost): how many, won, staked and received. */
     async record(address: string): Promise<RecordFacts> {
       const row = await db
         .selectFrom('wagers_wagers')
@@ -781,10 +878,9 @@ export function wagerStore(database: SharedDb) {
     },
 
     /**
-     * The books: stakes the vault holds for others (pending or unrefunded challenges, active wagers), and what the
-     * house
-     * kept (house cuts of settled wagers less the entropy fees the vault paid). The vault's balance should be their
-     * sum.
+     * The books: stakes the vault holds for others (pending or unrefunded challenges, active wagers, unrefunded stakes
+     * of void wagers), and what the house kept (house cuts of settled wagers less the entropy fees the vault paid). The
+     * vault's balance should be their sum.
      */
     async books(): Promise<{ held: bigint; houseRetained: bigint }> {
       const challenges = await db
@@ -801,12 +897,15 @@ export function wagerStore(database: SharedDb) {
         .selectFrom('wagers_wagers')
         .select([
           sql<string>`coalesce(sum(amount * 2) filter (where status = 'active'), 0)`.as('held'),
+          sql<string>`coalesce(sum(amount) filter (where status = 'void' and challenger_refund_tx is null), 0) + coalesce(sum(amount) filter (where status = 'void' and opponent_refund_tx is null), 0)`.as(
+            'owed',
+          ),
           sql<string>`coalesce(sum(house_cut) filter (where status = 'settled'), 0)`.as('cut'),
           sql<string>`coalesce(sum(entropy_fee), 0)`.as('fees'),
         ])
         .executeTakeFirstOrThrow();
       return {
-        held: BigInt(challenges.held) + BigInt(wagers.held),
+        held: BigInt(challenges.held) + BigInt(wagers.held) + BigInt(wagers.owed),
         houseRetained: BigInt(wagers.cut) - BigInt(wagers.fees),
       };
     },
