@@ -407,6 +407,8 @@ describe('with live market data (DexScreener replayed)', () => {
   let mint: string;
   let holder: Wallet;
   let failing = false;
+  /** SOL's pair answers no price (its list empty), the other tokens' as usual. */
+  let solUnpriced = false;
   const listedOnlyByBoosts = generateWallet().address;
   const listedOnlyByProfiles = generateWallet().address;
   const WSOL = 'So11111111111111111111111111111111111111112';
@@ -467,6 +469,7 @@ describe('with live market data (DexScreener replayed)', () => {
         );
       }
       if (url === `/token-pairs/v1/solana/${WSOL}`) {
+        if (solUnpriced) return void res.end('[]');
         return void res.end(
           JSON.stringify([
             pair('PairSoL111111111111111111111111111111111111', 'raydium', 9_000_000, '150', WSOL, {
@@ -577,6 +580,27 @@ describe('with live market data (DexScreener replayed)', () => {
       [expect.any(String), '999000', '15184.8'],
       [holder.address, '1000', '15.2'],
     ]);
+  });
+
+  it('wallet scan: a holding valued from the market makes the answer live, even when SOL has no price', async () => {
+    solUnpriced = true;
+    try {
+      // A fresh service: the first keeps its reads for 30 s.
+      const fresh = await economy.startPaidService(
+        (context) => createPricingApp(context, { market: 'live', dexScreenerUrl: replayUrl }),
+        { id: 'pricing' },
+      );
+      const scan = await (await clientFor(fresh.url)).pricing.walletScan({ body: { address: holder.address } });
+      expect(scan.balances).toMatchObject({
+        solValueUsd: null,
+        tokens: [{ mint, valueUsd: '15.2' }],
+        totalValueUsd: null,
+      });
+      // The token's value is DexScreener's: labelled so, not as the chain's.
+      expect(scan.source).toMatchObject({ mode: 'live', providers: ['local-ledger', 'dexscreener'] });
+    } finally {
+      solUnpriced = false;
+    }
   });
 
   it('answers 502 upstream_unavailable, charging nothing, when the providers fail', async () => {

@@ -200,7 +200,8 @@ export function pricingReader(deps: PricingDeps) {
         transactionCount: signatures.length,
         transactionCountIsLowerBound: !complete,
       },
-      source: source(solPrice !== null, notes.filter(Boolean).join(' ')),
+      // Live whenever any value came from the market (SOL's, or one holding's when SOL's pair gave no price).
+      source: source(solPrice !== null || tokens.some((t) => t.valueUsd !== null), notes.filter(Boolean).join(' ')),
     };
   }
 
