@@ -280,7 +280,7 @@ describe('intel over real transfers on the local ledger', () => {
     expect(response.sameSlotShare).toBe(0);
     expect(response.slotTimeMs).toBeGreaterThan(0);
     expect(response.medianReactionMs).toBe(
-      Math.round(response.reactionSlots!.median * response.slotTimeMs * 1000) / 1000,
+      Math.round(response.reactionSlots!.median * response.slotTimeMs! * 1000) / 1000,
     );
     const none = await client.intel.responseTime({ body: { mint: market, eventKind: 'new-pool', window: '1h' } });
     expect(none.eventsAnalyzed).toBe(0);

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { landscape, metaShift, periodOf, signalOf, wilsonRange } from '../../servers/src/services/intel/domain';
+import {
+  landscape,
+  metaShift,
+  periodOf,
+  responseTime,
+  signalOf,
+  wilsonRange,
+} from '../../servers/src/services/intel/domain';
 import type { FlowEvent } from '../../servers/src/services/intel/chain';
 import {
   coefficientOfVariation,
@@ -106,6 +113,19 @@ describe('meta-shift over a landscape that changes strategy mid-window (pure)', 
     expect(shift.agentWalletsClassified).toBe(3);
     expect(shift.confidence).toBe(Math.round((3 / 8) * 1e6) / 1e6);
     expect(shift.strategies.find((s) => s.strategy === 'momentum')!.changePoints).toBe(100);
+  });
+
+  it('response time: its slot time from the chain’s samples, null (not a measured-looking 0) without them', () => {
+    const land = landscape({ events, transactions: [] }, 'Mint');
+    const target = { mint: 'Mint', symbol: null, strategy: null };
+    const input = { eventKind: 'any' as const, supply: 100_000_000n };
+    const timed = responseTime(land, { target, period, slotTimeMs: 400 }, input);
+    expect(timed.eventsAnalyzed).toBe(events.length);
+    expect(timed.slotTimeMs).toBe(400);
+    const untimed = responseTime(land, { target, period, slotTimeMs: null }, input);
+    expect(untimed.eventsAnalyzed).toBe(events.length);
+    expect(untimed.slotTimeMs).toBeNull();
+    expect(untimed.medianReactionMs).toBeNull();
   });
 
   it('a window with agent trades in one half only compares nothing', () => {

@@ -107,10 +107,10 @@ export interface ResponseTime {
   eventsAnalyzed: number;
   reactionSlots: { fastest: number; p25: number; median: number; p75: number; p95: number } | null;
   medianReactionMs: number | null;
-  slotTimeMs: number;
+  slotTimeMs: number | null;
   sameSlotShare: number;
   medianRespondersPerEvent: number;
-  fastestAgents: { wallet: string; reactions: number; medianSlots: number; medianMs: number }[];
+  fastestAgents: { wallet: string; reactions: number; medianSlots: number; medianMs: number | null }[];
   events: ReactionEvent[];
   source: DataSource;
 }
@@ -313,7 +313,11 @@ const ResponseTimeSchema: z.ZodType<ResponseTime> = named(
       .nullable()
       .describe('slots from an event to the first agent reaction; null when no event drew a reaction'),
     medianReactionMs: z.number().min(0).nullable().describe('median reaction in slots × slotTimeMs'),
-    slotTimeMs: z.number().min(0).describe('mean slot time over the window'),
+    slotTimeMs: z
+      .number()
+      .min(0)
+      .nullable()
+      .describe('mean slot time over the window; null when the chain reported no performance samples'),
     sameSlotShare: Unit.describe('share of reactions landing in the event’s own slot'),
     medianRespondersPerEvent: z.number().min(0),
     fastestAgents: z
@@ -322,7 +326,7 @@ const ResponseTimeSchema: z.ZodType<ResponseTime> = named(
           wallet: SolanaAddress,
           reactions: Count,
           medianSlots: z.number().min(0),
-          medianMs: z.number().min(0),
+          medianMs: z.number().min(0).nullable(),
         }),
       )
       .describe('the 10 fastest agent wallets with at least 3 reactions'),

@@ -643,7 +643,8 @@ export function responseTime(
             p95: percentile(firsts, 95)!,
           },
     medianReactionMs: med === null || scope.slotTimeMs === null ? null : round(med * slotMs, 3),
-    slotTimeMs: round(slotMs, 3),
+    // Unknown without the chain's performance samples: null, never a 0 that reads as measured.
+    slotTimeMs: scope.slotTimeMs === null ? null : round(slotMs, 3),
     sameSlotShare: firsts.length > 0 ? round(firsts.filter((d) => d === 0).length / firsts.length) : 0,
     medianRespondersPerEvent: median(responders) ?? 0,
     fastestAgents: [...byAgent]
@@ -652,7 +653,7 @@ export function responseTime(
         wallet,
         reactions: d.length,
         medianSlots: median(d)!,
-        medianMs: round(median(d)! * slotMs, 3),
+        medianMs: scope.slotTimeMs === null ? null : round(median(d)! * slotMs, 3),
       }))
       .sort((a, b) => a.medianSlots - b.medianSlots || b.reactions - a.reactions)
       .slice(0, 10),

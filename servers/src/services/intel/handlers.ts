@@ -92,9 +92,7 @@ export function intelHandlers({
         'market events are transfers of at least 1 % of the supply (large-swap); price-move, liquidity-change and new-pool events need DEX pool state, which this deployment does not read',
       ];
       if (reading.slotTimeMs === null)
-        notes.push(
-          'the chain reported no performance samples: slot time and milliseconds are 0 and medianReactionMs null',
-        );
+        notes.push('the chain reported no performance samples: slot time and every duration in milliseconds are null');
       return { status: 200, body: { ...result, source: source(reading, notes) } };
     },
 
