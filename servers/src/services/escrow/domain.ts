@@ -594,6 +594,20 @@ const toEvidence = (e: EscrowEvidenceInput): EscrowEvidence =>
   ({ ...e, description: e.description ?? null }) as EscrowEvidence;
 
 /**
+ * The delivery facts of the disputed milestones: which were disputed, which of them delivered, and whether every
+ * delivery came before the timeout (null when none was delivered).
+ */
+export function deliveryFacts(doc: EscrowDoc, milestoneIds: string[]) {
+  const disputed = doc.milestones.filter((m) => milestoneIds.includes(m.id));
+  const delivered = disputed.filter((m) => m.delivery);
+  const timeout = Date.parse(doc.timeoutAt);
+  const deliveredBeforeTimeout = delivered.length
+    ? delivered.every((m) => Date.parse(m.delivery!.deliveredAt) <= timeout)
+    : null;
+  return { disputed, delivered, deliveredBeforeTimeout };
+}
+
+/**
  * The investigation of a dispute just opened, until its facts are gathered: the dispute is stated first (under the
  * row lock), and investigated after (a refused statement costs no paid reads). Nothing is weighed yet.
  */
@@ -603,16 +617,14 @@ export function investigationUnderWay(
   generator: EscrowInvestigation['generator'],
   now: Date,
 ): EscrowInvestigation {
-  const disputed = doc.milestones.filter((m) => milestoneIds.includes(m.id));
-  const delivered = disputed.flatMap((m) => (m.delivery ? [m.delivery] : []));
-  const timeout = Date.parse(doc.timeoutAt);
+  const { disputed, delivered, deliveredBeforeTimeout } = deliveryFacts(doc, milestoneIds);
   return {
     status: 'partial',
     scans: [],
     reputation: { buyer: null, seller: null },
     milestonesDelivered: delivered.length,
     milestonesDisputed: disputed.length,
-    deliveredBeforeTimeout: delivered.length ? delivered.every((d) => Date.parse(d.deliveredAt) <= timeout) : null,
+    deliveredBeforeTimeout,
     observations: ['The investigation is under way: scans and reputation are not read yet'],
     leaning: 'neutral',
     unavailable: [],

@@ -10,7 +10,7 @@ import type {
   ScanResult,
 } from '@agent-economy/contracts';
 import type { AiTask, Reasoner } from '../../ai';
-import { distribute, newId, type DraftDecision, type EscrowDoc } from './domain';
+import { deliveryFacts, distribute, newId, type DraftDecision, type EscrowDoc } from './domain';
 
 // The mediator: an investigation gathers the facts (verification scans of the delivered content, both parties'
 // reputation, delivery timing, the statements and their evidence); a rule engine weighs them into a binding split.
@@ -65,8 +65,7 @@ export async function investigate(
 ): Promise<EscrowInvestigation> {
   const observations: string[] = [];
   const unavailable = new Set<'verification' | 'reputation'>();
-  const disputed = doc.milestones.filter((m) => milestoneIds.includes(m.id));
-  const delivered = disputed.filter((m) => m.delivery);
+  const { disputed, delivered, deliveredBeforeTimeout } = deliveryFacts(doc, milestoneIds);
   const scans: EscrowScanSummary[] = [];
   for (const m of delivered) {
     const known = knownScan(doc, m.id, previous);
@@ -95,10 +94,6 @@ export async function investigate(
       observations.push(`The reputation service could not be reached for the ${party} (${reason(error)})`);
     }
   }
-  const timeout = Date.parse(doc.timeoutAt);
-  const deliveredBeforeTimeout = delivered.length
-    ? delivered.every((m) => Date.parse(m.delivery!.deliveredAt) <= timeout)
-    : null;
   if (disputed.length > delivered.length)
     observations.push(`${disputed.length - delivered.length} disputed milestone(s) were never delivered`);
   const draft: EscrowInvestigation = {
