@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Migration } from 'kysely';
 import type { SharedDb } from '../../db';
 
 // Payment sessions and onboarding, in the database: delegation roles granted, onboarding transactions
@@ -287,6 +287,10 @@ function voucherOf(r: VoucherRow): VoucherRow {
     issued_at: new Date(r.issued_at),
   };
 }
+
+/** A session whose close is `owner`'s (null: closing from before the column, as reconciliation may read it). */
+const ownedBy = (owner: string | null) => (eb: ExpressionBuilder<Tables, 'facilitator_sessions'>) =>
+  owner === null ? eb('close_owner', 'is', null) : eb('close_owner', '=', owner);
 
 export function sessionStore(database: SharedDb) {
   const db = database as Kysely<Tables>;
@@ -589,7 +593,7 @@ export function sessionStore(database: SharedDb) {
         })
         .where('channel_id', '=', channelId)
         .where('state', '=', 'closing')
-        .where((eb) => (owner === null ? eb('close_owner', 'is', null) : eb('close_owner', '=', owner)));
+        .where(ownedBy(owner));
       if (seen) {
         query = query
           .where('closing_at', '=', seen.closingAt)
@@ -631,7 +635,7 @@ export function sessionStore(database: SharedDb) {
         .set({ state: 'closed', closed_at: at, amount_settled: amount, settlement_signature: signature })
         .where('channel_id', '=', channelId)
         .where('state', '=', 'closing')
-        .where((eb) => (owner === null ? eb('close_owner', 'is', null) : eb('close_owner', '=', owner)))
+        .where(ownedBy(owner))
         .executeTakeFirst();
       return Number(updated.numUpdatedRows ?? 0n) > 0;
     },
