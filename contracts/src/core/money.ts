@@ -30,6 +30,16 @@ export const MAX_ATOMIC = 9_223_372_036_854_775_807n;
 export const atMostMaxAtomic = (pattern: RegExp) => (v: string) => !pattern.test(v) || BigInt(v) <= MAX_ATOMIC;
 export const MAX_ATOMIC_MESSAGE = `must be at most ${MAX_ATOMIC} atomic units (2^63 - 1)`;
 
+const POSITIVE_INT8_ATOMIC = /^[1-9]\d{0,18}$/;
+/** Atomic units, more than zero and at most MAX_ATOMIC: a request amount stored in an int8 column. */
+export const PositiveInt8Atomic = z
+  .string()
+  .regex(
+    POSITIVE_INT8_ATOMIC,
+    `must be a positive integer string of atomic units, at most ${MAX_ATOMIC}, e.g. "1000000" (= 1.00 USD)`,
+  )
+  .refine(atMostMaxAtomic(POSITIVE_INT8_ATOMIC), MAX_ATOMIC_MESSAGE);
+
 /** Atomic stablecoin units on the wire: a non-negative integer string, e.g. "1000000" (= 1.00 USD). */
 export const AtomicAmount = named(
   'AtomicAmount',

@@ -4,7 +4,7 @@ import { defineService } from '../core/service';
 import { named } from '../core/names';
 import { ErrorEnvelope, paymentErrors, standardErrors } from '../core/errors';
 import { adaptive, free, type RouteMeta } from '../core/payment';
-import { AtomicAmount, MAX_ATOMIC_MESSAGE, atMostMaxAtomic } from '../core/money';
+import { AtomicAmount, PositiveInt8Atomic } from '../core/money';
 import { Caip2Network, SolanaAddress, SolanaSignature, Timestamp } from '../core/chain';
 import { authErrors, PageQuery, page } from './shared';
 
@@ -161,11 +161,6 @@ const HttpUrl = z
   .url()
   .regex(/^https?:\/\//, 'must be an http(s) address');
 /** A positive number of atomic units: budgets and bids cannot be zero. */
-const POSITIVE_ATOMIC = /^[1-9]\d{0,18}$/;
-const PositiveAtomic = z
-  .string()
-  .regex(POSITIVE_ATOMIC, 'must be a positive integer string of atomic units, e.g. "1000000" (= 1.00 USD)')
-  .refine(atMostMaxAtomic(POSITIVE_ATOMIC), MAX_ATOMIC_MESSAGE);
 const CampaignId = z.string().regex(/^cmp_[A-Za-z0-9]{8,40}$/, 'must be a campaign id such as "cmp_7Hq2LxN4pR8sT1vW"');
 const AdvertiserId = z
   .string()
@@ -396,9 +391,9 @@ const campaignCreateBody = z
   .object({
     advertiser_id: AdvertiserId,
     name: z.string().trim().min(1).max(100),
-    budget_total: PositiveAtomic.describe('lifetime budget, atomic units'),
-    budget_daily: PositiveAtomic.describe('budget per UTC day, atomic units; at most budget_total'),
-    max_bid_amount: PositiveAtomic.describe(
+    budget_total: PositiveInt8Atomic.describe('lifetime budget, atomic units'),
+    budget_daily: PositiveInt8Atomic.describe('budget per UTC day, atomic units; at most budget_total'),
+    max_bid_amount: PositiveInt8Atomic.describe(
       'cpm: price of 1000 sponsored settlements; cpa: price of one conversion; atomic units',
     ),
     schedule_start: Timestamp.describe('matching never starts before this time'),
@@ -424,9 +419,9 @@ const campaignCreateBody = z
 const campaignUpdateBody = z
   .object({
     name: z.string().trim().min(1).max(100),
-    budget_total: PositiveAtomic,
-    budget_daily: PositiveAtomic,
-    max_bid_amount: PositiveAtomic,
+    budget_total: PositiveInt8Atomic,
+    budget_daily: PositiveInt8Atomic,
+    max_bid_amount: PositiveInt8Atomic,
     bid_strategy: BidStrategySchema,
     schedule_start: Timestamp,
     schedule_end: Timestamp.nullable().describe('null removes the end'),

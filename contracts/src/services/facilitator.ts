@@ -4,7 +4,7 @@ import { defineService } from '../core/service';
 import { named } from '../core/names';
 import { ErrorEnvelope, standardErrors } from '../core/errors';
 import { free, type RouteMeta } from '../core/payment';
-import { AtomicAmount, MAX_ATOMIC, MAX_ATOMIC_MESSAGE, atMostMaxAtomic } from '../core/money';
+import { AtomicAmount, PositiveInt8Atomic } from '../core/money';
 import {
   Caip2Network,
   isBase58OfLength,
@@ -445,15 +445,6 @@ const Ed25519Signature = named(
     example: '4Nh3b2byArLCjLJpy9oEmY9zzY4pTrSgQwjVuSio3Ak7pKfUSyvB8Ym1v6HnneC8TkoEP5Y3iUECyM4wr18LU3d9',
   },
 );
-// At most 2^63 - 1 (MAX_ATOMIC): the facilitator's int8 columns, within the chain's u64.
-const POSITIVE_ATOMIC = /^[1-9]\d{0,18}$/;
-const PositiveAtomic = z
-  .string()
-  .regex(
-    POSITIVE_ATOMIC,
-    `must be a positive integer string of atomic units, at most ${MAX_ATOMIC}, e.g. "1000000" (= 1.00 USD)`,
-  )
-  .refine(atMostMaxAtomic(POSITIVE_ATOMIC), MAX_ATOMIC_MESSAGE);
 const ChannelId = z
   .string()
   .regex(/^chn_[A-Za-z0-9]{16,40}$/, 'must be a channel id returned by POST /mpp/session/open (chn_…)');
@@ -527,7 +518,7 @@ const ChargeRequestSchema: z.ZodType<MppChargeRequest, z.ZodTypeDef, MppChargeRe
       recipient: SolanaAddress.optional().describe(
         'the seller wallet (owner, not token account) the transfer must pay',
       ),
-      amount: PositiveAtomic.optional().describe('the exact amount the transfer must move, atomic units'),
+      amount: PositiveInt8Atomic.optional().describe('the exact amount the transfer must move, atomic units'),
       asset: SolanaAddress.optional().describe('the mint the transfer must move; only the stablecoin is accepted'),
       resource: SettledResourceSchema.optional().describe(
         'what was bought; when given, the ad network may attach a sponsored recommendation',
@@ -653,14 +644,14 @@ const OpenSessionSchema = acceptingAliases<MppOpenSessionRequest, MppOpenSession
     .object({
       buyerWallet: SolanaAddress.describe('the buyer; must be the SIGN-IN-WITH-X wallet'),
       sellerWallet: SolanaAddress.describe('the seller wallet the session pays'),
-      depositAtomic: PositiveAtomic.describe(
+      depositAtomic: PositiveInt8Atomic.describe(
         'the most the session may consume, atomic units; nothing moves now: funds stay in the buyer’s smart wallet',
       ),
       sessionKey: SolanaAddress.describe(
         'the buyer’s Ed25519 session public key: every voucher request must be signed by it',
       ),
       smartWallet: SolanaAddress.optional().describe('the buyer’s smart wallet; default: the one onboarding created'),
-      pricePerUnit: PositiveAtomic.optional().describe(
+      pricePerUnit: PositiveInt8Atomic.optional().describe(
         'the seller’s minimum price per unit, atomic units; a voucher increment below units × pricePerUnit is refused',
       ),
       network: NetworkName.optional().describe('default: the facilitator’s own network'),
@@ -720,7 +711,7 @@ const VoucherRequestSchema = acceptingAliases<MppVoucherRequest, MppVoucherInput
   z
     .object({
       channelId: ChannelId,
-      cumulativeAmount: PositiveAtomic.describe('the total consumed since open (not a delta), atomic units'),
+      cumulativeAmount: PositiveInt8Atomic.describe('the total consumed since open (not a delta), atomic units'),
       units: z.number().int().min(1).max(1_000_000).default(1).describe('units this increment pays for, default 1'),
       meter: z
         .string()
@@ -855,7 +846,7 @@ const OnboardRequestSchema = acceptingAliases<SmartWalletOnboardRequest, SmartWa
     .object({
       buyerWallet: SolanaAddress.describe('the buyer; must be the SIGN-IN-WITH-X wallet'),
       network: NetworkName.optional().describe(OWN_CLUSTER),
-      spendLimitAtomic: PositiveAtomic.default('100000000').describe(
+      spendLimitAtomic: PositiveInt8Atomic.default('100000000').describe(
         'the most the delegation role may move, atomic units; default "100000000" (100 USD)',
       ),
       ttlSeconds: z
