@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,36 +116,63 @@ async function assertBooksBalance() {
 }
 
 /**
+ * An HTTP relay to `target()` on a port of its own. `hold` forwards a request now (by default) or later; `answer` may
+ * take an answer over (true), else it is passed back as it came.
+ */
+async function relay(
+  target: () => string,
+  hooks: {
+    hold?: (req: IncomingMessage, forward: () => void) => void;
+    answer?: (req: IncomingMessage, answer: IncomingMessage) => boolean;
+  },
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    const forward = () => {
+      const url = new URL(req.url ?? '/', target());
+      const upstream = httpRequest(
+        url,
+        { method: req.method, headers: { ...req.headers, host: url.host } },
+        (answer) => {
+          if (hooks.answer?.(req, answer)) return;
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    };
+    if (hooks.hold) hooks.hold(req, forward);
+    else forward();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
  * A connection to a service that loses the answers of paid requests while `drop` is set: the request reaches the
  * service, which settles and answers, then the connection is cut before the answer comes back.
  */
 async function lossyProxy(target: () => string) {
-  const state = { drop: false, dropped: 0, url: '', close: async () => {} };
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', target());
-    const upstream = httpRequest(url, { method: req.method, headers: { ...req.headers, host: url.host } }, (answer) => {
-      if (state.drop && req.headers['payment-signature']) {
-        answer.resume();
-        answer.on('end', () => {
-          state.dropped += 1;
-          req.socket.destroy();
-        });
-        return;
-      }
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
+  const state = { drop: false, dropped: 0 };
+  const relayed = await relay(target, {
+    answer: (req, answer) => {
+      if (!state.drop || !req.headers['payment-signature']) return false;
+      answer.resume();
+      answer.on('end', () => {
+        state.dropped += 1;
+        req.socket.destroy();
+      });
+      return true;
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  return state;
+  return Object.assign(state, relayed);
 }
 
 beforeAll(async () => {
@@ -858,38 +885,22 @@ describe('a flip whose answer is lost', () => {
  */
 async function gatedProxy(target: () => string) {
   const waiting: (() => void)[] = [];
-  const state = { held: 0, url: '', release: () => {}, close: async () => {} };
   let open = false;
-  state.release = () => {
-    open = true;
-    for (const go of waiting.splice(0)) go();
+  const state = {
+    held: 0,
+    release: () => {
+      open = true;
+      for (const go of waiting.splice(0)) go();
+    },
   };
-  const server = createServer((req, res) => {
-    const forward = () => {
-      const url = new URL(req.url ?? '/', target());
-      const upstream = httpRequest(
-        url,
-        { method: req.method, headers: { ...req.headers, host: url.host } },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
-    };
-    if (open || !req.headers['payment-signature']) return forward();
-    state.held += 1;
-    waiting.push(forward);
+  const relayed = await relay(target, {
+    hold: (req, forward) => {
+      if (open || !req.headers['payment-signature']) return forward();
+      state.held += 1;
+      waiting.push(forward);
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  return state;
+  return Object.assign(state, relayed);
 }
 
 async function until(condition: () => boolean, timeoutMs = 10_000) {
