@@ -119,7 +119,16 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Datab
     db,
     engine: 'postgres',
     async close() {
-      if (schema && options.dropSchemaOnClose) await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
+      // Dropping the schema locks every table in it; a background task (a sweep, a reconciliation) still querying can
+      // deadlock with it, and PostgreSQL then cancels one side (40P01): the drop is tried again.
+      for (let attempt = 1; schema && options.dropSchemaOnClose; attempt++) {
+        try {
+          await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
+          break;
+        } catch (error) {
+          if ((error as { code?: string }).code !== '40P01' || attempt >= 5) throw error;
+        }
+      }
       await db.destroy();
     },
   };
