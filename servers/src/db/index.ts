@@ -4,10 +4,9 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
-import { PGliteDialect } from './pglite-dialect';
+import { PGliteDialect, PGliteThread } from './pglite-dialect';
 
 // One schema, one set of migrations, two engines: embedded PGlite by default, PostgreSQL when a URL is given.
 
@@ -42,19 +41,10 @@ const PGLITE_VERSION: string = (() => {
   return JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
 })();
 const INT8_OID = 20;
-const PARSERS = { [INT8_OID]: (value: string) => BigInt(value) };
 
 // Initialising a PGlite cluster (initdb in WebAssembly) takes several seconds; loading a copy of an
 // initialised one takes about one. In-memory databases (tests) are cloned from a template kept in the
 // system's temporary directory, made once per PGlite version.
-// PGlite's defaults plus a 32 MB buffer cache instead of PostgreSQL's 128 MB: the cache is WebAssembly memory
-// that is never given back, and the services' working set is small (about 120 MB less RSS; fsync is off already: -F).
-const PGLITE_START_PARAMS = [
-  ...(PGlite as unknown as { defaultStartParams: string[] }).defaultStartParams,
-  '-c',
-  'shared_buffers=32MB',
-];
-
 /**
  * Creates a PGlite data directory in a short-lived child process: initdb's WebAssembly instance holds about
  * 450 MB that stays in a process's RSS after it is done, so a first start that ran it in process stayed
@@ -67,17 +57,19 @@ function initdbApart(dataDir: string): void {
   execFileSync(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-let template: Promise<Blob> | undefined;
-function memoryTemplate(): Promise<Blob> {
+let template: Promise<Uint8Array> | undefined;
+function memoryTemplate(): Promise<Uint8Array> {
   template ??= (async () => {
     const file = join(tmpdir(), `agent-economy-pglite-${PGLITE_VERSION}.tar`);
-    if (existsSync(file)) return new Blob([readFileSync(file)]);
+    if (existsSync(file)) return new Uint8Array(readFileSync(file));
+    // Loaded here only (tests' first in-memory database on a machine); the services' PGlite runs on its own thread.
+    const { PGlite } = await import('@electric-sql/pglite');
     const pglite = new PGlite();
     await pglite.waitReady;
-    const dump = await pglite.dumpDataDir('none');
+    const dump = new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer());
     await pglite.close();
     const partial = `${file}.${process.pid}`;
-    writeFileSync(partial, Buffer.from(await dump.arrayBuffer()));
+    writeFileSync(partial, dump);
     renameSync(partial, file);
     return dump;
   })();
@@ -86,16 +78,16 @@ function memoryTemplate(): Promise<Blob> {
 
 export async function openDatabase(options: DatabaseOptions = {}): Promise<Database> {
   if (!options.url) {
-    // int8 columns hold money in atomic units: read them as bigint, exactly, on both engines.
-    let pglite: PGlite;
+    // On a thread of its own (pglite-dialect.ts), which reads int8 columns as bigint as the PostgreSQL engine does.
+    let thread: PGliteThread;
     if (options.dataDir) {
       mkdirSync(options.dataDir, { recursive: true });
       if (!existsSync(join(options.dataDir, 'PG_VERSION'))) initdbApart(options.dataDir);
-      pglite = new PGlite(options.dataDir, { parsers: PARSERS, startParams: PGLITE_START_PARAMS });
+      thread = await PGliteThread.start({ dataDir: options.dataDir });
     } else {
-      pglite = new PGlite({ loadDataDir: await memoryTemplate(), parsers: PARSERS, startParams: PGLITE_START_PARAMS });
+      thread = await PGliteThread.start({ template: await memoryTemplate() });
     }
-    const db = new Kysely<Record<string, never>>({ dialect: new PGliteDialect(pglite) });
+    const db = new Kysely<Record<string, never>>({ dialect: new PGliteDialect(thread) });
     return { db, engine: 'pglite', close: () => db.destroy() };
   }
 
@@ -104,7 +96,8 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Datab
   const types = {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
       oid === INT8_OID
-        ? (value: string) => BigInt(value)
+        ? // int8 columns hold money in atomic units: read them as bigint, exactly, on both engines.
+          (value: string) => BigInt(value)
         : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
   };
   const pool = new pg.Pool({
