@@ -12,7 +12,15 @@ import { z } from 'zod';
 import {
   AccountRole,
   address,
+  appendTransactionMessageInstructions,
+  blockhash,
+  compileTransaction,
+  createNoopSigner,
+  createTransactionMessage,
   decompileTransactionMessage,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
   getBase64Encoder,
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
@@ -20,14 +28,17 @@ import {
   type Instruction,
 } from '@solana/kit';
 import {
+  getSetComputeUnitLimitInstruction,
+  getSetComputeUnitPriceInstruction,
   parseSetComputeUnitLimitInstruction,
   parseSetComputeUnitPriceInstruction,
 } from '@solana-program/compute-budget';
-import { parseAddMemoInstruction } from '@solana-program/memo';
+import { getAddMemoInstruction, parseAddMemoInstruction } from '@solana-program/memo';
 import {
   TOKEN_PROGRAM_ADDRESS,
   findAssociatedTokenPda,
   getMintEncoder,
+  getTransferCheckedInstruction,
   parseTransferCheckedInstruction,
 } from '@solana-program/token';
 import {
@@ -66,6 +77,7 @@ import {
   type PaymentReceipt,
   type Signer,
 } from '@agent-economy/sdk';
+import { buildExactSvmTransaction } from '../sdk/src/payments/exact-svm';
 import { createEducationApp } from '../servers/src/services/education';
 import { generateWallet } from '../servers/src/solana/keys';
 import { startService, type RunningService } from './support/servers';
@@ -397,6 +409,106 @@ describe('budgets and policy against the real education service: refused before 
       'payments.maxPerServiceUsd.education',
     );
     expect(() => createPayments({ maxPerCallUsd: 'one' })).toThrow(AgentEconomyError);
+  });
+});
+
+describe('the exact payment, compiled without @solana/kit', () => {
+  // The SDK writes the transaction out itself (kit's pipeline cost most of its CPU a payment): byte for byte what kit
+  // compiles from the same instructions, for either token program, a payer paying itself, and a memo longer than 127
+  // bytes (a two-byte length).
+  it('is the transaction kit compiles, signed by the payer', async () => {
+    const cases = [
+      { tokenProgram: TOKEN_PROGRAM_ADDRESS, decimals: 6, self: false, memo: undefined },
+      { tokenProgram: TOKEN_2022, decimals: 9, self: false, memo: 'm'.repeat(200) },
+      { tokenProgram: TOKEN_PROGRAM_ADDRESS, decimals: 6, self: true, memo: 'order 7' },
+    ];
+    for (const [n, c] of cases.entries()) {
+      for (let round = 0; round < 4; round++) {
+        const payer = await walletFromSecretKey(generateWallet().secretKey);
+        const requirements: PaymentRequirements = {
+          scheme: 'exact',
+          network: SOLANA_DEVNET,
+          amount: String(1n + BigInt(`0x${randomBytes(7).toString('hex')}`)),
+          asset: base58Encode(randomBytes(32)),
+          payTo: c.self ? payer.address : base58Encode(randomBytes(32)),
+          maxTimeoutSeconds: 60,
+          extra: { feePayer: base58Encode(randomBytes(32)), ...(c.memo ? { memo: c.memo } : {}) },
+        };
+        const lifetime = { blockhash: base58Encode(randomBytes(32)), lastValidBlockHeight: 99n };
+        const built = await buildExactSvmTransaction({
+          requirements,
+          wallet: payer,
+          mint: { decimals: c.decimals, tokenProgram: c.tokenProgram },
+          lifetime,
+        });
+        const mint = address(requirements.asset);
+        const source = await ata(payer.address, mint, c.tokenProgram);
+        const destination = await ata(requirements.payTo, mint, c.tokenProgram);
+        const message = pipe(
+          createTransactionMessage({ version: 0 }),
+          (m) => setTransactionMessageFeePayer(address(String(requirements.extra!.feePayer)), m),
+          (m) =>
+            setTransactionMessageLifetimeUsingBlockhash(
+              { blockhash: blockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight },
+              m,
+            ),
+          (m) =>
+            appendTransactionMessageInstructions(
+              [
+                getSetComputeUnitLimitInstruction({ units: 20_000 }),
+                getSetComputeUnitPriceInstruction({ microLamports: 1n }),
+                getTransferCheckedInstruction(
+                  {
+                    source,
+                    mint,
+                    destination,
+                    authority: createNoopSigner(address(payer.address)),
+                    amount: BigInt(requirements.amount),
+                    decimals: c.decimals,
+                  },
+                  { programAddress: c.tokenProgram },
+                ),
+                getAddMemoInstruction({ memo: built.memo }, { programAddress: MEMO_V2 }),
+              ],
+              m,
+            ),
+        );
+        const expected = new Uint8Array(compileTransaction(message).messageBytes);
+        const { wire, transaction } = await decodePayment(built.transaction);
+        expect(new Uint8Array(transaction.messageBytes), `case ${n}, round ${round}`).toEqual(expected);
+        expect(wire[0]).toBe(2);
+        expect([...wire.subarray(1, 65)]).toEqual(new Array(64).fill(0));
+        const signature = transaction.signatures[address(payer.address)]!;
+        expect(await verifies(payer.address, signature, expected)).toBe(true);
+        expect(base58Encode(signature)).toBe(built.payerSignature);
+        if (c.memo) expect(built.memo).toBe(c.memo);
+      }
+    }
+  });
+
+  it('refuses a fee payer or payTo that is not an address, signing nothing', async () => {
+    const payer = await walletFromSecretKey(generateWallet().secretKey);
+    let signed = 0;
+    const counting: Signer = { address: payer.address, signMessage: (m) => (signed++, payer.signMessage(m)) };
+    const requirements: PaymentRequirements = {
+      scheme: 'exact',
+      network: SOLANA_DEVNET,
+      amount: '1000',
+      asset: USDC_DEVNET,
+      payTo: base58Encode(randomBytes(32)),
+      maxTimeoutSeconds: 60,
+      extra: { feePayer: 'not-an-address' },
+    };
+    const input = {
+      wallet: counting,
+      mint: { decimals: 6, tokenProgram: TOKEN_PROGRAM_ADDRESS },
+      lifetime: { blockhash: base58Encode(randomBytes(32)), lastValidBlockHeight: 1n },
+    };
+    await expect(buildExactSvmTransaction({ ...input, requirements })).rejects.toThrow(/extra.feePayer/);
+    await expect(
+      buildExactSvmTransaction({ ...input, requirements: { ...requirements, payTo: 'x', extra: { feePayer } } }),
+    ).rejects.toThrow(/payTo/);
+    expect(signed).toBe(0);
   });
 });
 
