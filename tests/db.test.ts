@@ -1,6 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Migrator, sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate, openDatabase } from '../servers/src/db';
@@ -173,6 +175,47 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
     }
   });
 
+  it('gives a transaction the session to itself: a statement sent meanwhile is not part of it, nor of its rollback', async () => {
+    // PGlite is one session, its statements sent to its thread without waiting for each other: a statement of another
+    // user sent while a transaction is open must wait for its end, or the rollback would take it along.
+    const database = await testDatabase();
+    try {
+      await migrate(database.db, 'demo', migrations);
+      const db = database.db;
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const transaction = db.transaction().execute(async (tx) => {
+        await tx.insertInto('demo_entries').values({ id: 'in-tx', amount: 1n }).execute();
+        entered();
+        await gate;
+        // On PGlite the statement sent meanwhile waits for this transaction's end; on PostgreSQL it has committed on
+        // another connection, and this transaction (read committed) sees it.
+        const seen = await tx.selectFrom('demo_entries').select('id').orderBy('id').execute();
+        expect(seen.map((r) => r.id)).toEqual(database.engine === 'pglite' ? ['in-tx'] : ['in-tx', 'outside']);
+        throw new Error('abort');
+      });
+      await inside;
+      const outside = db.insertInto('demo_entries').values({ id: 'outside', amount: 2n }).execute();
+      const duplicate = db
+        .insertInto('demo_entries')
+        .values({ id: 'outside', amount: 3n })
+        .execute()
+        .catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      await expect(transaction).rejects.toThrow('abort');
+      await outside;
+      // PostgreSQL's fields cross from the database thread with its error.
+      expect(await duplicate).toMatchObject({ code: '23505', constraint: 'demo_entries_pkey' });
+      const rows = await db.selectFrom('demo_entries').selectAll().execute();
+      expect(rows).toEqual([{ id: 'outside', amount: 2n }]);
+    } finally {
+      await database.close();
+    }
+  });
+
   it('runs one statement many times, after it failed, inside a failed transaction and after its table changed', async () => {
     const database = await testDatabase();
     try {
@@ -235,6 +278,37 @@ describe('PGlite on disk', () => {
     await migrate(second.db, 'demo', migrations);
     expect(await second.db.selectFrom('demo_entries').selectAll().execute()).toEqual([{ id: 'kept', amount: 42n }]);
     await second.close();
+  });
+
+  it('lets a script with nothing else to do write, close and go on; one that never closes still exits', async () => {
+    // The database thread keeps the process alive only while it works: a script is not cut off while it waits for a
+    // statement or for the close, and a forgotten database does not keep it running.
+    const script = (close: boolean) => `
+      const { migrate, openDatabase } = await import(${JSON.stringify(fileURLToPath(new URL('../servers/src/db/index.ts', import.meta.url)))});
+      const database = await openDatabase({ dataDir: ${JSON.stringify(dir)} });
+      await migrate(database.db, 'demo', { '001_ledger': { up: async (db) => db.schema.createTable('demo_entries')
+        .ifNotExists().addColumn('id', 'text', (c) => c.primaryKey()).addColumn('amount', 'int8').execute() } });
+      await database.db.insertInto('demo_entries').values({ id: ${JSON.stringify(close ? 'closed' : 'open')}, amount: 7n }).execute();
+      ${close ? 'await database.close();' : ''}
+      console.log('went on');`;
+    for (const close of [true, false]) {
+      const file = join(dir, `script-${close}.mts`);
+      writeFileSync(file, script(close));
+      const run = spawnSync(process.execPath, ['--import', 'tsx', '--conditions=ae-source', file], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(run.stdout.trim(), run.stderr).toBe('went on');
+      expect(run.status).toBe(0);
+    }
+    const reopened = await openDatabase({ dataDir: dir });
+    const ids = await reopened.db
+      .selectFrom('demo_entries')
+      .select('id')
+      .where('id', 'in', ['closed', 'open'])
+      .execute();
+    expect(ids.map((r) => r.id).sort()).toEqual(['closed', 'open']);
+    await reopened.close();
   });
 });
 
