@@ -21,20 +21,19 @@ export interface PGliteThreadOptions {
   template?: Uint8Array;
 }
 
-/** PostgreSQL's WebAssembly, compiled, and its file bundle: read once by a process, shared by its database threads. */
-let artifacts: Promise<{ wasm: object; bundle: Uint8Array }> | undefined;
+/**
+ * PostgreSQL's WebAssembly, compiled once by a process and shared by its database threads (a compiled module crosses
+ * to a thread without a copy; its file bundle, read by each thread, would be copied).
+ */
+let artifacts: Promise<{ wasm: object }> | undefined;
 function pgliteArtifacts() {
   artifacts ??= (async () => {
     const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
-    const dist = dirname(entry);
-    const [code, bundle] = await Promise.all([
-      readFile(join(dist, 'pglite.wasm')),
-      readFile(join(dist, 'pglite.data')),
-    ]);
+    const code = await readFile(join(dirname(entry), 'pglite.wasm'));
     // The WebAssembly global is not in this project's libraries (no DOM), only Node's.
     const { compile } = (globalThis as unknown as { WebAssembly: { compile(code: Uint8Array): Promise<object> } })
       .WebAssembly;
-    return { wasm: await compile(code), bundle: new Uint8Array(bundle) };
+    return { wasm: await compile(code) };
   })();
   return artifacts;
 }
@@ -69,7 +68,7 @@ export class PGliteThread {
     return new PGliteThread({ ...options, ...(await pgliteArtifacts()) });
   }
 
-  private constructor(workerData: PGliteThreadOptions & { wasm: object; bundle: Uint8Array }) {
+  private constructor(workerData: PGliteThreadOptions & { wasm: object }) {
     this.worker = new Worker(new URL('./pglite-thread.mjs', import.meta.url), {
       workerData,
       // The thread's garbage is short-lived protocol buffers: a small young generation keeps its heap near its live

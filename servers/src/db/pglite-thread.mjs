@@ -17,7 +17,7 @@ const MAX_PREPARED = 500;
 /** Texts run once so far, remembered up to this many (then forgotten together). */
 const MAX_SEEN_ONCE = 2_000;
 
-/** @type {{ dataDir?: string, template?: Uint8Array, wasm?: WebAssembly.Module, bundle?: Uint8Array }} */
+/** @type {{ dataDir?: string, template?: Uint8Array, wasm?: WebAssembly.Module }} */
 const options = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
@@ -60,9 +60,8 @@ const startParams = [
 const settings = {
   parsers: PARSERS,
   startParams,
-  // Compiled and read once by the process (pglite-dialect.ts), not by each thread.
+  // Compiled once by the process (pglite-dialect.ts), not by each thread.
   ...(options.wasm ? { pgliteWasmModule: options.wasm } : {}),
-  ...(options.bundle ? { fsBundle: new Blob([options.bundle]) } : {}),
 };
 const pglite = options.dataDir
   ? new PGlite(options.dataDir, settings)
