@@ -148,17 +148,17 @@ async function close(name) {
 
 /**
  * An error as plain fields (PostgreSQL's code, detail, constraint …), which cross to the event loop intact where an
- * Error's own properties would not.
+ * Error's own properties would not. Only plain values: anything else an error carries (PGlite adds the query's
+ * options, with functions) could not be posted, and a failed post would end the thread.
  * @param {unknown} error
  */
 function plain(error) {
-  const fields =
-    error instanceof Error
-      ? { ...error, name: error.name, message: error.message, stack: error.stack }
-      : {
-          message: String(error),
-        };
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => typeof value !== 'function'));
+  if (!(error instanceof Error)) return { message: String(error) };
+  /** @type {Record<string, unknown>} */
+  const fields = { name: error.name, message: error.message, stack: error.stack };
+  for (const [name, value] of Object.entries(error))
+    if (value === null || ['string', 'number', 'boolean', 'bigint'].includes(typeof value)) fields[name] = value;
+  return fields;
 }
 
 /** @param {{ id: number, sql?: string, parameters?: unknown[], close?: true }} m */
@@ -177,8 +177,7 @@ async function answer(m) {
   }
 }
 
-// One statement at a time, in the order sent (the event loop's side also hands the one connection to one user at a
-// time): a statement never starts inside another's await.
+// One statement at a time, in the order sent: a statement never starts inside another's await.
 let queue = Promise.resolve();
 port.on('message', (m) => (queue = queue.then(() => answer(m))));
 
