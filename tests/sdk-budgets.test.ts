@@ -328,6 +328,26 @@ describe('the spend log survives restarts', () => {
     expect(economy.ledger.transaction(again.payment!.transaction)).toBeDefined();
   });
 
+  it('a call made again with the identifier of a payment it already has a receipt for is not counted twice', async () => {
+    const wallet = await buyer();
+    const { sdk } = await client({ maxTotalUsd: '1' }, { wallet });
+    const first = await sdk.education.lesson.withResponse(lesson);
+    const paymentId = first.payment!.paymentId!;
+    // The same logical call again: the service answers from the first payment, with its transaction.
+    const again = await sdk.education.lesson.withResponse(lesson, { paymentId });
+    expect([again.status, again.headers['payment-identifier-replayed'], again.payment?.transaction]).toEqual([
+      200,
+      'true',
+      first.payment!.transaction,
+    ]);
+    expect(balance(wallet.address)).toBe(950_000n);
+    expect([sdk.payments.receipts.length, sdk.payments.spentUsd(), sdk.payments.remainingUsd()]).toEqual([
+      1,
+      '0.05',
+      '0.95',
+    ]);
+  });
+
   it('a reservation never sent (a crash before sending) is closed on load', async () => {
     const origin = new URL(economy.education.url).origin;
     const store = memoryStore([

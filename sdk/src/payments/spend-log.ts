@@ -260,6 +260,8 @@ const FUNDS_REUSE_MS = 2_000;
 
 export class SpendLog implements Payments {
   readonly receipts: PaymentReceipt[] = [];
+  /** Receipts by settlement transaction: a payment reported again is found without reading every receipt. */
+  readonly #byTransaction = new Map<string, PaymentReceipt>();
   readonly #pending = new Map<SentPayment, Reservation>();
   readonly #spent = new Map<string, bigint>();
   #spentTotal = 0n;
@@ -436,9 +438,7 @@ export class SpendLog implements Payments {
           for (const [payment, other] of this.#pending) if (payment.paymentId === context.paymentId) other.release();
         // A service answering a retried payment identifier from its first outcome reports that payment
         // again: it was spent once, and is not counted twice.
-        const known = settled.transaction
-          ? this.receipts.find((r) => r.transaction === settled.transaction)
-          : undefined;
+        const known = settled.transaction ? this.#byTransaction.get(settled.transaction) : undefined;
         if (known) {
           this.#write({ type: 'release', id, at: at() });
           return known;
@@ -521,6 +521,8 @@ export class SpendLog implements Payments {
       at: Number.isNaN(at) ? Date.now() : at,
     });
     this.receipts.push(receipt);
+    if (receipt.transaction && !this.#byTransaction.has(receipt.transaction))
+      this.#byTransaction.set(receipt.transaction, receipt);
   }
 
   /**
