@@ -22,7 +22,7 @@ import { createVerificationApp } from '../servers/src/services/verification';
 import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import type { Database } from '../servers/src/db';
 import { startEconomy, type Economy } from './support/economy';
-import { listenLocal, startService, testDatabase, type RunningService } from './support/servers';
+import { listenLocal, raceOutcome, startService, testDatabase, type RunningService } from './support/servers';
 
 // Amounts are worked out by hand: the fee is 1 % rounded up, at least 10000 atomic units (0.01 USD); deliver costs
 // 5000, confirm 1000, dispute and resolve 50000 each, paid by the caller to the escrow's vault.
@@ -873,17 +873,14 @@ describe('attacks and failures', () => {
           }),
         ),
       );
-      const won = results.filter((r) => r.status === 'fulfilled');
-      const lost = results
-        .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
-        .map((r) => r.reason as ApiError);
+      const { won, lost } = raceOutcome(results);
       expect(won).toHaveLength(1);
       expect(lost).toHaveLength(4);
       for (const error of lost) {
         expect(error).toBeInstanceOf(ConflictError);
         expect(error.code).toBe('dispute_already_stated');
       }
-      const { dispute } = won[0]!.value;
+      const { dispute } = won[0]!;
       expect(dispute.statements).toHaveLength(1);
       expect(dispute.investigation).toMatchObject({ status: 'complete', unavailable: [] });
       expect(dispute.investigation.scans).toHaveLength(1);
@@ -927,13 +924,10 @@ describe('attacks and failures', () => {
       const results = await Promise.allSettled(
         [0, 1, 2, 3, 4].map(() => client(seller, own.url).resolve({ body: { escrowId: escrow.id } })),
       );
-      const won = results.filter((r) => r.status === 'fulfilled');
-      const lost = results
-        .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
-        .map((r) => r.reason as ApiError);
+      const { won, lost } = raceOutcome(results);
       expect(won).toHaveLength(1);
       expect(lost).toHaveLength(4);
-      const { decision } = won[0]!.value;
+      const { decision } = won[0]!;
       const { toSeller, toBuyer } = decision.distribution;
       // One resolve fee charged; one investigation read (two reputation reads, the scan read again for free) and
       // the decision's two reports (2 × 0.001) paid.
@@ -948,7 +942,7 @@ describe('attacks and failures', () => {
       }
       const busy = lost.find((e) => e.code === 'resolution_in_progress');
       expect(busy).toBeDefined();
-      expect(busy!.details).toMatchObject({ escrowId: escrow.id, disputeId: won[0]!.value.dispute.id });
+      expect(busy!.details).toMatchObject({ escrowId: escrow.id, disputeId: won[0]!.dispute.id });
       expect(Date.parse((busy!.details as { resolvingUntil: string }).resolvingUntil)).toBeGreaterThan(now().getTime());
       const stored = await client(buyer, own.url).get({ params: { escrowId: escrow.id } });
       expect(stored.timeline.filter((e) => e.event === 'resolved')).toHaveLength(1);

@@ -39,7 +39,7 @@ import { createReputationApp } from '../servers/src/services/reputation';
 import { createVerificationApp } from '../servers/src/services/verification';
 import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
-import { freePort, type RunningService } from './support/servers';
+import { freePort, raceOutcome, type RunningService } from './support/servers';
 
 // The gateway against the real knowledge market, negotiation, reputation and verification services, all paid
 // through the economy's facilitator on the local ledger. Amounts below are worked out by hand from the contract
@@ -809,10 +809,7 @@ describe('trade/execute under contention and outages', () => {
     const results = await Promise.allSettled(
       [0, 1].map(() => clientOf(buyer).gateway.executeTrade({ body: { planId: racing.id } })),
     );
-    const won = results.filter((r) => r.status === 'fulfilled');
-    const lost = results
-      .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
-      .map((r) => r.reason as ApiError);
+    const { won, lost } = raceOutcome(results);
     expect(won).toHaveLength(1);
     expect(lost).toHaveLength(1);
     // Refused before the quote (the plan was already executed), or after settlement and then refunded.

@@ -79,7 +79,8 @@ async function transfer(from: Wallet, amount: bigint, shape: Partial<PaymentShap
     .send();
 }
 
-async function player(name: keyof typeof players, fundUsd = '50') {
+/** A new wallet with 1 SOL and `fundUsd` of stablecoin, and its client of the wagers service (no payments). */
+async function fundedPlayer(fundUsd: string) {
   const wallet = generateWallet();
   await economy.ledger.airdrop(wallet.address, 1_000_000_000n);
   await economy.ledger.mintTo(wallet.address, usd(fundUsd));
@@ -89,7 +90,11 @@ async function player(name: keyof typeof players, fundUsd = '50') {
     payments: false,
     maxRetries: 0,
   });
-  players[name] = { wallet, client };
+  return { wallet, client };
+}
+
+async function player(name: keyof typeof players, fundUsd = '50') {
+  players[name] = await fundedPlayer(fundUsd);
 }
 
 const connect = (name: keyof typeof players, username: string = name) =>
@@ -917,15 +922,7 @@ describe('a wager the entropy service never flips', () => {
   const DEAD_ENTROPY = 'http://127.0.0.1:9';
 
   const newPlayer = async (username: string, fundUsd = '10') => {
-    const wallet = generateWallet();
-    await economy.ledger.airdrop(wallet.address, 1_000_000_000n);
-    await economy.ledger.mintTo(wallet.address, usd(fundUsd));
-    const client = createClient({
-      baseUrls: { wagers: service.url },
-      wallet: await walletFromSecretKey(wallet.secretKey),
-      payments: false,
-      maxRetries: 0,
-    });
+    const { wallet, client } = await fundedPlayer(fundUsd);
     await client.wagers.connect({ body: { address: wallet.address, username } });
     return { wallet, client };
   };

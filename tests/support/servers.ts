@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
 import pg from 'pg';
 import { SOLANA_DEVNET, USDC_DEVNET } from '@agent-economy/contracts';
-import { createClient, type AgentEconomyClient } from '@agent-economy/sdk';
+import { createClient, type AgentEconomyClient, type ApiError } from '@agent-economy/sdk';
 import { builtinReasoner, type Reasoner } from '../../servers/src/ai';
 import { openDatabase, type Database } from '../../servers/src/db';
 import type { ServiceContext } from '../../servers/src/runtime/context';
@@ -11,6 +11,14 @@ import { createLogger, type Logger } from '../../servers/src/runtime/logger';
 import type { PaywallConfig } from '../../servers/src/runtime/paywall';
 import { serveInProcess } from '../../servers/src/http/in-process';
 import { generateWallet, type Wallet } from '../../servers/src/solana/keys';
+
+/** Calls raced against each other, sorted: the answers of those that went through, the errors of those refused. */
+export function raceOutcome<T>(results: PromiseSettledResult<T>[]): { won: T[]; lost: ApiError[] } {
+  return {
+    won: results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])),
+    lost: results.flatMap((r) => (r.status === 'rejected' ? [r.reason as ApiError] : [])),
+  };
+}
 
 /**
  * An HTTP server on a free loopback port, for a provider replay or a fake upstream: its base URL, and a close that
