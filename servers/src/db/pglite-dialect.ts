@@ -193,19 +193,20 @@ class PGliteDriver implements Driver {
     }
   }
 
-  async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    try {
-      await this.thread.query('commit', []);
-    } finally {
-      this.finish(connection as PGliteConnection);
-    }
+  commitTransaction(connection: DatabaseConnection): Promise<void> {
+    return this.end(connection as PGliteConnection, 'commit');
   }
 
-  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    return this.end(connection as PGliteConnection, 'rollback');
+  }
+
+  /** Ends the transaction, and gives the session back whether or not the statement went through. */
+  private async end(owner: PGliteConnection, statement: 'commit' | 'rollback'): Promise<void> {
     try {
-      await this.thread.query('rollback', []);
+      await this.thread.query(statement, []);
     } finally {
-      this.finish(connection as PGliteConnection);
+      this.finish(owner);
     }
   }
 
