@@ -159,7 +159,7 @@ function exactMessage(input: {
   decimals: number;
   memo: string;
   blockhash: string;
-}): Uint8Array {
+}): { message: Uint8Array; signers: string[] } {
   const uses = new Map<string, AccountUse>();
   const use = (address: string, signer: boolean, writable: boolean) => {
     const known = uses.get(address);
@@ -235,7 +235,8 @@ function exactMessage(input: {
     message.set(part, at);
     at += part.length;
   }
-  return message;
+  // Signers lead the accounts: their order is the order of the transaction's signatures.
+  return { message, signers: accounts.filter((a) => uses.get(a)!.signer) };
 }
 
 /**
@@ -262,7 +263,7 @@ export async function buildExactSvmTransaction(input: {
     associatedTokenAccount(wallet.address as Address, mintAddress, mint.tokenProgram),
     associatedTokenAccount(requirements.payTo as Address, mintAddress, mint.tokenProgram),
   ]);
-  const message = exactMessage({
+  const { message, signers } = exactMessage({
     feePayer,
     payer: wallet.address,
     source,
@@ -276,17 +277,12 @@ export async function buildExactSvmTransaction(input: {
   });
   const signature = await wallet.signMessage(message);
   if (signature.length !== 64) throw new AgentEconomyError('the wallet did not sign the payment');
-  const signers = message[1]!;
-  const payerSlot = [...Array(signers).keys()].find(
-    (i) => base58Encode(message.subarray(5 + i * 32, 37 + i * 32)) === wallet.address,
-  );
-  if (payerSlot === undefined) throw new AgentEconomyError('the payer is not a signer of its payment');
-  const wire = new Uint8Array(shortVec(signers).length + signers * 64 + message.length);
-  let at = shortVec(signers).length;
-  wire.set(shortVec(signers), 0);
-  wire.set(signature, at + payerSlot * 64);
-  at += signers * 64;
-  wire.set(message, at);
+  // The wire transaction: the signatures (the fee payer's left empty for the facilitator), then the message.
+  const count = shortVec(signers.length);
+  const wire = new Uint8Array(count.length + signers.length * 64 + message.length);
+  wire.set(count, 0);
+  wire.set(signature, count.length + signers.indexOf(wallet.address) * 64);
+  wire.set(message, count.length + signers.length * 64);
   return {
     transaction: Buffer.from(wire).toString('base64'),
     payerSignature: base58Encode(signature),
