@@ -17,7 +17,7 @@ const MAX_PREPARED = 500;
 /** Texts run once so far, remembered up to this many (then forgotten together). */
 const MAX_SEEN_ONCE = 2_000;
 
-/** @type {{ dataDir?: string, template?: Uint8Array, wasm?: WebAssembly.Module }} */
+/** @type {{ dataDir?: string, template?: Uint8Array<ArrayBuffer>, wasm?: WebAssembly.Module }} */
 const options = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
@@ -65,7 +65,7 @@ const settings = {
 };
 const pglite = options.dataDir
   ? new PGlite(options.dataDir, settings)
-  : new PGlite({ loadDataDir: new Blob([/** @type {Uint8Array} */ (options.template)]), ...settings });
+  : new PGlite({ loadDataDir: new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (options.template)]), ...settings });
 
 /** Statement text → name of the statement prepared for it. @type {Map<string, string>} */
 const prepared = new Map();
@@ -125,7 +125,9 @@ async function execute(text, values) {
   if (fresh) prepared.set(text, /** @type {string} */ (name));
   try {
     const { messages } = await pglite.execProtocol(message);
-    return parse.parseResults(messages, pglite.parsers)[0];
+    const [result] = parse.parseResults(messages, pglite.parsers);
+    if (!result) throw new Error('PGlite answered the statement with no result');
+    return result;
   } catch (error) {
     // A failed first run: the statement may have been parsed before it failed (a duplicate key), or not (a syntax
     // error); it is closed either way (closing a name that does not exist is no error) and prepared next time.
