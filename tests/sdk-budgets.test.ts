@@ -185,6 +185,26 @@ describe('budgets refuse before anything is signed', () => {
     expect((await later.sdk.education.lesson.withResponse(lesson)).payment?.amountUsd).toBe('0.05');
   });
 
+  it('a long spend log: thousands of receipts over three days count exactly in every window', async () => {
+    const origin = new URL(economy.education.url).origin;
+    // 3,000 receipts of 0.05 USD, one every 86.4 s over the last three days (the newest 40 s ago): 42 in the last
+    // hour (2.1 USD), 1,000 in the last day (50 USD), 150 USD in all.
+    const records = Array.from({ length: 3_000 }, (_, i) => pastReceipt((40 + i * 86.4) / 3_600, origin)).flat();
+    const log = await client({
+      maxPerHourUsd: '2.15',
+      maxPerDayUsd: '50.1',
+      maxTotalUsd: '150.1',
+      store: memoryStore(records),
+    });
+    await log.sdk.payments.ready();
+    expect([log.sdk.payments.spentUsd(), log.sdk.payments.remainingUsd()]).toEqual(['150', '0.05']);
+    expect((await log.sdk.education.lesson.withResponse(lesson)).payment?.amountUsd).toBe('0.05');
+    // The hour is full now; the day and the lifetime have 0.05 USD left each.
+    expect(log.sdk.payments.remainingUsd()).toBe('0');
+    const over = await rejection(log.sdk.education.lesson(lesson));
+    expect([over.constructor, over.limit, over.remainingUsd]).toEqual([BudgetExceededError, 'hourly', '0']);
+  });
+
   it('caps per service and per origin', async () => {
     const origin = new URL(economy.education.url).origin;
     const service = await client({ caps: [{ usd: '0.04', service: 'education' }] });

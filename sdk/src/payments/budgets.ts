@@ -127,3 +127,130 @@ export function originOf(url: string): string {
     return url;
   }
 }
+
+/** A rolling window's share of one (service, origin) pair: receipts from `start` on are inside it, summing to `sum`. */
+interface WindowSum {
+  start: number;
+  sum: bigint;
+  /** The window's start when last moved (receipts at or before it are out); NaN: to be counted again. */
+  since: number;
+}
+
+interface Pair {
+  service: string;
+  origin: string | undefined;
+  lifetime: bigint;
+  /** Receipts of the longest rolling window, oldest first (kept only when a cap has a window). */
+  recent: { at: number; amount: bigint }[];
+  windows: Map<number, WindowSum>;
+}
+
+/** Old receipts are let go in batches of more than this many (dropping one copies the rest). */
+const PRUNE_AT = 256;
+
+/**
+ * Settled spends (receipts, net of refunds, at their times) summed for the caps without reading every receipt: a
+ * lifetime sum per (service, origin) pair and, for each rolling window a cap uses, the pair's receipts inside it with
+ * their running sum, moved on as time passes. A budget check costs a step per pair whatever the number of receipts,
+ * and receipts older than twice the longest window are let go. `used` over every receipt is what this must equal
+ * (tests/sdk-budget-sums.test.ts), for a clock set back by less than a window too.
+ */
+export class SettledSpends {
+  readonly #windows: number[];
+  readonly #keepMs: number;
+  readonly #pairs = new Map<string, Pair>();
+
+  /** `windowsMs`: the rolling windows the caps use (none: lifetime sums only). */
+  constructor(windowsMs: Iterable<number>) {
+    this.#windows = [...new Set(windowsMs)];
+    this.#keepMs = Math.max(0, ...this.#windows);
+  }
+
+  add(spend: Spend & { at: number }): void {
+    const key = `${spend.service}\u0000${spend.origin ?? ''}\u0000${spend.origin === undefined ? 0 : 1}`;
+    let pair = this.#pairs.get(key);
+    if (!pair) {
+      pair = { service: spend.service, origin: spend.origin, lifetime: 0n, recent: [], windows: new Map() };
+      for (const ms of this.#windows) pair.windows.set(ms, { start: 0, sum: 0n, since: -Infinity });
+      this.#pairs.set(key, pair);
+    }
+    pair.lifetime += spend.amount;
+    if (!this.#windows.length) return;
+    const { recent } = pair;
+    const entry = { at: spend.at, amount: spend.amount };
+    if (!recent.length || spend.at >= recent[recent.length - 1]!.at) {
+      recent.push(entry);
+      for (const w of pair.windows.values()) {
+        if (spend.at > w.since) w.sum += spend.amount;
+        // Outside the window already: every receipt before it is too.
+        else w.start = recent.length;
+      }
+      return;
+    }
+    // Recorded out of time order (a clock set back): put in its place, and the windows counted again.
+    recent.splice(upperBound(recent, spend.at), 0, entry);
+    for (const w of pair.windows.values()) w.since = NaN;
+  }
+
+  /** How many receipts are kept for the rolling windows (the lifetime sums keep none). */
+  get kept(): number {
+    let count = 0;
+    for (const pair of this.#pairs.values()) count += pair.recent.length;
+    return count;
+  }
+
+  /** What `cap` has counted of the settled spends for a payment to (service, origin) at `now`. */
+  used(cap: Cap, service: string, origin: string | undefined, now: number): bigint {
+    let sum = 0n;
+    for (const pair of this.#pairs.values()) {
+      if (cap.service !== undefined && pair.service !== cap.service) continue;
+      if (cap.origin !== undefined && pair.origin !== cap.origin) continue;
+      if (cap.each === 'service' && pair.service !== service) continue;
+      if (cap.each === 'origin' && pair.origin !== origin) continue;
+      sum += cap.windowMs === undefined ? pair.lifetime : this.#inWindow(pair, cap.windowMs, now);
+    }
+    return sum;
+  }
+
+  #inWindow(pair: Pair, ms: number, now: number): bigint {
+    const w = pair.windows.get(ms)!;
+    const { recent } = pair;
+    const since = now - ms;
+    if (!(since >= w.since)) {
+      // Counted again: first use after a receipt out of order or a drop, or the clock went back.
+      w.start = upperBound(recent, since);
+      w.sum = recent.slice(w.start).reduce((total, r) => total + r.amount, 0n);
+    } else {
+      while (w.start < recent.length && recent[w.start]!.at <= since) w.sum -= recent[w.start++]!.amount;
+    }
+    w.since = since;
+    // Receipts older than twice the longest window are let go (in batches: dropping copies the rest), so a clock set
+    // back by up to a window still counts them.
+    if (ms === this.#keepMs && w.start > PRUNE_AT && w.start * 2 > recent.length) {
+      const old = upperBound(recent, since - ms);
+      if (old > PRUNE_AT) this.#drop(pair, old);
+    }
+    return w.sum;
+  }
+
+  /** Lets go of the pair's first `count` receipts: outside every window. */
+  #drop(pair: Pair, count: number): void {
+    pair.recent.splice(0, count);
+    for (const w of pair.windows.values()) {
+      if (w.start >= count) w.start -= count;
+      else w.since = NaN;
+    }
+  }
+}
+
+/** The index of the first receipt after `at` (receipts oldest first). */
+function upperBound(recent: readonly { at: number }[], at: number): number {
+  let low = 0;
+  let high = recent.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (recent[mid]!.at <= at) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}

@@ -1,6 +1,5 @@
 import {
   createSolanaRpc,
-  isAddress,
   signature as toSignature,
   type Blockhash,
   type GetAccountInfoApi,
@@ -17,6 +16,7 @@ import {
   USDC_DEVNET,
   USDC_MAINNET,
   atomicToUsd,
+  isBase58OfLength,
   usdToAtomic,
   type PaymentRequirements,
   type Service,
@@ -32,6 +32,7 @@ import {
   limitOf,
   originOf,
   used,
+  SettledSpends,
   type ApproveHook,
   type BudgetCap,
   type PaymentApproval,
@@ -220,6 +221,8 @@ export interface ReserveContext {
 }
 
 const newId = () => randomHex(12);
+/** A Solana address: base58 of 32 bytes (as @solana/kit's isAddress, without its BigInt arithmetic each payment). */
+const isAddress = (text: string) => isBase58OfLength(text, 32);
 const atomic = (text: string | undefined) => (text !== undefined && /^\d{1,30}$/.test(text) ? BigInt(text) : undefined);
 
 /** A payment session's deposit held against the budgets: holdDeposit. */
@@ -265,8 +268,9 @@ export class SpendLog implements Payments {
   readonly #pending = new Map<SentPayment, Reservation>();
   readonly #spent = new Map<string, bigint>();
   #spentTotal = 0n;
-  /** Receipts (net of refunds, at their time) and reservations held: what the caps count. */
-  readonly #spends = new Set<Spend>();
+  /** What the caps count: receipts (net of refunds, at their time), and the reservations and deposits held. */
+  readonly #settled: SettledSpends;
+  readonly #held = new Set<Spend>();
 
   readonly #perCall: bigint | undefined;
   readonly #caps: Cap[];
@@ -308,6 +312,7 @@ export class SpendLog implements Payments {
     this.#perCall =
       options.maxPerCallUsd === false ? undefined : usdOption('maxPerCallUsd', options.maxPerCallUsd ?? '1');
     this.#caps = capsOf(options);
+    this.#settled = new SettledSpends(this.#caps.flatMap((cap) => (cap.windowMs === undefined ? [] : [cap.windowMs])));
     this.#payTo = options.allowedPayTo ? new Set(options.allowedPayTo) : undefined;
     this.onApprove = options.onApprove;
     this.#store = options.store;
@@ -347,9 +352,14 @@ export class SpendLog implements Payments {
     );
     if (!caps.length) return undefined;
     const least = caps
-      .map((cap) => cap.amount - used(cap, service ?? '', undefined, this.#spends, now))
+      .map((cap) => cap.amount - this.#used(cap, service ?? '', undefined, now))
       .reduce((a, b) => (a < b ? a : b));
     return atomicToUsd(least < 0n ? 0n : least);
+  }
+
+  /** What `cap` counts for a payment to (service, origin) at `now`: settled spends and what is held. */
+  #used(cap: Cap, service: string, origin: string | undefined, now: number): bigint {
+    return this.#settled.used(cap, service, origin, now) + used(cap, service, origin, this.#held, now);
   }
 
   /** Why `amount` would break a budget, if it would: of several, the one with the least left. */
@@ -365,7 +375,7 @@ export class SpendLog implements Payments {
     if (perCall && this.#perCall !== undefined) consider('perCall', 'per-call', this.#perCall, 0n);
     for (const cap of this.#caps) {
       if (applies(cap, service, origin))
-        consider(cap.limit, describe(cap, service, origin), cap.amount, used(cap, service, origin, this.#spends, now));
+        consider(cap.limit, describe(cap, service, origin), cap.amount, this.#used(cap, service, origin, now));
     }
     if (!worst) return undefined;
     const { left: _, ...breach } = worst;
@@ -413,13 +423,13 @@ export class SpendLog implements Payments {
   /** A reservation held in memory: a new one, or one a store's records left open. */
   #open(id: string, service: string, amount: bigint, context: ReserveContext, persisted: Promise<void>): Reservation {
     const spend: Spend = { service, origin: context.origin || undefined, amount };
-    this.#spends.add(spend);
+    this.#held.add(spend);
     let open = true;
     let pending: SentPayment | undefined;
     const close = () => {
       if (!open) throw new AgentEconomyError('this payment was already settled or released');
       open = false;
-      this.#spends.delete(spend);
+      this.#held.delete(spend);
       if (pending) this.#pending.delete(pending);
     };
     const at = () => new Date().toISOString();
@@ -484,7 +494,7 @@ export class SpendLog implements Payments {
     const breach = this.breach(service, amount, origin, false);
     if (breach) return breach;
     const held: Spend = { service, origin, amount };
-    this.#spends.add(held);
+    this.#held.add(held);
     let open = true;
     return {
       allows: (price) => open && price <= held.amount && (this.#perCall === undefined || price <= this.#perCall),
@@ -501,7 +511,7 @@ export class SpendLog implements Payments {
       },
       release: () => {
         open = false;
-        this.#spends.delete(held);
+        this.#held.delete(held);
       },
     };
   }
@@ -514,7 +524,7 @@ export class SpendLog implements Payments {
     this.#spent.set(receipt.service, (this.#spent.get(receipt.service) ?? 0n) + spent);
     this.#spentTotal += spent;
     const at = Date.parse(receipt.at);
-    this.#spends.add({
+    this.#settled.add({
       service: receipt.service,
       origin: receipt.origin,
       amount: spent,
