@@ -198,10 +198,9 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
       });
       await inside;
       const outside = db.insertInto('demo_entries').values({ id: 'outside', amount: 2n }).execute();
-      const duplicate = db
-        .insertInto('demo_entries')
-        .values({ id: 'outside', amount: 3n })
-        .execute()
+      // Sent once the first has landed: on PostgreSQL the two would race on two connections, either one first.
+      const duplicate = outside
+        .then(() => db.insertInto('demo_entries').values({ id: 'outside', amount: 3n }).execute())
         .catch((error: unknown) => error);
       await new Promise((resolve) => setTimeout(resolve, 50));
       release();
