@@ -3,7 +3,13 @@
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { SOLANA_DEVNET, USDC_DEVNET, type X402FacilitatorRequest } from '@agent-economy/contracts';
-import { createClient, PaymentRequiredError, walletFromSecretKey } from '@agent-economy/sdk';
+import {
+  createClient,
+  createPayments,
+  PaymentRequiredError,
+  walletFromSecretKey,
+  type SpendRecord,
+} from '@agent-economy/sdk';
 import { createKeyPairSignerFromBytes, createSolanaRpc } from '@solana/kit';
 import { wrapFetchWithPayment, x402Client, x402HTTPClient } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
@@ -169,7 +175,50 @@ async function payments(): Promise<Row[]> {
   return rows;
 }
 
-const benchmarks: Record<string, () => Promise<Row[]>> = { education, payments };
+/**
+ * The SDK's budget check with a long spend log: hourly, daily and total caps over 1,000 to 100,000 receipts of the
+ * last three days (loaded from a store, as an agent restarted with its log). The check should not grow with the log.
+ */
+async function budgets(): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const count of [1_000, 10_000, 100_000]) {
+    const now = Date.now();
+    const records: SpendRecord[] = [];
+    for (let i = 0; i < count; i++) {
+      const at = new Date(now - Math.floor((i * 3 * 86_400_000) / count) - 1_000).toISOString();
+      const id = `r${i}`;
+      const receipt = {
+        service: 'education',
+        route: 'POST /api/lesson',
+        amount: '50000',
+        amountUsd: '0.05',
+        asset: USDC_DEVNET,
+        network: SOLANA_DEVNET,
+        payTo: 'seller',
+        payer: 'payer',
+        transaction: `tx${i}`,
+        at,
+      };
+      records.push({ type: 'reserve', id, at, service: 'education', origin: '', payTo: 'seller', amount: '50000' });
+      records.push({ type: 'receipt', id, at, receipt });
+    }
+    const payments = createPayments({
+      maxPerHourUsd: '1000000',
+      maxPerDayUsd: '1000000',
+      maxTotalUsd: '1000000',
+      store: { load: async () => records, append: async () => undefined },
+    });
+    await payments.ready();
+    rows.push(
+      await measure(`SDK budget check (remainingUsd, 3 caps) with ${count} receipts`, 2_000, () =>
+        payments.remainingUsd(),
+      ),
+    );
+  }
+  return rows;
+}
+
+const benchmarks: Record<string, () => Promise<Row[]>> = { education, payments, budgets };
 
 // `throughput` prints its own table (rows with their concurrency, then the ratios of this run).
 if (process.argv.slice(2).includes('throughput')) {
