@@ -139,6 +139,68 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
     }
   });
 
+  it('reads answers as they are: multibyte text, long values, arrays, rows changed and the error’s fields', async () => {
+    // PGlite's answers are read from PostgreSQL's wire protocol by the database thread itself (pglite-thread.mjs).
+    const database = await testDatabase();
+    try {
+      const db = database.db;
+      await sql`create table demo_text (id text primary key, body text not null, tags text[])`.execute(db);
+      const accents = 'é 🐢 漢字 ß — "quoted" \\ back\nslash';
+      // 600 KB: an answer longer than the thread's first read of it, so it arrives in several pieces.
+      const long = 'x'.repeat(200_000) + '€'.repeat(100_000) + 'y';
+      await db
+        .insertInto('demo_text' as never)
+        .values([
+          { id: 'a', body: accents, tags: sql`array['un', 'deux', ${accents}]` },
+          { id: 'b', body: long, tags: null },
+          { id: 'c', body: '', tags: sql`array[]::text[]` },
+        ] as never)
+        .execute();
+      const rows = (
+        await sql<{ id: string; body: string; tags: string[] | null; ünïcode: number }>`
+        select id, body, tags, 1 as "ünïcode" from demo_text order by id`.execute(db)
+      ).rows;
+      expect(rows.map((r) => [r.id, r.body.length, r.tags, r['ünïcode']])).toEqual([
+        ['a', accents.length, ['un', 'deux', accents], 1],
+        ['b', long.length, null, 1],
+        ['c', 0, [], 1],
+      ]);
+      expect(rows[0]!.body).toBe(accents);
+      expect(rows[1]!.body).toBe(long);
+      // The same text again (a prepared statement by now) with a parameter that takes many bytes.
+      for (let run = 0; run < 3; run++) {
+        const found = await sql<{ id: string }>`select id from demo_text where body = ${long}`.execute(db);
+        expect(found.rows).toEqual([{ id: 'b' }]);
+      }
+      const updated = await db
+        .updateTable('demo_text' as never)
+        .set({ body: 'changed' } as never)
+        .where('id' as never, 'in', ['a', 'c'] as never)
+        .executeTakeFirst();
+      expect(updated.numUpdatedRows).toBe(2n);
+      const none = await db
+        .deleteFrom('demo_text' as never)
+        .where('id' as never, '=', 'nobody' as never)
+        .executeTakeFirst();
+      expect(none.numDeletedRows).toBe(0n);
+      const duplicate = await db
+        .insertInto('demo_text' as never)
+        .values({ id: 'a', body: 'again' } as never)
+        .execute()
+        .catch((error: unknown) => error);
+      expect(duplicate).toMatchObject({
+        code: '23505',
+        constraint: 'demo_text_pkey',
+        table: 'demo_text',
+        detail: 'Key (id)=(a) already exists.',
+        severity: 'ERROR',
+      });
+      expect((duplicate as Error).message).toBe('duplicate key value violates unique constraint "demo_text_pkey"');
+    } finally {
+      await database.close();
+    }
+  });
+
   it('rolls back a failed transaction and serializes concurrent ones', async () => {
     const database = await testDatabase();
     try {
