@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployments, serviceApps, type DeploymentId } from '../servers/src/services';
 import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
+import { mulberry32 } from '../servers/src/upstream/market/random';
 
 // Contract-driven fuzzing: every route of every service `npm start` mounts (whatever serviceApps holds
 // now), on one economy, gets malformed bodies, wrong types, missing fields, junk headers, odd path
@@ -13,18 +14,6 @@ import { startService, type RunningService } from './support/servers';
 
 const SEED = 0x5eed;
 const CASES_PER_ROUTE = 8;
-
-/** mulberry32: a small deterministic PRNG. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Case {
   name: string;
@@ -188,7 +177,7 @@ const served = deployments.filter((d) => serviceApps[d.id as DeploymentId]);
 describe.each(served.map((d) => [d.id, d] as const))('%s', (id: string, service: ServiceDefinition) => {
   it('answers malformed requests with a 4xx in its error shape, and charges nothing', async () => {
     const target = running.get(id)!;
-    const random = prng(SEED ^ [...id].reduce((h, c) => Math.imul(h, 31) + c.charCodeAt(0), 7));
+    const random = mulberry32(SEED ^ [...id].reduce((h, c) => Math.imul(h, 31) + c.charCodeAt(0), 7));
     const buyerBefore = economy.ledger.tokenBalance(economy.buyer.address);
     const feesBefore = economy.ledger.lamports(economy.feePayer.address);
     const settledBefore = await economy.facilitator.database.db

@@ -1,20 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DAY_MS, HOUR_MS, SettledSpends, used, type Cap, type Spend } from '../sdk/src/payments/budgets';
+import { mulberry32 } from '../servers/src/upstream/market/random';
 
 // The spend log sums settled spends per cap without reading every receipt (SettledSpends): each check must give
 // exactly what the plain sum over every receipt gives, whatever the order receipts arrive in and however the clock
 // moves. A seeded generator, so a failure names a case that can be run again.
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SERVICES = ['education', 'gas', 'intel'];
 const ORIGINS = ['http://127.0.0.1:4001', 'http://127.0.0.1:4002', undefined];
@@ -33,7 +23,7 @@ const CAPS: Cap[] = [
 describe('budget sums without reading every receipt', () => {
   for (const seed of [1, 2, 3, 4, 5]) {
     it(`equal the plain sum over every receipt (seed ${seed})`, () => {
-      const next = random(seed);
+      const next = mulberry32(seed);
       const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
       const sums = new SettledSpends(CAPS.flatMap((cap) => (cap.windowMs ? [cap.windowMs] : [])));
       const all: Spend[] = [];
