@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import axios, { AxiosHeaders } from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usdToAtomic } from '@agent-economy/contracts';
 import {
@@ -777,6 +778,50 @@ describe('paid through the economy', () => {
     expect(stats.topCapabilities).toEqual([
       { capability: 'fee-estimation', modules: 1 },
       { capability: 'transaction-landing', modules: 1 },
+    ]);
+  });
+
+  it('a trader who buys and lists in turn pays each listing fee up front to the market, never to the last seller', async () => {
+    // The SDK pays a fixed-price route up front on the terms it last accepted: this route's own (the market's wallet),
+    // not the service's last quote (a purchase, payable to a module's seller), which the market would refuse.
+    const trader = await signer();
+    await economy.ledger.mintTo(trader.address, usdToAtomic('2'));
+    const instance = axios.create();
+    const seen: { path: string; paid: boolean; status: number }[] = [];
+    instance.interceptors.response.use((response) => {
+      seen.push({
+        path: new URL(response.config.url!).pathname,
+        paid: typeof AxiosHeaders.from(response.config.headers).get('payment-signature') === 'string',
+        status: response.status,
+      });
+      return response;
+    });
+    const client = createClient({
+      baseUrls: { 'knowledge-market': paidMarket.url },
+      wallet: trader,
+      axios: instance,
+      payments: { rpcUrl: economy.rpcUrl, sessions: false },
+      maxRetries: 0,
+    });
+    const listing = (n: number) => ({
+      body: { ...baseModule, title: `Trader notes ${n}`, content: `trader content ${n}`, priceUsd: '0.05' },
+    });
+    const offered = await paying(seller).knowledgeMarket.publish({
+      body: { ...baseModule, title: 'Sold to the trader', content: 'sold content', priceUsd: '0.2' },
+    });
+    const marketWallet = paidMarket.context.wallet.address;
+    const [marketStart, sellerStart, traderStart] = [marketWallet, seller.address, trader.address].map(balance);
+
+    await client.knowledgeMarket.publish(listing(1));
+    await client.knowledgeMarket.purchase({ params: { moduleId: offered.id }, body: {} });
+    seen.length = 0;
+    await client.knowledgeMarket.publish(listing(2));
+    // One request, paid up front, accepted: no payment refused on the seller's terms, no 402 round trip.
+    expect(seen).toEqual([{ path: '/api/modules', paid: true, status: 201 }]);
+    expect([marketWallet, seller.address, trader.address].map(balance)).toEqual([
+      marketStart! + 20_000n,
+      sellerStart! + 200_000n,
+      traderStart! - 220_000n,
     ]);
   });
 });

@@ -344,7 +344,8 @@ async function prepay(
 ): Promise<(Delivery & { requirements: PaymentRequirements }) | { declined: PaymentRequirements } | undefined> {
   if (!spendLog.prepay || spendLog.noPrepay.has(keys.route)) return undefined;
   const price = (call.route.metadata as RouteMeta | undefined)?.payment;
-  const terms = spendLog.terms.get(keys.service);
+  // The route's own terms when it was quoted before, else the service's (a route not paid yet).
+  const terms = spendLog.routeTerms.get(keys.route) ?? spendLog.terms.get(keys.service);
   if (price?.kind !== 'fixed' || !terms) return undefined;
   // The deployment's price for this route when it has quoted one, else the contract's.
   const amount = spendLog.routePrices.get(keys.route) ?? usdToAtomic(price.usd).toString();

@@ -301,6 +301,11 @@ export class SpendLog implements Payments {
    */
   readonly terms = new Map<string, PaymentRequirements>();
   /**
+   * A route's own terms from its last quote, by service, origin and route: a service may pay different wallets by
+   * route (the knowledge market: its listing fee to itself, a module's price to the module's seller).
+   */
+  readonly routeTerms = new Map<string, PaymentRequirements>();
+  /**
    * The amount last quoted per route, by service, origin and route: the deployment's price, which may differ from the
    * contract's.
    */
@@ -743,14 +748,19 @@ export class SpendLog implements Payments {
     this.#blockhash = undefined;
   }
 
-  /** Remembers a service's standing terms and the route's price from a requirement it quoted and we accepted. */
+  /** Remembers a service's standing terms, the route's own and its price, from a quoted requirement we accepted. */
   remember(key: { service: string; route: string }, requirements: PaymentRequirements): void {
     this.routePrices.set(key.route, requirements.amount);
     const extra = Object.fromEntries(
       Object.entries(requirements.extra ?? {}).filter(([name]) => !PER_QUOTE_EXTRA.includes(name)),
     );
     // A seller memo is an invoice for one request: a service that uses them cannot be paid ahead.
-    if (typeof requirements.extra?.memo === 'string') this.terms.delete(key.service);
-    else this.terms.set(key.service, { ...requirements, extra });
+    if (typeof requirements.extra?.memo === 'string') {
+      this.terms.delete(key.service);
+      this.routeTerms.delete(key.route);
+    } else {
+      this.terms.set(key.service, { ...requirements, extra });
+      this.routeTerms.set(key.route, { ...requirements, extra });
+    }
   }
 }
