@@ -71,6 +71,20 @@ export function applies(cap: Cap, service: string, origin: string | undefined): 
   return true;
 }
 
+/** Whether `cap`, checked for a payment to (service, origin), counts money spent with `spent`'s service and origin. */
+function counts(
+  cap: Cap,
+  service: string,
+  origin: string | undefined,
+  spent: { service: string; origin: string | undefined },
+): boolean {
+  if (cap.service !== undefined && spent.service !== cap.service) return false;
+  if (cap.origin !== undefined && spent.origin !== cap.origin) return false;
+  if (cap.each === 'service' && spent.service !== service) return false;
+  if (cap.each === 'origin' && spent.origin !== origin) return false;
+  return true;
+}
+
 /** What the cap has counted so far for a payment to (service, origin), at `now`. */
 export function used(
   cap: Cap,
@@ -82,10 +96,7 @@ export function used(
   let sum = 0n;
   const since = cap.windowMs === undefined ? undefined : now - cap.windowMs;
   for (const spend of spends) {
-    if (cap.service !== undefined && spend.service !== cap.service) continue;
-    if (cap.origin !== undefined && spend.origin !== cap.origin) continue;
-    if (cap.each === 'service' && spend.service !== service) continue;
-    if (cap.each === 'origin' && spend.origin !== origin) continue;
+    if (!counts(cap, service, origin, spend)) continue;
     if (since !== undefined && spend.at !== undefined && spend.at <= since) continue;
     sum += spend.amount;
   }
@@ -203,10 +214,7 @@ export class SettledSpends {
   used(cap: Cap, service: string, origin: string | undefined, now: number): bigint {
     let sum = 0n;
     for (const pair of this.#pairs.values()) {
-      if (cap.service !== undefined && pair.service !== cap.service) continue;
-      if (cap.origin !== undefined && pair.origin !== cap.origin) continue;
-      if (cap.each === 'service' && pair.service !== service) continue;
-      if (cap.each === 'origin' && pair.origin !== origin) continue;
+      if (!counts(cap, service, origin, pair)) continue;
       sum += cap.windowMs === undefined ? pair.lifetime : this.#inWindow(pair, cap.windowMs, now);
     }
     return sum;

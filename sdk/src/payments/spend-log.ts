@@ -759,8 +759,9 @@ export class SpendLog implements Payments {
       this.terms.delete(key.service);
       this.routeTerms.delete(key.route);
     } else {
-      this.terms.set(key.service, { ...requirements, extra });
-      this.routeTerms.set(key.route, { ...requirements, extra });
+      const terms = { ...requirements, extra };
+      this.terms.set(key.service, terms);
+      this.routeTerms.set(key.route, terms);
     }
   }
 }
