@@ -1,5 +1,11 @@
 import { SOLANA_DEVNET, USDC_DEVNET, base58Encode, type PaymentRequirements } from '@agent-economy/contracts';
-import { PermissionDeniedError, UnprocessableEntityError, createClient, walletFromSecretKey } from '@agent-economy/sdk';
+import {
+  PermissionDeniedError,
+  RateLimitError,
+  UnprocessableEntityError,
+  createClient,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { createSolanaRpc, getBase64Decoder, getTransactionDecoder, getTransactionEncoder } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { facilitatorClient } from '../servers/src/runtime/facilitator-client';
@@ -219,6 +225,65 @@ describe('settle caps, per kind and per payer', () => {
     });
     expect(charged.success).toBe(true);
     expect(economy.ledger.tokenBalance(payers[2]!.address)).toBe(999n);
+  });
+});
+
+describe('a buyer at the per-payer settle cap, through the SDK', () => {
+  // Two settlements from one payer per 2 s window: the third waits for the window to move on.
+  let capped: Economy;
+  beforeAll(async () => {
+    capped = await startEconomy({ facilitator: { settleCaps: { perPayer: 2, windowSeconds: 2 } } });
+  });
+  afterAll(async () => {
+    await capped?.close();
+  });
+
+  it('is told 429 with Retry-After and charged nothing; with retries the SDK waits and pays anew, once', async () => {
+    const wallet = generateWallet();
+    await capped.ledger.mintTo(wallet.address, 1_000_000n);
+    const seller = capped.education.context.wallet.address;
+    const signer = await walletFromSecretKey(wallet.secretKey);
+    const options = (maxRetries: number) => ({
+      baseUrls: { education: capped.education.url },
+      wallet: signer,
+      maxRetries,
+      payments: { rpcUrl: capped.rpcUrl, sessions: false as const },
+    });
+    const lesson = { body: { courseId: 'rag', lessonId: 'chunking' } } as const;
+    const impatient = createClient(options(0));
+    const first = await impatient.education.lesson.withResponse(lesson);
+    const price = BigInt(first.payment!.amount);
+    await impatient.education.lesson(lesson);
+    const sellerBefore = capped.ledger.tokenBalance(seller);
+
+    const refused = await impatient.education.lesson(lesson).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RateLimitError);
+    expect((refused as RateLimitError).status).toBe(429);
+    expect((refused as RateLimitError).code).toBe('payer_settle_cap_exceeded');
+    const wait = Number((refused as RateLimitError).headers['retry-after']);
+    expect(wait).toBeGreaterThanOrEqual(1);
+    expect(wait).toBeLessThanOrEqual(2);
+    expect((refused as RateLimitError).receipt).toBeUndefined();
+    // Nothing moved and nothing stays reserved: two lessons paid, the third neither charged nor counted as spent.
+    expect(capped.ledger.tokenBalance(wallet.address)).toBe(1_000_000n - 2n * price);
+    expect(capped.ledger.tokenBalance(seller)).toBe(sellerBefore);
+    expect(impatient.payments.receipts).toHaveLength(2);
+    expect(impatient.payments.pending).toHaveLength(0);
+
+    // A client that retries waits out the window and pays once more: one new settlement, one new receipt.
+    const patient = createClient(options(2));
+    const third = await patient.education.lesson.withResponse(lesson);
+    expect(third.payment?.amount).toBe(price.toString());
+    expect(capped.ledger.tokenBalance(wallet.address)).toBe(1_000_000n - 3n * price);
+    expect(capped.ledger.tokenBalance(seller)).toBe(sellerBefore + price);
+    expect(patient.payments.receipts).toHaveLength(1);
+    const settled = await capped.facilitator.database.db
+      .selectFrom('facilitator_settlements')
+      .select(({ fn }) => fn.countAll<string>().as('n'))
+      .where('payer', '=', wallet.address)
+      .where('status', '=', 'settled')
+      .executeTakeFirstOrThrow();
+    expect(Number(settled.n)).toBe(3);
   });
 });
 

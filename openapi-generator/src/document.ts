@@ -33,6 +33,9 @@ const STATUS_TEXT: Record<string, string> = {
   '503': 'Settlement or a dependency is unavailable: nothing was charged; retry after the Retry-After header',
 };
 
+const PAID_429_TEXT =
+  'Rate limited, or the payment facilitator is at a settlement cap (global_settle_cap_exceeded, seller_settle_cap_exceeded, payer_settle_cap_exceeded): nothing was charged; pay again after the Retry-After header';
+
 /** x402 wire routes answer errors in the x402 shape the route declares, not the envelope. */
 const X402_STATUS_TEXT: Record<string, string> = {
   '400':
@@ -178,7 +181,9 @@ function decorate(service: ServiceDefinition, key: string, route: AppRoute, oper
     response.description =
       meta.wire === 'x402' && code >= 400
         ? (X402_STATUS_TEXT[status] ?? response.description)
-        : (STATUS_TEXT[status] ?? response.description);
+        : paid && code === 429
+          ? PAID_429_TEXT
+          : (STATUS_TEXT[status] ?? response.description);
     if (code >= 400 && meta.wire !== 'x402')
       response.content = { 'application/json': { schema: errorSchema(code, paid, meta.settle === 'first') } };
     if (code === 402) {

@@ -46,7 +46,7 @@ export interface TransportSettings {
   axios?: AxiosInstance;
 }
 
-const MAX_RETRY_AFTER_MS = 60_000;
+export const MAX_RETRY_AFTER_MS = 60_000;
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 /** Wait before retry n (0-based): 0.5 s doubling to 8 s, minus up to 25 % jitter so clients spread out. */

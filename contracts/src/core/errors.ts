@@ -101,8 +101,13 @@ export const standardErrors = {
   500: ErrorEnvelope,
 } as const;
 
-/** Added to paid routes: 402 with the x402 quote in the PAYMENT-REQUIRED header; 503 when settlement is unreachable. */
+/**
+ * Added to paid routes: 402 with the x402 quote in the PAYMENT-REQUIRED header; 429 when the facilitator is at a
+ * settlement cap (code global_, seller_ or payer_settle_cap_exceeded, nothing charged, Retry-After); 503 when
+ * settlement is unreachable.
+ */
 export const paymentErrors = {
   402: ErrorEnvelope,
+  429: ErrorEnvelope,
   503: ErrorEnvelope,
 } as const;

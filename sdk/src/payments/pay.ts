@@ -23,9 +23,19 @@ import {
   PaymentOutcomeUnknownError,
   PaymentRefusedError,
   PaymentRequiredError,
+  RateLimitError,
   UserAbortError,
 } from '../errors';
-import { send, type HttpRequest, type HttpResponse, type RequestOptions, type TransportSettings } from '../http';
+import {
+  MAX_RETRY_AFTER_MS,
+  retryAfterMs,
+  send,
+  sleep,
+  type HttpRequest,
+  type HttpResponse,
+  type RequestOptions,
+  type TransportSettings,
+} from '../http';
 import type { Signer } from '../wallet';
 import { buildExactSvmTransaction, lifetimeHint, type BuiltPayment, type Lifetime } from './exact-svm';
 import { checkChain, checkFunds, requireRpcUrl } from './preflight';
@@ -430,6 +440,26 @@ export async function sendPaying(spendLog: SpendLog, call: PaidCall): Promise<Ht
   const keys: Keys = { service, origin, paymentId, route: `${service} ${label}`, label };
   // Budgets count what earlier runs spent: the store is read before the first payment.
   await spendLog.ready();
+  const retries = call.options.maxRetries ?? call.settings.maxRetries;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await payOnce(spendLog, call, keys);
+    } catch (error) {
+      // The facilitator at a settlement cap charged nothing (the reservation is released): wait as asked and pay anew,
+      // on a fresh blockhash, as for any 429. onApprove is asked again: it is another signed payment.
+      const capped = error instanceof RateLimitError && SETTLE_CAPS.has(error.code) && !error.receipt;
+      const wait = capped ? retryAfterMs(error.headers) : undefined;
+      if (wait === undefined || wait > MAX_RETRY_AFTER_MS || attempt >= retries) throw error;
+      await sleep(wait, call.options.signal);
+    }
+  }
+}
+
+/** The facilitator's per-minute settlement caps: a payment refused 429 for one of them was not charged. */
+const SETTLE_CAPS = new Set(['global_settle_cap_exceeded', 'seller_settle_cap_exceeded', 'payer_settle_cap_exceeded']);
+
+async function payOnce(spendLog: SpendLog, call: PaidCall, keys: Keys): Promise<HttpResponse> {
+  const { origin, paymentId, label } = keys;
 
   let demand: PaymentRequiredError;
   const prepaid = await prepay(spendLog, call, keys);

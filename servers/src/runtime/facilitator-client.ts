@@ -21,6 +21,11 @@ export class FacilitatorUnavailable extends Error {
   }
 }
 
+/** A verdict the facilitator answered 429 (a settlement cap: nothing was charged): when to present a payment again. */
+interface Busy {
+  retryAfterSeconds?: number;
+}
+
 const VERIFY_TIMEOUT_MS = 15_000;
 // Settlement waits for confirmation (up to 30 s on a cluster), so it gets more room than verification.
 export const SETTLE_TIMEOUT_MS = 45_000;
@@ -44,7 +49,7 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     timeoutMs: number,
     body?: unknown,
     accept?: (value: unknown) => value is T,
-  ): Promise<T> {
+  ): Promise<T & Busy> {
     // A facilitator served by this very process (npm start) is called directly: the same validation, rules, records
     // and answers, without loopback HTTP, the fetch client, or the signature and its check (http/in-process.ts). It
     // has the same time limit: a claim's lease counts on a settle call ending within SETTLE_TIMEOUT_MS (paywall.ts).
@@ -89,11 +94,15 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     value: unknown,
     retryAfterHeader: string | undefined,
     accept?: (value: unknown) => value is T,
-  ): T {
-    // A 400 from the facilitator still carries an x402 verdict (the payload was malformed): use it.
-    if (status < 500 && accept?.(value)) return value;
-    if (status >= 200 && status < 300 && !accept) return value as T;
+  ): T & Busy {
     const retryAfter = Number(retryAfterHeader);
+    // A 400 from the facilitator still carries an x402 verdict (the payload was malformed): use it. A 429 verdict
+    // (a settlement cap) keeps its Retry-After beside it, for the paywall to pass on.
+    if (status < 500 && accept?.(value))
+      return status === 429
+        ? { ...value, retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) : 5 }
+        : (value as T & Busy);
+    if (status >= 200 && status < 300 && !accept) return value as T & Busy;
     throw new FacilitatorUnavailable(
       `the facilitator answered ${path} with HTTP ${status}`,
       Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) : 5,

@@ -165,7 +165,7 @@ export interface VerifiedPayment {
 }
 
 export interface Refusal {
-  status: 402 | 503;
+  status: 402 | 429 | 503;
   code: string;
   message: string;
   reason?: string;
@@ -361,7 +361,7 @@ interface Paid {
 }
 
 export const refusalOf = (
-  status: 402 | 503,
+  status: Refusal['status'],
   code: string,
   message: string,
   extra: Omit<Refusal, 'status' | 'code' | 'message'> = {},
@@ -911,7 +911,7 @@ async function keepAnswer(p: Paid, held: HeldAnswer, receipt: string): Promise<v
  */
 async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | { refusal: Refusal }> {
   const { requirements, logger, requestId } = p.options;
-  let settlement: X402SettleResponse;
+  let settlement: Awaited<ReturnType<FacilitatorClient['settle']>>;
   try {
     settlement = await p.facilitator.settle(p.request);
     // A confirmation not seen in time: ask once more, which makes the facilitator look for it again.
@@ -997,6 +997,18 @@ async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | 
   await release(p).catch((error: unknown) =>
     logger.error({ requestId, err: error }, 'failed payment claim not released'),
   );
+  // The facilitator is at one of its settlement caps (per minute: in all, to this seller, from this payer): rate
+  // limited, not refused, so the buyer waits the Retry-After and pays again rather than giving up.
+  if (settlement.retryAfterSeconds !== undefined) {
+    return {
+      refusal: refusalOf(
+        429,
+        settlement.errorReason ?? 'rate_limited',
+        `The payment facilitator is at a settlement limit (${settlement.errorMessage ?? settlement.errorReason}); nothing was charged and the request was not served. Pay again after ${settlement.retryAfterSeconds} s`,
+        { retryAfterSeconds: settlement.retryAfterSeconds, extraHeaders },
+      ),
+    };
+  }
   return {
     refusal: refusalOf(
       402,
