@@ -11,6 +11,7 @@ import {
   PermissionDeniedError,
   UnprocessableEntityError,
   createClient,
+  sessionsOf,
   walletFromSecretKey,
   type Signer,
 } from '@agent-economy/sdk';
@@ -676,7 +677,8 @@ describe('paid through the economy', () => {
     let negotiationUrl = '';
     paidMarket = await economy.startPaidService(
       (c) => createKnowledgeMarketApp(c, { negotiationUrl: () => negotiationUrl }),
-      { id: 'knowledge-market' },
+      // Offers payment sessions beside exact, as under npm start.
+      { id: 'knowledge-market', sessions: {} },
     );
     paidNegotiation = await economy.startPaidService(
       (c) =>
@@ -823,6 +825,56 @@ describe('paid through the economy', () => {
       sellerStart! + 200_000n,
       traderStart! - 220_000n,
     ]);
+  });
+  it('a trader paying the market by vouchers buys modules by transaction to their sellers, never by voucher', async () => {
+    // A session with the market pays its own fixed-price routes (the listing fee). A purchase is priced per module
+    // and paid to the module's seller: a voucher to the market for the last purchase's price would be refused.
+    const trader = await signer();
+    const other = await signer();
+    await Promise.all([trader, other].map((w) => economy.ledger.mintTo(w.address, usdToAtomic('2'))));
+    const instance = axios.create();
+    const refused: string[] = [];
+    instance.interceptors.response.use((response) => {
+      const paid = typeof AxiosHeaders.from(response.config.headers).get('payment-signature') === 'string';
+      if (paid && response.status >= 400) refused.push(`${response.status} ${new URL(response.config.url!).pathname}`);
+      return response;
+    });
+    const client = createClient({
+      baseUrls: { 'knowledge-market': paidMarket.url, facilitator: economy.facilitator.url },
+      wallet: trader,
+      axios: instance,
+      payments: { rpcUrl: economy.rpcUrl, sessions: { after: 2, depositUsd: '0.5' } },
+      maxRetries: 0,
+    });
+    const listing = (n: number) => ({
+      body: { ...baseModule, title: `Session trader notes ${n}`, content: `session trader ${n}`, priceUsd: '0.05' },
+    });
+    const [cheap, dear] = await Promise.all([
+      paying(seller).knowledgeMarket.publish({
+        body: { ...baseModule, title: 'Cheap module', content: 'cheap content', priceUsd: '0.1' },
+      }),
+      paying(other).knowledgeMarket.publish({
+        body: { ...baseModule, title: 'Dear module', content: 'dear content', priceUsd: '0.3' },
+      }),
+    ]);
+    await client.knowledgeMarket.publish(listing(1));
+    await client.knowledgeMarket.publish(listing(2));
+    for (let i = 0; i < 200 && !sessionsOf(client.payments).open.length; i++) await new Promise((r) => setTimeout(r, 50));
+    const [session] = sessionsOf(client.payments).open;
+    expect(session?.depositAtomic).toBe('500000');
+    const [sellerStart, otherStart] = [balance(seller.address), balance(other.address)];
+
+    const first = await client.knowledgeMarket.purchase.withResponse({ params: { moduleId: cheap.id }, body: {} });
+    const third = await client.knowledgeMarket.publish.withResponse(listing(3));
+    const second = await client.knowledgeMarket.purchase.withResponse({ params: { moduleId: dear.id }, body: {} });
+    expect(refused).toEqual([]);
+    expect([first.payment, second.payment].map((p) => [p?.amount, p?.payTo, !!p?.transaction, p?.session])).toEqual([
+      ['100000', seller.address, true, undefined],
+      ['300000', other.address, true, undefined],
+    ]);
+    expect(third.payment).toMatchObject({ amount: '10000', session: { channelId: session!.channelId } });
+    expect([balance(seller.address), balance(other.address)]).toEqual([sellerStart! + 100_000n, otherStart! + 300_000n]);
+    await client.close();
   });
 });
 

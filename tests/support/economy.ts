@@ -7,6 +7,7 @@ import type { Express } from 'express';
 import type { Reasoner } from '../../servers/src/ai';
 import type { Logger } from '../../servers/src/runtime/logger';
 import type { ServiceContext } from '../../servers/src/runtime/context';
+import type { SessionPaywallOptions } from '../../servers/src/runtime/paywall-session';
 import { startService, testDatabase, type RunningService } from './servers';
 
 export interface Economy {
@@ -28,7 +29,7 @@ export interface Economy {
    */
   startPaidService(
     factory: (context: ServiceContext) => Promise<Express>,
-    options: { id: string; reasoner?: Reasoner; sol?: boolean },
+    options: { id: string; reasoner?: Reasoner; sol?: boolean; sessions?: SessionPaywallOptions },
   ): Promise<RunningService>;
   close(): Promise<void>;
 }
@@ -86,11 +87,11 @@ export async function startEconomy(
     education,
     buyer,
     sellers,
-    async startPaidService(factory, options) {
+    async startPaidService(factory, { sessions, ...options }) {
       const service = await startService(factory, {
         ...options,
         rpcUrl: rpc.url,
-        paywall: { feePayer: feePayer.address, facilitatorUrl: facilitator.url },
+        paywall: { feePayer: feePayer.address, facilitatorUrl: facilitator.url, ...(sessions ? { sessions } : {}) },
       });
       others.push(service);
       sellers.add(service.context.wallet.address);

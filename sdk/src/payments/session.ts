@@ -115,12 +115,19 @@ class SessionManager {
     return seller;
   }
 
-  /** The route's price when the client knows it: the deployment's last quote, else the contract's fixed price. */
-  price(call: PaidCall, label: string, origin: string): bigint | undefined {
-    const quoted = this.spendLog.routePrices.get(`${call.service} ${origin} ${label}`);
-    if (quoted) return BigInt(quoted);
+  /**
+   * A fixed-price route's price (the deployment's last quote, else the contract's) when a voucher to this seller can
+   * pay it. Not a route priced per request (adaptive, tiered: another request's quote says nothing of this one's), nor
+   * one last quoted to another wallet than the session's (the knowledge market pays a module's price to its seller).
+   */
+  price(call: PaidCall, label: string, seller: Seller): bigint | undefined {
     const meta = (call.route.metadata as RouteMeta | undefined)?.payment;
-    return meta?.kind === 'fixed' ? usdToAtomic(meta.usd) : undefined;
+    if (meta?.kind !== 'fixed') return undefined;
+    const route = `${call.service} ${seller.origin} ${label}`;
+    const payTo = this.spendLog.routeTerms.get(route)?.payTo;
+    if (payTo !== undefined && seller.offer && payTo !== seller.offer.payTo) return undefined;
+    const quoted = this.spendLog.routePrices.get(route);
+    return quoted ? BigInt(quoted) : usdToAtomic(meta.usd);
   }
 
   async pay(
@@ -130,7 +137,7 @@ class SessionManager {
     const origin = new URL(call.request.url).origin;
     const seller = this.seller(call.service, origin);
     const label = `${call.route.method} ${call.route.path}`;
-    const price = this.price(call, label, origin);
+    const price = this.price(call, label, seller);
     if (seller.session && !seller.session.closing && price) {
       const turn = seller.queue.then(() => this.voucher(seller, call, price, label, true));
       seller.queue = turn.catch(() => undefined);
@@ -263,6 +270,8 @@ class SessionManager {
         void this.close(seller, s);
         return undefined;
       }
+      // Refused as a payment on other terms than this request's: nothing was taken, so it is paid another way.
+      if (error instanceof PaymentRequiredError && error.code === 'payment_invalid') return undefined;
       throw error;
     }
     const settled = decodeX402Header(response.headers[PAYMENT_RESPONSE_HEADER] ?? '') as
