@@ -859,7 +859,8 @@ describe('paid through the economy', () => {
     ]);
     await client.knowledgeMarket.publish(listing(1));
     await client.knowledgeMarket.publish(listing(2));
-    for (let i = 0; i < 200 && !sessionsOf(client.payments).open.length; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && !sessionsOf(client.payments).open.length; i++)
+      await new Promise((r) => setTimeout(r, 50));
     const [session] = sessionsOf(client.payments).open;
     expect(session?.depositAtomic).toBe('500000');
     const [sellerStart, otherStart] = [balance(seller.address), balance(other.address)];
@@ -873,7 +874,10 @@ describe('paid through the economy', () => {
       ['300000', other.address, true, undefined],
     ]);
     expect(third.payment).toMatchObject({ amount: '10000', session: { channelId: session!.channelId } });
-    expect([balance(seller.address), balance(other.address)]).toEqual([sellerStart! + 100_000n, otherStart! + 300_000n]);
+    expect([balance(seller.address), balance(other.address)]).toEqual([
+      sellerStart! + 100_000n,
+      otherStart! + 300_000n,
+    ]);
     await client.close();
   });
 });

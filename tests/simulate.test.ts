@@ -241,3 +241,47 @@ describe('npm run simulate', () => {
     expect(generateWallet().address).not.toBe(agents[0]!.address);
   });
 });
+
+describe('npm run simulate within the limits', () => {
+  // A facilitator that settles two x402 payments a payer per 5 s, and agents with a 0.25 USD budget: the run meets
+  // both limits and goes on, with nothing failed and no money out of place.
+  let economy: Economy;
+  let summary: SimulationSummary;
+  const seed = 'simulate-limits';
+  const usd = (address: string) => economy.ledger.tokenBalance(address);
+
+  beforeAll(async () => {
+    economy = await startEconomy({ facilitator: { settleCaps: { perPayer: 2, windowSeconds: 5 } } });
+    summary = await simulate({
+      deployment: {
+        rpcUrl: economy.rpcUrl,
+        faucetUrl: `${economy.rpcUrl}/faucet`,
+        network: economy.education.context.paywall.network,
+        services: { education: economy.education.url },
+      },
+      seed,
+      agents: 2,
+      keepers: 0,
+      steps: 40,
+      budgetUsd: '0.25',
+    });
+  }, 300_000);
+  afterAll(async () => economy?.close());
+
+  it('rests an agent told 429 for its Retry-After, stops paying once its budget is spent, and fails nothing', () => {
+    expect(summary.errorsByMessage).toEqual([]);
+    const held = Object.fromEntries(summary.heldBack.map((h) => [h.reason, h.count]));
+    expect(held['429 payer_settle_cap_exceeded']).toBeGreaterThan(0);
+    expect(held['its total budget spent']).toBeGreaterThan(0);
+    const { lesson, tutor } = summary.byAction;
+    // Every step counted once; the held-back ones (all of them lessons and questions) as skipped, charging nothing.
+    const counted = Object.values(summary.byAction).reduce((n, a) => n + a.ok + a.failed + a.skipped, 0);
+    expect(counted).toBe(40);
+    expect(lesson.skipped + tutor.skipped).toBe(summary.heldBack.reduce((n, h) => n + h.count, 0));
+    // Each agent spent at most its budget with the services: what they lost is what education earned.
+    const agents = summary.agents;
+    const spent = agents.map((a) => 20_000_000n - usd(a));
+    expect(spent.every((s) => s <= 250_000n)).toBe(true);
+    expect(spent.reduce((a, b) => a + b, 0n)).toBe(usd(economy.education.context.wallet.address));
+  });
+});

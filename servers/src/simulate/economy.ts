@@ -19,7 +19,14 @@ import {
 import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
 import { getTransferCheckedInstruction } from '@solana-program/token';
 import { atomicToUsd, base58Encode, voucherRequestMessage } from '@agent-economy/contracts';
-import { ApiError, createClient, walletFromSecretKey, type AgentEconomyClient } from '@agent-economy/sdk';
+import {
+  ApiError,
+  BudgetExceededError,
+  RateLimitError,
+  createClient,
+  walletFromSecretKey,
+  type AgentEconomyClient,
+} from '@agent-economy/sdk';
 import { hashString, uniform } from '../upstream/market/random';
 import { associatedTokenAddress } from '../solana/programs';
 import { signEd25519, walletFromSeed, type Wallet } from '../solana/keys';
@@ -86,10 +93,18 @@ export interface SimulationProgress {
 
 export interface SimulationSummary extends SimulationProgress {
   agents: string[];
-  /** Skipped: the action's precondition was not met yet (no module listed to buy, no token held to move). */
+  /**
+   * Skipped: the action's precondition was not met yet (no module listed to buy, no token held to move), or a limit
+   * held it back, charging nothing (heldBack).
+   */
   byAction: Record<ActionKind, { ok: number; failed: number; skipped: number }>;
   /** Error messages by how often they happened, most frequent first. */
   errorsByMessage: { message: string; count: number }[];
+  /**
+   * Actions a limit held back, nothing charged, by reason: a 429 (the agent then rests for its Retry-After) or the
+   * agent's own budget spent.
+   */
+  heldBack: { reason: string; count: number }[];
   launchedMints: { mint: string; creator: string; holders: number; renounced: boolean; transfers: number }[];
   /** The keepers' wallets (a subset of agents) and the calls each paid on its schedule. */
   keepers: { wallet: string; calls: number }[];
@@ -101,6 +116,10 @@ interface Agent {
   client: AgentEconomyClient;
   /** Holds a delegation role at the facilitator (payment sessions). */
   onboarded?: boolean;
+  /** Told to wait (429 Retry-After, e.g. the facilitator's per-payer settle cap): takes no step before this time. */
+  restingUntil?: number;
+  /** Has spent its whole budget (--budget-usd): takes no more steps that pay through the SDK. */
+  spent?: boolean;
 }
 
 /** A transaction the facilitator issued, signed in `wallet`'s slot (the fee payer's is left for the facilitator). */
@@ -159,9 +178,16 @@ async function fund(deployment: Deployment, address: string): Promise<void> {
 /** An action that cannot run yet (nothing to buy, no token held): not an error. */
 class Skip extends Error {}
 
+/** A limit that held an action back, charging nothing (not an error): a 429, or the agent's own budget spent. */
+function heldBy(error: unknown): string | undefined {
+  if (error instanceof RateLimitError) return `429 ${error.code}`;
+  if (error instanceof BudgetExceededError) return `its ${error.cap} budget spent`;
+  return undefined;
+}
+
 const messageOf = (error: unknown) =>
   error instanceof ApiError
-    ? `${error.status} ${error.code}`
+    ? `${error.status} ${error.code}${typeof (error.details as { reason?: unknown } | undefined)?.reason === 'string' ? ` (${(error.details as { reason: string }).reason})` : ''}`
     : error instanceof Error
       ? error.message.split('\n')[0]!.slice(0, 160)
       : String(error);
@@ -230,6 +256,8 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
     ).map((a) => [a, { ok: 0, failed: 0, skipped: 0 }]),
   ) as SimulationSummary['byAction'];
   const errors = new Map<string, number>();
+  const runStarted = new Date().toISOString();
+  const heldBack = new Map<string, number>();
   const launched: Launched[] = [];
   let lessons: { courseId: string; lessonId: string }[] | undefined;
 
@@ -414,7 +442,9 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
               capabilities: [topic.replace(/\s+/g, '-')],
               priceUsd,
               format: 'markdown',
-              content: `# ${topic}\n\n${summary}\n\nField notes ${n} from agent ${agent.wallet.address.slice(0, 8)}: measured, written down, sold.\n`,
+              // The run's start in the notes: the same seed runs again with the same agents, whose earlier notes are
+              // listed already (a seller may not list the same content twice).
+              content: `# ${topic}\n\n${summary}\n\nField notes ${n} from agent ${agent.wallet.address.slice(0, 8)}, run of ${runStarted}: measured, written down, sold.\n`,
             } as never,
           }),
         );
@@ -491,14 +521,16 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
       },
     },
   ];
-  const totalWeight = actions.reduce((s, a) => s + a.weight, 0);
-  const chooseAction = () => {
-    let r = random() * totalWeight;
-    for (const action of actions) {
+  // The SDK's x402 calls, which count against an agent's budget: an agent that has spent it takes the other steps.
+  const budgeted = new Set<ActionKind>(['lesson', 'tutor', 'entropy', 'gas', 'publish', 'purchase']);
+  const chooseAction = (agent: Agent) => {
+    const open = actions.filter((a) => a.weight > 0 && !(agent.spent && budgeted.has(a.kind)));
+    let r = random() * open.reduce((s, a) => s + a.weight, 0);
+    for (const action of open) {
       r -= action.weight;
-      if (r < 0 && action.weight > 0) return action;
+      if (r < 0) return action;
     }
-    return actions.find((a) => a.weight > 0)!;
+    return open[0] ?? actions.find((a) => a.weight > 0)!;
   };
 
   const started = Date.now();
@@ -532,6 +564,12 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
             keeper.calls++;
             byAction.keeper.ok++;
           } catch (error) {
+            const held = heldBy(error);
+            if (held) {
+              byAction.keeper.skipped++;
+              heldBack.set(held, (heldBack.get(held) ?? 0) + 1);
+              continue;
+            }
             byAction.keeper.failed++;
             progress.errors++;
             const message = `keeper: ${messageOf(error)}`;
@@ -542,15 +580,29 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
     : [];
 
   while (progress.steps < maxSteps && Date.now() < deadline && !options.signal?.aborted) {
-    const action = chooseAction();
-    const agent = traders[Math.floor(random() * traders.length)]!;
+    // Agents told to wait sit out their Retry-After; when all are waiting, the run waits for the first.
+    const awake = traders.filter((t) => !(t.restingUntil! > Date.now()));
+    if (!awake.length) {
+      const first = Math.min(deadline, ...traders.map((t) => t.restingUntil!));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(10, Math.min(first - Date.now(), 1_000))));
+      continue;
+    }
+    const agent = awake[Math.floor(random() * awake.length)]!;
+    const action = chooseAction(agent);
     progress.steps++;
     try {
       await action.run(agent);
       byAction[action.kind].ok++;
     } catch (error) {
+      const held = heldBy(error);
       if (error instanceof Skip) byAction[action.kind].skipped++;
-      else {
+      else if (held) {
+        byAction[action.kind].skipped++;
+        heldBack.set(held, (heldBack.get(held) ?? 0) + 1);
+        if (error instanceof RateLimitError)
+          agent.restingUntil = Date.now() + (Number(error.headers['retry-after']) || 1) * 1000;
+        if (error instanceof BudgetExceededError && error.limit === 'total') agent.spent = true;
+      } else {
         byAction[action.kind].failed++;
         progress.errors++;
         const message = `${action.kind}: ${messageOf(error)}`;
@@ -582,6 +634,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
     agents: agents.map((a) => a.wallet.address),
     byAction,
     errorsByMessage: [...errors].map(([message, count]) => ({ message, count })).sort((a, b) => b.count - a.count),
+    heldBack: [...heldBack].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count),
     launchedMints: launched.map((l) => ({
       mint: l.mint,
       creator: l.creator.wallet.address,

@@ -106,7 +106,7 @@ async function main() {
   });
   if (tty) process.stdout.write('\n');
   console.log(`\nDone: ${line(summary)}`);
-  console.log('\nBy action (ok / failed / skipped: nothing to do yet):');
+  console.log('\nBy action (ok / failed / skipped: nothing to do yet, or held back by a limit):');
   for (const [kind, { ok, failed, skipped }] of Object.entries(summary.byAction)) {
     if (ok || failed || skipped) console.log(`  ${kind.padEnd(9)} ${String(ok).padStart(5)} / ${failed} / ${skipped}`);
   }
@@ -114,6 +114,10 @@ async function main() {
     console.log('\nTokens launched (inspect them with the tokens service, e.g. GET /api/holders/<mint>):');
     for (const m of summary.launchedMints)
       console.log(`  ${m.mint}  ${m.holders} holders${m.renounced ? ', mint authority renounced' : ''}`);
+  }
+  if (summary.heldBack.length) {
+    console.log('\nHeld back by a limit, nothing charged (an agent told 429 rests for its Retry-After):');
+    for (const h of summary.heldBack) console.log(`  ${String(h.count).padStart(4)} × ${h.reason}`);
   }
   if (summary.errorsByMessage.length) {
     console.log('\nErrors:');
