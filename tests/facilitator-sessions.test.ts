@@ -333,6 +333,37 @@ describe('onboarding', () => {
     expect((await tokenAccount(buyer.address))?.delegatedAmount?.amount).toBe('400000');
   });
 
+  it('grants a spent role afresh on the same terms once it can move less than half its limit', async () => {
+    const buyer = await fundedBuyer();
+    await onboard(buyer, '400000');
+    const client = await as(buyer);
+    // 150000 settled: 250000 left of 400000, more than half: asking again on the same terms changes nothing.
+    const spend = async (amount: string) => {
+      const key = generateWallet();
+      const { channelId } = await client.openSession({ body: openBody(buyer, key, { depositAtomic: amount }) });
+      await client.signVoucher({ body: voucherRequest(key, channelId, amount) });
+      await (await as(seller)).closeSession({ body: { channelId } });
+    };
+    await spend('150000');
+    expect((await onboard(buyer, '400000')).started).toMatchObject({ status: 'ready', role: { roleId: 1 } });
+    expect((await tokenAccount(buyer.address))?.delegatedAmount?.amount).toBe('250000');
+    // Another 100000: 150000 left, under half. A deposit of 200000 is refused for the role, and the same onboarding
+    // now asks the buyer to sign the grant again, back to the full limit.
+    await spend('100000');
+    const short = await expectError(
+      client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '200000' }) }),
+      UnprocessableEntityError,
+      'insufficient_balance',
+    );
+    expect(short.details).toMatchObject({ reason: 'spend_limit', available: '150000' });
+    const { started, confirmed } = await onboard(buyer, '400000');
+    expect(started.transactions.map((t) => t.type)).toEqual(['grant_role']);
+    expect(confirmed).toMatchObject({ status: 'ready', role: { roleId: 2, spendLimitAtomic: '400000' } });
+    expect((await tokenAccount(buyer.address))?.delegatedAmount?.amount).toBe('400000');
+    const reopened = await client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '200000' }) });
+    expect(reopened).toMatchObject({ state: 'open', depositAtomic: '200000', roleId: 2 });
+  });
+
   it('confirms only the transactions it issued, unaltered and signed, in a live round', async () => {
     const buyer = await fundedBuyer();
     const client = await as(buyer);

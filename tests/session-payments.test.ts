@@ -282,6 +282,58 @@ describe('sessions through the SDK', () => {
   }, 60_000);
 });
 
+describe('a long-running buyer', () => {
+  it('grants its delegation role afresh once its sessions have spent it, and goes on paying by vouchers', async () => {
+    const buyer = await fundedBuyer();
+    // The role may move one deposit of two lessons: the second session needs it granted again.
+    const payments = createPayments({
+      rpcUrl: economy.rpcUrl,
+      sessions: { after: 1, depositUsd: '0.1', spendLimitUsd: '0.1' },
+    });
+    const client = await buyerClient(buyer, replicas[0]!.url, payments);
+    const start = balance(buyer.address);
+    const lesson = async () => (await client.education.lesson.withResponse(LESSON)).payment!;
+    expect((await lesson()).transaction).toBeTruthy();
+    const [first] = await until(
+      () => sessionsOf(payments).open,
+      (o) => o.length === 1,
+      'the first session to open',
+    );
+    expect([(await lesson()).session?.channelId, (await lesson()).session?.channelId]).toEqual([
+      first!.channelId,
+      first!.channelId,
+    ]);
+    // The deposit is used up: this lesson is paid by transaction, and the session closes, settling two lessons.
+    expect((await lesson()).transaction).toBeTruthy();
+    await until(
+      () => sessionsOf(payments).closed,
+      (c) => c.some((x) => x.channelId === first!.channelId),
+      'the first session to close',
+    );
+    expect((await lesson()).transaction).toBeTruthy();
+    const opened = await until(
+      () => sessionsOf(payments),
+      (s) => s.open.length === 1 || s.closed.some((c) => c.error),
+      'a second session to open',
+    );
+    expect(opened.closed.filter((c) => c.error)).toEqual([]);
+    const second = opened.open[0]!;
+    expect(second.channelId).not.toBe(first!.channelId);
+    expect((await lesson()).session?.channelId).toBe(second.channelId);
+    const role = await client.facilitator.onboardingStatus({
+      query: { wallet: buyer.address, network: 'devnet' },
+    });
+    expect(role).toMatchObject({ status: 'active', roleId: 2, spendLimitAtomic: '100000' });
+    await client.close();
+    // Three lessons by transaction and three by voucher (two settled with the first session, one with the second).
+    expect(sessionsOf(payments).closed.map((c) => [c.vouchedAtomic, !!c.signature])).toEqual([
+      ['100000', true],
+      ['50000', true],
+    ]);
+    expect(balance(buyer.address)).toBe(start - 6n * PRICE);
+  }, 60_000);
+});
+
 describe("the buyer's budgets over a session", () => {
   it('asks onApprove for the deposit, holds it to per-origin caps, and records every voucher in the spend store', async () => {
     const buyer = await fundedBuyer();

@@ -360,16 +360,25 @@ class SessionManager {
     const hold = this.spendLog.holdDeposit(seller.service, deposit, seller.origin);
     if (!('reserve' in hold)) return;
     try {
-      await this.onboard(deposit);
       const key = await generateWallet();
-      const opened = await this.facilitator.openSession({
-        body: {
-          buyerWallet: this.wallet.address,
-          sellerWallet: seller.offer!.payTo,
-          depositAtomic: deposit.toString(),
-          sessionKey: key.address,
-          idleTimeoutSeconds: this.options.idleTimeoutSeconds ?? 900,
-        },
+      const openSession = async () => {
+        await this.onboard(deposit);
+        return this.facilitator.openSession({
+          body: {
+            buyerWallet: this.wallet.address,
+            sellerWallet: seller.offer!.payTo,
+            depositAtomic: deposit.toString(),
+            sessionKey: key.address,
+            idleTimeoutSeconds: this.options.idleTimeoutSeconds ?? 900,
+          },
+        });
+      };
+      const opened = await openSession().catch(async (error: unknown) => {
+        // The delegation role has moved what it may (all of it, and the chain drops a delegate with nothing left, so
+        // the facilitator finds none): onboarding again grants it afresh, signed by this wallet.
+        if (!(error instanceof ApiError && roleSpent(error))) throw error;
+        this.#onboarded = undefined;
+        return openSession();
       });
       const session: Session = { channelId: opened.channelId, key, deposit, cumulative: 0n, signed: 0n, hold };
       seller.session = session;
@@ -490,6 +499,15 @@ export function payWithSessions(
   const manager = managers.get(spendLog);
   if (!manager || manager.wallet.address !== call.wallet.address) return fallback(spendLog, call);
   return manager.pay(call, fallback);
+}
+
+/** The facilitator refused to open a session because the buyer's delegation role is spent or gone. */
+function roleSpent(error: ApiError): boolean {
+  const reason = (error.details as { reason?: unknown } | undefined)?.reason;
+  return (
+    (error.code === 'insufficient_balance' && reason === 'spend_limit') ||
+    (error.code === 'wallet_role_not_found' && reason !== 'smart_wallet_mismatch')
+  );
 }
 
 /** Remembers a seller's session offer from a quote (the exact path calls it on every 402). */

@@ -380,7 +380,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
       weight: has('facilitator') && sellers.length ? 1 : 0,
       async run(agent) {
         const facilitator = agent.client.facilitator;
-        if (!agent.onboarded) {
+        const onboard = async () => {
           progress.calls++;
           const started = await facilitator.onboard({
             body: { buyerWallet: agent.wallet.address, spendLimitAtomic: '5000000', ttlSeconds: 86_400 },
@@ -395,19 +395,31 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
             });
           }
           agent.onboarded = true;
-        }
+        };
+        if (!agent.onboarded) await onboard();
         const key = walletFromSeed(
           createHmac('sha256', `agent-economy-simulate:${seed}:tab`).update(`${agent.wallet.address}:${draw}`).digest(),
         );
+        const body = {
+          buyerWallet: agent.wallet.address,
+          sellerWallet: pick(sellers),
+          depositAtomic: '200000',
+          sessionKey: key.address,
+          idleTimeoutSeconds: 600,
+        };
         progress.calls++;
-        const { channelId } = await facilitator.openSession({
-          body: {
-            buyerWallet: agent.wallet.address,
-            sellerWallet: pick(sellers),
-            depositAtomic: '200000',
-            sessionKey: key.address,
-            idleTimeoutSeconds: 600,
-          },
+        const { channelId } = await facilitator.openSession({ body }).catch(async (error: unknown) => {
+          // The delegation role has moved its limit (all of it: then the chain drops the delegate, and the facilitator
+          // finds no role): onboarding again grants it afresh, as an agent would.
+          const reason = error instanceof ApiError ? (error.details as { reason?: unknown } | undefined)?.reason : '';
+          const spent =
+            error instanceof ApiError &&
+            ((error.code === 'insufficient_balance' && reason === 'spend_limit') ||
+              (error.code === 'wallet_role_not_found' && reason === 'revoked'));
+          if (!spent) throw error;
+          await onboard();
+          progress.calls++;
+          return facilitator.openSession({ body });
         });
         let cumulative = 0n;
         for (let i = 0, n = 2 + Math.floor(random() * 3); i < n; i++) {

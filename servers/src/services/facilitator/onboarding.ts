@@ -192,7 +192,14 @@ export function createOnboardingDesk({
         });
       const spendLimit = BigInt(request.spendLimitAtomic);
       const current = active(role, state, at);
-      if (current && current.spend_limit === spendLimit && current.ttl_seconds === request.ttlSeconds)
+      // The same terms again: ready while the role can still move at least half its limit. Below that, the grant is
+      // made afresh (back to the full limit) for the buyer to sign: asking again is how a buyer renews a spent role.
+      if (
+        current &&
+        current.spend_limit === spendLimit &&
+        current.ttl_seconds === request.ttlSeconds &&
+        state.remaining * 2n >= spendLimit
+      )
         return ready(wallet, cluster, current, state);
 
       const round = randomId('onb', 16);
