@@ -6,6 +6,7 @@ import {
   createClient,
   walletFromSecretKey,
 } from '@agent-economy/sdk';
+import axios, { AxiosHeaders } from 'axios';
 import { createSolanaRpc, getBase64Decoder, getTransactionDecoder, getTransactionEncoder } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { facilitatorClient } from '../servers/src/runtime/facilitator-client';
@@ -238,17 +239,28 @@ describe('a buyer at the per-payer settle cap, through the SDK', () => {
     await capped?.close();
   });
 
-  it('is told 429 with Retry-After and charged nothing; with retries the SDK waits and pays anew, once', async () => {
+  it('is told 429 with Retry-After and charged nothing; with retries the SDK waits and presents the same payment, charged once', async () => {
     const wallet = generateWallet();
     await capped.ledger.mintTo(wallet.address, 1_000_000n);
     const seller = capped.education.context.wallet.address;
     const signer = await walletFromSecretKey(wallet.secretKey);
-    const options = (maxRetries: number) => ({
-      baseUrls: { education: capped.education.url },
-      wallet: signer,
-      maxRetries,
-      payments: { rpcUrl: capped.rpcUrl, sessions: false as const },
-    });
+    // The payments each client sends, as the service sees them.
+    const sent: string[] = [];
+    const options = (maxRetries: number) => {
+      const instance = axios.create();
+      instance.interceptors.request.use((config) => {
+        const header = AxiosHeaders.from(config.headers).get('payment-signature');
+        if (typeof header === 'string') sent.push(header);
+        return config;
+      });
+      return {
+        baseUrls: { education: capped.education.url },
+        wallet: signer,
+        maxRetries,
+        axios: instance,
+        payments: { rpcUrl: capped.rpcUrl, sessions: false as const },
+      };
+    };
     const lesson = { body: { courseId: 'rag', lessonId: 'chunking' } } as const;
     const impatient = createClient(options(0));
     const first = await impatient.education.lesson.withResponse(lesson);
@@ -270,9 +282,13 @@ describe('a buyer at the per-payer settle cap, through the SDK', () => {
     expect(impatient.payments.receipts).toHaveLength(2);
     expect(impatient.payments.pending).toHaveLength(0);
 
-    // A client that retries waits out the window and pays once more: one new settlement, one new receipt.
+    // A client that retries waits out the window and presents the same payment again (a transaction that can land only
+    // once): one new settlement, one new receipt.
     const patient = createClient(options(2));
+    sent.length = 0;
     const third = await patient.education.lesson.withResponse(lesson);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toBe(sent[0]);
     expect(third.payment?.amount).toBe(price.toString());
     expect(capped.ledger.tokenBalance(wallet.address)).toBe(1_000_000n - 3n * price);
     expect(capped.ledger.tokenBalance(seller)).toBe(sellerBefore + price);

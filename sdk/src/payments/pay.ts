@@ -174,6 +174,28 @@ function refundedSettlement(
   };
 }
 
+/** The facilitator's per-minute settlement caps: a payment refused 429 for one of them was not charged. */
+const SETTLE_CAPS = new Set(['global_settle_cap_exceeded', 'seller_settle_cap_exceeded', 'payer_settle_cap_exceeded']);
+
+/**
+ * Presents a payment refused 429 at a facilitator's settle cap (nothing charged) again after its Retry-After, up to
+ * maxRetries: the same signed transaction, which can land only once, so waiting never pays twice, whatever the
+ * service says. Its blockhash may expire meanwhile; that refusal is handled as any other (sendPaying).
+ */
+async function pastSettleCaps(call: PaidCall, present: () => Promise<HttpResponse>): Promise<HttpResponse> {
+  const retries = call.options.maxRetries ?? call.settings.maxRetries;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await present();
+    } catch (error) {
+      const wait =
+        error instanceof RateLimitError && SETTLE_CAPS.has(error.code) ? retryAfterMs(error.headers) : undefined;
+      if (wait === undefined || wait > MAX_RETRY_AFTER_MS || attempt >= retries) throw error;
+      await sleep(wait, call.options.signal);
+    }
+  }
+}
+
 /**
  * Sends the request once with the payment and sorts the outcome: a settled answer (with its receipt),
  * a refusal (402, nothing settled), an error that charged nothing (released), or an unknown outcome
@@ -225,16 +247,18 @@ async function deliver(
   const retries = advertised(extensions) ? (call.options.maxRetries ?? call.settings.maxRetries) : 0;
   let response: HttpResponse;
   try {
-    response = await presentAgain(
-      () =>
-        send(
-          { ...call.request, headers: { ...call.request.headers, [PAYMENT_SIGNATURE_HEADER]: header } },
-          call.options,
-          call.settings,
-          call.perAttempt,
-        ),
-      retries,
-      call.options.signal,
+    response = await pastSettleCaps(call, () =>
+      presentAgain(
+        () =>
+          send(
+            { ...call.request, headers: { ...call.request.headers, [PAYMENT_SIGNATURE_HEADER]: header } },
+            call.options,
+            call.settings,
+            call.perAttempt,
+          ),
+        retries,
+        call.options.signal,
+      ),
     );
   } catch (error) {
     // An error answer whose PAYMENT-RESPONSE reports the settlement: refunded on chain (a settle-first route whose
@@ -440,26 +464,6 @@ export async function sendPaying(spendLog: SpendLog, call: PaidCall): Promise<Ht
   const keys: Keys = { service, origin, paymentId, route: `${service} ${label}`, label };
   // Budgets count what earlier runs spent: the store is read before the first payment.
   await spendLog.ready();
-  const retries = call.options.maxRetries ?? call.settings.maxRetries;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await payOnce(spendLog, call, keys);
-    } catch (error) {
-      // The facilitator at a settlement cap charged nothing (the reservation is released): wait as asked and pay anew,
-      // on a fresh blockhash, as for any 429. onApprove is asked again: it is another signed payment.
-      const capped = error instanceof RateLimitError && SETTLE_CAPS.has(error.code) && !error.receipt;
-      const wait = capped ? retryAfterMs(error.headers) : undefined;
-      if (wait === undefined || wait > MAX_RETRY_AFTER_MS || attempt >= retries) throw error;
-      await sleep(wait, call.options.signal);
-    }
-  }
-}
-
-/** The facilitator's per-minute settlement caps: a payment refused 429 for one of them was not charged. */
-const SETTLE_CAPS = new Set(['global_settle_cap_exceeded', 'seller_settle_cap_exceeded', 'payer_settle_cap_exceeded']);
-
-async function payOnce(spendLog: SpendLog, call: PaidCall, keys: Keys): Promise<HttpResponse> {
-  const { origin, paymentId, label } = keys;
 
   let demand: PaymentRequiredError;
   const prepaid = await prepay(spendLog, call, keys);

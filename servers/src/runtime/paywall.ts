@@ -998,13 +998,13 @@ async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | 
     logger.error({ requestId, err: error }, 'failed payment claim not released'),
   );
   // The facilitator is at one of its settlement caps (per minute: in all, to this seller, from this payer): rate
-  // limited, not refused, so the buyer waits the Retry-After and pays again rather than giving up.
+  // limited, not refused, so the buyer waits the Retry-After and presents the same payment again, nothing lost.
   if (settlement.retryAfterSeconds !== undefined) {
     return {
       refusal: refusalOf(
         429,
         settlement.errorReason ?? 'rate_limited',
-        `The payment facilitator is at a settlement limit (${settlement.errorMessage ?? settlement.errorReason}); nothing was charged and the request was not served. Pay again after ${settlement.retryAfterSeconds} s`,
+        `The payment facilitator is at a settlement limit (${settlement.errorMessage ?? settlement.errorReason}); nothing was charged and the request was not served. Present the same payment again after ${settlement.retryAfterSeconds} s`,
         { retryAfterSeconds: settlement.retryAfterSeconds, extraHeaders },
       ),
     };
