@@ -825,6 +825,27 @@ describe('paid through the economy', () => {
       sellerStart! + 200_000n,
       traderStart! - 220_000n,
     ]);
+
+    // A buyer whose first call to the market is a purchase: its first listing is not prepaid on the purchase's terms
+    // (the seller's wallet; a route priced per module is no guide to the service's own), it pays the listing's quote.
+    const newcomer = await signer();
+    await economy.ledger.mintTo(newcomer.address, usdToAtomic('1'));
+    const fresh = createClient({
+      baseUrls: { 'knowledge-market': paidMarket.url },
+      wallet: newcomer,
+      axios: instance,
+      payments: { rpcUrl: economy.rpcUrl, sessions: false },
+      maxRetries: 0,
+    });
+    await fresh.knowledgeMarket.purchase({ params: { moduleId: offered.id }, body: {} });
+    seen.length = 0;
+    await fresh.knowledgeMarket.publish({
+      body: { ...baseModule, title: 'Newcomer notes', content: 'newcomer content', priceUsd: '0.05' },
+    });
+    expect(seen).toEqual([
+      { path: '/api/modules', paid: false, status: 402 },
+      { path: '/api/modules', paid: true, status: 201 },
+    ]);
   });
   it('a trader paying the market by vouchers buys modules by transaction to their sellers, never by voucher', async () => {
     // A session with the market pays its own fixed-price routes (the listing fee). A purchase is priced per module

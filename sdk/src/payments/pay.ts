@@ -529,7 +529,7 @@ export async function sendPaying(spendLog: SpendLog, call: PaidCall): Promise<Ht
   // Refused on the very terms the service still quotes: prepaying this route does not work here.
   if (early && !expiredBlockhash(early.refused) && standing(early.requirements) === standing(requirements))
     spendLog.noPrepay.add(keys.route);
-  spendLog.remember(keys, requirements);
+  spendLog.remember(keys, requirements, (call.route.metadata as RouteMeta | undefined)?.payment?.kind === 'fixed');
   rememberDeclaration(spendLog, keys, quote.extensions);
 
   let built: BuiltPayment | string;

@@ -297,7 +297,8 @@ export class SpendLog implements Payments {
   /** The latest blockhash as last read, and when: payments within BLOCKHASH_REUSE_MS of each other share one read. */
   #blockhash: { read: Promise<Lifetime>; at: number } | undefined;
   /**
-   * A service's standing terms (network, asset, payTo, fee payer, timeout) from its last quote, by service and origin.
+   * A service's standing terms (network, asset, payTo, fee payer, timeout) from its last quote of a fixed-price route,
+   * by service and origin. A route priced per request may pay someone else (a market module's seller).
    */
   readonly terms = new Map<string, PaymentRequirements>();
   /**
@@ -748,8 +749,11 @@ export class SpendLog implements Payments {
     this.#blockhash = undefined;
   }
 
-  /** Remembers a service's standing terms, the route's own and its price, from a quoted requirement we accepted. */
-  remember(key: { service: string; route: string }, requirements: PaymentRequirements): void {
+  /**
+   * Remembers the route's own terms and price from a quoted requirement we accepted, and, for a fixed-price route, the
+   * service's standing terms.
+   */
+  remember(key: { service: string; route: string }, requirements: PaymentRequirements, fixedPrice: boolean): void {
     this.routePrices.set(key.route, requirements.amount);
     const extra = Object.fromEntries(
       Object.entries(requirements.extra ?? {}).filter(([name]) => !PER_QUOTE_EXTRA.includes(name)),
@@ -760,7 +764,7 @@ export class SpendLog implements Payments {
       this.routeTerms.delete(key.route);
     } else {
       const terms = { ...requirements, extra };
-      this.terms.set(key.service, terms);
+      if (fixedPrice) this.terms.set(key.service, terms);
       this.routeTerms.set(key.route, terms);
     }
   }
