@@ -282,6 +282,40 @@ describe('sessions through the SDK', () => {
   }, 60_000);
 });
 
+describe('a route priced per request', () => {
+  it('is paid by voucher at the price its 402 quotes, once a session with its seller is open', async () => {
+    const buyer = await fundedBuyer();
+    const payments = createPayments({ rpcUrl: economy.rpcUrl, sessions: { after: 1, depositUsd: '0.5' } });
+    const client = await buyerClient(buyer, replicas[0]!.url, payments);
+    const start = balance(buyer.address);
+    await client.education.lesson(LESSON);
+    const [open] = await until(
+      () => sessionsOf(payments).open,
+      (o) => o.length === 1,
+      'the session to open',
+    );
+    // The quiz is tiered (generate 0.03 USD): no price to pay ahead, so the client asks, and the quote's session
+    // element is paid by voucher, not by a transaction.
+    const quiz = await client.education.quiz.withResponse({
+      body: { action: 'generate', courseId: 'rag', lessonId: 'chunking' },
+    });
+    expect(quiz.status).toBe(200);
+    expect(quiz.payment).toMatchObject({
+      amount: '30000',
+      transaction: '',
+      session: { channelId: open!.channelId, cumulativeAmount: '30000' },
+    });
+    // Then a lesson (fixed price) on the same session: the cumulative amount goes on from the quiz's.
+    expect((await client.education.lesson.withResponse(LESSON)).payment?.session?.cumulativeAmount).toBe(
+      (30_000n + PRICE).toString(),
+    );
+    await client.close();
+    const settled = await facilitatorSession(open!.channelId);
+    expect(BigInt(settled!.amount_settled!)).toBe(30_000n + PRICE);
+    expect(balance(buyer.address)).toBe(start - PRICE - 30_000n - PRICE);
+  }, 60_000);
+});
+
 describe('a long-running buyer', () => {
   it('grants its delegation role afresh once its sessions have spent it, and goes on paying by vouchers', async () => {
     const buyer = await fundedBuyer();

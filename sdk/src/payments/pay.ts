@@ -455,7 +455,12 @@ function approve(
  * payment settling. A refused up-front payment falls back once to the quote; a refused quoted payment
  * is final (PaymentRefusedError).
  */
-export async function sendPaying(spendLog: SpendLog, call: PaidCall): Promise<HttpResponse> {
+export async function sendPaying(
+  spendLog: SpendLog,
+  call: PaidCall,
+  /** Pays the quoted call by a payment session's voucher when it can (session.ts); undefined: pay it here. */
+  byVoucher?: (quote: PaymentRequired) => Promise<HttpResponse | undefined>,
+): Promise<HttpResponse> {
   const label = `${call.route.method} ${call.route.path}`;
   const origin = new URL(call.request.url).origin;
   const service = `${call.service} ${origin}`;
@@ -487,6 +492,10 @@ export async function sendPaying(spendLog: SpendLog, call: PaidCall): Promise<Ht
   if (!quote) {
     if (early) throw new PaymentRefusedError(demand, early.payment);
     throw demand;
+  }
+  if (!early && byVoucher) {
+    const paid = await byVoucher(quote);
+    if (paid) return paid;
   }
 
   const reasons: string[] = [];

@@ -130,10 +130,7 @@ class SessionManager {
     return quoted ? BigInt(quoted) : usdToAtomic(meta.usd);
   }
 
-  async pay(
-    call: PaidCall,
-    fallback: (spendLog: SpendLog, call: PaidCall) => Promise<HttpResponse>,
-  ): Promise<HttpResponse> {
+  async pay(call: PaidCall, fallback: PayExact): Promise<HttpResponse> {
     const origin = new URL(call.request.url).origin;
     const seller = this.seller(call.service, origin);
     const label = `${call.route.method} ${call.route.path}`;
@@ -144,7 +141,8 @@ class SessionManager {
       const paid = await turn;
       if (paid) return paid;
     }
-    const response = await fallback(this.spendLog, call);
+    // Priced per request: the 402's quote names this request's price; with a session open, a voucher pays it.
+    const response = await fallback(this.spendLog, call, (quote) => this.quoted(seller, call, label, quote));
     if (
       response.payment?.transaction &&
       seller.offer &&
@@ -158,6 +156,27 @@ class SessionManager {
       );
     }
     return response;
+  }
+
+  /**
+   * Pays a quoted call with a voucher when the quote offers this seller's session (the same wallet, network and
+   * asset) and a session is open; undefined when it is to be paid another way.
+   */
+  quoted(seller: Seller, call: PaidCall, label: string, quote: PaymentRequired): Promise<HttpResponse | undefined> {
+    const offer = seller.offer;
+    const s = seller.session;
+    const element = quote.accepts.find(
+      (a) =>
+        a.scheme === SESSION_SCHEME &&
+        a.extra?.protocol === SESSION_PROTOCOL &&
+        a.payTo === offer?.payTo &&
+        a.network === offer.network &&
+        a.asset === offer.asset,
+    );
+    if (!s || s.closing || !element || !/^[1-9]\d*$/.test(element.amount)) return Promise.resolve(undefined);
+    const turn = seller.queue.then(() => this.voucher(seller, call, BigInt(element.amount), label, true));
+    seller.queue = turn.catch(() => undefined);
+    return turn;
   }
 
   /** Pays one call with a voucher; undefined when it should be paid another way (the seller refused the session). */
@@ -490,12 +509,15 @@ export function enableSessions(
   if (!managers.has(spendLog)) managers.set(spendLog, new SessionManager(spendLog, wallet, facilitatorClient, options));
 }
 
-/** Pays a call by voucher when a session with its seller is open, else by `fallback` (the exact path). */
-export function payWithSessions(
+/** The exact path (sendPaying); `byVoucher`, given the 402's quote, may pay it by voucher instead. */
+type PayExact = (
   spendLog: SpendLog,
   call: PaidCall,
-  fallback: (spendLog: SpendLog, call: PaidCall) => Promise<HttpResponse>,
-): Promise<HttpResponse> {
+  byVoucher?: (quote: PaymentRequired) => Promise<HttpResponse | undefined>,
+) => Promise<HttpResponse>;
+
+/** Pays a call by voucher when a session with its seller is open, else by `fallback` (the exact path). */
+export function payWithSessions(spendLog: SpendLog, call: PaidCall, fallback: PayExact): Promise<HttpResponse> {
   const manager = managers.get(spendLog);
   if (!manager || manager.wallet.address !== call.wallet.address) return fallback(spendLog, call);
   return manager.pay(call, fallback);
