@@ -364,6 +364,28 @@ describe('onboarding', () => {
     expect(reopened).toMatchObject({ state: 'open', depositAtomic: '200000', roleId: 2 });
   });
 
+  it('tells a role spent to its limit (the chain drops its delegate) from a revoked one, and renews it', async () => {
+    const buyer = await fundedBuyer();
+    await onboard(buyer, '100000');
+    const client = await as(buyer);
+    const key = generateWallet();
+    const { channelId } = await client.openSession({ body: openBody(buyer, key, { depositAtomic: '100000' }) });
+    await client.signVoucher({ body: voucherRequest(key, channelId, '100000') });
+    await (await as(seller)).closeSession({ body: { channelId } });
+    // Nothing left to move: the token program has cleared the delegate, which is not the buyer revoking it.
+    expect((await tokenAccount(buyer.address))?.delegate).toBeUndefined();
+    const spent = await expectError(
+      client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '50000' }) }),
+      UnprocessableEntityError,
+      'wallet_role_not_found',
+    );
+    expect(spent.details.reason).toBe('spent');
+    expect(spent.message).toContain('onboard again');
+    const { started } = await onboard(buyer, '100000');
+    expect(started.transactions.map((t) => t.type)).toEqual(['grant_role']);
+    await client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '50000' }) });
+  });
+
   it('confirms only the transactions it issued, unaltered and signed, in a live round', async () => {
     const buyer = await fundedBuyer();
     const client = await as(buyer);

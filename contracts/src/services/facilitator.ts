@@ -1282,8 +1282,9 @@ const router = c.router({
       'the buyer’s own key that must sign every voucher request. State: open, then closing while the settlement is in ' +
       'flight, then closed; the facilitator closes an idle session itself (`expiresAt`). Errors: 401 siwx_invalid; 403 ' +
       'wallet_mismatch (buyerWallet is not the SIGN-IN-WITH-X wallet); 403 payee_not_served (sellerWallet is not a ' +
-      'seller this facilitator serves); 422 wallet_role_not_found (no active delegation ' +
-      'role for the buyer on this network, or smartWallet is not the onboarded one: onboard first); 422 ' +
+      'seller this facilitator serves); 422 wallet_role_not_found (no active delegation role for the buyer on this ' +
+      'network: details.reason none, expired, expiring, revoked, or spent (it has moved its whole limit: onboarding ' +
+      'again renews it); or smart_wallet_mismatch, smartWallet is not the onboarded one); 422 ' +
       'insufficient_balance (the smart wallet’s balance, or the role’s remaining limit less the deposits of open ' +
       `sessions, is below depositAtomic; details.reason, details.required, details.available); 422 unsupported_network; ` +
       `503 chain_unavailable. ${ERROR_STATUS_WHY} Design: bodies, states, the two keys, the buyer as caller (a session ` +

@@ -393,8 +393,8 @@ class SessionManager {
         });
       };
       const opened = await openSession().catch(async (error: unknown) => {
-        // The delegation role has moved what it may (all of it, and the chain drops a delegate with nothing left, so
-        // the facilitator finds none): onboarding again grants it afresh, signed by this wallet.
+        // The delegation role has moved what it may, or expired: onboarding again grants it afresh, signed by this
+        // wallet.
         if (!(error instanceof ApiError && roleSpent(error))) throw error;
         this.#onboarded = undefined;
         return openSession();
@@ -523,12 +523,15 @@ export function payWithSessions(spendLog: SpendLog, call: PaidCall, fallback: Pa
   return manager.pay(call, fallback);
 }
 
-/** The facilitator refused to open a session because the buyer's delegation role is spent or gone. */
+/**
+ * The facilitator refused to open a session because the buyer's delegation role has moved what it may, or expired:
+ * onboarding again renews it. Not a role its buyer revoked: that stays revoked.
+ */
 function roleSpent(error: ApiError): boolean {
   const reason = (error.details as { reason?: unknown } | undefined)?.reason;
   return (
     (error.code === 'insufficient_balance' && reason === 'spend_limit') ||
-    (error.code === 'wallet_role_not_found' && reason !== 'smart_wallet_mismatch')
+    (error.code === 'wallet_role_not_found' && (reason === 'spent' || reason === 'expired'))
   );
 }
 

@@ -409,13 +409,12 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
         };
         progress.calls++;
         const { channelId } = await facilitator.openSession({ body }).catch(async (error: unknown) => {
-          // The delegation role has moved its limit (all of it: then the chain drops the delegate, and the facilitator
-          // finds no role): onboarding again grants it afresh, as an agent would.
+          // The delegation role has moved its limit: onboarding again grants it afresh, as an agent would.
           const reason = error instanceof ApiError ? (error.details as { reason?: unknown } | undefined)?.reason : '';
           const spent =
             error instanceof ApiError &&
             ((error.code === 'insufficient_balance' && reason === 'spend_limit') ||
-              (error.code === 'wallet_role_not_found' && reason === 'revoked'));
+              (error.code === 'wallet_role_not_found' && reason === 'spent'));
           if (!spent) throw error;
           await onboard();
           progress.calls++;

@@ -17,7 +17,7 @@ import { CHAIN_ID, servedCluster } from './charge';
 import type { DelegationBackend, DelegationState } from './delegation';
 import { randomId } from './session-domain';
 import type { OnboardingTxRow, RoleRow, SessionStore } from './session-store';
-import { walletMismatch } from './sessions';
+import { spentRole, walletMismatch } from './sessions';
 import { stringify, type Facilitator } from './settlement';
 import { buildTransaction, coSign, hasValidSignature, readTransaction, type ReadTransaction } from './transaction';
 
@@ -493,11 +493,7 @@ export function createOnboardingDesk({
           roleExpiresAt: null,
         };
       const past = role.expires_at.getTime() <= at.getTime();
-      // The token program clears a delegate whose allowance is used up: that role was spent, not revoked.
-      const spent =
-        !past &&
-        state.delegate === null &&
-        (await store.settledSince(query.wallet, network, role.granted_at)) >= role.spend_limit;
+      const spent = await spentRole(store, role, state, network, at);
       return {
         ...base,
         status: past ? 'expired' : spent ? 'active' : 'revoked',

@@ -87,6 +87,24 @@ export function roleProblem(
   return null;
 }
 
+/**
+ * The token program clears a delegate whose allowance is used up: a role whose delegate is gone, unexpired, that has
+ * settled its whole limit since it was granted was spent, not revoked by its buyer.
+ */
+export async function spentRole(
+  store: SessionStore,
+  role: RoleRow,
+  state: DelegationState,
+  network: string,
+  at: Date,
+): Promise<boolean> {
+  return (
+    role.expires_at.getTime() > at.getTime() &&
+    state.delegate === null &&
+    (await store.settledSince(role.wallet, network, role.granted_at)) >= role.spend_limit
+  );
+}
+
 export function createSessionDesk({
   facilitator,
   store,
@@ -147,7 +165,14 @@ export function createSessionDesk({
       delegation.read(request.buyerWallet),
     ]);
     const problem = roleProblem(role, state, delegate.address, at);
-    if (problem) throw problem;
+    if (problem) {
+      if (role && (await spentRole(store, role, state, network, at)))
+        throw roleNotFound(
+          'spent',
+          `the buyer's delegation role has moved its whole limit of ${role.spend_limit} atomic units; onboard again to renew it (POST /api/sessions/onboard)`,
+        );
+      throw problem;
+    }
     if (request.smartWallet !== undefined && request.smartWallet !== state.smartWallet) {
       throw roleNotFound(
         'smart_wallet_mismatch',
