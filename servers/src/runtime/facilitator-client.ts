@@ -95,18 +95,13 @@ export function facilitatorClient(baseUrl: string, options: { sign?: Wallet } = 
     retryAfterHeader: string | undefined,
     accept?: (value: unknown) => value is T,
   ): T & Busy {
-    const retryAfter = Number(retryAfterHeader);
+    const asked = Number(retryAfterHeader);
+    const retryAfterSeconds = Number.isFinite(asked) && asked > 0 ? Math.min(asked, 60) : 5;
     // A 400 from the facilitator still carries an x402 verdict (the payload was malformed): use it. A 429 verdict
     // (a settlement cap) keeps its Retry-After beside it, for the paywall to pass on.
-    if (status < 500 && accept?.(value))
-      return status === 429
-        ? { ...value, retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) : 5 }
-        : (value as T & Busy);
+    if (status < 500 && accept?.(value)) return status === 429 ? { ...value, retryAfterSeconds } : (value as T & Busy);
     if (status >= 200 && status < 300 && !accept) return value as T & Busy;
-    throw new FacilitatorUnavailable(
-      `the facilitator answered ${path} with HTTP ${status}`,
-      Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) : 5,
-    );
+    throw new FacilitatorUnavailable(`the facilitator answered ${path} with HTTP ${status}`, retryAfterSeconds);
   }
 
   const isVerify = (v: unknown): v is X402VerifyResponse => typeof (v as X402VerifyResponse)?.isValid === 'boolean';
