@@ -10,6 +10,18 @@ export const SESSION_CLOSE_PATH = '/x402/sessions/close';
 
 export const VOUCHER_REQUEST_DOMAIN = 'solana-mpp-session-voucher-request-v1:';
 
+/**
+ * Whether the facilitator's refusal to open a session (its error code and details) says the buyer's delegation role
+ * has moved what it may, or expired: onboarding again renews it. Not a role its buyer revoked: that stays revoked.
+ */
+export function renewedByOnboarding(code: string, details: unknown): boolean {
+  const reason = (details as { reason?: unknown } | undefined)?.reason;
+  return (
+    (code === 'insufficient_balance' && reason === 'spend_limit') ||
+    (code === 'wallet_role_not_found' && (reason === 'spent' || reason === 'expired'))
+  );
+}
+
 /** JSON with object keys sorted recursively and undefined members left out (the bytes vouchers sign). */
 export function sortedJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);

@@ -9,6 +9,7 @@ import {
   base58Encode,
   decodeX402Header,
   encodeX402Header,
+  renewedByOnboarding,
   sessionCloseMessage,
   usdToAtomic,
   voucherRequestMessage,
@@ -136,9 +137,7 @@ class SessionManager {
     const label = `${call.route.method} ${call.route.path}`;
     const price = this.price(call, label, seller);
     if (seller.session && !seller.session.closing && price) {
-      const turn = seller.queue.then(() => this.voucher(seller, call, price, label, true));
-      seller.queue = turn.catch(() => undefined);
-      const paid = await turn;
+      const paid = await this.inTurn(seller, call, price, label);
       if (paid) return paid;
     }
     // Priced per request: the 402's quote names this request's price; with a session open, a voucher pays it.
@@ -174,7 +173,12 @@ class SessionManager {
         a.asset === offer.asset,
     );
     if (!s || s.closing || !element || !/^[1-9]\d*$/.test(element.amount)) return Promise.resolve(undefined);
-    const turn = seller.queue.then(() => this.voucher(seller, call, BigInt(element.amount), label, true));
+    return this.inTurn(seller, call, BigInt(element.amount), label);
+  }
+
+  /** A voucher for the call, once the seller's calls before it are done: calls to one session go one at a time. */
+  inTurn(seller: Seller, call: PaidCall, price: bigint, label: string): Promise<HttpResponse | undefined> {
+    const turn = seller.queue.then(() => this.voucher(seller, call, price, label, true));
     seller.queue = turn.catch(() => undefined);
     return turn;
   }
@@ -395,7 +399,7 @@ class SessionManager {
       const opened = await openSession().catch(async (error: unknown) => {
         // The delegation role has moved what it may, or expired: onboarding again grants it afresh, signed by this
         // wallet.
-        if (!(error instanceof ApiError && roleSpent(error))) throw error;
+        if (!(error instanceof ApiError && renewedByOnboarding(error.code, error.details))) throw error;
         this.#onboarded = undefined;
         return openSession();
       });
@@ -521,18 +525,6 @@ export function payWithSessions(spendLog: SpendLog, call: PaidCall, fallback: Pa
   const manager = managers.get(spendLog);
   if (!manager || manager.wallet.address !== call.wallet.address) return fallback(spendLog, call);
   return manager.pay(call, fallback);
-}
-
-/**
- * The facilitator refused to open a session because the buyer's delegation role has moved what it may, or expired:
- * onboarding again renews it. Not a role its buyer revoked: that stays revoked.
- */
-function roleSpent(error: ApiError): boolean {
-  const reason = (error.details as { reason?: unknown } | undefined)?.reason;
-  return (
-    (error.code === 'insufficient_balance' && reason === 'spend_limit') ||
-    (error.code === 'wallet_role_not_found' && (reason === 'spent' || reason === 'expired'))
-  );
 }
 
 /** Remembers a seller's session offer from a quote (the exact path calls it on every 402). */

@@ -18,7 +18,7 @@ import {
 } from '@solana/kit';
 import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
 import { getTransferCheckedInstruction } from '@solana-program/token';
-import { atomicToUsd, base58Encode, voucherRequestMessage } from '@agent-economy/contracts';
+import { atomicToUsd, base58Encode, renewedByOnboarding, voucherRequestMessage } from '@agent-economy/contracts';
 import {
   ApiError,
   BudgetExceededError,
@@ -410,12 +410,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationSu
         progress.calls++;
         const { channelId } = await facilitator.openSession({ body }).catch(async (error: unknown) => {
           // The delegation role has moved its limit: onboarding again grants it afresh, as an agent would.
-          const reason = error instanceof ApiError ? (error.details as { reason?: unknown } | undefined)?.reason : '';
-          const spent =
-            error instanceof ApiError &&
-            ((error.code === 'insufficient_balance' && reason === 'spend_limit') ||
-              (error.code === 'wallet_role_not_found' && reason === 'spent'));
-          if (!spent) throw error;
+          if (!(error instanceof ApiError && renewedByOnboarding(error.code, error.details))) throw error;
           await onboard();
           progress.calls++;
           return facilitator.openSession({ body });
