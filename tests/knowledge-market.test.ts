@@ -798,13 +798,16 @@ describe('paid through the economy', () => {
       });
       return response;
     });
-    const client = createClient({
-      baseUrls: { 'knowledge-market': paidMarket.url },
-      wallet: trader,
-      axios: instance,
-      payments: { rpcUrl: economy.rpcUrl, sessions: false },
-      maxRetries: 0,
-    });
+    // Clients paying by transaction only, whose requests `seen` records.
+    const recorded = (wallet: Signer) =>
+      createClient({
+        baseUrls: { 'knowledge-market': paidMarket.url },
+        wallet,
+        axios: instance,
+        payments: { rpcUrl: economy.rpcUrl, sessions: false },
+        maxRetries: 0,
+      });
+    const client = recorded(trader);
     const listing = (n: number) => ({
       body: { ...baseModule, title: `Trader notes ${n}`, content: `trader content ${n}`, priceUsd: '0.05' },
     });
@@ -830,13 +833,7 @@ describe('paid through the economy', () => {
     // (the seller's wallet; a route priced per module is no guide to the service's own), it pays the listing's quote.
     const newcomer = await signer();
     await economy.ledger.mintTo(newcomer.address, usdToAtomic('1'));
-    const fresh = createClient({
-      baseUrls: { 'knowledge-market': paidMarket.url },
-      wallet: newcomer,
-      axios: instance,
-      payments: { rpcUrl: economy.rpcUrl, sessions: false },
-      maxRetries: 0,
-    });
+    const fresh = recorded(newcomer);
     await fresh.knowledgeMarket.purchase({ params: { moduleId: offered.id }, body: {} });
     seen.length = 0;
     await fresh.knowledgeMarket.publish({
