@@ -368,6 +368,38 @@ describe('the spend log survives restarts', () => {
     ]);
   });
 
+  it('a long-running client keeps its latest receipts and counts every payment, kept or not', async () => {
+    const store = memoryStore();
+    const wallet = await buyer();
+    expect(() => createClient({ wallet, payments: { keepReceipts: -1 } })).toThrow(/payments\.keepReceipts/);
+    const { sdk } = await client({ maxTotalUsd: '0.20', keepReceipts: 2, store }, { wallet });
+    const paid = [];
+    for (const body of [lesson, otherLesson, lesson])
+      paid.push((await sdk.education.lesson.withResponse(body)).payment!);
+    expect(sdk.payments.receipts.map((r) => r.transaction)).toEqual([paid[1]!.transaction, paid[2]!.transaction]);
+    expect([sdk.payments.spentUsd(), sdk.payments.spentUsdByService(), sdk.payments.remainingUsd()]).toEqual([
+      '0.15',
+      { education: '0.15' },
+      '0.05',
+    ]);
+    // A kept payment reported again (its identifier retried) is still found: not counted twice.
+    const again = await sdk.education.lesson.withResponse(lesson, { paymentId: paid[2]!.paymentId! });
+    expect([again.headers['payment-identifier-replayed'], sdk.payments.spentUsd()]).toEqual(['true', '0.15']);
+    expect(balance(wallet.address)).toBe(850_000n);
+    // The store keeps every receipt; a client restarted on it keeps the latest one and counts all three.
+    expect(store.records.filter((r) => r.type === 'receipt')).toHaveLength(3);
+    const restarted = await client(
+      { maxTotalUsd: '0.20', keepReceipts: 1, store: memoryStore(store.records) },
+      { wallet },
+    );
+    await restarted.sdk.payments.ready();
+    expect([
+      restarted.sdk.payments.receipts.map((r) => r.transaction),
+      restarted.sdk.payments.spentUsd(),
+      restarted.sdk.payments.remainingUsd(),
+    ]).toEqual([[paid[2]!.transaction], '0.15', '0.05']);
+  });
+
   it('a reservation never sent (a crash before sending) is closed on load', async () => {
     const origin = new URL(economy.education.url).origin;
     const store = memoryStore([

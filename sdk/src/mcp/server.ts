@@ -176,12 +176,11 @@ export function createMcpServer(
       if (name === 'spend') {
         const service = typeof args.service === 'string' ? args.service : undefined;
         const receipts = payments.receipts.filter((r) => !service || r.service === service);
-        const services = [...new Set(payments.receipts.map((r) => r.service))];
         return {
           content: text({
             receipts,
             spentUsd: service ? payments.spentUsd(service) : payments.spentUsd(),
-            byService: Object.fromEntries(services.map((id) => [id, payments.spentUsd(id)])),
+            byService: payments.spentUsdByService(),
             ...(service && payments.remainingUsd(service) !== undefined
               ? { remainingUsd: payments.remainingUsd(service) }
               : {}),

@@ -111,6 +111,12 @@ export interface PaymentOptions {
   /** Called with each receipt once a payment settled. Its exceptions are ignored, so a paid result is never lost. */
   onPayment?: (receipt: PaymentReceipt) => void;
   /**
+   * How many of the latest receipts `receipts` keeps in memory, so that a long-running agent does not grow by a
+   * receipt per call. Sums and budgets count every payment whatever this is, and a `store` keeps every receipt.
+   * Default 10,000; `Infinity` keeps them all.
+   */
+  keepReceipts?: number;
+  /**
    * Payment sessions with sellers called often (session.ts): after `after` paid calls to one seller that offers
    * them, open a session with a `depositUsd` deposit and pay by vouchers. On by default (`after` 3, `depositUsd` '1');
    * `false`: off, every call pays by transaction.
@@ -120,12 +126,14 @@ export interface PaymentOptions {
 
 /** The client's spend log and budgets: `client.payments`. */
 export interface Payments {
-  /** Every settled payment, oldest first. */
+  /** The latest settled payments (`keepReceipts` of them, 10,000 by default), oldest first. */
   readonly receipts: readonly PaymentReceipt[];
   /** Payments sent whose outcome is unknown (see PaymentOutcomeUnknownError); they count as spent until resolved. */
   readonly pending: readonly SentPayment[];
   /** USD settled so far, by one service or in total. */
   spentUsd(service?: string): string;
+  /** USD settled so far by each service paid, including those whose receipts are no longer kept. */
+  spentUsdByService(): Record<string, string>;
   /**
    * USD the budgets still allow (the total, and with `service` that service's cap too), counting
    * payments in flight and pending; undefined when no cap applies. The per-call cap is separate.
@@ -256,6 +264,8 @@ export interface Reservation {
 /** What the spend log reads from the chain. */
 type ChainReads = GetAccountInfoApi & GetLatestBlockhashApi & IsBlockhashValidApi & GetSignatureStatusesApi;
 
+/** `keepReceipts` unless set: a few megabytes of receipts (under 1 KB each). */
+const DEFAULT_KEEP_RECEIPTS = 10_000;
 /** How long one read of the latest blockhash serves further payments (one read per call cost each paid call an RPC). */
 const BLOCKHASH_REUSE_MS = 2_000;
 /** How long one read of a payer's balance, less what it has paid since, serves further payments' preflight. */
@@ -263,7 +273,12 @@ const FUNDS_REUSE_MS = 2_000;
 
 export class SpendLog implements Payments {
   readonly receipts: PaymentReceipt[] = [];
-  /** Receipts by settlement transaction: a payment reported again is found without reading every receipt. */
+  readonly #keepReceipts: number;
+  /**
+   * Receipts kept, by settlement transaction: a payment reported again is found without reading every receipt. One
+   * reported again after `keepReceipts` newer ones (a service's retry answer comes within seconds) would count twice:
+   * the safe side for budgets.
+   */
   readonly #byTransaction = new Map<string, PaymentReceipt>();
   readonly #pending = new Map<SentPayment, Reservation>();
   readonly #spent = new Map<string, bigint>();
@@ -328,6 +343,10 @@ export class SpendLog implements Payments {
     this.sessions = options.sessions === false ? undefined : (options.sessions ?? {});
     this.rpcUrl = options.rpcUrl ?? envRpcUrl();
     this.#onPayment = options.onPayment;
+    const keep = options.keepReceipts ?? DEFAULT_KEEP_RECEIPTS;
+    if (!(keep === Infinity || (Number.isSafeInteger(keep) && keep >= 0)))
+      throw new AgentEconomyError(`payments.keepReceipts: a whole number of receipts or Infinity, not ${keep}`);
+    this.#keepReceipts = keep;
   }
 
   /** The caller's onApprove verdict: true approves; anything else (false, a throw, kept as `cause`) declines. */
@@ -346,6 +365,10 @@ export class SpendLog implements Payments {
 
   spentUsd(service?: string): string {
     return atomicToUsd(service === undefined ? this.#spentTotal : (this.#spent.get(service) ?? 0n));
+  }
+
+  spentUsdByService(): Record<string, string> {
+    return Object.fromEntries([...this.#spent].map(([service, spent]) => [service, atomicToUsd(spent)]));
   }
 
   remainingUsd(service?: string): string | undefined {
@@ -539,6 +562,12 @@ export class SpendLog implements Payments {
     this.receipts.push(receipt);
     if (receipt.transaction && !this.#byTransaction.has(receipt.transaction))
       this.#byTransaction.set(receipt.transaction, receipt);
+    // One out for one in (V8 shifts a long array's start in place): the list holds the latest keepReceipts.
+    while (this.receipts.length > this.#keepReceipts) {
+      const old = this.receipts.shift()!;
+      if (old.transaction && this.#byTransaction.get(old.transaction) === old)
+        this.#byTransaction.delete(old.transaction);
+    }
   }
 
   /**
