@@ -1287,6 +1287,85 @@ describe('a close slower than reconciliation', () => {
     expect(economy.ledger.tokenBalance(seller.address)).toBe(before + 4000n);
     expect(await row()).toMatchObject({ state: 'closed', amount_settled: 4000n });
   });
+
+  it('never settles twice: a close stalled after noting its settlement, before claiming it, finds it taken once reconciliation reopened the session', async () => {
+    let offsetMs = 0;
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const slow = await startService(
+      (context) =>
+        createFacilitatorApp(context, {
+          sellers: economy.sellers,
+          sessionCloseGraceSeconds: 0,
+          now: () => new Date(Date.now() + offsetMs),
+        }),
+      { id: 'facilitator', wallet: economy.feePayer, rpcUrl: economy.rpcUrl },
+    );
+    cleanup.push(() => slow.close());
+    const buyer = await fundedBuyer();
+    await onboard(buyer, '500000', 3600, slow.url);
+    const client = await as(buyer, slow.url);
+    const key = generateWallet();
+    const session = await client.openSession({
+      body: openBody(buyer, key, { depositAtomic: '100000', idleTimeoutSeconds: 3600 }),
+    });
+    await client.signVoucher({ body: voucherRequest(key, session.channelId, '4000') });
+    const before = economy.ledger.tokenBalance(seller.address);
+    const db = slow.database.db;
+    const row = () =>
+      db
+        .selectFrom('facilitator_sessions')
+        .selectAll()
+        .where('channel_id', '=', session.channelId)
+        .executeTakeFirstOrThrow();
+    // A close that took the session to closing and noted its settlement (its key and signature), then stalled before
+    // claiming it (a database that stopped answering): its state, as the close leaves it at that point.
+    const stalledKey = 'stalled-close-settlement-key';
+    await db
+      .updateTable('facilitator_sessions')
+      .set({
+        state: 'closing',
+        close_owner: 'cls_stalled',
+        closed_by: 'buyer',
+        closing_at: new Date(),
+        settlement_key: stalledKey,
+        settlement_signature: 'stalled-close-signature',
+      })
+      .where('channel_id', '=', session.channelId)
+      .execute();
+
+    // Three minutes later reconciliation claims that settlement as abandoned, then reopens the session.
+    offsetMs = 3 * 60_000;
+    await vi.advanceTimersByTimeAsync(15_000);
+    await expect.poll(async () => (await row()).state, { timeout: 10_000 }).toBe('open');
+    const abandoned = await db
+      .selectFrom('facilitator_settlements')
+      .selectAll()
+      .where('key', '=', stalledKey)
+      .executeTakeFirstOrThrow();
+    expect([abandoned.status, abandoned.kind, abandoned.error]).toEqual([
+      'failed',
+      'session',
+      expect.stringMatching(/^abandoned: the close stalled/),
+    ]);
+    // The stalled close, waking, claims its settlement to send it: taken, so it sends nothing.
+    const { settlementStore } = await import('../servers/src/services/facilitator/store');
+    const settlements = settlementStore(slow.database.db);
+    const { status: _status, error: _error, settledAt: _settledAt, ...claim } = (await settlements.get(stalledKey))!;
+    expect(await settlements.claim(claim)).toBe(false);
+
+    // Closed again, the session settles its accepted amount once.
+    const closed = await client.closeSession({ body: { channelId: session.channelId } });
+    expect(closed.settlement.amountSettled).toBe('4000');
+    expect(economy.ledger.tokenBalance(seller.address)).toBe(before + 4000n);
+    const settled = await db
+      .selectFrom('facilitator_settlements')
+      .select(['key', 'status'])
+      .where('description', '=', `payment session ${session.channelId}`)
+      .orderBy('status')
+      .execute();
+    expect(settled.map((s) => s.status)).toEqual(['failed', 'settled']);
+    expect(await row()).toMatchObject({ state: 'closed', amount_settled: 4000n });
+  });
 });
 
 describe('backpressure and outages', () => {

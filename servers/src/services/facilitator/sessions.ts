@@ -552,8 +552,17 @@ export function createSessionDesk({
             error: outcome.message,
             logs: [],
           });
-        case 'pending':
         case 'taken':
+          // Reconciliation abandoned this close's settlement and reopened the session: nothing was sent.
+          if ((await store.session(s.channel_id))?.close_owner !== owner) throw await lost();
+          throw new HttpError(
+            503,
+            'settlement_pending',
+            'the settlement is being sent by another close; the session stays closing and the facilitator finishes it',
+            { signature },
+            { 'retry-after': '5' },
+          );
+        case 'pending':
           throw new HttpError(
             503,
             'settlement_pending',
@@ -640,9 +649,34 @@ export function createSessionDesk({
         else if (settlement?.status === 'failed') await store.reopen(s.channel_id, s.close_owner, seen);
         // Closing for 2 minutes with no settlement claimed: the close died (a crash) before sending, or is stalled
         // before sending (an RPC without a timeout). Reopened, the session can be closed again; a stalled close that
-        // wakes up no longer owns it, and its noteSettlement refuses, so it sends nothing.
-        else if (!settlement && at.getTime() - closingAt.getTime() > 2 * 60_000)
+        // wakes up no longer owns it, and its noteSettlement refuses, so it sends nothing. One that noted its
+        // settlement already is past that check: its settlement is claimed here, as abandoned, so that its own claim
+        // finds it taken and it sends nothing either (else it could settle a session closed again since: paid twice).
+        else if (!settlement && at.getTime() - closingAt.getTime() > 2 * 60_000) {
+          if (s.settlement_key) {
+            const abandoned = await facilitator.store.abandon(
+              {
+                key: s.settlement_key,
+                kind: 'session',
+                scheme: 'session',
+                network,
+                payer: s.buyer,
+                payTo: s.seller,
+                amount: s.accepted,
+                asset: s.asset,
+                resource: null,
+                description: `payment session ${s.channel_id}`,
+                transaction: s.settlement_signature ?? '',
+                blockhash: '',
+                createdAt: at,
+              },
+              'abandoned: the close stalled before sending it, and the session was reopened',
+            );
+            // The close claimed it meanwhile: it is sending, and its outcome finishes the session.
+            if (!abandoned) continue;
+          }
           await store.reopen(s.channel_id, s.close_owner, seen);
+        }
       }
       for (const s of await store.idle(at)) {
         await close(s, 'idle').catch((error: unknown) =>

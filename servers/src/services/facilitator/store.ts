@@ -210,6 +210,20 @@ export function settlementStore(database: SharedDb) {
       return claim(s);
     },
 
+    /**
+     * Claims `key` as failed with `error`, for a transaction that will never be sent: whoever would claim it later to
+     * send it finds it taken. False when someone claimed it first (it may have been sent).
+     */
+    async abandon(s: Claim, error: string): Promise<boolean> {
+      const inserted = await db
+        .insertInto('facilitator_settlements')
+        .values({ ...s, status: 'failed', error, settledAt: null })
+        .onConflict((oc) => oc.doNothing())
+        .returning('key')
+        .execute();
+      return inserted.length > 0;
+    },
+
     /** A claim whose transaction certainly never reached the chain: the payment may be settled later. */
     async release(key: string): Promise<void> {
       await db.deleteFrom('facilitator_settlements').where('key', '=', key).where('status', '=', 'pending').execute();
