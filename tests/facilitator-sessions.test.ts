@@ -3,6 +3,7 @@ import {
   USDC_DEVNET,
   base58Decode,
   base58Encode,
+  renewedByOnboarding,
   type MppOpenSessionInput,
   type SmartWalletOnboarding,
 } from '@agent-economy/contracts';
@@ -1286,6 +1287,46 @@ describe('a close slower than reconciliation', () => {
     expect(await settlements()).toHaveLength(1);
     expect(economy.ledger.tokenBalance(seller.address)).toBe(before + 4000n);
     expect(await row()).toMatchObject({ state: 'closed', amount_settled: 4000n });
+  });
+
+  it('renews a role past half its lifetime on the same terms, and an expiring role refused an open (the buyer renews it so)', async () => {
+    let offsetMs = 0;
+    const clocked = await startService(
+      (context) =>
+        createFacilitatorApp(context, {
+          sellers: economy.sellers,
+          now: () => new Date(Date.now() + offsetMs),
+        }),
+      { id: 'facilitator', wallet: economy.feePayer, rpcUrl: economy.rpcUrl },
+    );
+    cleanup.push(() => clocked.close());
+    const buyer = await fundedBuyer();
+    const first = await onboard(buyer, '500000', 300, clocked.url);
+    expect(first.started.status).toBe('transactions_required');
+    // The same terms again at once: nothing to sign.
+    expect((await onboard(buyer, '500000', 300, clocked.url)).started.status).toBe('ready');
+    const client = await as(buyer, clocked.url);
+
+    // Under half its lifetime gone, still nothing to sign.
+    offsetMs = 100_000;
+    expect((await onboard(buyer, '500000', 300, clocked.url)).started.status).toBe('ready');
+    // Four minutes and ten seconds on, the 5-minute role expires within the minute: no session opens on it.
+    offsetMs = 250_000;
+    const expiring = await expectError(
+      client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '50000' }) }),
+      UnprocessableEntityError,
+      'wallet_role_not_found',
+    );
+    expect(expiring.details.reason).toBe('expiring');
+    expect(renewedByOnboarding(expiring.code, expiring.details)).toBe(true);
+    // Onboarding on the same terms grants it afresh, with a new lifetime, and the session opens.
+    const renewed = await onboard(buyer, '500000', 300, clocked.url);
+    expect(renewed.started.transactions.map((t) => t.type)).toEqual(['grant_role']);
+    const status = await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } });
+    expect(status.status).toBe('active');
+    expect(Date.parse(status.roleExpiresAt!) - (Date.now() + offsetMs)).toBeGreaterThan(290_000);
+    const opened = await client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '50000' }) });
+    expect(opened.depositAtomic).toBe('50000');
   });
 
   it('never settles twice: a close stalled after noting its settlement, before claiming it, finds it taken once reconciliation reopened the session', async () => {

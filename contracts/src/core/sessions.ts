@@ -12,13 +12,14 @@ export const VOUCHER_REQUEST_DOMAIN = 'solana-mpp-session-voucher-request-v1:';
 
 /**
  * Whether the facilitator's refusal to open a session (its error code and details) says the buyer's delegation role
- * has moved what it may, or expired: onboarding again renews it. Not a role its buyer revoked: that stays revoked.
+ * has moved what it may, expired or expires within the minute: onboarding again renews it. Not a role its buyer
+ * revoked: that stays revoked.
  */
 export function renewedByOnboarding(code: string, details: unknown): boolean {
   const reason = (details as { reason?: unknown } | undefined)?.reason;
   return (
     (code === 'insufficient_balance' && reason === 'spend_limit') ||
-    (code === 'wallet_role_not_found' && (reason === 'spent' || reason === 'expired'))
+    (code === 'wallet_role_not_found' && (reason === 'spent' || reason === 'expired' || reason === 'expiring'))
   );
 }
 

@@ -1385,7 +1385,8 @@ const router = c.router({
     description:
       'Prepares the buyer for payment sessions: a smart wallet owned by the buyer and a delegation role that lets the ' +
       'facilitator move only the stablecoin, only by TransferChecked, up to `spendLimitAtomic`, for `ttlSeconds`. ' +
-      'Answers `ready` when that role already exists with these limits, else `transactions_required` with the ' +
+      'Answers `ready` when that role already exists with these limits, can still move half its limit and has half ' +
+      'its lifetime left, else `transactions_required` with the ' +
       'transactions to sign (create_wallet when the wallet does not exist, grant_role to add or renew the role), the ' +
       'facilitator as fee payer; sign them and send them to /api/sessions/onboard/confirm before ' +
       `transactionsExpireAt. ${NETWORK_NOTE} Errors: 401 siwx_invalid; 403 wallet_mismatch (buyerWallet is not the ` +

@@ -192,13 +192,15 @@ export function createOnboardingDesk({
         });
       const spendLimit = BigInt(request.spendLimitAtomic);
       const current = active(role, state, at);
-      // The same terms again: ready while the role can still move at least half its limit. Below that, the grant is
-      // made afresh (back to the full limit) for the buyer to sign: asking again is how a buyer renews a spent role.
+      // The same terms again: ready while the role can still move at least half its limit and has at least half its
+      // lifetime left. Past either, the grant is made afresh (the full limit, a new lifetime) for the buyer to sign:
+      // asking again is how a buyer renews a spent or expiring role (opens are refused in its last minute).
       if (
         current &&
         current.spend_limit === spendLimit &&
         current.ttl_seconds === request.ttlSeconds &&
-        state.remaining * 2n >= spendLimit
+        state.remaining * 2n >= spendLimit &&
+        (current.expires_at.getTime() - at.getTime()) * 2 >= current.ttl_seconds * 1000
       )
         return ready(wallet, cluster, current, state);
 
