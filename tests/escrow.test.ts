@@ -537,6 +537,18 @@ describe('lifecycle', () => {
     expect(stats.disputes.resolved).toBeGreaterThanOrEqual(1);
     expect(stats.resolutionRates.refundedToBuyer).not.toBeNull();
     expect(BigInt(stats.volume.escrowed)).toBeGreaterThanOrEqual(2_500_000n);
+    // Asked again with nothing changed: the same figures, as of the new answer; an escrow created since is counted.
+    offset += 1_000;
+    const again = await client(undefined).stats();
+    expect({ ...again, asOf: stats.asOf }).toEqual(stats);
+    expect(Date.parse(again.asOf) - Date.parse(stats.asOf)).toBeGreaterThanOrEqual(1_000);
+    const opened = await open();
+    const after = await client(undefined).stats();
+    expect([after.totalEscrows, BigInt(after.volume.escrowed), after.byState.funded]).toEqual([
+      stats.totalEscrows + 1,
+      BigInt(stats.volume.escrowed) + BigInt(opened.amount),
+      stats.byState.funded + 1,
+    ]);
     // The books hold what the vault paid other services: a report on confirm, two reads and two reports on resolve,
     // two reads and a scan on each dispute call (0.001 + 2 × 0.002 + 2 × 0.001 + 2 × (2 × 0.002) + 0.02).
     expect(await main.service.expenses()).toBe(1_000n + 4_000n + 2_000n + 8_000n + 20_000n);

@@ -1,6 +1,7 @@
 import {
   escrowFee,
   type EscrowDispute,
+  type EscrowStats,
   type EscrowSummary,
   type ScanResult,
   escrow as escrowContract,
@@ -165,6 +166,8 @@ function answerFunded(funded: EscrowDoc, caller: string, res: Response, at: Date
 // Handlers only translate between the contract and the domain.
 export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof escrowContract.router> {
   const { store, engine, now } = deps;
+  /** The last stats computed, and from what (store.fingerprint). */
+  let statsOf: { fingerprint: string; stats: Promise<EscrowStats> } | undefined;
   return {
     create: async ({ body, req, res }) => {
       const buyer = callerOf(res);
@@ -336,7 +339,18 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
     },
 
     stats: async () => {
-      return { status: 200, body: buildStats(await store.all(), deps.chain, now()) };
+      // A free route must not read every escrow (deliveries included) per call: the figures are computed again only
+      // once an escrow was created or changed since, and callers meanwhile share them (they are a function of the
+      // documents alone; asOf is the time of the answer).
+      const fingerprint = await store.fingerprint();
+      if (statsOf?.fingerprint !== fingerprint) {
+        const computing = store.all().then((docs) => buildStats(docs, deps.chain, now()));
+        statsOf = { fingerprint, stats: computing };
+        computing.catch(() => {
+          if (statsOf?.stats === computing) statsOf = undefined;
+        });
+      }
+      return { status: 200, body: { ...(await statsOf.stats), asOf: now().toISOString() } };
     },
   };
 }

@@ -265,6 +265,18 @@ export function escrowStore(database: SharedDb) {
     },
 
     /**
+     * Changes whenever an escrow is created or changed (every write raises its row's version; none is deleted), read
+     * without loading any document: what the stats were computed from is still current while it stays the same.
+     */
+    async fingerprint(): Promise<string> {
+      const row = await db
+        .selectFrom('escrow_escrows')
+        .select([sql<string>`count(*)::text`.as('rows'), sql<string>`coalesce(sum(version), 0)::text`.as('versions')])
+        .executeTakeFirstOrThrow();
+      return `${row.rows}:${row.versions}`;
+    },
+
+    /**
      * Open escrows (funded, delivered or disputed) of every agent, newest first: the console's list (no route lists
      * them all).
      */
