@@ -40,7 +40,7 @@ import {
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { createNoopSigner, address, createSolanaRpc } from '@solana/kit';
-import { getTransferCheckedInstruction } from '@solana-program/token';
+import { getRevokeInstruction, getTransferCheckedInstruction } from '@solana-program/token';
 import { createServiceApp } from '../servers/src/runtime/app';
 import { createEducationApp } from '../servers/src/services/education';
 import { sendInstructions } from '../servers/src/solana/send';
@@ -365,6 +365,75 @@ describe('a long-running buyer', () => {
       ['50000', true],
     ]);
     expect(balance(buyer.address)).toBe(start - 6n * PRICE);
+  }, 60_000);
+});
+
+describe('a buyer that revokes its delegation role', () => {
+  it('is not granted it again by its client: further sellers are paid by transaction', async () => {
+    // Two sellers of their own (a session left open with a revoked role stays so: nothing shared with other tests).
+    const sellers = [generateWallet(), generateWallet()];
+    const services: RunningService[] = [];
+    try {
+      for (const wallet of sellers) {
+        await economy.ledger.openTokenAccount(wallet.address);
+        economy.sellers.add(wallet.address);
+        services.push(await startSeller({ wallet }));
+      }
+      const buyer = await fundedBuyer();
+      await economy.ledger.airdrop(buyer.address, 1_000_000_000n);
+      const payments = createPayments({ rpcUrl: economy.rpcUrl, sessions: { after: 1, depositUsd: '0.1' } });
+      const [first, second] = await Promise.all(services.map((s) => buyerClient(buyer, s.url, payments)));
+      const start = balance(buyer.address);
+      expect((await first!.education.lesson.withResponse(LESSON)).payment!.transaction).toBeTruthy();
+      const [opened] = await until(
+        () => sessionsOf(payments).open,
+        (o) => o.length === 1,
+        'the first session',
+      );
+      expect((await first!.education.lesson.withResponse(LESSON)).payment!.session?.channelId).toBe(opened!.channelId);
+      const rounds = () =>
+        economy.facilitator.database.db
+          .selectFrom('facilitator_onboarding_txs')
+          .select('round')
+          .distinct()
+          .where('wallet', '=', buyer.address)
+          .execute();
+      expect(await rounds()).toHaveLength(1);
+
+      // The buyer revokes the facilitator's delegation on chain, paying the fee itself.
+      await sendInstructions(
+        createSolanaRpc(economy.rpcUrl),
+        [buyer],
+        [
+          getRevokeInstruction({
+            source: address(ata(buyer.address, USDC_DEVNET)),
+            owner: createNoopSigner(address(buyer.address)),
+          }),
+        ],
+      );
+      // The second seller: its first call by transaction, then the client tries to open a session, is refused for the
+      // revoked role, and leaves it revoked (no grant signed again); its calls go on by transaction.
+      expect((await second!.education.lesson.withResponse(LESSON)).payment!.transaction).toBeTruthy();
+      const refused = await until(
+        () => sessionsOf(payments).closed,
+        (c) => c.some((x) => x.error),
+        'the refused open',
+      );
+      expect(refused.find((x) => x.error)!.error).toMatch(/could not open a session: .*revoked/);
+      for (let i = 0; i < 2; i++)
+        expect((await second!.education.lesson.withResponse(LESSON)).payment!.transaction).toBeTruthy();
+      expect(await rounds()).toHaveLength(1);
+      const status = await first!.facilitator.onboardingStatus({
+        query: { wallet: buyer.address, network: 'devnet' },
+      });
+      expect(status.status).toBe('revoked');
+      expect(sessionsOf(payments).open.map((o) => o.channelId)).toEqual([opened!.channelId]);
+      // One lesson vouched (not yet settled: its session cannot close on a revoked role), four paid by transaction.
+      expect(balance(buyer.address)).toBe(start - 4n * PRICE);
+      expect(balance(sellers[1]!.address)).toBe(3n * PRICE);
+    } finally {
+      for (const s of services) await s.close();
+    }
   }, 60_000);
 });
 
