@@ -324,6 +324,8 @@ describe('rankings and statistics', () => {
       outcomes: { completed: 7, auto_released: 1, dispute_won: 0, dispute_split: 1, dispute_lost: 1, expired: 0 },
       reportsLast24h: 10,
     });
+    // No report filed since: the same figures, computed once (asOf says when).
+    expect(await as(undefined).stats()).toEqual(stats);
   });
 });
 

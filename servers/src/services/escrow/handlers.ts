@@ -11,6 +11,7 @@ import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
 import { HttpError, unprocessable } from '../../runtime/errors';
 import { keepPayment, settlementOf } from '../../runtime/paywall';
+import { recomputed } from '../../runtime/recomputed';
 import {
   agentSummary,
   assertParty,
@@ -166,8 +167,7 @@ function answerFunded(funded: EscrowDoc, caller: string, res: Response, at: Date
 // Handlers only translate between the contract and the domain.
 export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof escrowContract.router> {
   const { store, engine, now } = deps;
-  /** The last stats computed, and from what (store.fingerprint). */
-  let statsOf: { fingerprint: string; stats: Promise<EscrowStats> } | undefined;
+  const statsOf = recomputed<EscrowStats>();
   return {
     create: async ({ body, req, res }) => {
       const buyer = callerOf(res);
@@ -339,18 +339,12 @@ export function escrowHandlers(deps: EscrowDeps): RouterImplementation<typeof es
     },
 
     stats: async () => {
-      // A free route must not read every escrow (deliveries included) per call: the figures are computed again only
-      // once an escrow was created or changed since, and callers meanwhile share them (they are a function of the
-      // documents alone; asOf is the time of the answer).
-      const fingerprint = await store.fingerprint();
-      if (statsOf?.fingerprint !== fingerprint) {
-        const computing = store.all().then((docs) => buildStats(docs, deps.chain, now()));
-        statsOf = { fingerprint, stats: computing };
-        computing.catch(() => {
-          if (statsOf?.stats === computing) statsOf = undefined;
-        });
-      }
-      return { status: 200, body: { ...(await statsOf.stats), asOf: now().toISOString() } };
+      // A free route: the figures (a function of the escrows alone) are computed again only once one changed.
+      const at = now();
+      const stats = await statsOf(await store.fingerprint(), at, async () =>
+        buildStats(await store.all(), deps.chain, at),
+      );
+      return { status: 200, body: { ...stats, asOf: at.toISOString() } };
     },
   };
 }

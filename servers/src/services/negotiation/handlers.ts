@@ -3,6 +3,7 @@ import { base58Encode, negotiation, usdToAtomic } from '@agent-economy/contracts
 import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
 import { HttpError, conflict, notFound, unavailable } from '../../runtime/errors';
+import { recomputed } from '../../runtime/recomputed';
 import type { ParsedRequest } from '../../runtime/validation';
 import {
   acceptOffer,
@@ -140,6 +141,7 @@ export function negotiationHandlers(
 ): RouterImplementation<typeof negotiation.router> {
   const { store, now } = deps;
   const { checkOpen, load, move } = logic;
+  const statsOf = recomputed<ReturnType<typeof buildStats>>({ maxAgeMs: 60_000 });
   return {
     open: async ({ body, res }) => {
       const caller = callerOf(res);
@@ -253,7 +255,12 @@ export function negotiationHandlers(
     stats: async () => {
       const at = now();
       await store.expireDue(at);
-      return { status: 200, body: buildStats(await store.all(), at) };
+      // A free route: computed again once a negotiation changed, or after a minute (openedLast24h moves with the
+      // clock); asOf says when.
+      return {
+        status: 200,
+        body: await statsOf(await store.fingerprint(), at, async () => buildStats(await store.all(), at)),
+      };
     },
   };
 }

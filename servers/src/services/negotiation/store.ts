@@ -215,6 +215,15 @@ export function negotiationStore(database: SharedDb) {
     async all(): Promise<StoredNegotiation[]> {
       return (await db.selectFrom('negotiation_negotiations').selectAll().execute()).map(fromRow);
     },
+
+    /** Changes with every negotiation opened or moved (each write raises its version, none is deleted): no row read. */
+    async fingerprint(): Promise<string> {
+      const row = await db
+        .selectFrom('negotiation_negotiations')
+        .select([sql<string>`count(*)::text`.as('rows'), sql<string>`coalesce(sum(version), 0)::text`.as('versions')])
+        .executeTakeFirstOrThrow();
+      return `${row.rows}:${row.versions}`;
+    },
   };
 }
 

@@ -3,6 +3,7 @@ import { reputation } from '@agent-economy/contracts';
 import type { RouterImplementation } from '../../runtime/app';
 import { callerOf } from '../../runtime/app';
 import { HttpError, conflict, unprocessable } from '../../runtime/errors';
+import { recomputed } from '../../runtime/recomputed';
 import type { SolanaSource } from '../../upstream/solana';
 import { checkTransfer, type TransferCheck } from './chain';
 import {
@@ -129,6 +130,7 @@ export function reputationHandlers(
   check: ReturnType<typeof reportChecks>,
 ): RouterImplementation<typeof reputation.router> {
   const { store, now } = deps;
+  const statsOf = recomputed<ReturnType<typeof buildStats>>({ maxAgeMs: 60_000 });
   return {
     report: async ({ body, res }) => {
       const caller = callerOf(res);
@@ -187,10 +189,16 @@ export function reputationHandlers(
     },
 
     stats: async () => {
-      const reports = await store.all();
-      // Trusted services reporting for nobody in particular are not agents with a reputation.
-      const counterparties = new Set(reports.map((r) => r.ratedBy).filter((a) => !deps.trustedReporters.has(a)));
-      return { status: 200, body: buildStats(reports, counterparties, now()) };
+      const at = now();
+      // A free route: computed again once a report was filed, or after a minute (scores and "the last 24 hours" move
+      // with the clock); asOf says when.
+      const stats = await statsOf(await store.fingerprint(), at, async () => {
+        const reports = await store.all();
+        // Trusted services reporting for nobody in particular are not agents with a reputation.
+        const counterparties = new Set(reports.map((r) => r.ratedBy).filter((a) => !deps.trustedReporters.has(a)));
+        return buildStats(reports, counterparties, at);
+      });
+      return { status: 200, body: stats };
     },
   };
 }

@@ -187,6 +187,15 @@ export function reputationStore(database: SharedDb) {
       return row?.first ? new Date(row.first as Date) : null;
     },
 
+    /** Changes with every report filed (reports are only ever added), reading no row. */
+    async fingerprint(): Promise<string> {
+      const row = await db
+        .selectFrom('reputation_reports')
+        .select([sql<string>`count(*)::text`.as('rows'), sql<string>`coalesce(max(created_at)::text, '')`.as('last')])
+        .executeTakeFirstOrThrow();
+      return `${row.rows}:${row.last}`;
+    },
+
     async all(options: { verifiedOnly?: boolean } = {}): Promise<StoredReport[]> {
       let query = db.selectFrom('reputation_reports').selectAll();
       if (options.verifiedOnly) query = query.where('verified', '=', true);
