@@ -73,6 +73,16 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // Each listing counts its module's ratings: without it, every listing read the whole ratings table once per module.
+  '002_ratings_by_module': {
+    async up(db) {
+      await db.schema
+        .createIndex('knowledge_market_ratings_module_idx')
+        .on('knowledge_market_ratings')
+        .column('module_id')
+        .execute();
+    },
+  },
 };
 
 export interface NewPurchase extends Omit<StoredPurchase, 'format' | 'language' | 'content' | 'contentHash'> {
