@@ -536,6 +536,21 @@ describe('settle caps and statistics', () => {
     });
     expect(stats.lastSettlement).toEqual(stats.recentSettlements[0]);
 
+    // Counted by kind, outcome and day, not a row a call: free verifications from anyone add no rows.
+    const counts = () =>
+      database.db.selectFrom('facilitator_event_counts').selectAll().orderBy(['kind', 'outcome']).execute();
+    const before = await counts();
+    expect(before.map((r) => [r.kind, r.outcome, Number(r.count)])).toEqual([
+      ['charge', 'fail', 2],
+      ['charge', 'success', 3],
+      ['prepare', 'ok', 6],
+      ['x402_verify', 'invalid', 1],
+      ['x402_verify', 'valid', 1],
+    ]);
+    for (let i = 0; i < 20; i++) await client.verify({ body: payload({ ...terms(), amount: '1' }) });
+    expect((await client.stats()).x402.verify).toEqual({ total: 22, today: 22, valid: 1, invalid: 21 });
+    expect((await counts()).map((r) => Number(r.count))).toEqual([2, 3, 6, 21, 1]);
+
     // An x402 settlement is counted as one, and joins the volume and the recent list (the caps guard /mpp/settle only).
     const settled = await client.settle({ body: payload(terms()) });
     expect(settled.success).toBe(true);
@@ -549,5 +564,42 @@ describe('settle caps and statistics', () => {
       amount: '50000',
     });
     expect(after.settle).toEqual(stats.settle);
+  });
+});
+
+describe('statistics kept before counts by day', () => {
+  it('carries a database that recorded a row per call into the counts, day by day', async () => {
+    const { migrate } = await import('../servers/src/db');
+    const { migrations } = await import('../servers/src/services/facilitator/store');
+    const { sql } = await import('kysely');
+    const database = await testDatabase();
+    try {
+      const { '007_event_counts': counts, ...before } = migrations;
+      await migrate(database.db, 'facilitator', before);
+      const at = (iso: string) => new Date(iso);
+      await database.db
+        .insertInto('facilitator_events')
+        .values([
+          { kind: 'prepare', outcome: 'ok', at: at('2026-11-25T23:59:59.999Z') },
+          { kind: 'prepare', outcome: 'ok', at: at('2026-11-26T00:00:00.000Z') },
+          { kind: 'prepare', outcome: 'ok', at: at('2026-11-26T12:00:00.000Z') },
+          { kind: 'x402_verify', outcome: 'invalid', at: at('2026-11-26T12:00:00.000Z') },
+        ])
+        .execute();
+      await migrate(database.db, 'facilitator', { ...before, '007_event_counts': counts! });
+      const { rows } = await sql<{ kind: string; outcome: string; day: Date; count: string }>`
+        select kind, outcome, day, count::text as count from facilitator_event_counts order by kind, day`.execute(
+        database.db,
+      );
+      expect(rows.map((r) => [r.kind, r.outcome, new Date(r.day).toISOString(), r.count])).toEqual([
+        ['prepare', 'ok', '2026-11-25T00:00:00.000Z', '1'],
+        ['prepare', 'ok', '2026-11-26T00:00:00.000Z', '2'],
+        ['x402_verify', 'invalid', '2026-11-26T00:00:00.000Z', '1'],
+      ]);
+      const left = await sql<{ n: string }>`select count(*)::text as n from facilitator_events`.execute(database.db);
+      expect(left.rows[0]!.n).toBe('0');
+    } finally {
+      await database.close();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { sql, type Generated, type Kysely, type Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import type { DiscoverySettlement, MppSettlementKind } from '@agent-economy/contracts';
 import { camelCaseDb } from '../../db/camel-case';
 import type { SharedDb } from '../../db';
@@ -77,6 +77,26 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '007_event_counts': {
+    async up(db) {
+      // Counts by kind, outcome and UTC day instead of a row per call: the free /verify and /mpp/prepare grew
+      // facilitator_events by a row a call for anyone who asked, and /mpp/stats counted every row. The old table is
+      // emptied into the counts and kept for replicas still running the code before this (a rolling upgrade).
+      await db.schema
+        .createTable('facilitator_event_counts')
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('outcome', 'text', (c) => c.notNull())
+        .addColumn('day', 'timestamptz', (c) => c.notNull())
+        .addColumn('count', 'int8', (c) => c.notNull())
+        .addPrimaryKeyConstraint('facilitator_event_counts_pk', ['kind', 'outcome', 'day'])
+        .execute();
+      await sql`insert into facilitator_event_counts (kind, outcome, day, count)
+        select kind, outcome, date_trunc('day', at, 'UTC'), count(*) from facilitator_events group by 1, 2, 3`.execute(
+        db,
+      );
+      await sql`delete from facilitator_events`.execute(db);
+    },
+  },
 };
 
 /** x402: POST /settle; charge: POST /mpp/settle; session: POST /mpp/session/close. */
@@ -130,11 +150,12 @@ const SETTLEMENT = [
   'settledAt',
 ] as const;
 
-interface EventRow {
-  id: Generated<number>;
+interface EventCountRow {
   kind: EventKind;
   outcome: EventOutcome;
-  at: Date;
+  /** The UTC day's start. */
+  day: Date;
+  count: string;
 }
 
 /** How long counted calls wait in memory to be written together: one insert for many paid calls. */
@@ -144,7 +165,7 @@ type Claim = Omit<Settlement, 'status' | 'error' | 'settledAt'>;
 type Finish = { key: string; status: 'settled' | 'failed'; at: Date; error: string | null };
 
 export function settlementStore(database: SharedDb) {
-  const db = camelCaseDb<{ facilitator_settlements: Settlement; facilitator_events: EventRow }>(database);
+  const db = camelCaseDb<{ facilitator_settlements: Settlement; facilitator_event_counts: EventCountRow }>(database);
   // Statistics only (/mpp/stats): a crash loses at most EVENT_FLUSH_MS of counts, never a payment.
   let events: { kind: EventKind; outcome: EventOutcome; at: Date }[] = [];
   let flushing: Promise<void> | undefined;
@@ -154,11 +175,24 @@ export function settlementStore(database: SharedDb) {
     timer = undefined;
     await flushing?.catch(() => undefined);
     if (!events.length) return;
-    const batch = events;
+    const batch = new Map<string, { kind: EventKind; outcome: EventOutcome; day: Date; count: number }>();
+    for (const e of events) {
+      const day = new Date(e.at);
+      day.setUTCHours(0, 0, 0, 0);
+      const key = `${e.kind} ${e.outcome} ${day.getTime()}`;
+      const counted = batch.get(key);
+      if (counted) counted.count++;
+      else batch.set(key, { kind: e.kind, outcome: e.outcome, day, count: 1 });
+    }
     events = [];
     flushing = db
-      .insertInto('facilitator_events')
-      .values(batch)
+      .insertInto('facilitator_event_counts')
+      .values([...batch.values()].map((c) => ({ ...c, count: String(c.count) })))
+      .onConflict((oc) =>
+        oc
+          .columns(['kind', 'outcome', 'day'])
+          .doUpdateSet({ count: sql`facilitator_event_counts.count + excluded.count` }),
+      )
       .execute()
       .then(() => undefined);
     await flushing;
@@ -278,11 +312,11 @@ export function settlementStore(database: SharedDb) {
     ): Promise<{ kind: EventKind; outcome: EventOutcome; total: number; today: number }[]> {
       await flushEvents();
       const rows = await db
-        .selectFrom('facilitator_events')
+        .selectFrom('facilitator_event_counts')
         .select(['kind', 'outcome'])
-        .select((eb) => [
-          eb.fn.countAll<bigint>().as('total'),
-          sql<bigint>`count(*) filter (where ${eb.ref('at')} >= ${today})`.as('today'),
+        .select([
+          sql<string>`sum(count)::text`.as('total'),
+          sql<string>`coalesce(sum(count) filter (where day >= ${today}), 0)::text`.as('today'),
         ])
         .groupBy(['kind', 'outcome'])
         .execute();
