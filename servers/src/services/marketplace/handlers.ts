@@ -1,6 +1,7 @@
 import type { marketplace } from '@agent-economy/contracts';
 import type { RouterImplementation } from '../../runtime/app';
 import { HttpError, notFound } from '../../runtime/errors';
+import { recomputed } from '../../runtime/recomputed';
 import type { CatalogReader } from './catalog';
 import {
   TIMEFRAMES,
@@ -13,6 +14,8 @@ import {
   sellerStats,
   windowOf,
   type ProjectSort,
+  type ResourceTotals,
+  type SellerTotals,
 } from './domain';
 import type { MarketplaceStore } from './store';
 
@@ -30,6 +33,12 @@ const sellerNotFound = (payTo: string) =>
   notFound('seller_not_found', `No resource or settlement pays to ${payTo}`, { payTo });
 
 export function marketplaceHandlers(deps: MarketplaceDeps): RouterImplementation<typeof marketplace.router> {
+  // The free listings aggregate every settlement copied: computed again only once the copy moved on (its cursor), and
+  // a timeframe's figures also after a minute, as its window slides.
+  const allResourceTotals = recomputed<ResourceTotals[]>();
+  const sellerTotalsIn = new Map<string, ReturnType<typeof recomputed<SellerTotals[]>>>();
+  const copied = async () => String((await deps.store.position(deps.source())).cursor);
+
   /** A seller the marketplace knows: a running service's payee, or a wallet with counted settlements. */
   async function seller(payTo: string) {
     await deps.sync();
@@ -51,7 +60,11 @@ export function marketplaceHandlers(deps: MarketplaceDeps): RouterImplementation
   return {
     resources: async () => {
       await deps.sync();
-      const [catalog, totals] = await Promise.all([deps.catalog.resources(), deps.store.resourceTotals()]);
+      const cursor = await copied();
+      const [catalog, totals] = await Promise.all([
+        deps.catalog.resources(),
+        allResourceTotals(cursor, deps.now(), () => deps.store.resourceTotals()),
+      ]);
       return { status: 200 as const, body: { ok: true, resources: listResources(catalog, totals) } };
     },
 
@@ -63,10 +76,13 @@ export function marketplaceHandlers(deps: MarketplaceDeps): RouterImplementation
         });
       }
       await deps.sync();
+      const [cursor, now] = [await copied(), deps.now()];
+      let inTimeframe = sellerTotalsIn.get(query.timeframe);
+      if (!inTimeframe) sellerTotalsIn.set(query.timeframe, (inTimeframe = recomputed({ maxAgeMs: 60_000 })));
       const [services, totals, resourceTotals] = await Promise.all([
         deps.catalog.services(),
-        deps.store.sellerTotals(windowOf(query.timeframe, deps.now())),
-        deps.store.resourceTotals(),
+        inTimeframe(cursor, now, () => deps.store.sellerTotals(windowOf(query.timeframe, now))),
+        allResourceTotals(cursor, now, () => deps.store.resourceTotals()),
       ]);
       const all = listProjects(services, totals, resourceTotals, query.sort as ProjectSort, query.direction);
       const items = all.slice(offset, offset + query.limit);
