@@ -1,3 +1,6 @@
+import { sql } from 'kysely';
+import type { SharedDb } from '../db';
+
 /**
  * Figures over a whole table for a free route, which must not read the table on every call: computed again only when
  * the table's fingerprint (a cheap aggregate that changes with every write, read without loading any row) has changed,
@@ -19,4 +22,14 @@ export function recomputed<T>(options: { maxAgeMs?: number } = {}) {
     });
     return entry.value;
   };
+}
+
+/**
+ * The fingerprint of a table that loses no row and whose every write raises a row's `version`: its row count and the
+ * sum of its versions, read without loading any row.
+ */
+export async function versionsFingerprint(db: SharedDb, table: string): Promise<string> {
+  const { rows } = await sql<{ rows: string; versions: string }>`
+    select count(*)::text as rows, coalesce(sum(version), 0)::text as versions from ${sql.table(table)}`.execute(db);
+  return `${rows[0]!.rows}:${rows[0]!.versions}`;
 }

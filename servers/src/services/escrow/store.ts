@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { nextTimerAt, stateOf, type EscrowDoc, type PendingOp, type ReportDraft } from './domain';
 import type { SharedDb } from '../../db';
+import { versionsFingerprint } from '../../runtime/recomputed';
 
 export const migrations: Record<string, Migration> = {
   '001_escrow': {
@@ -269,11 +270,7 @@ export function escrowStore(database: SharedDb) {
      * without loading any document: what the stats were computed from is still current while it stays the same.
      */
     async fingerprint(): Promise<string> {
-      const row = await db
-        .selectFrom('escrow_escrows')
-        .select([sql<string>`count(*)::text`.as('rows'), sql<string>`coalesce(sum(version), 0)::text`.as('versions')])
-        .executeTakeFirstOrThrow();
-      return `${row.rows}:${row.versions}`;
+      return versionsFingerprint(database, 'escrow_escrows');
     },
 
     /**

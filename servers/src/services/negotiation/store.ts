@@ -3,6 +3,7 @@ import type { NegotiationParty, NegotiationState } from '@agent-economy/contract
 import { camelCaseDb, json } from '../../db/camel-case';
 import type { PagePosition, StoredNegotiation, StoredOffer } from './domain';
 import type { SharedDb } from '../../db';
+import { versionsFingerprint } from '../../runtime/recomputed';
 
 export const migrations: Record<string, Migration> = {
   '001_negotiations': {
@@ -218,11 +219,7 @@ export function negotiationStore(database: SharedDb) {
 
     /** Changes with every negotiation opened or moved (each write raises its version, none is deleted): no row read. */
     async fingerprint(): Promise<string> {
-      const row = await db
-        .selectFrom('negotiation_negotiations')
-        .select([sql<string>`count(*)::text`.as('rows'), sql<string>`coalesce(sum(version), 0)::text`.as('versions')])
-        .executeTakeFirstOrThrow();
-      return `${row.rows}:${row.versions}`;
+      return versionsFingerprint(database, 'negotiation_negotiations');
     },
   };
 }
