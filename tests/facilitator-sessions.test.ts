@@ -1194,6 +1194,35 @@ describe('a close slower than reconciliation', () => {
     for (const step of cleanup.reverse()) await step();
   });
 
+  /** A facilitator whose clock runs `clock.offsetMs` ahead, reading the chain at `rpcUrl`; closes take no grace. */
+  async function clockedFacilitator(rpcUrl = economy.rpcUrl) {
+    const clock = { offsetMs: 0 };
+    const service = await startService(
+      (context) =>
+        createFacilitatorApp(context, {
+          sellers: economy.sellers,
+          sessionCloseGraceSeconds: 0,
+          now: () => new Date(Date.now() + clock.offsetMs),
+        }),
+      { id: 'facilitator', wallet: economy.feePayer, rpcUrl },
+    );
+    cleanup.push(() => service.close());
+    return { service, clock };
+  }
+
+  /** A buyer onboarded at `url` with a session of 0.1 USD that has accepted a voucher of 4 000 atomic units. */
+  async function vouchedSession(url: string) {
+    const buyer = await fundedBuyer();
+    await onboard(buyer, '500000', 3600, url);
+    const client = await as(buyer, url);
+    const key = generateWallet();
+    const session = await client.openSession({
+      body: openBody(buyer, key, { depositAtomic: '100000', idleTimeoutSeconds: 3600 }),
+    });
+    await client.signVoucher({ body: voucherRequest(key, session.channelId, '4000') });
+    return { client, session };
+  }
+
   it('never settles twice: reconciliation reopens a stalled close, which then sends nothing, and the next close settles once', async () => {
     // The chain's RPC behind a relay that holds getLatestBlockhash while a gate is set: a close stalls there, after it
     // took the session to closing and before anything is recorded or sent (an RPC without a timeout).
@@ -1222,27 +1251,9 @@ describe('a close slower than reconciliation', () => {
     });
     cleanup.push(() => relay.close());
     // Reconciliation runs on the facilitator's 15 s interval: that interval (only) is the test's to advance.
-    let offsetMs = 0;
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
-    const slow = await startService(
-      (context) =>
-        createFacilitatorApp(context, {
-          sellers: economy.sellers,
-          sessionCloseGraceSeconds: 0,
-          now: () => new Date(Date.now() + offsetMs),
-        }),
-      { id: 'facilitator', wallet: economy.feePayer, rpcUrl: relay.url },
-    );
-    cleanup.push(() => slow.close());
-
-    const buyer = await fundedBuyer();
-    await onboard(buyer, '500000', 3600, slow.url);
-    const client = await as(buyer, slow.url);
-    const key = generateWallet();
-    const session = await client.openSession({
-      body: openBody(buyer, key, { depositAtomic: '100000', idleTimeoutSeconds: 3600 }),
-    });
-    await client.signVoucher({ body: voucherRequest(key, session.channelId, '4000') });
+    const { service: slow, clock } = await clockedFacilitator(relay.url);
+    const { client, session } = await vouchedSession(slow.url);
     const before = economy.ledger.tokenBalance(seller.address);
     const row = () =>
       slow.database.db
@@ -1267,7 +1278,7 @@ describe('a close slower than reconciliation', () => {
     expect((await row()).state).toBe('closing');
 
     // Three minutes later (by the facilitator's clock) reconciliation finds it closing, with nothing recorded.
-    offsetMs = 3 * 60_000;
+    clock.offsetMs = 3 * 60_000;
     await vi.advanceTimersByTimeAsync(15_000);
     await expect.poll(async () => (await row()).state, { timeout: 10_000 }).toBe('open');
 
@@ -1290,16 +1301,7 @@ describe('a close slower than reconciliation', () => {
   });
 
   it('renews a role past half its lifetime on the same terms, and an expiring role refused an open (the buyer renews it so)', async () => {
-    let offsetMs = 0;
-    const clocked = await startService(
-      (context) =>
-        createFacilitatorApp(context, {
-          sellers: economy.sellers,
-          now: () => new Date(Date.now() + offsetMs),
-        }),
-      { id: 'facilitator', wallet: economy.feePayer, rpcUrl: economy.rpcUrl },
-    );
-    cleanup.push(() => clocked.close());
+    const { service: clocked, clock } = await clockedFacilitator();
     const buyer = await fundedBuyer();
     const first = await onboard(buyer, '500000', 300, clocked.url);
     expect(first.started.status).toBe('transactions_required');
@@ -1308,10 +1310,10 @@ describe('a close slower than reconciliation', () => {
     const client = await as(buyer, clocked.url);
 
     // Under half its lifetime gone, still nothing to sign.
-    offsetMs = 100_000;
+    clock.offsetMs = 100_000;
     expect((await onboard(buyer, '500000', 300, clocked.url)).started.status).toBe('ready');
     // Four minutes and ten seconds on, the 5-minute role expires within the minute: no session opens on it.
-    offsetMs = 250_000;
+    clock.offsetMs = 250_000;
     const expiring = await expectError(
       client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '50000' }) }),
       UnprocessableEntityError,
@@ -1324,32 +1326,15 @@ describe('a close slower than reconciliation', () => {
     expect(renewed.started.transactions.map((t) => t.type)).toEqual(['grant_role']);
     const status = await client.onboardingStatus({ query: { wallet: buyer.address, network: 'devnet' } });
     expect(status.status).toBe('active');
-    expect(Date.parse(status.roleExpiresAt!) - (Date.now() + offsetMs)).toBeGreaterThan(290_000);
+    expect(Date.parse(status.roleExpiresAt!) - (Date.now() + clock.offsetMs)).toBeGreaterThan(290_000);
     const opened = await client.openSession({ body: openBody(buyer, generateWallet(), { depositAtomic: '50000' }) });
     expect(opened.depositAtomic).toBe('50000');
   });
 
   it('never settles twice: a close stalled after noting its settlement, before claiming it, finds it taken once reconciliation reopened the session', async () => {
-    let offsetMs = 0;
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
-    const slow = await startService(
-      (context) =>
-        createFacilitatorApp(context, {
-          sellers: economy.sellers,
-          sessionCloseGraceSeconds: 0,
-          now: () => new Date(Date.now() + offsetMs),
-        }),
-      { id: 'facilitator', wallet: economy.feePayer, rpcUrl: economy.rpcUrl },
-    );
-    cleanup.push(() => slow.close());
-    const buyer = await fundedBuyer();
-    await onboard(buyer, '500000', 3600, slow.url);
-    const client = await as(buyer, slow.url);
-    const key = generateWallet();
-    const session = await client.openSession({
-      body: openBody(buyer, key, { depositAtomic: '100000', idleTimeoutSeconds: 3600 }),
-    });
-    await client.signVoucher({ body: voucherRequest(key, session.channelId, '4000') });
+    const { service: slow, clock } = await clockedFacilitator();
+    const { client, session } = await vouchedSession(slow.url);
     const before = economy.ledger.tokenBalance(seller.address);
     const db = slow.database.db;
     const row = () =>
@@ -1375,7 +1360,7 @@ describe('a close slower than reconciliation', () => {
       .execute();
 
     // Three minutes later reconciliation claims that settlement as abandoned, then reopens the session.
-    offsetMs = 3 * 60_000;
+    clock.offsetMs = 3 * 60_000;
     await vi.advanceTimersByTimeAsync(15_000);
     await expect.poll(async () => (await row()).state, { timeout: 10_000 }).toBe('open');
     const abandoned = await db
