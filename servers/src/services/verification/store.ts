@@ -1,8 +1,9 @@
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql, type Kysely, type Migration, type QueryResult } from 'kysely';
 import type { ScanResult, VerificationCertificate, VerificationCertificateStatus } from '@agent-economy/contracts';
 import { camelCaseDb, json } from '../../db/camel-case';
 import type { EarlierScan } from './domain';
 import type { SharedDb } from '../../db';
+import { recomputed } from '../../runtime/recomputed';
 
 export const migrations: Record<string, Migration> = {
   '001_scans_and_certificates': {
@@ -112,6 +113,7 @@ export interface CertificateFilter {
 const likePattern = (word: string) => `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export function verificationStore(database: SharedDb) {
+  const severitiesOf = recomputed<QueryResult<{ severity: string; n: string }>>();
   const db = camelCaseDb<Tables>(database);
   return {
     /** Every earlier scan with what the plagiarism check compares (the newest first). */
@@ -210,10 +212,13 @@ export function verificationStore(database: SharedDb) {
           sql<string>`count(*) filter (where scanned_at > ${dayAgo})`.as('last24h'),
         ])
         .executeTakeFirstOrThrow();
-      const severities = await sql<{ severity: string; n: string }>`
-        select f->>'severity' as severity, count(*) as n
-        from verification_scans, jsonb_array_elements(findings) as f
-        group by 1`.execute(db);
+      // Every finding of every scan unpacked: counted again only once a scan was added (scans are never changed).
+      const severities = await severitiesOf(scans.scans, now, () =>
+        sql<{ severity: string; n: string }>`
+          select f->>'severity' as severity, count(*) as n
+          from verification_scans, jsonb_array_elements(findings) as f
+          group by 1`.execute(db),
+      );
       const certificates = await db
         .selectFrom('verification_certificates')
         .select([
