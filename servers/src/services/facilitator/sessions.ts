@@ -444,6 +444,18 @@ export function createSessionDesk({
     };
   }
 
+  /** What a session's settlement records, whoever writes it: its close, or reconciliation abandoning it. */
+  const settlementOf = (s: SessionRow) => ({
+    kind: 'session' as const,
+    scheme: 'session',
+    network,
+    payer: s.buyer,
+    payTo: s.seller,
+    asset: s.asset,
+    resource: null,
+    description: `payment session ${s.channel_id}`,
+  });
+
   /**
    * open -> closing -> closed: settles the accepted cumulative amount once; back to open when nothing was broadcast.
    */
@@ -515,18 +527,7 @@ export function createSessionDesk({
       // The point of no return: recorded under this close's ownership, or nothing is sent at all.
       if (!(await store.noteSettlement(s.channel_id, owner, tx.key, signature, now()))) throw await lost();
       broadcastStarted = true;
-      const outcome = await facilitator.submit({
-        tx,
-        kind: 'session',
-        scheme: 'session',
-        network,
-        payer: s.buyer,
-        payTo: s.seller,
-        amount: covered,
-        asset: s.asset,
-        resource: null,
-        description: `payment session ${s.channel_id}`,
-      });
+      const outcome = await facilitator.submit({ tx, ...settlementOf(s), amount: covered });
       switch (outcome.state) {
         case 'confirmed':
           // Not finished here only when reconciliation finished it first from the settlement row: closed all the same.
@@ -656,16 +657,9 @@ export function createSessionDesk({
           if (s.settlement_key) {
             const abandoned = await facilitator.store.abandon(
               {
+                ...settlementOf(s),
                 key: s.settlement_key,
-                kind: 'session',
-                scheme: 'session',
-                network,
-                payer: s.buyer,
-                payTo: s.seller,
                 amount: s.accepted,
-                asset: s.asset,
-                resource: null,
-                description: `payment session ${s.channel_id}`,
                 transaction: s.settlement_signature ?? '',
                 blockhash: '',
                 createdAt: at,
