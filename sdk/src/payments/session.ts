@@ -165,12 +165,7 @@ class SessionManager {
     const offer = seller.offer;
     const s = seller.session;
     const element = quote.accepts.find(
-      (a) =>
-        a.scheme === SESSION_SCHEME &&
-        a.extra?.protocol === SESSION_PROTOCOL &&
-        a.payTo === offer?.payTo &&
-        a.network === offer.network &&
-        a.asset === offer.asset,
+      (a) => isSessionOffer(a) && a.payTo === offer?.payTo && a.network === offer.network && a.asset === offer.asset,
     );
     if (!s || s.closing || !element || !/^[1-9]\d*$/.test(element.amount)) return Promise.resolve(undefined);
     return this.inTurn(seller, call, BigInt(element.amount), label);
@@ -496,10 +491,14 @@ class SessionManager {
   }
 
   noteQuote(service: string, origin: string, quote: PaymentRequired): void {
-    const offer = quote.accepts.find((a) => a.scheme === SESSION_SCHEME && a.extra?.protocol === SESSION_PROTOCOL);
+    const offer = quote.accepts.find(isSessionOffer);
     if (offer) this.seller(service, origin).offer = offer;
   }
 }
+
+/** A quote's element offering a payment session in the voucher format this client speaks. */
+const isSessionOffer = (a: PaymentRequirements) =>
+  a.scheme === SESSION_SCHEME && a.extra?.protocol === SESSION_PROTOCOL;
 
 const managers = new WeakMap<SpendLog, SessionManager>();
 
