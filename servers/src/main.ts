@@ -21,13 +21,15 @@ import type { simulate as simulateEconomy } from './simulate/economy';
 
 // V8 lets a busy heap grow to several times its live size between full collections: under paid load npm start went
 // from 400 to 680 MB of RSS in 3,000 calls while its live heap stayed near 90 MB. Growing by a fifth at most keeps it
-// near 420 MB, for more frequent full collections. A --heap-growing-percent given in NODE_OPTIONS is left as is.
-const nodeFlags = `${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`;
+// near 420 MB, for more frequent full collections. A --heap-growing-percent on node's command line is left as is
+// (Node refuses these V8 flags in NODE_OPTIONS: `npx tsx --heap-growing-percent=50 servers/src/main.ts`).
+const nodeFlags = process.execArgv.join(' ');
 if (!nodeFlags.includes('heap-growing-percent')) v8.setFlagsFromString('--heap-growing-percent=20');
 // PGlite is PostgreSQL compiled to WebAssembly. V8 compiles it with Liftoff, then recompiles its hot functions with
 // TurboFan in the background, whose compilations peak near 90 MB of malloc that the C allocator keeps: 40 to 75 MB
 // more RSS (a two-service process at 360-400 MB instead of about 310), for about 5-10 % less server CPU a paid call
-// on PGlite. Memory wins here; --no-liftoff-only in NODE_OPTIONS (or any liftoff/tier-up flag) keeps V8's default.
+// on PGlite. Memory wins here; --no-liftoff-only on node's command line (or any liftoff/tier-up flag) keeps V8's
+// default.
 if (!/liftoff|wasm-tier-up|wasm-dynamic-tiering/.test(nodeFlags)) v8.setFlagsFromString('--liftoff-only');
 
 const FEE_PAYER_FLOOR_LAMPORTS = 10_000_000_000n; // 10 SOL: tops the fee payer up below this
