@@ -23,6 +23,20 @@ describe('verifyEd25519', () => {
     expect(verifyEd25519(key, message, forged)).toBe(false);
     expect(verifyEd25519(key, message, signature)).toBe(true);
   });
+
+  // A signature made by signEd25519 is remembered as holding, for the key its seed really has: a wallet whose stated
+  // public half is another key's must not make its signatures hold for that key.
+  it('remembers what it signs for the seed’s own key, never for a wallet’s mismatched public half', () => {
+    const signer = generateWallet();
+    const victim = generateWallet();
+    const mismatched = { address: victim.address, secretKey: new Uint8Array(64) };
+    mismatched.secretKey.set(signer.secretKey.subarray(0, 32), 0);
+    mismatched.secretKey.set(victim.secretKey.subarray(32), 32);
+    const signature = signEd25519(mismatched, message);
+    expect(verifyEd25519(victim.secretKey.subarray(32), message, signature)).toBe(false);
+    expect(verifyEd25519(signer.secretKey.subarray(32), message, signature)).toBe(true);
+    expect(verifyEd25519(signer.secretKey.subarray(32), other, signature)).toBe(false);
+  });
 });
 
 // The thread-pool check (a session's vouchers) must judge exactly as the synchronous one.
