@@ -777,6 +777,42 @@ describe('payment sessions', () => {
     expect(rows).toHaveLength(1);
   });
 
+  // Vouchers of one session racing: each is judged against the accepted amount it read, and lands only if the
+  // session still holds that amount (one compare-and-set statement writing the session and the voucher's row); one
+  // that lost is judged again. The accepted vouchers form one chain, and the close settles its last amount once.
+  it('keeps racing vouchers of one session one chain: sequences without gaps, the close settling the highest', async () => {
+    const buyer = economy.buyer;
+    const key = generateWallet();
+    const session = await (await as(buyer)).openSession({ body: openBody(buyer, key) });
+    const client = await as(buyer);
+    const results = await Promise.allSettled(
+      [1, 2, 3, 4, 5, 6, 7, 8].map((i) =>
+        client.signVoucher({ body: voucherRequest(key, session.channelId, String(1000 * i)) }),
+      ),
+    );
+    const accepted = results
+      .filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof client.signVoucher>>> => r.status === 'fulfilled')
+      .map((r) => r.value)
+      .sort((a, b) => a.voucher.sequence - b.voucher.sequence);
+    for (const refused of results.filter((r) => r.status === 'rejected')) {
+      expect((refused as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+      expect((refused as PromiseRejectedResult).reason.code).toBe('amount_not_monotonic');
+    }
+    expect(accepted.length).toBeGreaterThan(0);
+    expect(accepted.map((v) => v.voucher.sequence)).toEqual(accepted.map((_, i) => i + 1));
+    const amounts = accepted.map((v) => BigInt(v.voucher.cumulativeAmount));
+    expect(amounts).toEqual([...amounts].sort((a, b) => (a < b ? -1 : 1)));
+    expect(new Set(amounts).size).toBe(amounts.length);
+    const highest = amounts[amounts.length - 1]!;
+    const seen = await client.getSession({ params: { channelId: session.channelId } });
+    expect(seen.acceptedCumulative).toBe(highest.toString());
+
+    const before = economy.ledger.tokenBalance(seller.address);
+    const closed = await client.closeSession({ body: { channelId: session.channelId } });
+    expect(closed.settlement).toMatchObject({ amountSettled: highest.toString(), voucherCount: accepted.length });
+    expect(economy.ledger.tokenBalance(seller.address)).toBe(before + highest);
+  });
+
   it('refuses to open without a usable role or enough funds', async () => {
     const client = await as(economy.buyer);
     const stranger = await fundedBuyer();

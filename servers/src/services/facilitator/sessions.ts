@@ -290,11 +290,11 @@ export function createSessionDesk({
       );
     }
     const cumulative = BigInt(request.cumulativeAmount);
-    const last = await store.lastVoucher(session.channel_id);
+    // Only a request for the amount already accepted can be a retry: the others need not read the last voucher.
+    const last = cumulative === session.accepted ? await store.lastVoucher(session.channel_id) : undefined;
     if (
       last &&
       last.cumulative === cumulative &&
-      cumulative === session.accepted &&
       last.units === request.units &&
       last.meter === (request.meter ?? null) &&
       last.server_nonce === (request.serverNonce ?? null)
