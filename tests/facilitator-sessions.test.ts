@@ -791,7 +791,9 @@ describe('payment sessions', () => {
       ),
     );
     const accepted = results
-      .filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof client.signVoucher>>> => r.status === 'fulfilled')
+      .filter(
+        (r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof client.signVoucher>>> => r.status === 'fulfilled',
+      )
       .map((r) => r.value)
       .sort((a, b) => a.voucher.sequence - b.voucher.sequence);
     for (const refused of results.filter((r) => r.status === 'rejected')) {
