@@ -92,9 +92,10 @@ function cached<T>(cache: Map<string, T>, key: string, make: () => T): T {
  * Ed25519 signature of `message` by the wallet (a Solana transaction signature when `message` is its message bytes).
  */
 export function signEd25519(wallet: Wallet, message: Uint8Array): Uint8Array {
-  // Keyed by the seed, not the address: a hand-made wallet whose address is not its seed's cannot stand for another.
+  // Keyed by the seed (its hash: no secret kept as a string), not the address: a hand-made wallet whose address is not
+  // its seed's cannot stand for another.
   const seed = wallet.secretKey.subarray(0, 32);
-  const signer = cached(signers, Buffer.from(seed).toString('hex'), () => {
+  const signer = cached(signers, createHash('sha256').update(seed).digest('hex'), () => {
     const key = createPrivateKey({
       key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]),
       format: 'der',
