@@ -289,6 +289,24 @@ function voucherOf(r: VoucherRow): VoucherRow {
 }
 
 /** A session whose close is `owner`'s (null: closing from before the column, as reconciliation may read it). */
+/**
+ * A voucher row's columns with their SQL types, every column once (the satisfies clause checks it): inserted by
+ * INSERT … SELECT, whose parameters PostgreSQL types only when cast.
+ */
+const VOUCHER_TYPES = {
+  channel_id: 'text',
+  sequence: 'int4',
+  cumulative: 'int8',
+  delta: 'int8',
+  units: 'int4',
+  meter: 'text',
+  server_nonce: 'text',
+  voucher: 'text',
+  signature: 'text',
+  issued_at: 'timestamptz',
+} as const satisfies Record<keyof VoucherRow, string>;
+const VOUCHER_COLUMNS = Object.entries(VOUCHER_TYPES) as [keyof VoucherRow, string][];
+
 const ownedBy = (owner: string | null) => (eb: ExpressionBuilder<Tables, 'facilitator_sessions'>) =>
   owner === null ? eb('close_owner', 'is', null) : eb('close_owner', '=', owner);
 
@@ -560,33 +578,13 @@ export function sessionStore(database: SharedDb) {
             .returning('channel_id'),
         )
         .insertInto('facilitator_vouchers')
-        .columns([
-          'channel_id',
-          'sequence',
-          'cumulative',
-          'delta',
-          'units',
-          'meter',
-          'server_nonce',
-          'voucher',
-          'signature',
-          'issued_at',
-        ])
+        .columns(VOUCHER_COLUMNS.map(([column]) => column))
         .expression((eb) =>
           eb
             .selectFrom('moved')
-            .select([
-              'moved.channel_id',
-              sql<number>`cast(${voucher.sequence} as int4)`.as('sequence'),
-              sql<bigint>`cast(${voucher.cumulative} as int8)`.as('cumulative'),
-              sql<bigint>`cast(${voucher.delta} as int8)`.as('delta'),
-              sql<number>`cast(${voucher.units} as int4)`.as('units'),
-              sql<string | null>`cast(${voucher.meter} as text)`.as('meter'),
-              sql<string | null>`cast(${voucher.server_nonce} as text)`.as('server_nonce'),
-              sql<string>`cast(${voucher.voucher} as text)`.as('voucher'),
-              sql<string>`cast(${voucher.signature} as text)`.as('signature'),
-              sql<Date>`cast(${voucher.issued_at} as timestamptz)`.as('issued_at'),
-            ]),
+            .select(
+              VOUCHER_COLUMNS.map(([column, type]) => sql`cast(${voucher[column]} as ${sql.raw(type)})`.as(column)),
+            ),
         )
         .executeTakeFirst();
       return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0;
