@@ -7,7 +7,7 @@ import { ApiError, ConflictError, createClient, walletFromSecretKey, type Signer
 import { createEscrowService, type EscrowService } from '../servers/src/services/escrow';
 import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
-import type { RunningService } from './support/servers';
+import { servedRecorded, type RunningService } from './support/servers';
 
 // The money property: random sequences of operations over many escrows, and after every step
 //   1. the vault's balance on chain = what it started with + the funds held by open escrows + the fees earned;
@@ -228,16 +228,17 @@ it('never refunds a payment that funded an escrow when it is presented again by 
   // What a process that died after storing the escrow and before its answer left (or was kept) leaves: the payment
   // settled and never served, its lease over; the next presentation of it runs the handler again.
   const db = running.database.db;
-  const unserve = async () => {
+  const unserve = async (answered: boolean) => {
     const { rows } = await sql<{ payment_key: string }>`
       select payment_key from escrow_escrows where id = ${escrow.id}`.execute(db);
     const key = rows[0]!.payment_key;
+    if (answered) await servedRecorded(db, key);
     await sql`update runtime_payments set served_at = null, lease_until = now() - interval '1 second'
       where key = ${key}`.execute(db);
     await sql`update runtime_payment_ids set answer_status = null, answer_type = null, answer_body = null,
       settlement = null, answered_at = null where key = ${key}`.execute(db);
   };
-  await unserve();
+  await unserve(true);
   const [wBefore, w2Before] = [balance(w.address), balance(w2.address)];
   const stolen = await client(w2)
     .create({ body }, { headers: { 'payment-signature': header! } })
@@ -255,7 +256,7 @@ it('never refunds a payment that funded an escrow when it is presented again by 
 
   // The buyer presenting it again gets the escrow it funded: no second escrow, no refund.
   const statsBefore = await createClient({ baseUrls: { escrow: running.url }, maxRetries: 0 }).escrow.stats();
-  await unserve();
+  await unserve(false); // the stranger's refused request served nothing
   const again = await client(w).create({ body }, { headers: { 'payment-signature': header! } });
   expect(again.id).toBe(escrow.id);
   expect(again.buyer).toBe(w.address);

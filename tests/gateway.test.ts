@@ -39,7 +39,7 @@ import { createReputationApp } from '../servers/src/services/reputation';
 import { createVerificationApp } from '../servers/src/services/verification';
 import { generateWallet, type Wallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
-import { freePort, raceOutcome, type RunningService } from './support/servers';
+import { freePort, raceOutcome, servedRecorded, type RunningService } from './support/servers';
 
 // The gateway against the real knowledge market, negotiation, reputation and verification services, all paid
 // through the economy's facilitator on the local ledger. Amounts below are worked out by hand from the contract
@@ -844,6 +844,7 @@ describe('trade/execute under contention and outages', () => {
       .select('payment_key')
       .where('plan_id', '=', plan.id)
       .executeTakeFirstOrThrow();
+    await servedRecorded(db, trade.payment_key);
     await db
       .updateTable('gateway_trades')
       .set({ status: 'running', execution: null, completed_at: null })

@@ -26,7 +26,7 @@ import { paymentKey } from '../servers/src/runtime/paywall';
 import { generateWallet } from '../servers/src/solana/keys';
 import { startEconomy, type Economy } from './support/economy';
 import { buildPaymentTransaction, paymentHeader } from './support/payments';
-import { startService, type RunningService } from './support/servers';
+import { servedRecorded, startService, type RunningService } from './support/servers';
 
 // The paywall's order of work on real components: verify through the facilitator, run the handler with
 // its response held back, settle only when it succeeded. Payments here are hand-built so each case can be
@@ -291,6 +291,7 @@ describe('paywall', () => {
     const before = balance();
     await client.buy({ body: { item: 'lamp' } }, { headers: { 'payment-signature': header } });
     expect(balance()).toBe(before - 250_000n);
+    await servedRecorded(seller.database.db, key);
     // What a buyer that hung up before the answer leaves (or a crash after the settlement's record): charged, never
     // answered, its lease over, no answer kept for its identifier.
     await seller.database.db

@@ -2,6 +2,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Express } from 'express';
 import pg from 'pg';
+import { expect, vi } from 'vitest';
 import { SOLANA_DEVNET, USDC_DEVNET } from '@agent-economy/contracts';
 import { createClient, type AgentEconomyClient, type ApiError } from '@agent-economy/sdk';
 import { builtinReasoner, type Reasoner } from '../../servers/src/ai';
@@ -159,4 +160,15 @@ export async function startService(
       if (!options.database) await database.close();
     },
   };
+}
+
+/**
+ * Waits until the paywall has recorded a payment's answer as served. It records that once the answer has left, so a
+ * client can hold the answer before the record lands; a test that then rewrites the claim must wait for it first.
+ */
+export async function servedRecorded(db: Database['db'], key: string): Promise<void> {
+  await vi.waitFor(async () => {
+    const row = await db.selectFrom('runtime_payments').select('served_at').where('key', '=', key).executeTakeFirst();
+    expect(row?.served_at ?? null).not.toBeNull();
+  });
 }
