@@ -20,6 +20,7 @@ import {
   createSolanaRpc,
   createTransactionMessage,
   devnet,
+  getAddressDecoder,
   getBase64EncodedWireTransaction,
   getBase64Encoder,
   getSignatureFromTransaction,
@@ -536,6 +537,22 @@ describe('simulateTransaction', () => {
     expect(value.unitsConsumed).toBeGreaterThan(0n);
     expect(getTokenDecoder().decode(getBase64Encoder().encode(value.accounts[0]!.data[0])).amount).toBe(10_000n);
     expect(ledger.tokenBalance(merchant)).toBe(0n); // nothing committed
+    // Loaded size: each account's data and 64 bytes, and an upgradeable program's data account with it. The token
+    // program's figure is remembered after the first simulation; the second must read the same.
+    const sized = (a: string) => {
+      const account = ledger.getAccount(a);
+      return account ? account.data.length + 64 : 0;
+    };
+    const program = ledger.getAccount(TOKEN_PROGRAM_ADDRESS)!;
+    const programData = getAddressDecoder().decode(program.data.subarray(4, 36));
+    expect(sized(programData)).toBeGreaterThan(100_000);
+    const loaded =
+      [feePayer.address, payer.address, await ata(payer.address), merchantAta, MINT, TOKEN_PROGRAM_ADDRESS]
+        .map(sized)
+        .reduce((a, b) => a + b, 0) + sized(programData);
+    expect(value.loadedAccountsDataSize).toBe(loaded);
+    const again = (await rpc.simulateTransaction(wire, { encoding: 'base64', commitment: 'confirmed' }).send()).value;
+    expect(again.loadedAccountsDataSize).toBe(loaded);
 
     const error = await caught(rpc.simulateTransaction(wire, { encoding: 'base64', sigVerify: true }).send());
     expect(isSolanaError(error, SOLANA_ERROR__JSON_RPC__SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE)).toBe(

@@ -249,6 +249,13 @@ export class LocalLedger {
   private readonly byAddress = new Map<string, TxEntry[]>();
   private readonly recordsInMemory: number;
   private readonly droppedErrors = new Map<string, TransactionErrorJson>();
+  /**
+   * What each executable account adds to a transaction's loaded size (its data, and its program data for an
+   * upgradeable program): every payment's simulation counted the token program's 134 KB by copying it out of the SVM.
+   * Forgotten whole when a transaction writes any account it was read from, or the ledger sets an account itself.
+   */
+  private readonly programSizes = new Map<string, number>();
+  private readonly programSizeSources = new Set<string>();
   private internalNonce = 0;
   private closed = false;
   private readonly now: () => number;
@@ -591,6 +598,7 @@ export class LocalLedger {
   }
 
   private setAccountState(addr: string, account: LedgerAccount, log: boolean): void {
+    this.forgetProgramSizes();
     this.svm.setAccount(
       addressBytes(addr),
       new Account(account.lamports, account.data, addressBytes(account.owner), account.executable, account.rentEpoch),
@@ -721,15 +729,37 @@ export class LocalLedger {
   private loadedAccountsDataSize(keys: string[]): number {
     let size = 0;
     for (const key of keys) {
+      const known = this.programSizes.get(key);
+      if (known !== undefined) {
+        size += known;
+        continue;
+      }
       const account = this.getAccount(key);
       if (!account) continue;
-      size += account.data.length + 64;
-      if (account.owner === BPF_LOADER_UPGRADEABLE && account.executable && account.data.length >= 36) {
-        const programData = this.getAccount(base58Encode(account.data.subarray(4, 36)));
-        if (programData) size += programData.data.length + 64;
+      let own = account.data.length + 64;
+      if (!account.executable) {
+        size += own;
+        continue;
       }
+      this.programSizeSources.add(key);
+      if (account.owner === BPF_LOADER_UPGRADEABLE && account.data.length >= 36) {
+        const programDataAddress = base58Encode(account.data.subarray(4, 36));
+        const programData = this.getAccount(programDataAddress);
+        if (programData) own += programData.data.length + 64;
+        this.programSizeSources.add(programDataAddress);
+      }
+      this.programSizes.set(key, own);
+      size += own;
     }
     return size;
+  }
+
+  /** Drops the executable accounts' sizes if any of `written` is one they were read from (`undefined`: all). */
+  private forgetProgramSizes(written?: readonly string[]): void {
+    if (this.programSizes.size === 0) return;
+    if (written && !written.some((key) => this.programSizeSources.has(key))) return;
+    this.programSizes.clear();
+    this.programSizeSources.clear();
   }
 
   /**
@@ -750,6 +780,7 @@ export class LocalLedger {
     const meta: TransactionMetadata = failed ? result.meta() : result;
     const err = failed ? transactionErrorFromLiteSvm(result.err()) : null;
     const post = this.balances(keys);
+    this.forgetProgramSizes(keys.filter((_, i) => prepared.writable[i]));
     // a failed transaction that charged its fee was committed; one that did not never made it into a block
     if (failed && post.lamports[0] === pre.lamports[0]) return this.drop(prepared, err!);
     const record: TxRecord = {
