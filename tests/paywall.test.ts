@@ -321,6 +321,64 @@ describe('paywall', () => {
     expect(balance()).toBe(before - 250_000n);
   });
 
+  it('keeps an identified payment’s answer as it records the settlement, and only its buyer gets it again', async () => {
+    const q = await quote();
+    const raw = await signedPayment(q);
+    const payload = decodeX402Header(raw) as X402PaymentPayload & { extensions?: Record<string, unknown> };
+    const withId = (id?: string) =>
+      encodeX402Header({
+        ...payload,
+        ...(id ? { extensions: { ...q.extensions, 'payment-identifier': { info: { required: false, id } } } } : {}),
+      });
+    const header = withId('pay_kept_answer_0001');
+    const key = paymentKey(decodeX402Header(header) as X402PaymentPayload)!;
+    const before = balance();
+    const first = await client.buy.withResponse(
+      { body: { item: 'kettle' } },
+      { headers: { 'payment-signature': header } },
+    );
+    expect(first.data).toEqual({ item: 'kettle', payer: economy.buyer.address });
+    // Recorded before the answer left, in one statement: settled, served, and the answer kept under the id.
+    const claim = await seller.database.db
+      .selectFrom('runtime_payments')
+      .select(['status', 'served_at', 'transaction'])
+      .where('key', '=', key)
+      .executeTakeFirstOrThrow();
+    expect(claim.status).toBe('settled');
+    expect(claim.served_at).not.toBeNull();
+    const kept = await seller.database.db
+      .selectFrom('runtime_payment_ids' as never)
+      .select(['key', 'answer_status', 'answer_body', 'settlement'] as never)
+      .where('id' as never, '=', 'pay_kept_answer_0001' as never)
+      .executeTakeFirstOrThrow();
+    const row = kept as { key: string; answer_status: number; answer_body: string; settlement: string };
+    expect(row.key).toBe(key);
+    expect(row.answer_status).toBe(200);
+    expect(JSON.parse(Buffer.from(row.answer_body, 'base64').toString())).toEqual(first.data);
+    expect(row.settlement).toBe(first.headers[PAYMENT_RESPONSE_HEADER]);
+    expect(balance()).toBe(before - 250_000n);
+
+    // The buyer presenting it again with its id (its answer lost on the way) gets the same answer: not charged, and
+    // the handler does not run again.
+    const again = await client.buy.withResponse(
+      { body: { item: 'kettle' } },
+      { headers: { 'payment-signature': header } },
+    );
+    expect(again.data).toEqual(first.data);
+    expect(again.headers[PAYMENT_RESPONSE_HEADER]).toBe(first.headers[PAYMENT_RESPONSE_HEADER]);
+    expect(served.filter((s) => s === 'kettle')).toHaveLength(1);
+    // A stranger copying the public transaction, with a guessed id or none, gets nothing.
+    for (const copy of [withId('pay_kept_stranger_01'), withId()]) {
+      const refused = await client
+        .buy({ body: { item: 'stolen' } }, { headers: { 'payment-signature': copy } })
+        .catch((e) => e);
+      expect(refused).toBeInstanceOf(PaymentRequiredError);
+      expect(refused.code).toBe('payment_already_used');
+    }
+    expect(served).not.toContain('stolen');
+    expect(balance()).toBe(before - 250_000n);
+  });
+
   it('quotes a paid HEAD without charging it', async () => {
     const before = balance();
     const header = await signedPayment(await quote());

@@ -7,7 +7,7 @@ import {
   type X402FacilitatorRequest,
 } from '@agent-economy/contracts';
 import type { Response } from 'express';
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql, type Kysely, type Migration, type OperationNodeSource, type RawBuilder } from 'kysely';
 import { decodeBase64, parseTransaction } from '../solana/wire';
 import { verifyEd25519 } from '../solana/keys';
 import { HttpError, envelope } from './errors';
@@ -219,6 +219,32 @@ export async function boundTo(database: SharedDb, identity: PaymentIdentity, key
 export type Binding = { bound: true } | { replay: IdRow } | { first: { key: string; request: X402FacilitatorRequest } };
 
 /**
+ * A payment presented for the first time, in one statement: `claim` (the paywall's insert of its claim, returning
+ * its key) and, when that went in, this id bound to it. `bound` is false when the id is in use already: bindPaymentId
+ * then examines it. Every statement of a paid call is a round trip to the database; this one is two writes.
+ */
+export async function claimWithId(
+  database: SharedDb,
+  claim: OperationNodeSource,
+  identity: PaymentIdentity,
+  key: string,
+  request: X402FacilitatorRequest,
+  now: Date,
+): Promise<{ claimed: boolean; bound: boolean }> {
+  await forgetOld(camelCaseDb<Tables>(database), now);
+  const { rows } = await sql<{ claimed: boolean; bound: boolean }>`with claim as (${claim}),
+    bound as (
+      insert into runtime_payment_ids (payer, id, fingerprint, key, request, created_at)
+      select ${identity.payer}::text, ${identity.id}::text, ${identity.fingerprint}::text, ${key}::text,
+        ${JSON.stringify(request)}::text, ${now}::timestamptz
+      where exists (select 1 from claim)
+      on conflict (payer, id) do nothing
+      returning id)
+    select exists (select 1 from claim) as claimed, exists (select 1 from bound) as bound`.execute(database);
+  return { claimed: rows[0]!.claimed, bound: rows[0]!.bound };
+}
+
+/**
  * With this payment's claim held: binds the id to it, unless the id is bound to an earlier payment that
  * still has a claim (in flight, settled, pending, refunded). Then this payment yields to that one: the
  * caller releases its own claim and goes on with the first payment (its key and stored request), exactly
@@ -289,6 +315,29 @@ async function forgetOld(db: Kysely<Tables>, now: Date): Promise<void> {
     .deleteFrom('runtime_payment_ids')
     .where('createdAt', '<', new Date(now.getTime() - PAYMENT_ID_RETENTION_MS))
     .execute();
+}
+
+/**
+ * Keeps the answer of the payment an id is bound to, in the statement that records its settlement: `record(kept)` is
+ * the paywall's update of its claim, `kept` true within it when the answer was kept. Returns that update's rows.
+ */
+export async function recordWithAnswer<R>(
+  database: SharedDb,
+  identity: PaymentIdentity,
+  key: string,
+  answer: { status: number; type: string | undefined; body: Buffer | string; settlement: string },
+  now: Date,
+  record: (kept: RawBuilder<boolean>) => OperationNodeSource,
+): Promise<R[]> {
+  const body = (Buffer.isBuffer(answer.body) ? answer.body : Buffer.from(answer.body)).toString('base64');
+  const { rows } = await sql<R>`with kept_answer as (
+      update runtime_payment_ids
+      set answer_status = ${answer.status}::int4, answer_type = ${answer.type ?? null}::text, answer_body = ${body}::text,
+        settlement = ${answer.settlement}::text, answered_at = ${now}::timestamptz
+      where payer = ${identity.payer} and id = ${identity.id} and key = ${key}
+      returning key)
+    ${record(sql<boolean>`exists (select 1 from kept_answer)`)}`.execute(database);
+  return rows;
 }
 
 /** Keeps the answer of the payment an id is bound to, before it is sent: a later payment with the id gets it. */

@@ -17,16 +17,18 @@ import {
   type X402SettleResponse,
 } from '@agent-economy/contracts';
 import type { Request, Response } from 'express';
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { bazaarDeclaration } from './bazaar';
 import {
   PAYMENT_IDENTIFIER,
   bindPaymentId,
   boundTo,
+  claimWithId,
   identityOf,
   paymentIdMigrations,
   paymentIdentifierDeclaration,
+  recordWithAnswer,
   replayAnswer,
   signedPayer,
   storeAnswer,
@@ -141,7 +143,8 @@ export const paymentMigrations: Record<string, Migration> = {
     async up(db) {
       // lease_until: until when the request holding the claim owns it (a claim past it belongs to a request
       // that died, and the next presentation of the payment finishes it); served_at: when the answer of a
-      // settled payment left; refund_transaction: the refund of a settle-first request that failed.
+      // settled payment left (for a payment with an id: when its answer was kept, see updateKeeping);
+      // refund_transaction: the refund of a settle-first request that failed.
       await db.schema.alterTable('runtime_payments').addColumn('lease_until', 'timestamptz').execute();
       await db.schema.alterTable('runtime_payments').addColumn('served_at', 'timestamptz').execute();
       await db.schema.alterTable('runtime_payments').addColumn('refund_transaction', 'text').execute();
@@ -393,6 +396,34 @@ async function update(p: Paid, values: Partial<PaymentRow>): Promise<void> {
   p.leaseUntil = leaseUntil;
 }
 
+/**
+ * update() for a settled, identified payment that also keeps its answer, in the same statement. A kept answer counts
+ * as served: its buyer gets it again by presenting the payment with its id (the answer is replayed, the handler not
+ * run again), so the claim is marked served with it. True when the answer was kept.
+ */
+async function updateKeeping(
+  p: Paid,
+  values: Partial<PaymentRow>,
+  identity: PaymentIdentity,
+  answer: ReturnType<typeof answerOf>,
+): Promise<boolean> {
+  const now = p.now();
+  const leaseUntil = new Date(now.getTime() + leaseMs(p.options.requirements));
+  const rows = await recordWithAnswer<{ served_at: Date | null }>(p.options.db, identity, p.key, answer, now, (kept) =>
+    p.options.db
+      .updateTable('runtime_payments')
+      .set({
+        ...values,
+        lease_until: leaseUntil,
+        served_at: sql<Date | null>`case when ${kept} then ${now}::timestamptz end`,
+      })
+      .where('key', '=', p.key)
+      .returning('served_at'),
+  );
+  p.leaseUntil = leaseUntil;
+  return rows[0]?.served_at != null;
+}
+
 const release = (p: Paid) => p.options.db.deleteFrom('runtime_payments').where('key', '=', p.key).execute();
 
 /**
@@ -437,8 +468,10 @@ export async function collectPayment(res: Response, runHandler: () => void, opti
   // payment presented again looks the answer up before its claim is examined (a served claim would refuse it).
   const identity = identityOf(res, options.header, quote, parsed.request);
   let claim: Awaited<ReturnType<typeof claimPayment>> | undefined;
+  let bound = false;
   if (identity) {
-    if (await insertClaim(p)) claim = {};
+    const inserted = await insertClaimWithId(p, identity);
+    if (inserted.claimed) [claim, bound] = [{}, inserted.bound];
     else {
       const stored = await storedAnswer(options.db, identity);
       if (stored) {
@@ -449,7 +482,7 @@ export async function collectPayment(res: Response, runHandler: () => void, opti
     res.locals.paymentIdentity = identity;
   }
   claim ??= await claimPayment(p);
-  if (identity && !('refusal' in claim) && !('refunded' in claim) && !claim.takenOver) {
+  if (identity && !bound && !('refusal' in claim) && !('refunded' in claim) && !claim.takenOver) {
     const binding = await bindPaymentId(options.db, identity, p.key, p.request, now()).catch(async (error: unknown) => {
       await release(p);
       throw error;
@@ -545,10 +578,30 @@ function parsePayment(
 
 /** A new claim of the payment (true), unless it has one already. */
 async function insertClaim(p: Paid): Promise<boolean> {
-  const { db, requirements, quote } = p.options;
   const now = p.now();
-  const leaseUntil = new Date(now.getTime() + leaseMs(requirements));
-  const claimed = await db
+  const leaseUntil = new Date(now.getTime() + leaseMs(p.options.requirements));
+  const claimed = await claimInsert(p, now, leaseUntil).executeTakeFirst();
+  if (!claimed.numInsertedOrUpdatedRows) return false;
+  p.leaseUntil = leaseUntil;
+  return true;
+}
+
+/**
+ * insertClaim for a payment with an id: the claim, and the id bound to it when the claim is new, in one statement.
+ * `bound` false with a new claim: the id is in use, for bindPaymentId to examine.
+ */
+async function insertClaimWithId(p: Paid, identity: PaymentIdentity): Promise<{ claimed: boolean; bound: boolean }> {
+  const now = p.now();
+  const leaseUntil = new Date(now.getTime() + leaseMs(p.options.requirements));
+  const claim = claimInsert(p, now, leaseUntil).returning('key');
+  const done = await claimWithId(p.options.db, claim, identity, p.key, p.request, now);
+  if (done.claimed) p.leaseUntil = leaseUntil;
+  return done;
+}
+
+function claimInsert(p: Paid, now: Date, leaseUntil: Date) {
+  const { db, requirements, quote } = p.options;
+  return db
     .insertInto('runtime_payments')
     .values({
       key: p.key,
@@ -562,11 +615,7 @@ async function insertClaim(p: Paid): Promise<boolean> {
       settled_at: null,
       lease_until: leaseUntil,
     })
-    .onConflict((oc) => oc.doNothing())
-    .executeTakeFirst();
-  if (!claimed.numInsertedOrUpdatedRows) return false;
-  p.leaseUntil = leaseUntil;
-  return true;
+    .onConflict((oc) => oc.doNothing());
 }
 
 /**
@@ -860,7 +909,7 @@ async function settleThenSend(p: Paid, held: HeldAnswer): Promise<void> {
     return held.flush(held.body, undefined, unsettledHeader(held.status, requirements.network, p.payer));
   }
   injectFault(p.options, 'after-handler');
-  let outcome: { settlement: X402SettleResponse } | { refusal: Refusal };
+  let outcome: Awaited<ReturnType<typeof settleNow>>;
   try {
     await update(p, { status: 'settling' });
   } catch (error) {
@@ -875,29 +924,35 @@ async function settleThenSend(p: Paid, held: HeldAnswer): Promise<void> {
       ),
     };
   }
-  outcome ??= await settleNow(p);
+  outcome ??= await settleNow(p, held);
   if ('refusal' in outcome) {
     p.res.removeHeader('etag');
     return refuse(p.res, requestId, quote, outcome.refusal, (b) => held.flush(b, p.res.statusCode));
   }
-  markServed(p);
   const receipt = encodeX402Header(outcome.settlement);
-  await keepAnswer(p, held, receipt);
+  if (!outcome.kept) {
+    markServed(p);
+    await keepAnswer(p, held, receipt);
+  }
   return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: receipt });
+}
+
+/** The answer of an identified payment, as payment-id.ts keeps it. */
+function answerOf(held: HeldAnswer, receipt: string) {
+  const type = held.headers['content-type'];
+  return {
+    status: held.status,
+    type: typeof type === 'string' ? type : undefined,
+    body: held.body,
+    settlement: receipt,
+  };
 }
 
 /** An identified payment's answer, kept before it leaves so that a retry with the same id gets it (payment-id.ts). */
 async function keepAnswer(p: Paid, held: HeldAnswer, receipt: string): Promise<void> {
   const identity = p.res.locals.paymentIdentity as PaymentIdentity | undefined;
   if (!identity) return;
-  const type = held.headers['content-type'];
-  await storeAnswer(
-    p.options.db,
-    identity,
-    p.key,
-    { status: held.status, type: typeof type === 'string' ? type : undefined, body: held.body, settlement: receipt },
-    p.now(),
-  ).catch((error: unknown) =>
+  await storeAnswer(p.options.db, identity, p.key, answerOf(held, receipt), p.now()).catch((error: unknown) =>
     p.options.logger.error({ requestId: p.options.requestId, err: error }, 'answer of an identified payment not kept'),
   );
 }
@@ -909,7 +964,10 @@ async function keepAnswer(p: Paid, held: HeldAnswer, receipt: string): Promise<v
  * database could not record is answered 503 payment_state_unavailable with its receipt: the claim stays
  * unfinished, so presenting the payment again once its lease expires finishes the request.
  */
-async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | { refusal: Refusal }> {
+async function settleNow(
+  p: Paid,
+  held?: HeldAnswer,
+): Promise<{ settlement: X402SettleResponse; kept: boolean } | { refusal: Refusal }> {
   const { requirements, logger, requestId } = p.options;
   let settlement: Awaited<ReturnType<FacilitatorClient['settle']>>;
   try {
@@ -947,14 +1005,18 @@ async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | 
       ...(settlement.success && settlement.extensions ? { extensions: settlement.extensions } : {}),
     };
     injectFault(p.options, 'after-settle');
+    const identity = p.res.locals.paymentIdentity as PaymentIdentity | undefined;
+    let kept = false;
     try {
       injectFault(p.options, 'fail-record');
-      await update(p, {
+      const values = {
         status: 'settled',
         payer: payer || null,
         transaction: settlement.transaction,
         settled_at: p.now(),
-      });
+      };
+      if (held && identity) kept = await updateKeeping(p, values, identity, answerOf(held, encodeX402Header(receipt)));
+      else await update(p, values);
     } catch (error) {
       logger.error({ requestId, err: error, transaction: settlement.transaction }, 'settled payment not recorded');
       const waitSeconds = Math.max(1, Math.ceil((p.leaseUntil.getTime() - p.now().getTime()) / 1000));
@@ -971,7 +1033,7 @@ async function settleNow(p: Paid): Promise<{ settlement: X402SettleResponse } | 
       };
     }
     injectFault(p.options, 'after-record');
-    return { settlement: receipt };
+    return { settlement: receipt, kept };
   }
   const extraHeaders = { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(settlement) };
   // A failure that names a transaction (other than one that failed on chain) may still land: keep the
