@@ -317,6 +317,18 @@ async function forgetOld(db: Kysely<Tables>, now: Date): Promise<void> {
     .execute();
 }
 
+/** An identified payment's answer as it is kept: replayed whole (status, type, body, receipt) to a later payment. */
+export interface KeptAnswer {
+  status: number;
+  type: string | undefined;
+  body: Buffer | string;
+  /** The PAYMENT-RESPONSE header sent with it. */
+  settlement: string;
+}
+
+const base64Body = (answer: KeptAnswer) =>
+  (Buffer.isBuffer(answer.body) ? answer.body : Buffer.from(answer.body)).toString('base64');
+
 /**
  * Keeps the answer of the payment an id is bound to, in the statement that records its settlement: `record(kept)` is
  * the paywall's update of its claim, `kept` true within it when the answer was kept. Returns that update's rows.
@@ -325,11 +337,11 @@ export async function recordWithAnswer<R>(
   database: SharedDb,
   identity: PaymentIdentity,
   key: string,
-  answer: { status: number; type: string | undefined; body: Buffer | string; settlement: string },
+  answer: KeptAnswer,
   now: Date,
   record: (kept: RawBuilder<boolean>) => OperationNodeSource,
 ): Promise<R[]> {
-  const body = (Buffer.isBuffer(answer.body) ? answer.body : Buffer.from(answer.body)).toString('base64');
+  const body = base64Body(answer);
   const { rows } = await sql<R>`with kept_answer as (
       update runtime_payment_ids
       set answer_status = ${answer.status}::int4, answer_type = ${answer.type ?? null}::text, answer_body = ${body}::text,
@@ -345,16 +357,15 @@ export async function storeAnswer(
   database: SharedDb,
   identity: PaymentIdentity,
   key: string,
-  answer: { status: number; type: string | undefined; body: Buffer | string; settlement: string },
+  answer: KeptAnswer,
   now: Date,
 ): Promise<void> {
-  const body = Buffer.isBuffer(answer.body) ? answer.body : Buffer.from(answer.body);
   await camelCaseDb<Tables>(database)
     .updateTable('runtime_payment_ids')
     .set({
       answerStatus: answer.status,
       answerType: answer.type ?? null,
-      answerBody: body.toString('base64'),
+      answerBody: base64Body(answer),
       settlement: answer.settlement,
       answeredAt: now,
     })

@@ -33,6 +33,7 @@ import {
   signedPayer,
   storeAnswer,
   storedAnswer,
+  type KeptAnswer,
   type PaymentIdentity,
 } from './payment-id';
 import { verifySiwx } from './siwx';
@@ -405,7 +406,7 @@ async function updateKeeping(
   p: Paid,
   values: Partial<PaymentRow>,
   identity: PaymentIdentity,
-  answer: ReturnType<typeof answerOf>,
+  answer: KeptAnswer,
 ): Promise<boolean> {
   const now = p.now();
   const leaseUntil = new Date(now.getTime() + leaseMs(p.options.requirements));
@@ -929,16 +930,14 @@ async function settleThenSend(p: Paid, held: HeldAnswer): Promise<void> {
     p.res.removeHeader('etag');
     return refuse(p.res, requestId, quote, outcome.refusal, (b) => held.flush(b, p.res.statusCode));
   }
+  // An identified payment's answer was kept with the settlement's record (settleNow); any other is served once it left.
+  if (!outcome.kept) markServed(p);
   const receipt = encodeX402Header(outcome.settlement);
-  if (!outcome.kept) {
-    markServed(p);
-    await keepAnswer(p, held, receipt);
-  }
   return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: receipt });
 }
 
 /** The answer of an identified payment, as payment-id.ts keeps it. */
-function answerOf(held: HeldAnswer, receipt: string) {
+function answerOf(held: HeldAnswer, receipt: string): KeptAnswer {
   const type = held.headers['content-type'];
   return {
     status: held.status,
