@@ -288,7 +288,6 @@ function voucherOf(r: VoucherRow): VoucherRow {
   };
 }
 
-/** A session whose close is `owner`'s (null: closing from before the column, as reconciliation may read it). */
 /**
  * A voucher row's columns with their SQL types, every column once (the satisfies clause checks it): inserted by
  * INSERT … SELECT, whose parameters PostgreSQL types only when cast.
@@ -307,6 +306,7 @@ const VOUCHER_TYPES = {
 } as const satisfies Record<keyof VoucherRow, string>;
 const VOUCHER_COLUMNS = Object.entries(VOUCHER_TYPES) as [keyof VoucherRow, string][];
 
+/** A session whose close is `owner`'s (null: closing from before the column, as reconciliation may read it). */
 const ownedBy = (owner: string | null) => (eb: ExpressionBuilder<Tables, 'facilitator_sessions'>) =>
   owner === null ? eb('close_owner', 'is', null) : eb('close_owner', '=', owner);
 
