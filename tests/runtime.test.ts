@@ -119,6 +119,41 @@ describe('request handling', () => {
     expect(error.requestId).toMatch(/^req_[0-9a-f]{24}$/);
   });
 
+  it('tags GET answers for revalidation and leaves POST answers untagged', async () => {
+    const got = await fetch(`${service.url}/api/items/itm_1?limit=2`);
+    const etag = got.headers.get('etag');
+    expect(etag).toMatch(/^W\/"[^"]+"$/);
+    expect(await got.json()).toEqual({ itemId: 'itm_1', limit: 2 });
+    // (fetch adds Cache-Control: no-cache to a conditional request unless it names its own.)
+    const again = await fetch(`${service.url}/api/items/itm_1?limit=2`, {
+      headers: { 'if-none-match': etag!, 'cache-control': 'max-age=0' },
+    });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
+
+    const body = JSON.stringify({ name: 'ada', count: 2 });
+    const posted = await fetch(`${service.url}/api/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'if-none-match': '*', 'cache-control': 'max-age=0' },
+      body,
+    });
+    expect(posted.status).toBe(200);
+    expect(posted.headers.get('etag')).toBeNull();
+    expect(posted.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const text = await posted.text();
+    expect(text).toBe('{"greeting":"hello ada x2"}');
+    expect(posted.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+    // An error answer to a POST is the envelope as before, untagged too.
+    const refused = await fetch(`${service.url}/api/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'a', count: 2 }),
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('etag')).toBeNull();
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+  });
+
   it('validates path parameters and query values', async () => {
     const bad = await client.item({ params: { itemId: 'nope' }, query: { limit: 50 } }).catch((e) => e);
     expect(bad).toBeInstanceOf(BadRequestError);
