@@ -553,6 +553,40 @@ describe('match, events and the facilitator', () => {
     ]);
   });
 
+  it('two purchases of the recommended resource at once convert its recommendation once', async () => {
+    const client = createClient({
+      baseUrls: { education: economy.education.url },
+      wallet: buyer,
+      payments: { rpcUrl: economy.rpcUrl },
+      maxRetries: 0,
+    });
+    const lesson = (
+      await client.education.lesson.withResponse({ body: { courseId: 'tool-use', lessonId: 'function-calling' } })
+    ).payment!;
+    expect(lesson.sponsoredAccess).toMatchObject({ campaignId: campaign.id });
+    // Settled side by side, so the facilitator claims their conversions in one statement.
+    const exercises = await Promise.all(
+      ['chunking', 'rag-basics'].map((lessonId) =>
+        client.education.exercise.withResponse({ body: { courseId: 'rag', lessonId } }),
+      ),
+    );
+    const transactions = exercises.map((e) => e.payment!.transaction);
+    const claimed = await economy.facilitator.database.db
+      .selectFrom('facilitator_sponsored' as never)
+      .select(['tx_hash' as never, 'converted_tx' as never])
+      .where('converted_tx' as never, 'in', transactions as never)
+      .execute();
+    expect(claimed).toHaveLength(1);
+    expect(claimed[0]).toMatchObject({ tx_hash: lesson.transaction });
+    const conversions = await until(
+      () => as().ads.conversions.list({ params: { id: campaign.id }, query: {} }),
+      (page) => page.items.some((c) => c.originalTxHash === lesson.transaction),
+    );
+    const converted = conversions.items.filter((c) => c.originalTxHash === lesson.transaction);
+    expect(converted).toHaveLength(1);
+    expect(transactions).toContain(converted[0]!.conversionTxHash);
+  });
+
   /** A settlement of a lesson, as the facilitator reports it to /v1/match (a new transaction each time). */
   const settledLesson = () => ({
     resourceUrl: lessonUrl(),
@@ -581,6 +615,23 @@ describe('match, events and the facilitator', () => {
     });
     const after = await as().ads.campaigns.get({ params: { id: campaign.id } });
     expect(after.stats.matches).toBe(before.stats.matches + 1);
+  });
+
+  it('settlements reported together are recorded once each; one reported twice keeps its first record', async () => {
+    const local = inProcessRoutes.lookup(adsUrl)!.match!;
+    // Matching nothing (the campaign's own resource), in one turn as concurrent settlements report them: one insert.
+    const bodies = Array.from({ length: 6 }, () => ({ ...settledLesson(), resourceUrl: exerciseUrl() }));
+    const again = { ...bodies[0]!, settledAmount: '1' };
+    const answers = await Promise.all([...bodies, again].map((body) => local(body, facilitatorSigner.address)));
+    expect(answers).toEqual(Array(7).fill({ status: 200, body: { matched: false } }));
+    const rows = await ads.database.db
+      .selectFrom('ads_settlements' as never)
+      .select(['tx_hash' as never, 'settled_amount' as never])
+      .where('tx_hash' as never, 'in', bodies.map((b) => b.txHash) as never)
+      .execute();
+    expect(rows).toHaveLength(6);
+    const amounts = (rows as { tx_hash: string; settled_amount: unknown }[]).map((r) => String(r.settled_amount));
+    expect(amounts).toEqual(Array(6).fill('50000'));
   });
 
   it('in process (a facilitator beside it, as under npm start) it answers as over HTTP, refusals included', async () => {

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Migration, type Transaction } from 'kysely';
 import type { BidStrategy, CampaignStatus, ResourceTransport } from '@agent-economy/contracts';
 import { chargeable, conversionBid, heldOf, settlementBid, utcDay, type StoredCampaign } from './domain';
 import type { SharedDb } from '../../db';
+import { grouped } from '../../db/grouped';
 
 export const migrations: Record<string, Migration> = {
   '001_ads': {
@@ -421,6 +422,30 @@ export function adsStore(database: SharedDb) {
     reported_at: new Date(row.reported_at),
   });
 
+  // The facilitator asks for a match after every settlement it records. Concurrent matches share one read of the active
+  // campaigns (a read never started before its caller asked: grouped), and the settlements that matched no campaign,
+  // most of them, one insert.
+  const activeRead = grouped(async (calls: null[]) => {
+    const rows = await campaigns({ status: ['active'] });
+    return calls.map(() => rows);
+  });
+  const recordUnmatched = grouped(async (rows: Omit<SettlementRow, 'impression_counted'>[]) => {
+    const inserted = await db
+      .insertInto('ads_settlements')
+      .values(rows.map((row) => ({ ...row, impression_counted: false })))
+      .onConflict((oc) => oc.column('tx_hash').doNothing())
+      .returningAll()
+      .execute();
+    const recorded = new Map(inserted.map((row) => [row.tx_hash, toSettlement(row)]));
+    // Recorded before (a report again, or twice in this batch): each answers its first record.
+    const before = rows.filter((row) => !recorded.has(row.tx_hash)).map((row) => row.tx_hash);
+    if (before.length) {
+      const first = await db.selectFrom('ads_settlements').selectAll().where('tx_hash', 'in', before).execute();
+      for (const row of first) recorded.set(row.tx_hash, toSettlement(row));
+    }
+    return rows.map((row) => recorded.get(row.tx_hash)!);
+  });
+
   return {
     // Advertisers ----------------------------------------------------------------------------------------
 
@@ -513,7 +538,8 @@ export function adsStore(database: SharedDb) {
      * completed and canServe leaves them out, so nothing served or shown depends on when the row catches up.
      */
     async activeCampaigns(now: Date): Promise<StoredCampaign[]> {
-      const rows = await campaigns({ status: ['active'] });
+      // Shared by the callers of one batch: read, never changed (pickCampaign filters into an array of its own).
+      const rows = await activeRead(null);
       if (rows.some((c) => c.scheduleEnd && c.scheduleEnd.getTime() <= now.getTime())) await completeEnded(now);
       return rows;
     },
@@ -666,29 +692,30 @@ export function adsStore(database: SharedDb) {
 
     /**
      * Records a reported settlement and the campaign chosen for it (once per txHash), counting the match, in one
-     * statement; a repeat answers the first record (read only then).
+     * statement (one matching no campaign goes with the others of its batch); a repeat answers the first record (read
+     * only then).
      */
     async recordMatch(row: Omit<SettlementRow, 'impression_counted'>, now: Date): Promise<SettlementRow> {
+      if (!row.campaign_id) return recordUnmatched(row);
       const insert = db
         .insertInto('ads_settlements')
         .values({ ...row, impression_counted: false })
         .onConflict((oc) => oc.column('tx_hash').doNothing())
         .returningAll();
-      const inserted = row.campaign_id
-        ? await db
-            .with('recorded', () => insert)
-            // Counted only when the settlement is new: the same statement sees what the insert returned.
-            .with('counted', (q) =>
-              q
-                .updateTable('ads_campaigns')
-                .set({ matches: sql`matches + 1`, last_matched_at: now })
-                .where('id', '=', row.campaign_id)
-                .where(sql<boolean>`exists (select 1 from recorded)`),
-            )
-            .selectFrom('recorded')
-            .selectAll()
-            .executeTakeFirst()
-        : await insert.executeTakeFirst();
+      const campaignId = row.campaign_id;
+      const inserted = await db
+        .with('recorded', () => insert)
+        // Counted only when the settlement is new: the same statement sees what the insert returned.
+        .with('counted', (q) =>
+          q
+            .updateTable('ads_campaigns')
+            .set({ matches: sql`matches + 1`, last_matched_at: now })
+            .where('id', '=', campaignId)
+            .where(sql<boolean>`exists (select 1 from recorded)`),
+        )
+        .selectFrom('recorded')
+        .selectAll()
+        .executeTakeFirst();
       if (inserted) return toSettlement(inserted);
       const first = await db
         .selectFrom('ads_settlements')

@@ -1,9 +1,10 @@
 import { ads, type MppSponsoredAccess } from '@agent-economy/contracts';
 import { createServiceClient } from '@agent-economy/sdk';
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { signEd25519, type Wallet } from '../../solana/keys';
 import type { SharedDb } from '../../db';
+import { grouped } from '../../db/grouped';
 import { answerWithin, inProcessRoutes } from '../../http/in-process';
 import { SpanKind, inSpan } from '../../http/tracing';
 
@@ -117,19 +118,30 @@ export function sponsoredAccess(options: SponsoredOptions) {
     inFlight.add(running);
   };
 
+  /**
+   * The recommendations each payment converts, found and claimed in one statement (usually matching nothing) for the
+   * payments recorded together (grouped): a recommendation is claimed by one payment only, whichever replica records
+   * it (of two in one batch, PostgreSQL updates the row once and returns the payment it took).
+   */
+  const claimConversions = grouped(async (payments: { tx: string; payer: string; url: string }[]) => {
+    const values = sql.join(payments.map((p) => sql`(${p.tx}, ${p.payer}, ${p.url})`));
+    const { rows } = await sql<{ tx_hash: string; campaign_id: string; conversion: string }>`
+      update facilitator_sponsored as s set converted_tx = v.tx
+      from (values ${values}) as v (tx, payer, url)
+      where s.payer = v.payer and s.rec_url = v.url and s.converted_tx is null and s.tx_hash <> v.tx
+      returning s.tx_hash, s.campaign_id, v.tx as conversion`.execute(db);
+    // The same payment twice in a batch: its claims are answered to the first.
+    const answered = new Set<string>();
+    return payments.map((p) => {
+      if (answered.has(p.tx)) return [];
+      answered.add(p.tx);
+      return rows.filter((row) => row.conversion === p.tx);
+    });
+  });
+
   /** Payments of a recommended resource by a payer it was recommended to: conversions, reported once each. */
   async function reportConversions(url: string, payment: SettledPayment, resourceUrl: string, at: Date) {
-    // Found and claimed in one statement (usually matching nothing): a recommendation is claimed by one payment only,
-    // whichever replica records it.
-    const claimed = await db
-      .updateTable('facilitator_sponsored')
-      .set({ converted_tx: payment.transaction })
-      .where('payer', '=', payment.payer)
-      .where('rec_url', '=', resourceUrl)
-      .where('converted_tx', 'is', null)
-      .where('tx_hash', '!=', payment.transaction)
-      .returning(['tx_hash', 'campaign_id'])
-      .execute();
+    const claimed = await claimConversions({ tx: payment.transaction, payer: payment.payer, url: resourceUrl });
     for (const original of claimed) {
       background('conversion', () =>
         client(url).conversions.create({
