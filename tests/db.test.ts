@@ -264,9 +264,9 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
       const duplicate = outside
         .then(() => db.insertInto('demo_entries').values({ id: 'outside', amount: 3n }).execute())
         .catch((error: unknown) => error);
-      // On PostgreSQL the statement commits on another connection without waiting: the transaction must see it, so it
-      // is awaited before the transaction goes on. On PGlite it cannot land before the transaction ends: give it time to
-      // be sent, so the transaction would see it if it were let in.
+      // On PostgreSQL the statement commits on another connection without waiting: the transaction must see it, so
+      // it is awaited before the transaction goes on. On PGlite it cannot land before the transaction ends: give it
+      // time to be sent, so the transaction would see it if it were let in.
       if (database.engine === 'pglite') await new Promise((resolve) => setTimeout(resolve, 50));
       else await outside;
       release();

@@ -19,6 +19,8 @@ import { startService, type RunningService } from './support/servers';
 
 // A small service made for these tests: one route of each kind the runtime must handle.
 const c = initContract();
+/** How many times the `shout` route's body schema ran: once a request, the handler given what it made. */
+let shoutParses = 0;
 const fixture = defineService({
   id: 'fixture',
   title: 'Fixture Service',
@@ -56,6 +58,20 @@ const fixture = defineService({
       summary: 'One item',
       metadata: { payment: free() },
     },
+    shout: {
+      method: 'POST',
+      path: '/api/shout',
+      body: z
+        .object({ word: z.string().min(1) })
+        .strict()
+        .transform((b) => {
+          shoutParses++;
+          return { word: b.word.toUpperCase() };
+        }),
+      responses: { 200: z.object({ word: z.string() }), ...standardErrors },
+      summary: 'Shouts a word',
+      metadata: { payment: free() },
+    },
   }),
 });
 
@@ -84,6 +100,7 @@ beforeAll(async () => {
           throw new Error('database exploded at /secret/path');
         },
         item: async ({ params, query }) => ({ status: 200, body: { itemId: params.itemId, limit: query.limit } }),
+        shout: async ({ body }) => ({ status: 200, body: { word: body.word } }),
       },
       publicUrl: context.publicUrl,
       db: context.db,
@@ -103,6 +120,12 @@ describe('request handling', () => {
       itemId: 'itm_a b',
       limit: 7,
     });
+  });
+
+  it('parses a request once: the handler gets what the schemas made of it', async () => {
+    const before = shoutParses;
+    expect(await client.shout({ body: { word: 'quiet' } })).toEqual({ word: 'QUIET' });
+    expect(shoutParses - before).toBe(1);
   });
 
   it('answers invalid input with 400 naming every bad field', async () => {
@@ -281,13 +304,20 @@ describe('service surface', () => {
           description: 'One item',
           tags: ['x402', 'fixture', 'free'],
         },
+        { id: 'endpoint-4', name: 'POST /api/shout', description: 'Shouts a word', tags: ['x402', 'fixture', 'free'] },
       ],
     });
   });
 
   it('serves its OpenAPI document and a local API reference page', async () => {
     const document = (await fetch(`${service.url}/openapi.json`).then((r) => r.json())) as any;
-    expect(Object.keys(document.paths)).toEqual(['/api/echo', '/api/paid', '/api/boom', '/api/items/{itemId}']);
+    expect(Object.keys(document.paths)).toEqual([
+      '/api/echo',
+      '/api/paid',
+      '/api/boom',
+      '/api/items/{itemId}',
+      '/api/shout',
+    ]);
     expect(document.servers).toEqual([{ url: service.url, description: 'this deployment' }]);
     const page = await fetch(`${service.url}/docs`);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
