@@ -372,11 +372,11 @@ export const refusalOf = (
 ): Refusal => ({ status, code, message, ...extra });
 
 /**
- * How long a claim stays its request's without a write: the payment's own validity (maxTimeoutSeconds)
- * plus the longest settle call. A claim older than that belongs to a request that died.
+ * Until when a claim written at `from` stays its request's without another write: the payment's own validity
+ * (maxTimeoutSeconds) plus the longest settle call. A claim older than that belongs to a request that died.
  */
-function leaseMs(requirements: PaymentRequirements): number {
-  return requirements.maxTimeoutSeconds * 1000 + SETTLE_TIMEOUT_MS;
+function leaseEnd(from: Date, requirements: PaymentRequirements): Date {
+  return new Date(from.getTime() + requirements.maxTimeoutSeconds * 1000 + SETTLE_TIMEOUT_MS);
 }
 
 function injectFault(options: CollectOptions, step: PaywallFault): void {
@@ -388,7 +388,7 @@ function injectFault(options: CollectOptions, step: PaywallFault): void {
 
 /** Updates this request's claim, renewing its lease. */
 async function update(p: Paid, values: Partial<PaymentRow>): Promise<void> {
-  const leaseUntil = new Date(p.now().getTime() + leaseMs(p.options.requirements));
+  const leaseUntil = leaseEnd(p.now(), p.options.requirements);
   await p.options.db
     .updateTable('runtime_payments')
     .set({ ...values, lease_until: leaseUntil })
@@ -409,7 +409,7 @@ async function updateKeeping(
   answer: KeptAnswer,
 ): Promise<boolean> {
   const now = p.now();
-  const leaseUntil = new Date(now.getTime() + leaseMs(p.options.requirements));
+  const leaseUntil = leaseEnd(now, p.options.requirements);
   const rows = await recordWithAnswer<{ served_at: Date | null }>(p.options.db, identity, p.key, answer, now, (kept) =>
     p.options.db
       .updateTable('runtime_payments')
@@ -580,7 +580,7 @@ function parsePayment(
 /** A new claim of the payment (true), unless it has one already. */
 async function insertClaim(p: Paid): Promise<boolean> {
   const now = p.now();
-  const leaseUntil = new Date(now.getTime() + leaseMs(p.options.requirements));
+  const leaseUntil = leaseEnd(now, p.options.requirements);
   const claimed = await claimInsert(p, now, leaseUntil).executeTakeFirst();
   if (!claimed.numInsertedOrUpdatedRows) return false;
   p.leaseUntil = leaseUntil;
@@ -593,7 +593,7 @@ async function insertClaim(p: Paid): Promise<boolean> {
  */
 async function insertClaimWithId(p: Paid, identity: PaymentIdentity): Promise<{ claimed: boolean; bound: boolean }> {
   const now = p.now();
-  const leaseUntil = new Date(now.getTime() + leaseMs(p.options.requirements));
+  const leaseUntil = leaseEnd(now, p.options.requirements);
   const claim = claimInsert(p, now, leaseUntil).returning('key');
   const done = await claimWithId(p.options.db, claim, identity, p.key, p.request, now);
   if (done.claimed) p.leaseUntil = leaseUntil;
@@ -630,18 +630,18 @@ async function claimPayment(p: Paid): Promise<{ takenOver?: Claim } | { refusal:
   for (let attempt = 0; attempt < 3; attempt++) {
     if (await insertClaim(p)) return {};
     const now = p.now();
-    const leaseUntil = new Date(now.getTime() + leaseMs(requirements));
+    const leaseUntil = leaseEnd(now, requirements);
     const row = (await db.selectFrom('runtime_payments').selectAll().where('key', '=', p.key).executeTakeFirst()) as
       Claim | undefined;
     if (!row) continue; // released meanwhile: claim it afresh
     if (row.status === 'refunded') return { refunded: row };
-    const leaseEnd = row.lease_until ?? new Date(new Date(row.created_at).getTime() + leaseMs(requirements));
+    const heldUntil = row.lease_until ?? leaseEnd(new Date(row.created_at), requirements);
     const served = row.status === 'settled' && row.served_at !== null;
     const stale =
       GIVEN_UP.includes(row.status) ||
-      (IN_FLIGHT.includes(row.status) && !served && leaseEnd.getTime() <= now.getTime());
+      (IN_FLIGHT.includes(row.status) && !served && heldUntil.getTime() <= now.getTime());
     if (!stale) {
-      const waitSeconds = Math.ceil((leaseEnd.getTime() - now.getTime()) / 1000);
+      const waitSeconds = Math.ceil((heldUntil.getTime() - now.getTime()) / 1000);
       return {
         refusal:
           served || !IN_FLIGHT.includes(row.status)
@@ -932,8 +932,7 @@ async function settleThenSend(p: Paid, held: HeldAnswer): Promise<void> {
   }
   // An identified payment's answer was kept with the settlement's record (settleNow); any other is served once it left.
   if (!outcome.kept) markServed(p);
-  const receipt = encodeX402Header(outcome.settlement);
-  return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: receipt });
+  return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: outcome.header });
 }
 
 /** The answer of an identified payment, as payment-id.ts keeps it. */
@@ -966,7 +965,7 @@ async function keepAnswer(p: Paid, held: HeldAnswer, receipt: string): Promise<v
 async function settleNow(
   p: Paid,
   held?: HeldAnswer,
-): Promise<{ settlement: X402SettleResponse; kept: boolean } | { refusal: Refusal }> {
+): Promise<{ settlement: X402SettleResponse; header: string; kept: boolean } | { refusal: Refusal }> {
   const { requirements, logger, requestId } = p.options;
   let settlement: Awaited<ReturnType<FacilitatorClient['settle']>>;
   try {
@@ -1003,6 +1002,8 @@ async function settleNow(
       amount: requirements.amount,
       ...(settlement.success && settlement.extensions ? { extensions: settlement.extensions } : {}),
     };
+    // PAYMENT-RESPONSE, encoded once: kept with the answer, sent with it, or with the refusal below.
+    const header = encodeX402Header(receipt);
     injectFault(p.options, 'after-settle');
     const identity = p.res.locals.paymentIdentity as PaymentIdentity | undefined;
     let kept = false;
@@ -1014,7 +1015,7 @@ async function settleNow(
         transaction: settlement.transaction,
         settled_at: p.now(),
       };
-      if (held && identity) kept = await updateKeeping(p, values, identity, answerOf(held, encodeX402Header(receipt)));
+      if (held && identity) kept = await updateKeeping(p, values, identity, answerOf(held, header));
       else await update(p, values);
     } catch (error) {
       logger.error({ requestId, err: error, transaction: settlement.transaction }, 'settled payment not recorded');
@@ -1026,13 +1027,13 @@ async function settleNow(
           `The payment settled (transaction ${settlement.transaction}) but this service could not record it, so the request was not served. Present the same payment again after ${waitSeconds} s to receive it: it will not be charged again`,
           {
             retryAfterSeconds: waitSeconds,
-            extraHeaders: { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) },
+            extraHeaders: { [PAYMENT_RESPONSE_HEADER]: header },
           },
         ),
       };
     }
     injectFault(p.options, 'after-record');
-    return { settlement: receipt, kept };
+    return { settlement: receipt, header, kept };
   }
   const extraHeaders = { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(settlement) };
   // A failure that names a transaction (other than one that failed on chain) may still land: keep the
@@ -1090,7 +1091,7 @@ async function settleNow(
 async function settleFirst(p: Paid): Promise<void> {
   const outcome = await settleNow(p);
   if ('refusal' in outcome) return refuse(p.res, p.options.requestId, p.options.quote, outcome.refusal);
-  return serveSettled(p, outcome.settlement);
+  return serveSettled(p, outcome.settlement, outcome.header);
 }
 
 /**
@@ -1099,7 +1100,7 @@ async function settleFirst(p: Paid): Promise<void> {
  * (key `refund:<payment key>`: never twice) and the error says so, unless its handler called keepPayment (outcome
  * pending: the claim waits for the next presentation); elsewhere it goes out with the receipt.
  */
-function serveSettled(p: Paid, receipt: X402SettleResponse): void {
+function serveSettled(p: Paid, receipt: X402SettleResponse, encoded = encodeX402Header(receipt)): void {
   const { requirements, logger, requestId } = p.options;
   const payer = receipt.payer ?? p.payer ?? '';
   p.res.locals.payment = {
@@ -1118,7 +1119,7 @@ function serveSettled(p: Paid, receipt: X402SettleResponse): void {
     network: requirements.network,
     key: p.key,
   } satisfies Settlement;
-  const header = { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(receipt) };
+  const header = { [PAYMENT_RESPONSE_HEADER]: encoded };
   holdResponse(
     p.res,
     async (held) => {
