@@ -696,9 +696,12 @@ export async function createSessionPaywall(options: {
             }),
         );
       }
-      remember({ ...session, spent: cumulative, last_signature: v.signature, last_voucher_at: at });
+      const landed = { ...session, spent: cumulative, last_signature: v.signature, last_voucher_at: at };
+      remember(landed);
+      // The update just returned what a checkpoint needs (this voucher, what the facilitator holds): no read first.
+      // Should another replica have forwarded a later voucher meanwhile, the facilitator says so and the row follows.
       if (cumulative - BigInt(updated.forwarded) >= checkpointAtomic)
-        void checkpointOnce(v.channelId, () => read(v.channelId));
+        void checkpointOnce(v.channelId, async () => ({ ...landed, forwarded: BigInt(updated.forwarded) }));
       const answer = answerOf(requirements, session, cumulative);
       return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(answer) });
     };
