@@ -696,12 +696,18 @@ export async function createSessionPaywall(options: {
             }),
         );
       }
-      const landed = { ...session, spent: cumulative, last_signature: v.signature, last_voucher_at: at };
+      // The session as the update left it, with what the facilitator holds as the update read it: what a checkpoint
+      // needs, so it starts without a read. Should another replica have forwarded a later voucher meanwhile, the
+      // facilitator says so and the row follows.
+      const landed = {
+        ...session,
+        spent: cumulative,
+        forwarded: updated.forwarded,
+        last_signature: v.signature,
+        last_voucher_at: at,
+      };
       remember(landed);
-      // The update just returned what a checkpoint needs (this voucher, what the facilitator holds): no read first.
-      // Should another replica have forwarded a later voucher meanwhile, the facilitator says so and the row follows.
-      if (cumulative - BigInt(updated.forwarded) >= checkpointAtomic)
-        void checkpointOnce(v.channelId, async () => ({ ...landed, forwarded: BigInt(updated.forwarded) }));
+      if (cumulative - updated.forwarded >= checkpointAtomic) void checkpointOnce(v.channelId, async () => landed);
       const answer = answerOf(requirements, session, cumulative);
       return held.flush(held.body, undefined, { [PAYMENT_RESPONSE_HEADER]: encodeX402Header(answer) });
     };
