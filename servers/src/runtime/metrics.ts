@@ -1,3 +1,4 @@
+import { PerformanceObserver, constants as perf, type PerformanceEntry } from 'node:perf_hooks';
 import type { Request, Response } from 'express';
 import { Counter, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { PAYMENT_RESPONSE_HEADER, decodeX402Header } from '@agent-economy/contracts';
@@ -11,6 +12,39 @@ import { PAYMENT_RESPONSE_HEADER, decodeX402Header } from '@agent-economy/contra
 /** Settle-call buckets: a local ledger confirms in under a second, a cluster in up to 30 s. */
 export const SETTLEMENT_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 45];
 
+const GC_DURATION = 'nodejs_gc_duration_seconds';
+const GC_KINDS: Record<number, string> = {
+  [perf.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [perf.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [perf.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [perf.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+let gcDuration: Histogram<'kind'> | undefined;
+
+/**
+ * The process's collections, one histogram that every service's registry shows (GC is the process's, whatever
+ * service it serves). prom-client's own counts only the first of the collections its observer is handed at once: a
+ * scavenge every few milliseconds under load came out as a handful a minute, so it is replaced.
+ */
+function gcDurationOnce(): Histogram<'kind'> {
+  if (gcDuration) return gcDuration;
+  const histogram = new Histogram({
+    name: GC_DURATION,
+    help: 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.',
+    labelNames: ['kind'],
+    buckets: [0.001, 0.01, 0.1, 1, 2, 5],
+    registers: [],
+  });
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const detail = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail;
+      const kind = GC_KINDS[detail?.kind ?? -1] ?? 'unknown';
+      histogram.observe({ kind }, entry.duration / 1000);
+    }
+  }).observe({ entryTypes: ['gc'] });
+  return (gcDuration = histogram);
+}
+
 /**
  * Per-service Prometheus registry: several services share one process under `npm start`. A service that adds
  * metrics of its own (the facilitator's) passes its registry in.
@@ -18,6 +52,8 @@ export const SETTLEMENT_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 45
 export function createMetrics(serviceId: string, registry = new Registry()) {
   registry.setDefaultLabels({ service: serviceId });
   collectDefaultMetrics({ register: registry });
+  registry.removeSingleMetric(GC_DURATION);
+  registry.registerMetric(gcDurationOnce());
   // Requests are counted and timed here, by series, and handed to the registry when it is read: prom-client's own
   // inc() and observe() check and hash their labels on every call, which every request paid twice.
   type RequestSeries = { labels: { route: string; method: string; status: string }; pending: number };
