@@ -128,12 +128,40 @@ export async function preparePayments(
 
 let lastFailure = '';
 
-/** One kind of call measured in segments (interleave): its calls and the CPU `pid` and this process spent on them. */
-function measured(pid: number, run: (seconds: number, warmup: boolean) => Promise<Segment>) {
+/** GC pauses of a served process so far, as its /metrics reads them (prom-client's nodejs_gc_duration_seconds). */
+interface GcPauses {
+  /** Milliseconds its event loop stood still for collections, every kind. */
+  ms: number;
+  /** Young-generation collections (scavenges): about one for each young generation's worth allocated. */
+  minor: number;
+  /** Full collections (mark-compact), whose marking ran alongside in incremental steps (counted in ms). */
+  major: number;
+}
+
+async function gcPauses(metricsUrl: string): Promise<GcPauses> {
+  const text = await (await fetch(metricsUrl)).text();
+  const pauses: GcPauses = { ms: 0, minor: 0, major: 0 };
+  // Every service of the process shows the same process-wide collections: one service's series are read.
+  for (const [, part, labels, value] of text.matchAll(/^nodejs_gc_duration_seconds_(sum|count)\{(.*)\} (\S+)$/gm)) {
+    if (!labels!.includes('service="education"')) continue;
+    const kind = /kind="(\w+)"/.exec(labels!)?.[1];
+    if (part === 'sum') pauses.ms += Number(value) * 1000;
+    else if (kind === 'minor' || kind === 'major') pauses[kind] += Number(value);
+  }
+  return pauses;
+}
+
+/**
+ * One kind of call measured in segments (interleave): its calls and the CPU `pid` and this process spent on them;
+ * with `metricsUrl` (the stack's education service), also the served process's GC pauses, read outside the CPU window.
+ */
+function measured(pid: number, run: (seconds: number, warmup: boolean) => Promise<Segment>, metricsUrl?: string) {
   const segments: Segment[] = [];
   const cpu = { server: 0, loop: 0, client: 0, calls: 0 };
+  const gc: GcPauses = { ms: 0, minor: 0, major: 0 };
   return {
     async measure(seconds: number, warmup: boolean): Promise<void> {
+      const gcBefore = metricsUrl ? await gcPauses(metricsUrl) : undefined;
       const [server, loop, client] = [cpuMsOf(pid), loopCpuMsOf(pid), clientCpuMs()];
       const segment = await run(seconds, warmup);
       cpu.server += cpuMsOf(pid) - server;
@@ -142,11 +170,21 @@ function measured(pid: number, run: (seconds: number, warmup: boolean) => Promis
       // The warm-up calls ran inside the CPU window: they count as calls for the CPU a call.
       cpu.calls += segment.calls + segment.warmupCalls;
       segments.push(segment);
+      if (metricsUrl && gcBefore) {
+        const gcAfter = await gcPauses(metricsUrl);
+        for (const k of ['ms', 'minor', 'major'] as const) gc[k] += gcAfter[k] - gcBefore[k];
+      }
     },
     /** The rate and latencies over every segment, and the CPU a call (a figure that holds on a loaded machine). */
     result(): LoadResult & { cpu: string } {
       const calls = Math.max(1, cpu.calls);
-      return { ...summary(segments), cpu: cpuNote(cpu.server / calls, cpu.loop / calls, cpu.client / calls) };
+      const pauses = metricsUrl
+        ? { ms: gc.ms / calls, minorPer1000: (1000 * gc.minor) / calls, majorPer1000: (1000 * gc.major) / calls }
+        : undefined;
+      return {
+        ...summary(segments),
+        cpu: cpuNote(cpu.server / calls, cpu.loop / calls, cpu.client / calls, pauses),
+      };
     },
   };
 }
@@ -158,10 +196,20 @@ function cpuText(ms: number): string {
 
 /**
  * The served process's CPU a call, its event loop's share (the thread every request waits for), and the calling
- * client's: on two cores the client shares the machine, so a row is bound by both.
+ * client's: on two cores the client shares the machine, so a row is bound by both. With `gc`, how much of the event
+ * loop's time went to GC pauses, and how many collections a thousand calls cost: counts that hold however busy the
+ * machine is, where times do not.
  */
-export function cpuNote(ms: number, loopMs: number, clientMs: number): string {
-  return `server CPU ${cpuText(ms)} a call (${cpuText(loopMs)} on its event loop); client ${cpuText(clientMs)}`;
+export function cpuNote(
+  ms: number,
+  loopMs: number,
+  clientMs: number,
+  gc?: { ms: number; minorPer1000: number; majorPer1000: number },
+): string {
+  const pauses = gc
+    ? `, GC pauses ${cpuText(gc.ms)} of it: ${fmt(gc.minorPer1000)} young and ${fmt(gc.majorPer1000)} full collections a 1000 calls`
+    : '';
+  return `server CPU ${cpuText(ms)} a call (${cpuText(loopMs)} on its event loop${pauses}); client ${cpuText(clientMs)}`;
 }
 
 async function settleRate(
@@ -257,17 +305,23 @@ export async function throughput(): Promise<{
 
     // Free, paid and session calls take turns (interleave), so that their ratios compare like with like.
     const free = createClient({ deployment: stack.servicesJson, maxRetries: 0 });
-    const freeSide = measured(stack.pid, (seconds, warmup) =>
-      load(() => free.education.catalog(), { concurrency: SDK_CONCURRENCY, seconds, warmup }),
+    const metricsUrl = `${education}/metrics`;
+    const freeSide = measured(
+      stack.pid,
+      (seconds, warmup) => load(() => free.education.catalog(), { concurrency: SDK_CONCURRENCY, seconds, warmup }),
+      metricsUrl,
     );
-    const paidSide = measured(stack.pid, (seconds, warmup) =>
-      load(() => paying.education.lesson(lesson), { concurrency: SDK_CONCURRENCY, seconds, warmup }),
+    const paidSide = measured(
+      stack.pid,
+      (seconds, warmup) =>
+        load(() => paying.education.lesson(lesson), { concurrency: SDK_CONCURRENCY, seconds, warmup }),
+      metricsUrl,
     );
     // Paid by vouchers in payment sessions: one buyer per worker, against the same stack (bench/sessions.ts).
     const buyers = want('session')
       ? await sessionBuyers(stack, { concurrency: SDK_CONCURRENCY, seconds: SECONDS })
       : undefined;
-    const sessionSide = buyers && measured(stack.pid, buyers.run);
+    const sessionSide = buyers && measured(stack.pid, buyers.run, metricsUrl);
     try {
       await interleave(
         {
@@ -309,7 +363,11 @@ export async function throughput(): Promise<{
       try {
         const http = (pid: number, url: string) => {
           const get = getter(url, HTTP_CONCURRENCY);
-          return measured(pid, (seconds, warmup) => load(get, { concurrency: HTTP_CONCURRENCY, seconds, warmup }));
+          return measured(
+            pid,
+            (seconds, warmup) => load(get, { concurrency: HTTP_CONCURRENCY, seconds, warmup }),
+            pid === stack.pid ? metricsUrl : undefined,
+          );
         };
         const sides = {
           ours: http(stack.pid, `${education}/api/catalog`),
