@@ -141,9 +141,8 @@ interface GcPauses {
 async function gcPauses(metricsUrl: string): Promise<GcPauses> {
   const text = await (await fetch(metricsUrl)).text();
   const pauses: GcPauses = { ms: 0, minor: 0, major: 0 };
-  // Every service of the process shows the same process-wide collections: one service's series are read.
+  // A service's /metrics holds its own series only; every service of the process shows the same collections.
   for (const [, part, labels, value] of text.matchAll(/^nodejs_gc_duration_seconds_(sum|count)\{(.*)\} (\S+)$/gm)) {
-    if (!labels!.includes('service="education"')) continue;
     const kind = /kind="(\w+)"/.exec(labels!)?.[1];
     if (part === 'sum') pauses.ms += Number(value) * 1000;
     else if (kind === 'minor' || kind === 'major') pauses[kind] += Number(value);
