@@ -330,6 +330,42 @@ describe(`database (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`
   });
 });
 
+describe('PGlite in memory', () => {
+  it('starts from a trimmed template (one database, the WAL cut after its last page) and writes on past the cut', async () => {
+    const database = await openDatabase();
+    try {
+      const one = async <T>(query: ReturnType<typeof sql<T>>) => (await query.execute(database.db)).rows[0]!;
+      const { oid } = await one(sql<{ oid: number }>`select oid from pg_database where datname = current_database()`);
+      // template0 and template1 are still catalogued, but their files are not copied into every test database.
+      const { dirs } = await one(
+        sql<{ dirs: string[] }>`select array_agg(d order by d) as dirs from pg_ls_dir('base') d`,
+      );
+      expect(dirs).toEqual([String(oid)]);
+      const wal = async () =>
+        (
+          await sql<{ name: string; size: number }>`
+            select name, size::int from pg_ls_waldir() where name ~ '^[0-9A-F]{24}$' order by name`.execute(database.db)
+        ).rows;
+      const [segment] = await wal();
+      expect(segment!.size % 8192).toBe(0);
+      expect(segment!.size).toBeLessThan(16 * 1024 * 1024);
+      // About 20 MB of WAL: PostgreSQL writes past the cut, fills the segment and goes on to the next.
+      await sql`create table wal_filler (id int primary key, body text not null)`.execute(database.db);
+      await sql`insert into wal_filler select i, repeat(md5(i::text), 32) from generate_series(1, 20000) i`.execute(
+        database.db,
+      );
+      await sql`checkpoint`.execute(database.db);
+      const after = await wal();
+      expect(after.length).toBeGreaterThanOrEqual(2);
+      expect(after[0]!.size).toBe(16 * 1024 * 1024);
+      const { n } = await one(sql<{ n: number }>`select count(*)::int as n from wal_filler where length(body) = 1024`);
+      expect(n).toBe(20000);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
 describe('PGlite on disk', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ae-db-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Kysely, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import { PGliteDialect, PGliteThread } from './pglite-dialect';
+import { memoryTemplate } from './pglite-template';
 
 // One schema, one set of migrations, two engines: embedded PGlite by default, PostgreSQL when a URL is given.
 
@@ -42,9 +42,6 @@ const PGLITE_VERSION: string = (() => {
 })();
 const INT8_OID = 20;
 
-// Initialising a PGlite cluster (initdb in WebAssembly) takes several seconds; loading a copy of an
-// initialised one takes about one. In-memory databases (tests) are cloned from a template kept in the
-// system's temporary directory, made once per PGlite version.
 /**
  * Creates a PGlite data directory in a short-lived child process: initdb's WebAssembly instance holds about
  * 450 MB that stays in a process's RSS after it is done, so a first start that ran it in process stayed
@@ -57,25 +54,6 @@ function initdbApart(dataDir: string): void {
   execFileSync(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-let template: Promise<Uint8Array> | undefined;
-function memoryTemplate(): Promise<Uint8Array> {
-  template ??= (async () => {
-    const file = join(tmpdir(), `agent-economy-pglite-${PGLITE_VERSION}.tar`);
-    if (existsSync(file)) return new Uint8Array(readFileSync(file));
-    // Loaded here only (tests' first in-memory database on a machine); the services' PGlite runs on its own thread.
-    const { PGlite } = await import('@electric-sql/pglite');
-    const pglite = new PGlite();
-    await pglite.waitReady;
-    const dump = new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer());
-    await pglite.close();
-    const partial = `${file}.${process.pid}`;
-    writeFileSync(partial, dump);
-    renameSync(partial, file);
-    return dump;
-  })();
-  return template;
-}
-
 export async function openDatabase(options: DatabaseOptions = {}): Promise<Database> {
   if (!options.url) {
     // On a thread of its own (pglite-dialect.ts), which reads int8 columns as bigint as the PostgreSQL engine does.
@@ -85,7 +63,7 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Datab
       if (!existsSync(join(options.dataDir, 'PG_VERSION'))) initdbApart(options.dataDir);
       thread = await PGliteThread.start({ dataDir: options.dataDir });
     } else {
-      thread = await PGliteThread.start({ template: await memoryTemplate() });
+      thread = await PGliteThread.start({ template: await memoryTemplate(PGLITE_VERSION) });
     }
     const db = new Kysely<Record<string, never>>({ dialect: new PGliteDialect(thread) });
     return { db, engine: 'pglite', close: () => db.destroy() };
