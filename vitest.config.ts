@@ -64,6 +64,10 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['tests/**/*.test.ts'],
+          // Threads, not child processes: V8 shares compiled WebAssembly between the threads of a process, so PGlite's
+          // 9 MB module is compiled (and optimised) once a run instead of once a file. Each file still gets a fresh
+          // module graph. Ten service files took 72 s and 139 s of CPU this way, 91 s and 173 s as processes.
+          pool: 'threads',
           exclude: [...configDefaults.exclude, 'tests/unit/**', ...(onPostgres ? engineIndependent : [])],
           globalSetup: ['tests/support/global-setup.ts'],
           testTimeout: 60_000,
