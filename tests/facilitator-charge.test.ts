@@ -538,7 +538,7 @@ describe('settle caps and statistics', () => {
 
     // Counted by kind, outcome and day, not a row a call: free verifications from anyone add no rows.
     const counts = () =>
-      database.db.selectFrom('facilitator_event_counts').selectAll().orderBy(['kind', 'outcome']).execute();
+      database.db.selectFrom('facilitator_event_counts').selectAll().orderBy('kind').orderBy('outcome').execute();
     const before = await counts();
     expect(before.map((r) => [r.kind, r.outcome, Number(r.count)])).toEqual([
       ['charge', 'fail', 2],

@@ -203,8 +203,10 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
           expect(buyer()).toBe(charged ? before - amount : before);
         }
 
-        if (db.shared) await db.endLease(key);
-        else {
+        if (db.shared) {
+          survivor ??= await startChild({ ...base, DATA_DIR: dataDir() });
+          await db.endLease(key);
+        } else {
           if (survivor) await stop(survivor);
           await db.endLease(key);
           survivor = await startChild({ ...base });
@@ -447,8 +449,10 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
             .catch((e) => e);
           expect(early.code).toBe('payment_already_used');
         }
-        if (db.shared) await db.endLease(key);
-        else {
+        if (db.shared) {
+          survivor ??= await startChild({ ...base, DATA_DIR: dataDir() }, { desk: true });
+          await db.endLease(key);
+        } else {
           if (survivor) await stop(survivor);
           await db.endLease(key);
           survivor = await startChild({ ...base }, { desk: true });
