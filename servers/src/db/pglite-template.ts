@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 
 // Initialising a PGlite cluster (initdb in WebAssembly) takes several seconds; loading a copy of an initialised one
 // takes a fraction of that. In-memory databases (tests: a few hundred a run) are loaded from a template kept in the
@@ -41,8 +42,8 @@ async function makeTemplate(file: string): Promise<Uint8Array> {
   const dump = new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer());
   await pglite.close();
   const trimmed = trimTemplate(dump, Number(rows[0]!.oid));
-  // Written under another name first: test files starting together never read half a template.
-  const partial = `${file}.${process.pid}`;
+  // Written under a name of its own first (test files run as threads of one process): none reads half a template.
+  const partial = `${file}.${process.pid}.${threadId}`;
   writeFileSync(partial, trimmed);
   renameSync(partial, file);
   return trimmed;
