@@ -33,8 +33,8 @@ import { freePort, postgresReachable } from './support/servers';
 // paid path. Then the same payment is presented again, to a process that did not die, and the invariant is
 // checked on chain: charged ⇒ served exactly once; not charged ⇒ not served (and, presented again, served
 // and charged once). A crash leaves a claim whose lease has not expired: the test first sees it refused as
-// in flight (on PGlite at the first kill only: seesInFlight), then ends the lease in the database (as the passing
-// of maxTimeoutSeconds would) and presents it again.
+// in flight, then ends the lease in the database (as the passing of maxTimeoutSeconds would) and presents
+// it again.
 
 const DATABASE_URL = process.env.TEST_DATABASE_URL;
 const root = new URL('..', import.meta.url).pathname;
@@ -167,7 +167,7 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
       };
     }
 
-    for (const [index, { fault, charged }] of KILLS.entries()) {
+    for (const { fault, charged } of KILLS) {
       it(`killed ${fault}: ${charged ? 'charged, then served once when the payment comes back' : 'not charged nor served; served and charged once when it comes back'}`, async () => {
         // PGlite: one process at a time on the data directory.
         if (!db.shared && survivor) {
@@ -191,23 +191,19 @@ function chaos(label: string, setup: () => Promise<ChaosDatabase>) {
         expect(buyer()).toBe(charged ? before - amount : before);
         expect(await settledCount()).toBe(settledBefore + (charged ? 1 : 0));
 
-        if (seesInFlight(db, index)) {
-          survivor ??= await startChild({ ...base, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! });
-          // The dead request's claim is still leased: presented again now, the payment is refused as in flight.
-          const early = await createServiceClient(education, survivor.url, { maxRetries: 0 })
-            .lesson(LESSON, { headers: { 'payment-signature': header } })
-            .catch((e) => e);
-          expect(early).toBeInstanceOf(PaymentRequiredError);
-          expect(early.code).toBe('payment_already_used');
-          expect(Number(early.headers['retry-after'])).toBeGreaterThan(0);
-          expect(buyer()).toBe(charged ? before - amount : before);
-        }
+        survivor ??= await startChild({ ...base, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! });
+        // The dead request's claim is still leased: presented again now, the payment is refused as in flight.
+        const early = await createServiceClient(education, survivor.url, { maxRetries: 0 })
+          .lesson(LESSON, { headers: { 'payment-signature': header } })
+          .catch((e) => e);
+        expect(early).toBeInstanceOf(PaymentRequiredError);
+        expect(early.code).toBe('payment_already_used');
+        expect(Number(early.headers['retry-after'])).toBeGreaterThan(0);
+        expect(buyer()).toBe(charged ? before - amount : before);
 
-        if (db.shared) {
-          survivor ??= await startChild({ ...base, DATA_DIR: dataDir() });
-          await db.endLease(key);
-        } else {
-          if (survivor) await stop(survivor);
+        if (db.shared) await db.endLease(key);
+        else {
+          await stop(survivor);
           await db.endLease(key);
           survivor = await startChild({ ...base });
         }
@@ -270,16 +266,6 @@ function signedInAs(wallet: { secretKey: Uint8Array }, url: string) {
   return async () => ({
     'sign-in-with-x': await createSiwxHeader(await walletFromSecretKey(wallet.secretKey), { url }),
   });
-}
-
-/**
- * Whether a survivor is shown the dead request's payment while its claim is still leased (it must refuse it as in
- * flight) before the lease is ended. On PostgreSQL at every kill. PGlite lets one process at a time open a data
- * directory, so there the survivor must stop for the test to end the lease, and start again: seen at the first kill of
- * a run only (the refusal does not depend on where the process died), it saves two process starts every other kill.
- */
-function seesInFlight(db: ChaosDatabase, kill: number): boolean {
-  return db.shared || kill === 0;
 }
 
 /** Whether the payment's blockhash has expired (then it can never settle). */
@@ -407,7 +393,7 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
     const ordersOf = async (key: string) =>
       db.query ? (await db.query('select item from desk_orders where payment_key = $1', [key])).length : undefined;
 
-    for (const [index, { fault, fail, charged, refunded }] of SETTLE_FIRST_KILLS.entries()) {
+    for (const { fault, fail, charged, refunded } of SETTLE_FIRST_KILLS) {
       it(`killed ${fault} (${fail === 'no' ? 'order succeeds' : 'order fails'}): ${!charged ? 'not charged, not placed' : fail === 'no' ? 'charged, placed once' : 'charged, refunded once'}`, async () => {
         if (!db.shared && survivor) {
           await stop(survivor);
@@ -442,18 +428,14 @@ function settleFirstChaos(label: string, setup: () => Promise<ChaosDatabase>) {
         // Not charged, not placed (and an order that fails is never placed).
         if (db.shared && (!charged || fail === 'domain')) expect(await ordersOf(key)).toBe(0);
 
-        if (seesInFlight(db, index)) {
-          survivor ??= await startChild({ ...base, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! }, { desk: true });
-          const early = await bare(survivor.url)
-            .order(order(fail), { headers: { 'payment-signature': header } })
-            .catch((e) => e);
-          expect(early.code).toBe('payment_already_used');
-        }
-        if (db.shared) {
-          survivor ??= await startChild({ ...base, DATA_DIR: dataDir() }, { desk: true });
-          await db.endLease(key);
-        } else {
-          if (survivor) await stop(survivor);
+        survivor ??= await startChild({ ...base, DATA_DIR: db.shared ? dataDir() : base.DATA_DIR! }, { desk: true });
+        const early = await bare(survivor.url)
+          .order(order(fail), { headers: { 'payment-signature': header } })
+          .catch((e) => e);
+        expect(early.code).toBe('payment_already_used');
+        if (db.shared) await db.endLease(key);
+        else {
+          await stop(survivor);
           await db.endLease(key);
           survivor = await startChild({ ...base }, { desk: true });
         }

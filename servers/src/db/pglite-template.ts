@@ -22,6 +22,7 @@ let template: Promise<Uint8Array> | undefined;
  */
 export function memoryTemplate(version: string): Promise<Uint8Array> {
   template ??= (async () => {
+    // Named for what trimTemplate keeps: a change to it takes a new name, so no machine loads a template made before.
     const file = join(tmpdir(), `agent-economy-pglite-${version}-trimmed.tar`);
     const bytes = existsSync(file) ? new Uint8Array(readFileSync(file)) : await makeTemplate(file);
     const shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
@@ -68,6 +69,7 @@ export function trimTemplate(tar: Uint8Array, keepDatabaseOid: number): Uint8Arr
     if (!['0', '5', '\0'].includes(type) || !Number.isSafeInteger(size)) return tar;
     const prefix = text(header, 345, 155);
     const name = `${prefix ? `${prefix}/` : ''}${text(header, 0, 100)}`.replace(/^\/+/, '');
+    if (at + BLOCK + size > tar.length) return tar;
     const data = tar.subarray(at + BLOCK, at + BLOCK + size);
     at += BLOCK + Math.ceil(size / BLOCK) * BLOCK;
     const database = /^base\/(\d+)(\/|$)/.exec(name);

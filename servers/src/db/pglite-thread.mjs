@@ -17,7 +17,7 @@ const MAX_PREPARED = 500;
 /** Texts run once so far, remembered up to this many (then forgotten together). */
 const MAX_SEEN_ONCE = 2_000;
 
-/** @type {{ dataDir?: string, template?: Uint8Array<ArrayBuffer>, wasm?: WebAssembly.Module }} */
+/** @type {{ dataDir?: string, template?: Uint8Array<SharedArrayBuffer>, wasm?: WebAssembly.Module }} */
 const options = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
@@ -63,9 +63,14 @@ const settings = {
   // Compiled once by the process (pglite-dialect.ts), not by each thread.
   ...(options.wasm ? { pgliteWasmModule: options.wasm } : {}),
 };
+// The template arrives in memory shared with the other threads (pglite-template.ts); a Blob takes an ordinary copy (the
+// standard refuses shared memory there, and Node is following it).
 const pglite = options.dataDir
   ? new PGlite(options.dataDir, settings)
-  : new PGlite({ loadDataDir: new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (options.template)]), ...settings });
+  : new PGlite({
+      loadDataDir: new Blob([/** @type {Uint8Array<SharedArrayBuffer>} */ (options.template).slice()]),
+      ...settings,
+    });
 
 /** Statement text → name of the statement prepared for it. @type {Map<string, string>} */
 const prepared = new Map();
