@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -35,11 +35,6 @@ export interface Database {
   close(): Promise<void>;
 }
 
-const PGLITE_VERSION: string = (() => {
-  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
-  const root = entry.slice(0, entry.lastIndexOf('@electric-sql/pglite') + '@electric-sql/pglite'.length);
-  return JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
-})();
 const INT8_OID = 20;
 
 /**
@@ -63,7 +58,7 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Datab
       if (!existsSync(join(options.dataDir, 'PG_VERSION'))) initdbApart(options.dataDir);
       thread = await PGliteThread.start({ dataDir: options.dataDir });
     } else {
-      thread = await PGliteThread.start({ template: await memoryTemplate(PGLITE_VERSION) });
+      thread = await PGliteThread.start({ template: await memoryTemplate() });
     }
     const db = new Kysely<Record<string, never>>({ dialect: new PGliteDialect(thread) });
     return { db, engine: 'pglite', close: () => db.destroy() };
