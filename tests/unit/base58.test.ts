@@ -24,7 +24,26 @@ describe('base58', () => {
     }
   });
 
+  it('decodes any text of the alphabet as @solana/kit does, leading 1s and all', () => {
+    const alphabet = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+    const kitBytes = getBase58Encoder();
+    for (let length = 1; length <= 100; length++) {
+      for (let round = 0; round < 20; round++) {
+        const picks = randomBytes(length);
+        let text = [...picks].map((b) => alphabet[b % 58]).join('');
+        if (round % 5 === 1) text = '1'.repeat(1 + (round % 4)) + text.slice(1 + (round % 4));
+        if (round === 2) text = 'z'.repeat(length);
+        expect(Buffer.from(base58Decode(text)!).toString('hex'), text).toBe(
+          Buffer.from(kitBytes.encode(text)).toString('hex'),
+        );
+      }
+    }
+    expect(base58Decode('')).toEqual(new Uint8Array(0));
+    expect(Buffer.from(base58Decode('111')!).toString('hex')).toBe('000000');
+  });
+
   it('refuses a character outside the alphabet', () => {
-    for (const bad of ['0', 'O', 'I', 'l', '+', ' ']) expect(base58Decode(`abc${bad}def`)).toBeUndefined();
+    for (const bad of ['0', 'O', 'I', 'l', '+', ' ', 'é', '€', '\u{1F600}'])
+      expect(base58Decode(`abc${bad}def`)).toBeUndefined();
   });
 });
