@@ -124,6 +124,16 @@ export interface TokenBalance {
   decimals: number;
 }
 
+/** An account as a balance reads it (balanceView). */
+type BalanceView = Pick<LedgerAccount, 'lamports' | 'owner' | 'data'>;
+
+/** A transaction's balances at one moment, with the accounts they were read from (by key index). */
+interface Balances {
+  lamports: bigint[];
+  tokens: TokenBalance[];
+  views: (BalanceView | null)[];
+}
+
 export interface InnerInstructionGroup {
   index: number;
   instructions: { programIdIndex: number; accounts: number[]; data: Uint8Array; stackHeight: number }[];
@@ -677,15 +687,26 @@ export class LocalLedger {
     return base58Encode(nonce.data.subarray(40, 72)) === prepared.tx.message.recentBlockhash;
   }
 
+  /**
+   * The lamports and token balances of `keys`. Given the balances `before` the transaction ran and which keys it may
+   * write, a read-only key's account is the one read before: the runtime lets no transaction change it.
+   */
   private balances(
     keys: string[],
     overrides?: Map<string, LedgerAccount | null>,
-  ): { lamports: bigint[]; tokens: TokenBalance[] } {
+    before?: { balances: Balances; writable: readonly boolean[] },
+  ): Balances {
     const lamports: bigint[] = [];
     const tokens: TokenBalance[] = [];
+    const views: (BalanceView | null)[] = [];
     const decimals = new Map<string, number | undefined>();
     keys.forEach((key, accountIndex) => {
-      const account = overrides?.has(key) ? overrides.get(key)! : this.balanceView(key);
+      const account = overrides?.has(key)
+        ? overrides.get(key)!
+        : before && !before.writable[accountIndex]
+          ? before.balances.views[accountIndex]!
+          : this.balanceView(key);
+      views.push(account);
       lamports.push(account?.lamports ?? 0n);
       if (!account || !isTokenProgram(account.owner)) return;
       const token = decodeTokenAccount(account.owner, account.data);
@@ -705,7 +726,7 @@ export class LocalLedger {
         decimals: d,
       });
     });
-    return { lamports, tokens };
+    return { lamports, tokens, views };
   }
 
   /**
@@ -713,7 +734,7 @@ export class LocalLedger {
    * transaction's balances are read before and after it runs, and most of its accounts are programs and wallets:
    * reading them whole (data copied out of the SVM, the owner in base58) was most of the cost of a balance.
    */
-  private balanceView(key: string): Pick<LedgerAccount, 'lamports' | 'owner' | 'data'> | null {
+  private balanceView(key: string): BalanceView | null {
     const account = this.svm.getAccount(addressBytes(key));
     const lamports = account?.lamports() ?? 0n;
     if (!account || lamports === 0n) return null;
@@ -779,7 +800,7 @@ export class LocalLedger {
     const failed = result instanceof FailedTransactionMetadata;
     const meta: TransactionMetadata = failed ? result.meta() : result;
     const err = failed ? transactionErrorFromLiteSvm(result.err()) : null;
-    const post = this.balances(keys);
+    const post = this.balances(keys, undefined, { balances: pre, writable: prepared.writable });
     this.forgetProgramSizes(keys.filter((_, i) => prepared.writable[i]));
     // a failed transaction that charged its fee was committed; one that did not never made it into a block
     if (failed && post.lamports[0] === pre.lamports[0]) return this.drop(prepared, err!);
@@ -866,7 +887,9 @@ export class LocalLedger {
       }
     }
     const fee = feeOf(tx.message.numRequiredSignatures, prepared.instructions);
-    let post = failed ? { lamports: [...pre.lamports], tokens: pre.tokens } : this.balances(keys, postAccounts);
+    let post = failed
+      ? { lamports: [...pre.lamports], tokens: pre.tokens }
+      : this.balances(keys, postAccounts, { balances: pre, writable: prepared.writable });
     if (failed && post.lamports.length > 0) {
       post = { ...post, lamports: post.lamports.map((l, i) => (i === 0 ? l - fee : l)) };
     }
