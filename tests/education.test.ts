@@ -1,11 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOLANA_DEVNET, USDC_DEVNET } from '@agent-economy/contracts';
-import { BadRequestError, NotFoundError, PaymentRequiredError, UnprocessableEntityError } from '@agent-economy/sdk';
+import axios from 'axios';
+import {
+  BadRequestError,
+  NotFoundError,
+  PaymentRequiredError,
+  UnprocessableEntityError,
+  createClient,
+  walletFromSecretKey,
+} from '@agent-economy/sdk';
 import { builtinReasoner } from '../servers/src/ai';
 import { createEducationApp } from '../servers/src/services/education';
 import { curriculum } from '../servers/src/services/education/curriculum';
 import { locateLesson, quizTask, toStoredQuestions } from '../servers/src/services/education/domain';
 import { educationStore } from '../servers/src/services/education/store';
+import { startEconomy, type Economy } from './support/economy';
 import { startService, type RunningService } from './support/servers';
 
 let service: RunningService;
@@ -138,6 +147,56 @@ describe('paid routes quote their spec prices and serve nothing unpaid', () => {
       .catch((e) => e);
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error.fields).toEqual([{ field: 'body.courseId', message: 'must be a lowercase slug such as "tool-use"' }]);
+  });
+});
+
+describe('paid lessons', () => {
+  let economy: Economy;
+  beforeAll(async () => {
+    economy = await startEconomy();
+  });
+  afterAll(() => economy?.close());
+
+  it('composes each lesson by the rules once and serves it again, charging every call; the focus leads', async () => {
+    // The built-in engine is deterministic: a lesson asked again is the one composed the first time (kept and
+    // serialized once), byte for byte, and still paid for. A focus is another lesson: its sections in another order.
+    const sent: { status: number; etag: unknown; length: unknown; bytes: number }[] = [];
+    const http = axios.create();
+    http.interceptors.response.use((response) => {
+      const { etag, 'content-length': length } = response.headers;
+      sent.push({ status: response.status, etag, length, bytes: Buffer.byteLength(String(response.data)) });
+      return response;
+    });
+    const client = createClient({
+      baseUrls: { education: economy.education.url },
+      wallet: await walletFromSecretKey(economy.buyer.secretKey),
+      axios: http,
+      maxRetries: 0,
+      payments: { rpcUrl: economy.rpcUrl },
+    });
+    const address = { courseId: 'rag', lessonId: 'chunking' } as const;
+    const first = await client.education.lesson.withResponse({ body: address });
+    const again = await client.education.lesson.withResponse({ body: address });
+    const focused = await client.education.lesson.withResponse({ body: { ...address, focus: 'metadata on chunks' } });
+    expect(again.data).toEqual(first.data);
+    expect(first.data.sections.map((s) => s.heading).slice(0, 2)).toEqual([
+      'Why documents are split into chunks',
+      'Chunk size and overlap',
+    ]);
+    expect(focused.data.sections[0]!.heading).toBe('Metadata on every chunk');
+    expect([...focused.data.sections].sort((a, b) => a.heading.localeCompare(b.heading))).toEqual(
+      [...first.data.sections].sort((a, b) => a.heading.localeCompare(b.heading)),
+    );
+    const transactions = [first, again, focused].map((r) => r.payment?.transaction);
+    expect(new Set(transactions).size).toBe(3);
+    expect(transactions.every((t) => typeof t === 'string' && t.length > 80)).toBe(true);
+    // Answers to a POST carry no ETag, and the length sent is the body's.
+    const answers = sent.filter((s) => s.status === 200);
+    expect(answers).toHaveLength(3);
+    for (const answer of answers) {
+      expect(answer.etag).toBeUndefined();
+      expect(Number(answer.length)).toBe(answer.bytes);
+    }
   });
 });
 

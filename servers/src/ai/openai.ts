@@ -31,6 +31,7 @@ export function openAiReasoner(options: OpenAiOptions): Reasoner {
   const generator: Generator = { engine: 'llm', model: options.model };
   return {
     generator,
+    deterministic: false,
     async run<I, O>(task: AiTask<I, O>) {
       const shape = JSON.stringify(generateSchema(task.output as Parameters<typeof generateSchema>[0]));
       let content: string | null | undefined;

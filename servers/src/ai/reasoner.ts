@@ -23,6 +23,8 @@ export interface AiResult<O> {
 
 export interface Reasoner {
   readonly generator: Generator;
+  /** The same task input always gives the same output (the built-in engine's rules): an answer may be kept. */
+  readonly deterministic: boolean;
   run<I, O>(task: AiTask<I, O>): Promise<AiResult<O>>;
 }
 
@@ -32,6 +34,7 @@ export const BUILTIN_GENERATOR: Generator = { engine: 'builtin', model: 'builtin
 export function builtinReasoner(): Reasoner {
   return {
     generator: BUILTIN_GENERATOR,
+    deterministic: true,
     async run(task) {
       return { output: task.builtin(task.input), generator: BUILTIN_GENERATOR };
     },

@@ -234,7 +234,7 @@ export function staticBody<T extends object>(body: T): T {
   staticBodies.add(copy);
   return copy;
 }
-const serialized = new WeakMap<object, { bytes: Buffer; etag: string }>();
+const serialized = new WeakMap<object, { bytes: Buffer; etag?: string }>();
 /** Methods whose answers an ETag serves (conditional requests), and statuses Express sends without a body. */
 const conditional = new Set(['GET', 'HEAD']);
 const bodiless = new Set([204, 205, 304]);
@@ -327,25 +327,26 @@ export async function createServiceApp<R extends AppRouter>(options: ServiceAppO
   // A static body (staticBody) is serialized once; any other goes through Express's res.json as always.
   const json = app.response.json;
   app.response.json = function (this: Response, body: unknown, ...rest: unknown[]) {
-    if (!rest.length && body !== undefined && !conditional.has(this.req.method) && !bodiless.has(this.statusCode)) {
+    if (rest.length || body === undefined || bodiless.has(this.statusCode))
+      return (json as (...args: unknown[]) => Response).call(this, body, ...rest);
+    const cache = body !== null && typeof body === 'object' && staticBodies.has(body);
+    const etagged = conditional.has(this.req.method);
+    if (etagged && !cache) return (json as (...args: unknown[]) => Response).call(this, body);
+    let sent = cache ? serialized.get(body) : undefined;
+    if (!sent) {
+      sent = { bytes: Buffer.from(JSON.stringify(body)) };
+      if (cache) serialized.set(body as object, sent);
+    }
+    if (!this.get('Content-Type')) this.set('Content-Type', 'application/json; charset=utf-8');
+    if (!etagged) {
       // An answer to a POST (PATCH, DELETE …) gets no ETag: no request can be made conditional on it (If-None-Match
       // answers 304 to GET and HEAD only), and Express would hash every such body for one, a paid lesson's 12 KB on
       // every call.
-      const bytes = Buffer.from(JSON.stringify(body));
-      if (!this.get('Content-Type')) this.set('Content-Type', 'application/json; charset=utf-8');
-      this.set('Content-Length', String(bytes.length));
-      this.end(bytes);
+      this.set('Content-Length', String(sent.bytes.length));
+      this.end(sent.bytes);
       return this;
     }
-    if (rest.length || body === null || typeof body !== 'object' || !staticBodies.has(body))
-      return (json as (...args: unknown[]) => Response).call(this, body, ...rest);
-    let sent = serialized.get(body);
-    if (!sent) {
-      const bytes = Buffer.from(JSON.stringify(body));
-      sent = { bytes, etag: (app.get('etag fn') as (body: Buffer) => string)(bytes) };
-      serialized.set(body, sent);
-    }
-    if (!this.get('Content-Type')) this.set('Content-Type', 'application/json; charset=utf-8');
+    sent.etag ??= (app.get('etag fn') as (body: Buffer) => string)(sent.bytes);
     this.set('ETag', sent.etag);
     return this.send(sent.bytes);
   };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { education } from '@agent-economy/contracts';
+import { education, type Lesson } from '@agent-economy/contracts';
 import type { Reasoner } from '../../ai';
 import { staticBody, type RouterImplementation } from '../../runtime/app';
 import { notFound } from '../../runtime/errors';
@@ -21,6 +21,9 @@ import {
 } from './domain';
 import type { EducationStore } from './store';
 
+/** Lessons of a deterministic engine kept composed; more than the whole curriculum, without focus, many times over. */
+const LESSON_CACHE = 512;
+
 export interface EducationDeps {
   courses: readonly CourseMaterial[];
   tutorIndex: TutorIndex;
@@ -37,6 +40,9 @@ export function educationHandlers({
 }: EducationDeps): RouterImplementation<typeof education.router> {
   // Built once and served as is: serialized once too (staticBody).
   const catalog = staticBody(buildCatalog(courses));
+  // A deterministic engine's lesson depends on its address and focus alone: composed and serialized once (staticBody),
+  // as the catalog is, for the most recently asked LESSON_CACHE of them. An LLM's is written afresh each time.
+  const lessons = new Map<string, Lesson>();
 
   return {
     catalog: async () => ({ status: 200, body: catalog }),
@@ -45,8 +51,15 @@ export function educationHandlers({
 
     lesson: async ({ body }) => {
       const location = locateLesson(courses, body.courseId, body.lessonId);
+      const key = reasoner.deterministic ? JSON.stringify([body.courseId, body.lessonId, body.focus]) : undefined;
+      const kept = key === undefined ? undefined : lessons.get(key);
+      if (kept) return { status: 200, body: kept };
       const { output, generator } = await reasoner.run(lessonTask(location, body.focus));
-      return { status: 200, body: assembleLesson(location, output, generator) };
+      const lesson = assembleLesson(location, output, generator);
+      if (key === undefined) return { status: 200, body: lesson };
+      if (lessons.size >= LESSON_CACHE) lessons.delete(lessons.keys().next().value!);
+      lessons.set(key, staticBody(lesson));
+      return { status: 200, body: lessons.get(key)! };
     },
 
     quiz: async ({ body }) => {
