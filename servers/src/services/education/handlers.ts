@@ -53,7 +53,12 @@ export function educationHandlers({
       const location = locateLesson(courses, body.courseId, body.lessonId);
       const key = reasoner.deterministic ? JSON.stringify([body.courseId, body.lessonId, body.focus]) : undefined;
       const kept = key === undefined ? undefined : lessons.get(key);
-      if (kept) return { status: 200, body: kept };
+      if (kept) {
+        // Asked again: last to be let go.
+        lessons.delete(key!);
+        lessons.set(key!, kept);
+        return { status: 200, body: kept };
+      }
       const { output, generator } = await reasoner.run(lessonTask(location, body.focus));
       const lesson = assembleLesson(location, output, generator);
       if (key === undefined) return { status: 200, body: lesson };
