@@ -60,6 +60,28 @@ describe('verifyEd25519Async', () => {
     expect(answers).toEqual([true, false, false, false, false, false, false]);
     expect(answers).toEqual(cases.map(([k, m, s]) => verifyEd25519(k, m, s)));
   });
+
+  // The paywall checks a payment's payer this way, remembering what held for the facilitator's checks after it: the
+  // memory must hold a signature for its own message and key only, and never a forged one.
+  it('remembers, when asked, only a signature that held, for its message and key', async () => {
+    const message = new TextEncoder().encode('pay 0.05 USD to the seller');
+    const other = new TextEncoder().encode('pay 5.00 USD to the seller');
+    const wallet = generateWallet();
+    const payer = await walletFromSecretKey(wallet.secretKey); // signed outside the server's keys module
+    const signature = await payer.signMessage(message);
+    const key = wallet.secretKey.subarray(32);
+    const forged = Uint8Array.from(signature, (b, i) => (i === 5 ? b ^ 1 : b));
+    const remember = { remember: true };
+    expect(await verifyEd25519Async(key, message, forged, remember)).toBe(false);
+    expect(await verifyEd25519Async(key, message, forged, remember)).toBe(false);
+    expect(verifyEd25519(key, message, forged)).toBe(false);
+    expect(await verifyEd25519Async(key, message, signature, remember)).toBe(true);
+    expect(await verifyEd25519Async(key, message, signature, remember)).toBe(true);
+    expect(verifyEd25519(key, message, signature)).toBe(true);
+    expect(await verifyEd25519Async(key, other, signature, remember)).toBe(false);
+    expect(verifyEd25519(key, other, signature)).toBe(false);
+    expect(await verifyEd25519Async(generateWallet().secretKey.subarray(32), message, signature, remember)).toBe(false);
+  });
 });
 
 // The SDK signs with Node's Ed25519 where it can, else with WebCrypto's (browsers): the two must give the same bytes,

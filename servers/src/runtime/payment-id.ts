@@ -9,7 +9,7 @@ import {
 import type { Response } from 'express';
 import { sql, type Kysely, type Migration, type OperationNodeSource, type RawBuilder } from 'kysely';
 import { decodeBase64, parseTransaction } from '../solana/wire';
-import { verifyEd25519 } from '../solana/keys';
+import { verifyEd25519Async } from '../solana/keys';
 import { HttpError, envelope } from './errors';
 import type { SharedDb } from '../db';
 import { camelCaseDb } from '../db/camel-case';
@@ -128,12 +128,12 @@ const ID_COLUMNS = [
  * scheme's transfer authority), only when its signature verifies: an id is never matched on a payer
  * name alone; an unverifiable payment goes on without one, and verification refuses it.
  */
-export function identityOf(
+export async function identityOf(
   res: Response,
   header: string,
   quote: PaymentRequired,
   request: X402FacilitatorRequest,
-): PaymentIdentity | undefined {
+): Promise<PaymentIdentity | undefined> {
   if (!quote.extensions?.[PAYMENT_IDENTIFIER]) return undefined;
   const sent = (decodeX402Header(header) as { extensions?: Record<string, unknown> } | undefined)?.extensions?.[
     PAYMENT_IDENTIFIER
@@ -146,7 +146,7 @@ export function identityOf(
       fields: [{ field, message: 'must be 16 to 128 characters of letters, digits, "-" and "_"' }],
     });
   }
-  const payer = signedPayer(request);
+  const payer = await signedPayer(request);
   if (!payer) return undefined;
   const requirements = request.paymentRequirements;
   const fingerprint = createHash('sha256')
@@ -165,8 +165,11 @@ export function identityOf(
   return { payer, id, fingerprint };
 }
 
-/** The exact payment's payer: its transaction's second signer, when that signature verifies. */
-export function signedPayer(request: X402FacilitatorRequest): string | undefined {
+/**
+ * The exact payment's payer: its transaction's second signer, when that signature verifies (on the thread pool, and
+ * remembered: the facilitator checks the same signature next).
+ */
+export async function signedPayer(request: X402FacilitatorRequest): Promise<string | undefined> {
   const encoded = request.paymentPayload.payload.transaction;
   if (typeof encoded !== 'string') return undefined;
   try {
@@ -175,7 +178,7 @@ export function signedPayer(request: X402FacilitatorRequest): string | undefined
     const key = payer ? base58Decode(payer) : undefined;
     const signature = tx.signatures[1];
     if (!payer || !key || !signature || tx.message.numRequiredSignatures < 2) return undefined;
-    return verifyEd25519(key, tx.message.bytes, signature) ? payer : undefined;
+    return (await verifyEd25519Async(key, tx.message.bytes, signature, { remember: true })) ? payer : undefined;
   } catch {
     return undefined;
   }

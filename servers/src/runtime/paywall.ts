@@ -467,7 +467,7 @@ export async function collectPayment(res: Response, runHandler: () => void, opti
   // A payment identified (x402 payment-identifier) as one already answered gets that answer, uncharged. A payment
   // presented for the first time (its claim is new) is not one: binding its id below finds any earlier answer. Only a
   // payment presented again looks the answer up before its claim is examined (a served claim would refuse it).
-  const identity = identityOf(res, options.header, quote, parsed.request);
+  const identity = await identityOf(res, options.header, quote, parsed.request);
   let claim: Awaited<ReturnType<typeof claimPayment>> | undefined;
   let bound = false;
   if (identity) {
@@ -702,7 +702,7 @@ async function notItsBuyer(p: Paid, row: Claim): Promise<Refusal | undefined> {
   const { db, requirements, quote } = p.options;
   const identity = p.res.locals.paymentIdentity as PaymentIdentity | undefined;
   if (identity && (await boundTo(db as never, identity, p.key))) return undefined;
-  const payer = row.payer ?? signedPayer(p.request);
+  const payer = row.payer ?? (await signedPayer(p.request));
   const proof = p.res.req.header(SIGN_IN_WITH_X_HEADER);
   // A route that signs its caller in has checked the proof already (and spent its nonce).
   const caller =

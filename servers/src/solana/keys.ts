@@ -144,20 +144,30 @@ export function verifyEd25519(publicKey: Uint8Array, message: Uint8Array, signat
 }
 
 /**
- * verifyEd25519 on libuv's thread pool, off the event loop (about 0.2 ms a check on a small server), for a hot path
- * whose signatures are each checked once, such as a session's vouchers: nothing is remembered.
+ * verifyEd25519 on libuv's thread pool, off the event loop (about 0.2 ms a check on a small server), for the hot paths:
+ * a session's vouchers (each checked once: nothing is remembered) and a payment's payer, which the paywall checks
+ * first (`remember`: the facilitator's checks of the same signature in this process are then lookups).
  */
 export function verifyEd25519Async(
   publicKey: Uint8Array,
   message: Uint8Array,
   signature: Uint8Array,
+  options: { remember?: boolean } = {},
 ): Promise<boolean> {
   if (publicKey.length !== 32 || signature.length !== 64) return Promise.resolve(false);
-  const key = publicKeyObject(publicKey);
+  const keyHex = Buffer.from(publicKey).toString('hex');
+  const key = publicKeyObject(publicKey, keyHex);
   if (!key) return Promise.resolve(false);
+  const seen = options.remember ? Buffer.from(signature).toString('hex') : '';
+  const what = options.remember ? heldFor(keyHex, message) : '';
+  if (options.remember && verifiedOnce.get(seen) === what) return Promise.resolve(true);
   return new Promise((resolve) => {
     try {
-      verify(null, message, key, signature, (error, valid) => resolve(!error && valid));
+      verify(null, message, key, signature, (error, valid) => {
+        const held = !error && valid;
+        if (held && options.remember) rememberHeld(seen, what);
+        resolve(held);
+      });
     } catch {
       resolve(false);
     }
