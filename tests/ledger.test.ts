@@ -494,6 +494,43 @@ describe('transactions that must not land twice or at all', () => {
     expect(ledger.lamports(alice.address)).toBe(lamports - 5000n);
     expect(ledger.tokenBalance(bob)).toBe(400_000n);
   });
+
+  // The ledger runs a preflighted transaction once and puts back what a failure wrote: it must leave every account
+  // as it was (no fee, no account created by an instruction before the one that failed) and the transaction unknown.
+  it('leaves nothing behind of a transaction that fails its preflight', async () => {
+    const created = generateWallet().address as Address;
+    const lamports = ledger.lamports(alice.address);
+    const tokens = [ledger.tokenBalance(alice.address), ledger.tokenBalance(bob)];
+    const failing = await signed(rpc, alice, [
+      getTransferSolInstruction({ source: alice, destination: created, amount: 2_000_000n }),
+      getTransferCheckedInstruction({
+        source: await ata(alice.address),
+        mint: MINT,
+        destination: await ata(bob),
+        authority: alice,
+        amount: 50_000_000n,
+        decimals: 6,
+      }),
+    ]);
+    const raw = await rawCall(server.url, call('sendTransaction', [failing.wire, { encoding: 'base64' }]));
+    expect(raw.error.code).toBe(-32002);
+    expect(raw.error.data.err).toEqual({ InstructionError: [1, { Custom: 1 }] });
+    expect(ledger.lamports(alice.address)).toBe(lamports);
+    expect(ledger.lamports(created)).toBe(0n);
+    expect(ledger.getAccount(created)).toBeNull();
+    expect([ledger.tokenBalance(alice.address), ledger.tokenBalance(bob)]).toEqual(tokens);
+    const [status] = (await rpc.getSignatureStatuses([failing.signature as Signature]).send()).value;
+    expect(status).toBeNull();
+    // The same bytes fail again the same way (not "already processed"), and a payment that passes lands once.
+    const again = await rawCall(server.url, call('sendTransaction', [failing.wire, { encoding: 'base64' }]));
+    expect(again.error.data.err).toEqual({ InstructionError: [1, { Custom: 1 }] });
+    const paying = await signed(rpc, alice, [
+      getTransferSolInstruction({ source: alice, destination: created, amount: 2_000_000n }),
+    ]);
+    await rpc.sendTransaction(paying.wire as Base64EncodedWireTransaction, { encoding: 'base64' }).send();
+    expect(ledger.lamports(created)).toBe(2_000_000n);
+    expect(ledger.lamports(alice.address)).toBe(lamports - 2_000_000n - 5000n);
+  });
 });
 
 describe('simulateTransaction', () => {

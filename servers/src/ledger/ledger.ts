@@ -789,19 +789,45 @@ export class LocalLedger {
    * cluster drops it, and the error says why.
    */
   submit(prepared: PreparedTransaction): SendOutcome {
+    return this.execute(prepared, false) as SendOutcome;
+  }
+
+  /**
+   * sendTransaction with its preflight: `preflight` (the failure simulated in full, as a node's preflight reports it)
+   * when the transaction would fail, and then nothing lands and no fee is charged; else as submit. A node simulates
+   * and then sends; this ledger runs one transaction at a time, so it runs the transaction once and, should it fail,
+   * puts back every account it could write. The outcome is the same, and a payment costs one run instead of two.
+   */
+  sendWithPreflight(prepared: PreparedTransaction): SendOutcome | { preflight: SimulationOutcome } {
+    return this.execute(prepared, true);
+  }
+
+  private execute(prepared: PreparedTransaction, preflight: boolean): SendOutcome | { preflight: SimulationOutcome } {
     const { current, refused } = this.begin(prepared);
-    if (refused) return this.drop(prepared, refused);
+    if (refused)
+      return preflight ? { preflight: this.simulate(prepared, { sigVerify: true }) } : this.drop(prepared, refused);
     const { tx, keys } = prepared;
+    const written = keys.filter((_, i) => prepared.writable[i]);
+    const before = preflight ? written.map((key) => this.svm.getAccount(addressBytes(key))) : [];
     const pre = this.balances(keys);
     const result =
       tx.message.version === 'legacy'
         ? this.svm.sendLegacyTransaction(tx.bytes)
         : this.svm.sendVersionedTransaction(tx.bytes);
     const failed = result instanceof FailedTransactionMetadata;
+    this.forgetProgramSizes(written);
+    if (failed && preflight) {
+      written.forEach((key, i) =>
+        this.svm.setAccount(
+          addressBytes(key),
+          before[i] ?? new Account(0n, new Uint8Array(0), addressBytes(SYSTEM_PROGRAM), false, U64_MAX),
+        ),
+      );
+      return { preflight: this.simulate(prepared, { sigVerify: true }) };
+    }
     const meta: TransactionMetadata = failed ? result.meta() : result;
     const err = failed ? transactionErrorFromLiteSvm(result.err()) : null;
     const post = this.balances(keys, undefined, { balances: pre, writable: prepared.writable });
-    this.forgetProgramSizes(keys.filter((_, i) => prepared.writable[i]));
     // a failed transaction that charged its fee was committed; one that did not never made it into a block
     if (failed && post.lamports[0] === pre.lamports[0]) return this.drop(prepared, err!);
     const record: TxRecord = {
@@ -827,7 +853,6 @@ export class LocalLedger {
     // indexed before the log write, so that dedup holds even if that write fails
     const entry = this.index(record, keys, -1);
     if (this.store) {
-      const written = keys.filter((_, i) => prepared.writable[i]);
       entry.offset = this.store.append({
         t: 'tx',
         r: serializeRecord(record),
@@ -908,17 +933,6 @@ export class LocalLedger {
       postTokenBalances: post.tokens,
       postAccounts,
     };
-  }
-
-  /**
-   * sendTransaction's preflight: null when the transaction would succeed now, else its simulation (the error's data).
-   * A transaction that succeeds is only run: the balances, accounts and sizes a simulation reports are built for one
-   * that fails, which is then simulated again in full. Every payment a facilitator settles passes here.
-   */
-  preflight(prepared: PreparedTransaction): SimulationOutcome | null {
-    const failed =
-      this.begin(prepared).refused || this.runSimulation(prepared.tx, true) instanceof FailedTransactionMetadata;
-    return failed ? this.simulate(prepared, { sigVerify: true }) : null;
   }
 
   /**

@@ -656,20 +656,27 @@ const METHODS: Record<string, Handler> = {
     config.usize('maxRetries');
     rpc.context(config, skipPreflight ? rpc.current : rpc.bankSlot(preflightCommitment ?? 'finalized'));
     const prepared = prepare(rpc.ledger, tx);
-    if (!skipPreflight) {
-      if (!verifySignatures(tx)) throw new RpcError(-32003, 'Transaction signature verification failure');
-      const outcome = rpc.ledger.preflight(prepared);
-      if (outcome && outcome.err !== null) {
-        const data = simulationJson(prepared, outcome, {
-          accounts: null,
-          innerInstructions: false,
-          replacementBlockhash: null,
-        });
-        throw new RpcError(-32002, `Transaction simulation failed: ${describeTransactionError(outcome.err)}`, data);
-      }
+    if (skipPreflight) {
+      // like a node, the signature comes back even when the leader will drop the transaction
+      rpc.ledger.submit(prepared);
+      return tx.signature;
     }
-    // like a node, the signature comes back even when the leader will drop the transaction
-    rpc.ledger.submit(prepared);
+    if (!verifySignatures(tx)) throw new RpcError(-32003, 'Transaction signature verification failure');
+    const sent = rpc.ledger.sendWithPreflight(prepared);
+    // (Should its simulation pass where its run failed, it is sent, as after a preflight that passed.)
+    if ('preflight' in sent && sent.preflight.err === null) rpc.ledger.submit(prepared);
+    else if ('preflight' in sent && sent.preflight.err !== null) {
+      const data = simulationJson(prepared, sent.preflight, {
+        accounts: null,
+        innerInstructions: false,
+        replacementBlockhash: null,
+      });
+      throw new RpcError(
+        -32002,
+        `Transaction simulation failed: ${describeTransactionError(sent.preflight.err)}`,
+        data,
+      );
+    }
     return tx.signature;
   },
   simulateTransaction: (p, rpc) => {
