@@ -31,16 +31,23 @@ import {
   setTransactionMessageFeePayer,
   setTransactionMessageFeePayerSigner,
   setTransactionMessageLifetimeUsingBlockhash,
+  setTransactionMessageLifetimeUsingDurableNonce,
   signTransactionMessageWithSigners,
   type Address,
   type Base64EncodedWireTransaction,
   type Blockhash,
   type Instruction,
   type KeyPairSigner,
+  type Nonce,
   type Signature,
   type TransactionMessageBytesBase64,
 } from '@solana/kit';
-import { getTransferSolInstruction } from '@solana-program/system';
+import {
+  SYSTEM_PROGRAM_ADDRESS,
+  getCreateAccountInstruction,
+  getInitializeNonceAccountInstruction,
+  getTransferSolInstruction,
+} from '@solana-program/system';
 import {
   TOKEN_PROGRAM_ADDRESS,
   fetchMint,
@@ -530,6 +537,63 @@ describe('transactions that must not land twice or at all', () => {
     await rpc.sendTransaction(paying.wire as Base64EncodedWireTransaction, { encoding: 'base64' }).send();
     expect(ledger.lamports(created)).toBe(2_000_000n);
     expect(ledger.lamports(alice.address)).toBe(lamports - 2_000_000n - 5000n);
+  });
+
+  // A durable-nonce transaction that fails pays its fee when it lands, and on a cluster its nonce advances too (LiteSVM
+  // today charges the fee alone): failing its preflight, it must do neither, and the same bytes fail the same way.
+  it('leaves a durable nonce where it was when its transaction fails the preflight', async () => {
+    const nonceAccount = await signer();
+    const create = await signed(rpc, alice, [
+      getCreateAccountInstruction({
+        payer: alice,
+        newAccount: nonceAccount,
+        lamports: ledger.minimumBalanceForRentExemption(80),
+        space: 80,
+        programAddress: SYSTEM_PROGRAM_ADDRESS,
+      }),
+      getInitializeNonceAccountInstruction({ nonceAccount: nonceAccount.address, nonceAuthority: alice.address }),
+    ]);
+    await rpc.sendTransaction(create.wire as Base64EncodedWireTransaction, { encoding: 'base64' }).send();
+    const [source, destination] = [await ata(alice.address), await ata(bob)];
+    const nonceData = () => Buffer.from(ledger.getAccount(nonceAccount.address)!.data).toString('hex');
+    const stored = nonceData();
+    const nonce = getAddressDecoder().decode(ledger.getAccount(nonceAccount.address)!.data.subarray(40, 72));
+    const lamports = ledger.lamports(alice.address);
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(alice, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingDurableNonce(
+          {
+            nonce: nonce as string as Nonce,
+            nonceAccountAddress: nonceAccount.address,
+            nonceAuthorityAddress: alice.address,
+          },
+          m,
+        ),
+      (m) =>
+        appendTransactionMessageInstructions(
+          [
+            getTransferCheckedInstruction({
+              source,
+              mint: MINT,
+              destination,
+              authority: alice,
+              amount: 50_000_000n,
+              decimals: 6,
+            }),
+          ],
+          m,
+        ),
+    );
+    const wire = getBase64EncodedWireTransaction(await signTransactionMessageWithSigners(message));
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const raw = await rawCall(server.url, call('sendTransaction', [wire, { encoding: 'base64' }]));
+      expect(raw.error.code).toBe(-32002);
+      expect(raw.error.data.err).toEqual({ InstructionError: [1, { Custom: 1 }] });
+      expect(nonceData()).toBe(stored);
+      expect(ledger.lamports(alice.address)).toBe(lamports);
+    }
   });
 });
 

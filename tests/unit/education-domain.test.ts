@@ -3,6 +3,7 @@ import { COURSE_IDS } from '@agent-economy/contracts';
 import { builtinReasoner } from '../../servers/src/ai';
 import { HttpError } from '../../servers/src/runtime/errors';
 import { curriculum } from '../../servers/src/services/education/curriculum';
+import { educationHandlers } from '../../servers/src/services/education/handlers';
 import {
   assembleLesson,
   exerciseTask,
@@ -193,5 +194,53 @@ describe('tutor', () => {
         expect.objectContaining({ status: 422, code: 'question_out_of_scope' }),
       );
     }
+  });
+});
+
+// A deterministic engine's lesson is composed once and kept (frozen, so that it is serialized once); an LLM's is
+// written afresh each call. The engines here are the built-in one, counted, and the same rules declared as not deterministic.
+describe('lesson handler', () => {
+  const counted = (deterministic: boolean) => {
+    const engine = builtinReasoner();
+    const runs: string[] = [];
+    return {
+      runs,
+      reasoner: {
+        generator: engine.generator,
+        deterministic,
+        run: ((task) => {
+          runs.push(task.name);
+          return engine.run(task);
+        }) as typeof engine.run,
+      },
+    };
+  };
+  const lesson = async (handlers: ReturnType<typeof educationHandlers>, body: Record<string, string>) =>
+    (await (handlers.lesson as (args: unknown) => Promise<unknown>)({ body })) as {
+      status: number;
+      body: { sections: { heading: string }[] };
+    };
+  const address = { courseId: 'rag', lessonId: 'chunking' };
+
+  it('keeps a deterministic engine’s lesson by address and focus, and asks an LLM every time', async () => {
+    const kept = counted(true);
+    const handlers = educationHandlers({ courses: curriculum, tutorIndex: tutor, store: {} as never, ...kept });
+    const first = await lesson(handlers, address);
+    const again = await lesson(handlers, address);
+    expect(again.body).toBe(first.body);
+    expect(Object.isFrozen(first.body) && Object.isFrozen(first.body.sections[0])).toBe(true);
+    const focused = await lesson(handlers, { ...address, focus: 'metadata on chunks' });
+    expect(focused.body).not.toBe(first.body);
+    expect(focused.body.sections[0]!.heading).toBe('Metadata on every chunk');
+    expect(kept.runs).toEqual(['lesson', 'lesson']);
+
+    const llm = counted(false);
+    const asked = educationHandlers({ courses: curriculum, tutorIndex: tutor, store: {} as never, ...llm });
+    const one = await lesson(asked, address);
+    const two = await lesson(asked, address);
+    expect(two.body).toEqual(one.body);
+    expect(two.body).not.toBe(one.body);
+    expect(Object.isFrozen(one.body)).toBe(false);
+    expect(llm.runs).toEqual(['lesson', 'lesson']);
   });
 });

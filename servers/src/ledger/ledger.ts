@@ -817,12 +817,16 @@ export class LocalLedger {
     const failed = result instanceof FailedTransactionMetadata;
     this.forgetProgramSizes(written);
     if (failed && preflight) {
-      written.forEach((key, i) =>
+      // Only what the failed run changed is put back (the fee, a durable nonce's advance), the fee payer first: writing
+      // back a program it left alone would have the SVM load and verify it again.
+      written.forEach((key, i) => {
+        const was = before[i] ?? null;
+        if (sameAccount(was, this.svm.getAccount(addressBytes(key)))) return;
         this.svm.setAccount(
           addressBytes(key),
-          before[i] ?? new Account(0n, new Uint8Array(0), addressBytes(SYSTEM_PROGRAM), false, U64_MAX),
-        ),
-      );
+          was ?? new Account(0n, new Uint8Array(0), addressBytes(SYSTEM_PROGRAM), false, U64_MAX),
+        );
+      });
       return { preflight: this.simulate(prepared, { sigVerify: true }) };
     }
     const meta: TransactionMetadata = failed ? result.meta() : result;
@@ -1269,6 +1273,19 @@ const TOKEN_PROGRAM_BYTES = addressBytes(TOKEN_PROGRAM);
 const TOKEN_2022_PROGRAM_BYTES = addressBytes(TOKEN_2022_PROGRAM);
 const NO_DATA = new Uint8Array(0);
 const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((byte, i) => byte === b[i]);
+
+/** Two reads of an account hold the same state (an account of no lamports is none). */
+function sameAccount(a: Account | null, b: Account | null): boolean {
+  const gone = (x: Account | null) => !x || x.lamports() === 0n;
+  if (gone(a) || gone(b)) return gone(a) && gone(b);
+  return (
+    a!.lamports() === b!.lamports() &&
+    a!.executable() === b!.executable() &&
+    a!.rentEpoch() === b!.rentEpoch() &&
+    sameBytes(a!.owner(), b!.owner()) &&
+    Buffer.compare(a!.data(), b!.data()) === 0
+  );
+}
 
 function toLedgerAccount(account: Account): LedgerAccount {
   // rent collection is gone: every live account reports the rent-exempt epoch, as on current clusters
