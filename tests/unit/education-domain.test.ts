@@ -198,7 +198,8 @@ describe('tutor', () => {
 });
 
 // A deterministic engine's lesson is composed once and kept (frozen, so that it is serialized once); an LLM's is
-// written afresh each call. The engines here are the built-in one, counted, and the same rules declared as not deterministic.
+// written afresh each call. The engines here are the built-in one, counted, and the same rules declared as not
+// deterministic.
 describe('lesson handler', () => {
   const counted = (deterministic: boolean) => {
     const engine = builtinReasoner();
