@@ -402,6 +402,24 @@ describe("the process's metrics", () => {
       sample(text, 'nodejs_gc_duration_seconds_count', { kind: 'minor', service: 'facilitator' }),
     ).toBeGreaterThanOrEqual(after);
   });
+
+  // One event-loop delay monitor for the process (one per service ran twenty timers in npm start), read over windows of
+  // at least ten seconds: every service shows the same figures in a window, and none sees only the time since another's
+  // scrape. Of two back-to-back pairs of scrapes, at most one can straddle a window's end.
+  it('shows one event-loop delay, the same in every service within a window', async () => {
+    const delays = async (url: string) => {
+      const text = await metricsOf(url);
+      return ['min', 'max', 'mean', 'p50', 'p99'].map((q) => sample(text, `nodejs_eventloop_lag_${q}_seconds`));
+    };
+    const first = await delays(economy.education.url);
+    const second = await delays(economy.facilitator.url);
+    const third = await delays(economy.education.url);
+    for (const figures of [first, second, third]) {
+      for (const value of figures) expect(value).toBeGreaterThanOrEqual(0);
+    }
+    expect(second[1]).toBeGreaterThan(0);
+    expect([first, third]).toContainEqual(second);
+  });
 });
 
 describe('/health', () => {
