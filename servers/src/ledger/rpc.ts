@@ -663,21 +663,19 @@ const METHODS: Record<string, Handler> = {
     }
     if (!verifySignatures(tx)) throw new RpcError(-32003, 'Transaction signature verification failure');
     const sent = rpc.ledger.sendWithPreflight(prepared);
-    // (Should its simulation pass where its run failed, it is sent, as after a preflight that passed.)
-    if ('preflight' in sent && sent.preflight.err === null) rpc.ledger.submit(prepared);
-    else if ('preflight' in sent && sent.preflight.err !== null) {
-      const data = simulationJson(prepared, sent.preflight, {
-        accounts: null,
-        innerInstructions: false,
-        replacementBlockhash: null,
-      });
-      throw new RpcError(
-        -32002,
-        `Transaction simulation failed: ${describeTransactionError(sent.preflight.err)}`,
-        data,
-      );
+    if (!('preflight' in sent)) return tx.signature;
+    const { err } = sent.preflight;
+    // Should its simulation pass where its run failed, it is sent, as after a preflight that passed.
+    if (err === null) {
+      rpc.ledger.submit(prepared);
+      return tx.signature;
     }
-    return tx.signature;
+    const data = simulationJson(prepared, sent.preflight, {
+      accounts: null,
+      innerInstructions: false,
+      replacementBlockhash: null,
+    });
+    throw new RpcError(-32002, `Transaction simulation failed: ${describeTransactionError(err)}`, data);
   },
   simulateTransaction: (p, rpc) => {
     p.atMost(2);
