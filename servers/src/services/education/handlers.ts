@@ -52,19 +52,18 @@ export function educationHandlers({
     lesson: async ({ body }) => {
       const location = locateLesson(courses, body.courseId, body.lessonId);
       const key = reasoner.deterministic ? JSON.stringify([body.courseId, body.lessonId, body.focus]) : undefined;
-      const kept = key === undefined ? undefined : lessons.get(key);
-      if (kept) {
-        // Asked again: last to be let go.
-        lessons.delete(key!);
-        lessons.set(key!, kept);
-        return { status: 200, body: kept };
+      let lesson = key === undefined ? undefined : lessons.get(key);
+      if (!lesson) {
+        const { output, generator } = await reasoner.run(lessonTask(location, body.focus));
+        lesson = assembleLesson(location, output, generator);
+        if (key === undefined) return { status: 200, body: lesson };
+        if (lessons.size >= LESSON_CACHE) lessons.delete(lessons.keys().next().value!);
+        lesson = staticBody(lesson);
       }
-      const { output, generator } = await reasoner.run(lessonTask(location, body.focus));
-      const lesson = assembleLesson(location, output, generator);
-      if (key === undefined) return { status: 200, body: lesson };
-      if (lessons.size >= LESSON_CACHE) lessons.delete(lessons.keys().next().value!);
-      lessons.set(key, staticBody(lesson));
-      return { status: 200, body: lessons.get(key)! };
+      // Asked last, let go last.
+      lessons.delete(key!);
+      lessons.set(key!, lesson);
+      return { status: 200, body: lesson };
     },
 
     quiz: async ({ body }) => {
