@@ -157,9 +157,10 @@ describe('paid lessons', () => {
   });
   afterAll(() => economy?.close());
 
-  it('composes each lesson by the rules once and serves it again, charging every call; the focus leads', async () => {
-    // The built-in engine is deterministic: a lesson asked again is the one composed the first time (kept and
-    // serialized once), byte for byte, and still paid for. A focus is another lesson: its sections in another order.
+  it('serves a lesson asked again the same and charges every call; the focus leads', async () => {
+    // Through the SDK, paid: a lesson asked again is the same lesson (the built-in engine's is kept; the handler's
+    // test in tests/unit/education-domain.test.ts shows it composed once) and each call is paid. A focus is another
+    // lesson: its sections in another order.
     const sent: { status: number; etag: unknown; length: unknown; bytes: number }[] = [];
     const http = axios.create();
     http.interceptors.response.use((response) => {
