@@ -377,6 +377,34 @@ describe('a refused payment', () => {
   });
 });
 
+describe('every answered request', () => {
+  it('is logged and counted once, a request refused before any route (a malformed path) too', async () => {
+    const requests = (text: string, route: string, status: string) =>
+      sample(text, 'http_requests_total', { route, method: 'GET', status }) ?? 0;
+    const before = await metricsOf(economy.education.url);
+    const id = 'req-refused-path-1';
+    const refused = await fetch(`${economy.education.url}/api/course/%ZZ`, { headers: { 'x-request-id': id } });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_path');
+    const free = await fetch(`${economy.education.url}/api/catalog`, { headers: { 'x-request-id': 'req-catalog-1' } });
+    expect(free.status).toBe(200);
+    await free.arrayBuffer();
+
+    const after = await metricsOf(economy.education.url);
+    expect(requests(after, 'unmatched', '400') - requests(before, 'unmatched', '400')).toBe(1);
+    expect(requests(after, '/api/catalog', '200') - requests(before, '/api/catalog', '200')).toBe(1);
+    const logged = (requestId: string) =>
+      lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.requestId === requestId);
+    expect(logged(id)).toEqual([
+      expect.objectContaining({ msg: 'request', service: 'education', status: 400, path: '/api/course/%ZZ' }),
+    ]);
+    expect(logged('req-catalog-1')).toEqual([
+      expect.objectContaining({ msg: 'request', service: 'education', status: 200, path: '/api/catalog' }),
+    ]);
+    expect(logged(id)[0]!.ms).toBeGreaterThanOrEqual(0);
+  });
+});
+
 describe("the process's metrics", () => {
   it('count every garbage collection, and every service shows the same ones', async () => {
     const minor = async (url: string) =>
