@@ -372,6 +372,49 @@ describe('PGlite in memory', () => {
   });
 });
 
+describe('PGlite statistics', () => {
+  // PGlite runs no autovacuum: its thread analyzes changed tables itself. Without statistics the planner takes
+  // `state = 'open'` for 0.5 % of the rows and reads every open row through that index, as the paywall's voucher
+  // update did (three vouchers joined to their sessions by key, among thousands of open sessions).
+  it('are kept as autovacuum keeps them: a lookup by key among thousands of open rows reads by the key', async () => {
+    const database = await openDatabase({ analyzeEveryMs: 20 });
+    try {
+      const { db } = database;
+      await sql`create table stats_sessions (channel_id text primary key, seller text not null, state text not null)`.execute(
+        db,
+      );
+      await sql`create index stats_sessions_state on stats_sessions (state)`.execute(db);
+      await sql`insert into stats_sessions select 'ch' || i, 'seller' || (i % 20), 'open' from generate_series(1, 3000) i`.execute(
+        db,
+      );
+      const plan = async () =>
+        (
+          await sql<{ 'QUERY PLAN': string }>`
+            explain select s.channel_id from stats_sessions s
+              join (values ('ch7'), ('ch70'), ('ch700')) as v(channel_id) on s.channel_id = v.channel_id
+             where s.state = 'open'`.execute(db)
+        ).rows
+          .map((row) => row['QUERY PLAN'])
+          .join('\n');
+      const analyzed = async () =>
+        (
+          await sql<{ at: Date | null }>`
+            select last_analyze as at from pg_stat_user_tables where relname = 'stats_sessions'`.execute(db)
+        ).rows[0]?.at ?? null;
+      // Each statement gives the thread its turn; the table's changes reach its statistics within a second.
+      for (let tries = 0; !(await analyzed()) && tries < 300; tries++) await new Promise((r) => setTimeout(r, 50));
+      expect(await analyzed()).not.toBeNull();
+      const { rows } = await sql<{ reltuples: number }>`
+        select reltuples from pg_class where relname = 'stats_sessions'`.execute(db);
+      expect(rows[0]!.reltuples).toBe(3000);
+      expect(await plan()).toMatch(/Index Scan using stats_sessions_pkey/);
+      expect(await plan()).not.toMatch(/stats_sessions_state/);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
 describe('PGlite on disk', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ae-db-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -27,6 +27,8 @@ export interface DatabaseOptions {
   schema?: string;
   /** Drop the schema when closing (tests only). */
   dropSchemaOnClose?: boolean;
+  /** PGlite: how often at most its thread looks for a table to analyze (10 s; tests shorten it). */
+  analyzeEveryMs?: number;
 }
 
 export interface Database {
@@ -56,9 +58,9 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Datab
     if (options.dataDir) {
       mkdirSync(options.dataDir, { recursive: true });
       if (!existsSync(join(options.dataDir, 'PG_VERSION'))) initdbApart(options.dataDir);
-      thread = await PGliteThread.start({ dataDir: options.dataDir });
+      thread = await PGliteThread.start({ dataDir: options.dataDir, analyzeEveryMs: options.analyzeEveryMs });
     } else {
-      thread = await PGliteThread.start({ template: await memoryTemplate() });
+      thread = await PGliteThread.start({ template: await memoryTemplate(), analyzeEveryMs: options.analyzeEveryMs });
     }
     const db = new Kysely<Record<string, never>>({ dialect: new PGliteDialect(thread) });
     return { db, engine: 'pglite', close: () => db.destroy() };

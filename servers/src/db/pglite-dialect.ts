@@ -19,6 +19,8 @@ export interface PGliteThreadOptions {
   dataDir?: string;
   /** A dump of an initialised data directory (PGlite's dumpDataDir), for an in-memory database. */
   template?: Uint8Array;
+  /** How often at most the thread looks for a table to analyze (pglite-thread.mjs); 10 s unless set (tests). */
+  analyzeEveryMs?: number;
 }
 
 /**
