@@ -114,6 +114,19 @@ export const sessionPaymentMigrations: Record<string, Migration> = {
       await db.schema.alterTable('paywall_sessions').addColumn('price_per_unit', 'int8').execute();
     },
   },
+  '004_sessions_by_seller': {
+    async up(db) {
+      // The services of a deployment share the table, and each sweeps its own sessions (pay_to): indexed by state
+      // alone, every sweep read the open sessions of every seller. Neither column moves with a voucher, so its update
+      // stays in its page.
+      await db.schema.dropIndex('paywall_sessions_state').execute();
+      await db.schema
+        .createIndex('paywall_sessions_seller')
+        .on('paywall_sessions')
+        .columns(['pay_to', 'state'])
+        .execute();
+    },
+  },
 };
 
 export interface SessionRow {
