@@ -221,8 +221,9 @@ function onlyOnItsRoutes(router: express.Router): express.RequestHandler {
 
 /**
  * Each app's handler of its answered requests. Node tells of every response finished, on any server of the process,
- * through one diagnostics channel: cheaper than a 'finish' listener added to each response (about 4 µs a request,
- * measured on /health). A response carries its Express app on its prototype; the ledger's responses have none.
+ * through one diagnostics channel: cheaper than a 'finish' listener added to each response (a /health request 183 →
+ * 171 µs of CPU, the two taking turns in one process). A response carries its Express app on its prototype; the
+ * ledger's responses have none.
  */
 const answeredBy = new WeakMap<express.Express, (res: Response) => void>();
 subscribe('http.server.response.finish', (message) => {
