@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Migrator, sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { migrate, openDatabase } from '../servers/src/db';
 import { testDatabase } from './support/servers';
 
@@ -402,13 +402,13 @@ describe('PGlite statistics', () => {
             select last_analyze as at from pg_stat_user_tables where relname = 'stats_sessions'`.execute(db)
         ).rows[0]?.at ?? null;
       // Each statement gives the thread its turn; the table's changes reach its statistics within a second.
-      for (let tries = 0; !(await analyzed()) && tries < 300; tries++) await new Promise((r) => setTimeout(r, 50));
-      expect(await analyzed()).not.toBeNull();
+      await vi.waitFor(async () => expect(await analyzed()).not.toBeNull(), { timeout: 15_000, interval: 50 });
       const { rows } = await sql<{ reltuples: number }>`
         select reltuples from pg_class where relname = 'stats_sessions'`.execute(db);
       expect(rows[0]!.reltuples).toBe(3000);
-      expect(await plan()).toMatch(/Index Scan using stats_sessions_pkey/);
-      expect(await plan()).not.toMatch(/stats_sessions_state/);
+      const analyzedPlan = await plan();
+      expect(analyzedPlan).toMatch(/Index Scan using stats_sessions_pkey/);
+      expect(analyzedPlan).not.toMatch(/stats_sessions_state/);
     } finally {
       await database.close();
     }

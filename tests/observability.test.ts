@@ -43,6 +43,7 @@ const sink = new Writable({
   },
 });
 const logs = () => lines.join('');
+const logLines = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
 
 const LESSON = { courseId: 'tool-use', lessonId: 'function-calling' };
 const lessonPrice = usdToAtomic((routeMeta(educationContract.router.lesson).payment as { usd: string }).usd).toString();
@@ -188,7 +189,7 @@ describe('a paid lesson', () => {
   });
 
   it("every log line of the call names its trace, the facilitator's included", () => {
-    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const parsed = logLines();
     const settleLine = parsed.find((l) => l.msg === 'request' && l.service === 'facilitator' && l.path === '/settle');
     expect(settleLine?.traceId).toBe(traceId);
     const settled = parsed.find((l) => l.msg === 'payment settled');
@@ -345,9 +346,7 @@ describe('a refused payment', () => {
 
     const text = await metricsOf(economy.education.url);
     expect(sample(text, 'payment_refusals_total', { route: '/api/lesson', code: 'payment_invalid', reason })).toBe(1);
-    const warn = lines
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .find((l) => l.msg === 'payment refused' && l.level === 40);
+    const warn = logLines().find((l) => l.msg === 'payment refused' && l.level === 40);
     expect(warn).toMatchObject({ code: 'payment_invalid', reason, service: 'education' });
     expect(logs()).not.toContain(header.slice(0, 40));
     expect(logs()).not.toContain(base58Encode(payer.secretKey));
@@ -393,8 +392,7 @@ describe('every answered request', () => {
     const after = await metricsOf(economy.education.url);
     expect(requests(after, 'unmatched', '400') - requests(before, 'unmatched', '400')).toBe(1);
     expect(requests(after, '/api/catalog', '200') - requests(before, '/api/catalog', '200')).toBe(1);
-    const logged = (requestId: string) =>
-      lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.requestId === requestId);
+    const logged = (requestId: string) => logLines().filter((l) => l.requestId === requestId);
     expect(logged(id)).toEqual([
       expect.objectContaining({ msg: 'request', service: 'education', status: 400, path: '/api/course/%ZZ' }),
     ]);
